@@ -1,0 +1,261 @@
+//! The data-sync Job (reference §3.4, with its R fixes).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath,
+    ObjectFieldSelector, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec,
+    SecretVolumeSource, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use sha2::{Digest, Sha256};
+
+use crate::builders::{components, meta, names};
+use crate::labels;
+use crate::params::MigrateParams;
+use crate::scripts::{self, data_sync};
+use crate::volumes::VolumeRole;
+
+pub const STEP_ID: &str = "data-sync";
+pub const CONTAINER: &str = "data-sync";
+const INIT_CONTAINER: &str = "init-volumes";
+
+/// `prepare` or `final`, as recorded on the Job.
+pub fn sync_mode(prepare: bool) -> &'static str {
+    if prepare { "prepare" } else { "final" }
+}
+
+pub fn description(params: &MigrateParams) -> String {
+    if params.prepare {
+        format!(
+            "copy the data of {} into the volumes while it keeps serving (--prepare)",
+            params.source_fqdn
+        )
+    } else {
+        format!(
+            "stop the services of {} and copy its data, database included, into the volumes",
+            params.source_fqdn
+        )
+    }
+}
+
+/// The name of a data-sync Job created by run `run_id`.
+pub fn job_name(run_id: &str) -> String {
+    format!("{}-{run_id}", names::DATA_SYNC_JOB_PREFIX)
+}
+
+fn env_from_field(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.to_owned(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        read_only: read_only.then_some(true),
+        ..VolumeMount::default()
+    }
+}
+
+/// Seeds every empty server volume from the image before the rsync, as the server's own init
+/// container would (reference D34): files the rsync excludes so that the image's version wins
+/// must still exist in the volume.
+fn init_volumes_script(params: &MigrateParams) -> String {
+    let mut script = String::from("set -eu\n");
+    for v in params
+        .volumes
+        .iter()
+        .filter(|v| v.role == VolumeRole::Server)
+    {
+        script.push_str(&format!(
+            "if [ -d '{path}' ] && [ -z \"$(ls -A '/mnt/{name}')\" ]; then\n  echo 'Seeding volume {name} from the image'\n  cp -a '{path}/.' '/mnt/{name}/'\nfi\n",
+            path = v.mount_path.trim_end_matches('/'),
+            name = v.name,
+        ));
+    }
+    script
+}
+
+fn spec(params: &MigrateParams) -> JobSpec {
+    let image = Some(params.image.server.clone());
+    let pull_policy = Some(params.image.pull_policy.as_str().to_owned());
+    let script = data_sync::render(&data_sync::DataSyncScript {
+        source_fqdn: params.source_fqdn.clone(),
+        ssh_user: params.ssh_user.clone(),
+        prepare: params.prepare,
+        volumes: params
+            .volumes
+            .iter()
+            .filter(|v| v.role != VolumeRole::Migration)
+            .map(|v| data_sync::SyncVolume {
+                name: v.name.clone(),
+                path: v.mount_path.trim_end_matches('/').to_owned(),
+            })
+            .collect(),
+        data_secret: names::MIGRATION_DATA_SECRET.to_owned(),
+        db_host: "db".to_owned(),
+        report_db_host: "reportdb".to_owned(),
+    });
+
+    let mut volumes: Vec<Volume> = params
+        .volumes
+        .iter()
+        .map(|v| Volume {
+            name: v.name.clone(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: v.name.clone(),
+                ..PersistentVolumeClaimVolumeSource::default()
+            }),
+            ..Volume::default()
+        })
+        .collect();
+    volumes.push(Volume {
+        name: "ssh-key".to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(names::SSH_KEY_SECRET.to_owned()),
+            default_mode: Some(0o400),
+            items: Some(vec![
+                KeyToPath {
+                    key: "key".to_owned(),
+                    path: "id".to_owned(),
+                    mode: Some(0o400),
+                },
+                KeyToPath {
+                    key: "key.pub".to_owned(),
+                    path: "id.pub".to_owned(),
+                    mode: None,
+                },
+            ]),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    });
+    volumes.push(Volume {
+        name: "ssh-conf".to_owned(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: names::SSH_CONFIG_MAP.to_owned(),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    });
+    volumes.push(Volume {
+        name: "scratch".to_owned(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: Some("Memory".to_owned()),
+            ..EmptyDirVolumeSource::default()
+        }),
+        ..Volume::default()
+    });
+
+    let mut mounts: Vec<VolumeMount> = params
+        .volumes
+        .iter()
+        .map(|v| mount(&v.name, &v.mount_path, false))
+        .collect();
+    mounts.push(mount("ssh-key", scripts::SSH_KEY_DIR, true));
+    mounts.push(mount("ssh-conf", scripts::SSH_CONF_DIR, true));
+    mounts.push(mount("scratch", scripts::SECRET_SCRATCH_DIR, false));
+
+    let init_mounts = params
+        .volumes
+        .iter()
+        .filter(|v| v.role == VolumeRole::Server)
+        .map(|v| mount(&v.name, &format!("/mnt/{}", v.name), false))
+        .collect();
+
+    JobSpec {
+        backoff_limit: Some(0),
+        template: PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(labels::labels(components::MIGRATION)),
+                ..ObjectMeta::default()
+            }),
+            spec: Some(PodSpec {
+                restart_policy: Some("Never".to_owned()),
+                service_account_name: Some(names::MIGRATION_SERVICE_ACCOUNT.to_owned()),
+                init_containers: Some(vec![Container {
+                    name: INIT_CONTAINER.to_owned(),
+                    image: image.clone(),
+                    image_pull_policy: pull_policy.clone(),
+                    command: Some(vec![
+                        "bash".to_owned(),
+                        "-c".to_owned(),
+                        init_volumes_script(params),
+                    ]),
+                    volume_mounts: Some(init_mounts),
+                    ..Container::default()
+                }]),
+                containers: vec![Container {
+                    name: CONTAINER.to_owned(),
+                    image,
+                    image_pull_policy: pull_policy,
+                    command: Some(vec!["bash".to_owned(), "-c".to_owned(), script]),
+                    env: Some(vec![
+                        env_from_field("NAMESPACE", "metadata.namespace"),
+                        env_from_field("JOB_NAME", "metadata.labels['job-name']"),
+                    ]),
+                    volume_mounts: Some(mounts),
+                    ..Container::default()
+                }],
+                volumes: Some(volumes),
+                ..PodSpec::default()
+            }),
+        },
+        ..JobSpec::default()
+    }
+}
+
+/// Hash of a Job spec: first 16 hex digits of the SHA-256 of its JSON.
+pub fn spec_hash(spec: &JobSpec) -> String {
+    let bytes = serde_json::to_vec(spec).unwrap_or_default();
+    let digest = Sha256::digest(bytes);
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The spec hash the data-sync Job of these parameters carries.
+pub fn current_spec_hash(params: &MigrateParams) -> String {
+    spec_hash(&spec(params))
+}
+
+/// The data-sync Job, named for this run. Kept after it ends (no TTL) so its log stays readable;
+/// `backoffLimit: 0` because a retry is a new, visible Job.
+pub fn data_sync_job(params: &MigrateParams) -> Job {
+    let spec = spec(params);
+    let mut metadata = meta(
+        &job_name(&params.run_id),
+        &params.namespace,
+        components::MIGRATION,
+    );
+    if let Some(l) = metadata.labels.as_mut() {
+        l.insert(labels::STEP_LABEL.to_owned(), STEP_ID.to_owned());
+    }
+    metadata.annotations = Some(BTreeMap::from([
+        (labels::STEP_ANNOTATION.to_owned(), STEP_ID.to_owned()),
+        (
+            labels::DESCRIPTION_ANNOTATION.to_owned(),
+            description(params),
+        ),
+        (labels::SPEC_HASH_ANNOTATION.to_owned(), spec_hash(&spec)),
+        (
+            labels::SYNC_MODE_ANNOTATION.to_owned(),
+            sync_mode(params.prepare).to_owned(),
+        ),
+        (labels::RUN_ANNOTATION.to_owned(), params.run_id.clone()),
+    ]));
+    Job {
+        metadata,
+        spec: Some(spec),
+        ..Job::default()
+    }
+}

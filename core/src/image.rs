@@ -1,0 +1,163 @@
+//! Image references (reference §1.6) and pull policies (§1.7).
+
+use serde::Serialize;
+
+pub const DEFAULT_REGISTRY: &str = "registry.opensuse.org";
+pub const DEFAULT_SERVER_IMAGE: &str = "uyuni/server";
+pub const DEFAULT_TAG: &str = "latest";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageError {
+    #[error("image reference {0:?} is not valid: expected [HOST[:PORT]/]PATH[:TAG][@DIGEST]")]
+    Invalid(String),
+    #[error("image {0:?} has no tag and no fallback tag was given: pass --tag")]
+    NoTag(String),
+    #[error(
+        "pull policy {0:?} is not one of Always, IfNotPresent, Never (case-insensitive): fix --pull-policy"
+    )]
+    PullPolicy(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn parse(value: &str) -> Result<Self, ImageError> {
+        match value.to_ascii_lowercase().as_str() {
+            "always" => Ok(PullPolicy::Always),
+            "ifnotpresent" => Ok(PullPolicy::IfNotPresent),
+            "never" => Ok(PullPolicy::Never),
+            _ => Err(ImageError::PullPolicy(value.to_owned())),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// Whether the first path segment names a registry host: a dotted name, `host:port` or
+/// `localhost` (the reference accepted only FQDNs, which broke `localhost:5000`).
+fn starts_with_host(name: &str) -> bool {
+    let Some((first, _)) = name.split_once('/') else {
+        return false;
+    };
+    first == "localhost" || first.contains('.') || first.contains(':')
+}
+
+fn valid_chars(reference: &str) -> bool {
+    !reference.is_empty()
+        && reference
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | ':' | '@'))
+        && !reference.starts_with(['/', ':', '@', '.', '-'])
+        && !reference.ends_with(['/', ':', '@'])
+        && !reference.contains("//")
+}
+
+/// Computes the full reference of an image: registry prepended when the name has no host, the
+/// fallback tag appended when it has neither tag nor digest, all lower-cased.
+pub fn reference(registry: &str, name: &str, tag: Option<&str>) -> Result<String, ImageError> {
+    let name = name.trim();
+    let registry = registry.trim().trim_end_matches('/');
+    let full = if starts_with_host(name) || registry.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{registry}/{name}")
+    };
+    if !valid_chars(&full) {
+        return Err(ImageError::Invalid(full));
+    }
+    let last_segment = full.rsplit('/').next().unwrap_or_default();
+    let has_digest = full.contains('@');
+    let has_tag = last_segment.contains(':');
+    let full = if has_digest || has_tag {
+        full
+    } else {
+        match tag.map(str::trim).filter(|t| !t.is_empty()) {
+            Some(tag) if valid_chars(tag) && !tag.contains(['/', ':', '@']) => {
+                format!("{full}:{tag}")
+            }
+            Some(tag) => return Err(ImageError::Invalid(format!("{full}:{tag}"))),
+            None => return Err(ImageError::NoTag(full)),
+        }
+    };
+    Ok(full.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_is_prepended_to_names_without_host() {
+        assert_eq!(
+            reference(DEFAULT_REGISTRY, DEFAULT_SERVER_IMAGE, Some("latest")),
+            Ok("registry.opensuse.org/uyuni/server:latest".to_owned())
+        );
+    }
+
+    #[test]
+    fn names_with_a_host_or_port_are_kept() {
+        assert_eq!(
+            reference(DEFAULT_REGISTRY, "localhost:5000/uyuni/server", Some("5.2")),
+            Ok("localhost:5000/uyuni/server:5.2".to_owned())
+        );
+        assert_eq!(
+            reference(
+                DEFAULT_REGISTRY,
+                "registry.suse.com/suse/manager/5.1/x86_64/server",
+                Some("5.1.0")
+            ),
+            Ok("registry.suse.com/suse/manager/5.1/x86_64/server:5.1.0".to_owned())
+        );
+    }
+
+    #[test]
+    fn existing_tag_or_digest_wins_over_the_fallback() {
+        assert_eq!(
+            reference(DEFAULT_REGISTRY, "uyuni/server:2025.10", Some("latest")),
+            Ok("registry.opensuse.org/uyuni/server:2025.10".to_owned())
+        );
+        let digest =
+            "uyuni/server@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            reference(DEFAULT_REGISTRY, digest, Some("latest")),
+            Ok(format!("registry.opensuse.org/{digest}"))
+        );
+    }
+
+    #[test]
+    fn bad_references_are_refused() {
+        assert!(matches!(
+            reference(DEFAULT_REGISTRY, "uyuni/ser ver", Some("x")),
+            Err(ImageError::Invalid(_))
+        ));
+        assert!(matches!(
+            reference(DEFAULT_REGISTRY, "uyuni/server", None),
+            Err(ImageError::NoTag(_))
+        ));
+        assert!(matches!(
+            reference(DEFAULT_REGISTRY, "uyuni/server", Some("a:b")),
+            Err(ImageError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn pull_policy_is_case_insensitive() {
+        assert_eq!(
+            PullPolicy::parse("ifnotpresent"),
+            Ok(PullPolicy::IfNotPresent)
+        );
+        assert_eq!(PullPolicy::parse("ALWAYS"), Ok(PullPolicy::Always));
+        assert!(PullPolicy::parse("sometimes").is_err());
+    }
+}

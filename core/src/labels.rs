@@ -1,0 +1,41 @@
+//! The one label and annotation scheme of every object the tool writes.
+//!
+//! `uninstall` and `status` find objects by these labels, so every builder takes its labels from
+//! [`labels`] and nothing else.
+
+use std::collections::BTreeMap;
+
+pub const PART_OF: &str = "app.kubernetes.io/part-of";
+pub const COMPONENT: &str = "app.kubernetes.io/component";
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const PART_OF_VALUE: &str = "uyuni";
+pub const MANAGED_BY_VALUE: &str = "kubectl-uyuni";
+
+/// The field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "kubectl-uyuni";
+
+/// Label on Jobs naming the step that runs them, so Jobs of one step can be listed by selector.
+pub const STEP_LABEL: &str = "kubectl-uyuni.io/step";
+/// Annotation on Jobs: the step id (same as the label; annotations survive label edits).
+pub const STEP_ANNOTATION: &str = "kubectl-uyuni.io/step";
+/// Annotation on Jobs: the one-line human description of the step.
+pub const DESCRIPTION_ANNOTATION: &str = "kubectl-uyuni.io/description";
+/// Annotation on Jobs: hash of the Job's spec, so a changed spec gets a new Job.
+pub const SPEC_HASH_ANNOTATION: &str = "kubectl-uyuni.io/spec-hash";
+/// Annotation on data-sync Jobs: `prepare` or `final`.
+pub const SYNC_MODE_ANNOTATION: &str = "kubectl-uyuni.io/sync-mode";
+/// Annotation on Jobs: the id of the run (invocation) that created them.
+pub const RUN_ANNOTATION: &str = "kubectl-uyuni.io/run";
+
+/// Selector matching everything the tool created.
+pub const MANAGED_SELECTOR: &str =
+    "app.kubernetes.io/part-of=uyuni,app.kubernetes.io/managed-by=kubectl-uyuni";
+
+/// Labels for an object of the given component.
+pub fn labels(component: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (PART_OF.to_owned(), PART_OF_VALUE.to_owned()),
+        (COMPONENT.to_owned(), component.to_owned()),
+        (MANAGED_BY.to_owned(), MANAGED_BY_VALUE.to_owned()),
+    ])
+}

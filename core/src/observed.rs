@@ -1,0 +1,241 @@
+//! What was seen in the cluster: one snapshot, plain data. "Not there yet" is a state (an
+//! absent entry), never an error.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use serde::Serialize;
+
+use crate::builders::names;
+use crate::labels;
+use crate::object::{Kind, Object, ObjectRef};
+use crate::params::MigrateParams;
+use crate::scripts::data_keys;
+use crate::secret::SecretString;
+
+/// What `effects::observe` must fetch: named objects (absent ones are simply missing from the
+/// result) and the Jobs matching a label selector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Observation {
+    pub namespace: String,
+    pub named: Vec<ObjectRef>,
+    pub job_selector: String,
+}
+
+/// The observation `plan` needs for a migration.
+pub fn observation(params: &MigrateParams) -> Observation {
+    let mut named = vec![
+        ObjectRef::new(Kind::Namespace, params.namespace.clone()),
+        ObjectRef::new(Kind::Secret, names::SSH_KEY_SECRET),
+        ObjectRef::new(Kind::ConfigMap, names::SSH_CONFIG_MAP),
+        ObjectRef::new(Kind::ServiceAccount, names::MIGRATION_SERVICE_ACCOUNT),
+        ObjectRef::new(Kind::Role, names::MIGRATION_ROLE),
+        ObjectRef::new(Kind::RoleBinding, names::MIGRATION_ROLE_BINDING),
+        ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET),
+    ];
+    named.extend(
+        params
+            .volumes
+            .iter()
+            .map(|v| ObjectRef::new(Kind::PersistentVolumeClaim, v.name.clone())),
+    );
+    Observation {
+        namespace: params.namespace.clone(),
+        named,
+        job_selector: labels::MANAGED_SELECTOR.to_owned(),
+    }
+}
+
+/// One snapshot of the objects that matter.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Observed {
+    pub objects: BTreeMap<ObjectRef, Object>,
+}
+
+/// How a Job ended, or that it has not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum JobState {
+    Running,
+    Succeeded,
+    Failed,
+}
+
+pub fn job_state(job: &Job) -> JobState {
+    let status = job.status.as_ref();
+    let condition = |kind: &str| {
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == kind && c.status == "True"))
+    };
+    if condition("Complete") || status.and_then(|s| s.succeeded).unwrap_or(0) > 0 {
+        JobState::Succeeded
+    } else if condition("Failed") || status.and_then(|s| s.failed).unwrap_or(0) > 0 {
+        JobState::Failed
+    } else {
+        JobState::Running
+    }
+}
+
+impl Observed {
+    pub fn insert(&mut self, object: Object) {
+        self.objects.insert(object.object_ref(), object);
+    }
+
+    pub fn get(&self, kind: Kind, name: &str) -> Option<&Object> {
+        self.objects.get(&ObjectRef::new(kind, name))
+    }
+
+    pub fn contains(&self, kind: Kind, name: &str) -> bool {
+        self.get(kind, name).is_some()
+    }
+
+    pub fn secret(&self, name: &str) -> Option<&Secret> {
+        match self.get(Kind::Secret, name) {
+            Some(Object::Secret(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn config_map(&self, name: &str) -> Option<&ConfigMap> {
+        match self.get(Kind::ConfigMap, name) {
+            Some(Object::ConfigMap(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Jobs of a step, oldest first (by creation time, then name).
+    pub fn jobs_for_step(&self, step: &str) -> Vec<&Job> {
+        let mut jobs: Vec<&Job> = self
+            .objects
+            .values()
+            .filter_map(|o| match o {
+                Object::Job(j) => Some(j),
+                _ => None,
+            })
+            .filter(|j| {
+                j.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(labels::STEP_ANNOTATION))
+                    .is_some_and(|s| s == step)
+            })
+            .collect();
+        jobs.sort_by(|a, b| {
+            let key = |j: &Job| {
+                (
+                    j.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                    j.metadata.name.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+        jobs
+    }
+
+    /// The data the data-sync Job wrote, if any; `None` when the Secret is absent or empty.
+    pub fn extracted(&self) -> Result<Option<ExtractedData>, ExtractError> {
+        match self.secret(names::MIGRATION_DATA_SECRET) {
+            Some(secret) => ExtractedData::from_secret(secret),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A value the data-sync Job extracted. During `--dry-run` the values are not known yet and are
+/// placeholders naming the step that fills them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExtractedData {
+    /// The Job that wrote the data.
+    pub job: String,
+    pub timezone: String,
+    pub pg_version: String,
+    pub db_user: String,
+    pub db_password: SecretString,
+    pub db_name: String,
+    pub db_port: String,
+    pub report_db_user: String,
+    pub report_db_password: SecretString,
+    pub has_hubxmlrpc: bool,
+    pub debug: bool,
+    pub fqdn: Option<String>,
+    pub ca_cert: Option<String>,
+    pub ca_key: Option<SecretString>,
+    pub server_cert: Option<String>,
+    pub server_key: Option<SecretString>,
+    /// True when these are dry-run placeholders, not values from a real sync.
+    pub placeholder: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtractError {
+    #[error("Secret uyuni-migration-data misses key {0:?}")]
+    MissingKey(&'static str),
+    #[error("Secret uyuni-migration-data key {0:?} is not UTF-8 text")]
+    NotText(&'static str),
+    #[error("Secret uyuni-migration-data key {key:?} is not a boolean: {value:?}")]
+    NotBool { key: &'static str, value: String },
+}
+
+/// Text shown instead of values that only the data-sync can know.
+pub const PLACEHOLDER: &str = "<known after data-sync>";
+/// Marks placeholder data in the Secret of a simulated (dry-run) state.
+pub const PLACEHOLDER_KEY: &str = "placeholder";
+
+impl ExtractedData {
+    pub fn from_secret(secret: &Secret) -> Result<Option<Self>, ExtractError> {
+        let Some(data) = secret.data.as_ref().filter(|d| !d.is_empty()) else {
+            return Ok(None);
+        };
+        let get = |key: &'static str| -> Result<Option<String>, ExtractError> {
+            data.get(key)
+                .map(|v| String::from_utf8(v.0.clone()).map_err(|_| ExtractError::NotText(key)))
+                .transpose()
+        };
+        let req = |key: &'static str| get(key)?.ok_or(ExtractError::MissingKey(key));
+        let boolean = |key: &'static str| -> Result<bool, ExtractError> {
+            match req(key)?.trim() {
+                "true" => Ok(true),
+                "false" | PLACEHOLDER => Ok(false),
+                other => Err(ExtractError::NotBool {
+                    key,
+                    value: other.to_owned(),
+                }),
+            }
+        };
+        Ok(Some(ExtractedData {
+            job: req(data_keys::JOB)?,
+            timezone: req(data_keys::TIMEZONE)?,
+            pg_version: req(data_keys::PG_VERSION)?,
+            db_user: req(data_keys::DB_USER)?,
+            db_password: SecretString::new(req(data_keys::DB_PASSWORD)?),
+            db_name: req(data_keys::DB_NAME)?,
+            db_port: req(data_keys::DB_PORT)?,
+            report_db_user: req(data_keys::REPORT_DB_USER)?,
+            report_db_password: SecretString::new(req(data_keys::REPORT_DB_PASSWORD)?),
+            has_hubxmlrpc: boolean(data_keys::HAS_HUBXMLRPC)?,
+            debug: boolean(data_keys::DEBUG)?,
+            fqdn: get(data_keys::FQDN)?,
+            ca_cert: get(data_keys::CA_CERT)?,
+            ca_key: get(data_keys::CA_KEY)?.map(SecretString::new),
+            server_cert: get(data_keys::SERVER_CERT)?,
+            server_key: get(data_keys::SERVER_KEY)?.map(SecretString::new),
+            placeholder: data.contains_key(PLACEHOLDER_KEY),
+        }))
+    }
+
+    /// Which TLS material the sync found, in words (never the material itself).
+    pub fn ssl_summary(&self) -> String {
+        if self.placeholder {
+            return PLACEHOLDER.to_owned();
+        }
+        match (&self.ca_key, &self.server_cert, &self.server_key) {
+            (Some(_), _, _) => {
+                "Uyuni-generated CA with its (encrypted) key: the CA will be reused".into()
+            }
+            (None, Some(_), Some(_)) => "third-party server certificate and key".into(),
+            _ if self.ca_cert.is_some() => "CA certificate only (no CA key, no server key)".into(),
+            _ => "none".into(),
+        }
+    }
+}

@@ -1,0 +1,531 @@
+//! The planner: from validated parameters and one observed snapshot, the ordered steps that
+//! bring the cluster where the command wants it. Pure and deterministic.
+//!
+//! Every step is in the plan, the ones with nothing to do included (`Unchanged`, `Done`), so a
+//! re-run shows why nothing happens. [`Plan::next_step`] is the first step with an action: the
+//! only thing `effects` ever carries out.
+
+use k8s_openapi::api::batch::v1::Job;
+use serde::{Serialize, Serializer};
+
+use crate::builders::{data_sync, migration, names, namespace, pvc};
+use crate::object::{Kind, Object, ObjectRef};
+use crate::observed::{ExtractError, JobState, Observed, job_state};
+use crate::params::MigrateParams;
+use crate::render;
+use crate::ssh;
+use crate::{labels, volumes};
+
+/// What a step does, as a verb a reviewer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    Create,
+    Update,
+    Unchanged,
+    /// Create a Job and wait for it.
+    RunJob,
+    /// Wait for a Job that is already running (a resumed run).
+    AwaitJob,
+    /// A Job step whose Job already succeeded.
+    Done,
+    /// Read what an earlier step produced.
+    Read,
+}
+
+/// How long to wait for a Job. `None`: no limit, for steps whose time grows with the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct JobWait {
+    pub timeout_seconds: Option<u64>,
+    /// Lines of the log shown when the Job fails.
+    pub log_tail_lines: u32,
+}
+
+/// What `effects` carries out for a step. Serializing masks Secret data (a serialized plan is for
+/// people); `effects` sends the [`Object`] itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Server-side apply, field manager `kubectl-uyuni`.
+    Apply(#[serde(serialize_with = "masked_object")] Box<Object>),
+    /// Create this Job, then wait for it to end, streaming its log.
+    RunJob { job: Box<Job>, wait: JobWait },
+    /// Wait for the named Job to end, streaming its log.
+    AwaitJob { name: String, wait: JobWait },
+    /// Nothing to carry out.
+    None,
+}
+
+fn masked_object<S: Serializer>(object: &Object, serializer: S) -> Result<S::Ok, S::Error> {
+    render::masked_json(&object.to_json(), None).serialize(serializer)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Stable id, e.g. `namespace`, `pvc-var-pgsql`, `data-sync`.
+    pub id: String,
+    /// One line saying what the step is for.
+    pub description: String,
+    pub op: Op,
+    pub target: ObjectRef,
+    /// Why the step has this op.
+    pub reason: String,
+    pub action: Action,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub namespace: String,
+    pub steps: Vec<Step>,
+}
+
+impl Plan {
+    /// The step to carry out now: the first one with an action.
+    pub fn next_step(&self) -> Option<&Step> {
+        self.steps.iter().find(|s| s.action != Action::None)
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.next_step().is_none()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error(
+        "namespace {0} is being deleted: wait until it is gone (`kubectl get namespace {0}`), then run again"
+    )]
+    NamespaceTerminating(String),
+    #[error("Secret {secret} was not found in namespace {namespace} and no SSH key was given: pass --ssh-key-private and --ssh-key-public (a key pair without passphrase that can log in to the source), or create the Secret with keys `key` and `key.pub`", secret = names::SSH_KEY_SECRET)]
+    SshKeyMissing { namespace: String },
+    #[error("ConfigMap {cm} was not found in namespace {namespace} and no known_hosts file was given: pass --ssh-knownhosts (and optionally --ssh-config), or create the ConfigMap with keys `known_hosts` and `config`", cm = names::SSH_CONFIG_MAP)]
+    SshConfigMissing { namespace: String },
+    #[error(
+        "{object} in namespace {namespace}: key `{key}` {problem}; fix the object or pass the SSH flags to replace it"
+    )]
+    SshObjectInvalid {
+        object: ObjectRef,
+        namespace: String,
+        key: &'static str,
+        problem: String,
+    },
+    #[error("Job {job} succeeded but Secret {secret} holds no data from it ({detail}); read `kubectl logs -n {namespace} job/{job}`, then run again to retry the sync", secret = names::MIGRATION_DATA_SECRET)]
+    NoExtractedData {
+        job: String,
+        namespace: String,
+        detail: String,
+    },
+    #[error("Job {job} wrote unusable data into Secret {secret}: {source}; read `kubectl logs -n {namespace} job/{job}`", secret = names::MIGRATION_DATA_SECRET)]
+    ExtractedData {
+        job: String,
+        namespace: String,
+        source: ExtractError,
+    },
+}
+
+/// Is anything the intended object sets different in the live one? Fields the server or other
+/// managers add are ignored, as server-side apply would leave them.
+pub fn differs(intended: &serde_json::Value, live: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (intended, live) {
+        (Value::Object(i), Value::Object(l)) => i
+            .iter()
+            .any(|(k, v)| !v.is_null() && l.get(k).is_none_or(|lv| differs(v, lv))),
+        (Value::Array(i), Value::Array(l)) => {
+            i.len() != l.len() || i.iter().zip(l).any(|(a, b)| differs(a, b))
+        }
+        (i, l) => i != l,
+    }
+}
+
+fn apply_step(id: &str, description: String, intended: Object, observed: &Observed) -> Step {
+    let target = intended.object_ref();
+    let live = observed.objects.get(&target);
+    let (op, reason, action) = match live {
+        None => (
+            Op::Create,
+            "absent".to_owned(),
+            Action::Apply(Box::new(intended)),
+        ),
+        Some(live) if differs(&intended.to_json(), &live.to_json()) => (
+            Op::Update,
+            "differs from the intended object".to_owned(),
+            Action::Apply(Box::new(intended)),
+        ),
+        Some(_) => (Op::Unchanged, "as intended".to_owned(), Action::None),
+    };
+    Step {
+        id: id.to_owned(),
+        description,
+        op,
+        target,
+        reason,
+        action,
+    }
+}
+
+fn keep_step(id: &str, description: String, target: ObjectRef, reason: String) -> Step {
+    Step {
+        id: id.to_owned(),
+        description,
+        op: Op::Unchanged,
+        target,
+        reason,
+        action: Action::None,
+    }
+}
+
+fn invalid(
+    object: ObjectRef,
+    namespace: &str,
+    key: &'static str,
+    problem: impl ToString,
+) -> PlanError {
+    PlanError::SshObjectInvalid {
+        object,
+        namespace: namespace.to_owned(),
+        key,
+        problem: problem.to_string(),
+    }
+}
+
+fn ssh_key_step(params: &MigrateParams, observed: &Observed) -> Result<Step, PlanError> {
+    let ns = &params.namespace;
+    let description = format!(
+        "SSH key the data-sync Job logs in to {} with",
+        params.source_fqdn
+    );
+    if let Some(key) = &params.ssh_key {
+        let intended = Object::Secret(migration::ssh_key_secret(ns, key));
+        return Ok(apply_step("ssh-key", description, intended, observed));
+    }
+    let target = ObjectRef::new(Kind::Secret, names::SSH_KEY_SECRET);
+    let secret =
+        observed
+            .secret(names::SSH_KEY_SECRET)
+            .ok_or_else(|| PlanError::SshKeyMissing {
+                namespace: ns.clone(),
+            })?;
+    let value = |key: &'static str| -> Result<String, PlanError> {
+        let bytes = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .map(|b| b.0.clone())
+            .unwrap_or_default();
+        let text = String::from_utf8(bytes)
+            .map_err(|_| invalid(target.clone(), ns, key, "is not text"))?;
+        if text.trim().is_empty() {
+            return Err(invalid(target.clone(), ns, key, "is missing or empty"));
+        }
+        Ok(text)
+    };
+    ssh::check_private_key(&value("key")?).map_err(|p| invalid(target.clone(), ns, "key", p))?;
+    ssh::check_public_key(&value("key.pub")?)
+        .map_err(|p| invalid(target.clone(), ns, "key.pub", p))?;
+    Ok(keep_step(
+        "ssh-key",
+        description,
+        target,
+        "exists; reused (no SSH key flags given)".into(),
+    ))
+}
+
+fn ssh_config_step(params: &MigrateParams, observed: &Observed) -> Result<Step, PlanError> {
+    let ns = &params.namespace;
+    let description = "SSH known_hosts and config of the data-sync Job".to_owned();
+    if let Some(ssh) = &params.ssh_config {
+        let intended = Object::ConfigMap(migration::ssh_config_map(ns, ssh));
+        return Ok(apply_step("ssh-config", description, intended, observed));
+    }
+    let target = ObjectRef::new(Kind::ConfigMap, names::SSH_CONFIG_MAP);
+    let cm =
+        observed
+            .config_map(names::SSH_CONFIG_MAP)
+            .ok_or_else(|| PlanError::SshConfigMissing {
+                namespace: ns.clone(),
+            })?;
+    let data = cm.data.clone().unwrap_or_default();
+    if !data.contains_key("config") {
+        return Err(invalid(
+            target,
+            ns,
+            "config",
+            "is missing (it may be empty, but must exist)",
+        ));
+    }
+    let known_hosts = data.get("known_hosts").cloned().unwrap_or_default();
+    ssh::check_known_hosts(&known_hosts, &params.source_fqdn)
+        .map_err(|p| invalid(target.clone(), ns, "known_hosts", p))?;
+    Ok(keep_step(
+        "ssh-config",
+        description,
+        target,
+        "exists; reused (no SSH flags given)".into(),
+    ))
+}
+
+fn pvc_steps(params: &MigrateParams, observed: &Observed) -> Vec<Step> {
+    params
+        .volumes
+        .iter()
+        .map(|claim| {
+            let id = format!("pvc-{}", claim.name);
+            let description = match claim.role {
+                volumes::VolumeRole::Server => format!("volume {} for {}", claim.name, claim.mount_path),
+                volumes::VolumeRole::Database => format!("volume {} for the database data", claim.name),
+                volumes::VolumeRole::Migration => {
+                    format!("volume {} for the migration's working files", claim.name)
+                }
+            };
+            let target = ObjectRef::new(Kind::PersistentVolumeClaim, claim.name.clone());
+            match observed.objects.get(&target) {
+                None => apply_step(&id, description, Object::PersistentVolumeClaim(pvc::pvc(&params.namespace, claim)), observed),
+                Some(Object::PersistentVolumeClaim(live)) => {
+                    let live_size = live
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.resources.as_ref())
+                        .and_then(|r| r.requests.as_ref())
+                        .and_then(|r| r.get("storage"))
+                        .map(|q| q.0.clone())
+                        .unwrap_or_default();
+                    let reason = if live_size == claim.size {
+                        "exists; existing claims are never recreated".to_owned()
+                    } else {
+                        format!("exists with {live_size} (asked {}); existing claims are never recreated or resized", claim.size)
+                    };
+                    keep_step(&id, description, target, reason)
+                }
+                Some(_) => keep_step(&id, description, target, "exists".into()),
+            }
+        })
+        .collect()
+}
+
+fn job_label(job: &Job, key: &str) -> Option<String> {
+    job.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .cloned()
+}
+
+fn unique_job_name(base: String, observed: &Observed) -> String {
+    if !observed.contains(Kind::Job, &base) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| !observed.contains(Kind::Job, name))
+        .unwrap_or(base)
+}
+
+const SYNC_WAIT: JobWait = JobWait {
+    timeout_seconds: None,
+    log_tail_lines: 20,
+};
+
+/// The data-sync step and the read-back of what it extracted.
+fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, PlanError> {
+    let ns = &params.namespace;
+    let description = data_sync::description(params);
+    let jobs = observed.jobs_for_step(data_sync::STEP_ID);
+    let step = |op, target: ObjectRef, reason: String, action| Step {
+        id: data_sync::STEP_ID.to_owned(),
+        description: description.clone(),
+        op,
+        target,
+        reason,
+        action,
+    };
+    let job_ref = |name: &str| ObjectRef::new(Kind::Job, name);
+    let name_of = |job: &Job| job.metadata.name.clone().unwrap_or_default();
+
+    // Two syncs must never write into the same volumes at once: a running one is waited for,
+    // whatever it was started with.
+    if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
+        let name = name_of(running);
+        return Ok(vec![step(
+            Op::AwaitJob,
+            job_ref(&name),
+            "a data-sync Job is still running; waiting for it".into(),
+            Action::AwaitJob {
+                name,
+                wait: SYNC_WAIT,
+            },
+        )]);
+    }
+
+    let mode = data_sync::sync_mode(params.prepare);
+    let hash = data_sync::current_spec_hash(params);
+    let relevant: Vec<&Job> = jobs
+        .iter()
+        .copied()
+        .filter(|j| job_label(j, labels::SYNC_MODE_ANNOTATION).as_deref() == Some(mode))
+        .filter(|j| {
+            if params.prepare {
+                // Each --prepare run copies again: that is what repeating it is for.
+                job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str())
+            } else {
+                job_label(j, labels::SPEC_HASH_ANNOTATION).as_deref() == Some(hash.as_str())
+            }
+        })
+        .collect();
+    let latest = relevant.last();
+    let read_target = ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET);
+    match latest.map(|j| (name_of(j), job_state(j))) {
+        Some((name, JobState::Succeeded)) => {
+            let read = match observed.extracted() {
+                Ok(Some(data)) if data.job == name => Step {
+                    id: "extract".to_owned(),
+                    description: "read what the data-sync found on the source".to_owned(),
+                    op: Op::Read,
+                    target: read_target,
+                    reason: format!("written by Job {name}"),
+                    action: Action::None,
+                },
+                Ok(Some(data)) => {
+                    return Err(PlanError::NoExtractedData {
+                        job: name,
+                        namespace: ns.clone(),
+                        detail: format!("it holds data of Job {}", data.job),
+                    });
+                }
+                Ok(None) => {
+                    return Err(PlanError::NoExtractedData {
+                        job: name,
+                        namespace: ns.clone(),
+                        detail: "it is empty or absent".into(),
+                    });
+                }
+                Err(source) => {
+                    return Err(PlanError::ExtractedData {
+                        job: name,
+                        namespace: ns.clone(),
+                        source,
+                    });
+                }
+            };
+            Ok(vec![
+                step(
+                    Op::Done,
+                    job_ref(&name),
+                    format!("Job {name} succeeded"),
+                    Action::None,
+                ),
+                read,
+            ])
+        }
+        state => {
+            let job_name = unique_job_name(data_sync::job_name(&params.run_id), observed);
+            let mut job = data_sync::data_sync_job(params);
+            job.metadata.name = Some(job_name.clone());
+            let reason = match state {
+                Some((failed, _)) => format!("Job {failed} failed; running a new attempt"),
+                None if params.prepare => "a --prepare run copies the data again".to_owned(),
+                None if jobs.is_empty() => "no data sync has run yet".to_owned(),
+                None => "no final data sync with these parameters has run yet".to_owned(),
+            };
+            Ok(vec![
+                step(
+                    Op::RunJob,
+                    job_ref(&job_name),
+                    reason,
+                    Action::RunJob {
+                        job: Box::new(job),
+                        wait: SYNC_WAIT,
+                    },
+                ),
+                Step {
+                    id: "extract".to_owned(),
+                    description: "read what the data-sync found on the source".to_owned(),
+                    op: Op::Read,
+                    target: read_target,
+                    reason: "after data-sync".to_owned(),
+                    action: Action::None,
+                },
+            ])
+        }
+    }
+}
+
+/// Plans `migrate` from what was observed.
+pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
+    let ns = &params.namespace;
+    let mut steps = Vec::new();
+
+    let ns_target = ObjectRef::new(Kind::Namespace, ns.clone());
+    let ns_description = format!("namespace {ns} of the installation");
+    match observed.objects.get(&ns_target) {
+        Some(Object::Namespace(live)) => {
+            let terminating = live
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .is_some_and(|p| p == "Terminating");
+            if terminating {
+                return Err(PlanError::NamespaceTerminating(ns.clone()));
+            }
+            steps.push(keep_step(
+                "namespace",
+                ns_description,
+                ns_target,
+                "exists; left as it is".into(),
+            ));
+        }
+        _ => steps.push(apply_step(
+            "namespace",
+            ns_description,
+            Object::Namespace(namespace::namespace(ns)),
+            observed,
+        )),
+    }
+
+    steps.push(ssh_key_step(params, observed)?);
+    steps.push(ssh_config_step(params, observed)?);
+    steps.extend(pvc_steps(params, observed));
+    steps.push(apply_step(
+        "sync-service-account",
+        "ServiceAccount the data-sync Job runs as".into(),
+        Object::ServiceAccount(migration::service_account(ns)),
+        observed,
+    ));
+    steps.push(apply_step(
+        "sync-role",
+        format!(
+            "permission to get and patch Secret {} only",
+            names::MIGRATION_DATA_SECRET
+        ),
+        Object::Role(migration::role(ns)),
+        observed,
+    ));
+    steps.push(apply_step(
+        "sync-role-binding",
+        "grants that permission to the data-sync ServiceAccount".into(),
+        Object::RoleBinding(migration::role_binding(ns)),
+        observed,
+    ));
+    let data_target = ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET);
+    let data_description = "Secret the data-sync Job reports its findings in".to_owned();
+    if observed.objects.contains_key(&data_target) {
+        steps.push(keep_step(
+            "migration-data-secret",
+            data_description,
+            data_target,
+            "exists".into(),
+        ));
+    } else {
+        steps.push(apply_step(
+            "migration-data-secret",
+            data_description,
+            Object::Secret(migration::migration_data_secret(ns)),
+            observed,
+        ));
+    }
+    steps.extend(sync_steps(params, observed)?);
+    Ok(Plan {
+        namespace: ns.clone(),
+        steps,
+    })
+}

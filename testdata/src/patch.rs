@@ -1,0 +1,422 @@
+//! The patch formats the API server accepts: JSON merge patch (RFC 7386), an approximation of
+//! strategic merge patch, JSON patch (RFC 6902), and the `managedFields` bookkeeping of
+//! server-side apply.
+
+use serde_json::{Map, Value};
+
+/// RFC 7386: objects merge recursively, `null` deletes, everything else replaces.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch_map) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(target_map) = target else {
+        return;
+    };
+    for (k, v) in patch_map {
+        if v.is_null() {
+            target_map.remove(k);
+        } else {
+            merge_patch(target_map.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// The merge key of the lists kubectl patches strategically, by field name (from the
+/// `patchMergeKey` tags of the Kubernetes API types the project uses). `ports` is keyed by
+/// `containerPort` in a container and by `port` in a Service, so both are tried.
+fn merge_keys(field: &str) -> &'static [&'static str] {
+    match field {
+        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes"
+        | "imagePullSecrets" | "secrets" | "resourceClaims" => &["name"],
+        "volumeMounts" | "volumeDevices" => &["mountPath", "devicePath"],
+        "ports" => &["containerPort", "port"],
+        "conditions" => &["type"],
+        "hostAliases" => &["ip"],
+        "topologySpreadConstraints" => &["topologyKey"],
+        "ownerReferences" => &["uid"],
+        _ => &[],
+    }
+}
+
+/// Strategic merge patch, as far as this project's objects need it: maps merge like a merge
+/// patch; lists with a known merge key merge element-wise by that key (`$patch: delete` removes
+/// an element); other lists replace; the `$setElementOrder`, `$retainKeys` and
+/// `$deleteFromPrimitiveList` directives are honoured roughly or dropped.
+pub fn strategic_merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch_map) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if patch_map.get("$patch").and_then(Value::as_str) == Some("replace") {
+        let mut replacement = patch_map.clone();
+        replacement.remove("$patch");
+        *target = Value::Object(replacement);
+        return;
+    }
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(target_map) = target else {
+        return;
+    };
+    if let Some(Value::Array(retain)) = patch_map.get("$retainKeys") {
+        let keep: Vec<&str> = retain.iter().filter_map(Value::as_str).collect();
+        target_map.retain(|k, _| keep.contains(&k.as_str()));
+    }
+    for (k, v) in patch_map {
+        if k.starts_with("$setElementOrder/") || k == "$retainKeys" || k == "$patch" {
+            continue;
+        }
+        if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
+            if let (Some(Value::Array(list)), Value::Array(remove)) = (target_map.get_mut(field), v)
+            {
+                list.retain(|item| !remove.contains(item));
+            }
+            continue;
+        }
+        if v.is_null() {
+            target_map.remove(k);
+            continue;
+        }
+        match (target_map.get_mut(k), v) {
+            (Some(Value::Array(existing)), Value::Array(items)) if !merge_keys(k).is_empty() => {
+                merge_list(existing, items, merge_keys(k));
+            }
+            (Some(existing), Value::Object(_)) if existing.is_object() => {
+                strategic_merge_patch(existing, v);
+            }
+            _ => {
+                target_map.insert(k.clone(), strip_directives(v));
+            }
+        }
+    }
+}
+
+/// Merges a keyed list: patch elements update the element with the same key or are appended.
+fn merge_list(existing: &mut Vec<Value>, items: &[Value], keys: &[&str]) {
+    for item in items {
+        let key = keys.iter().find(|k| item.get(**k).is_some());
+        let Some(key) = key else {
+            existing.push(strip_directives(item));
+            continue;
+        };
+        let wanted = &item[*key];
+        let position = existing.iter().position(|e| e.get(*key) == Some(wanted));
+        let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+        match (position, delete) {
+            (Some(i), true) => {
+                existing.remove(i);
+            }
+            (None, true) => {}
+            (Some(i), false) => strategic_merge_patch(&mut existing[i], item),
+            (None, false) => existing.push(strip_directives(item)),
+        }
+    }
+}
+
+/// Removes `$…` directives from a value that is inserted whole.
+fn strip_directives(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('$'))
+                .map(|(k, v)| (k.clone(), strip_directives(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_directives).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Decodes one JSON pointer token (`~1` is `/`, `~0` is `~`).
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+fn split_pointer(path: &str) -> Result<Vec<String>, String> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rest = path
+        .strip_prefix('/')
+        .ok_or_else(|| format!("invalid JSON pointer {path:?}"))?;
+    Ok(rest.split('/').map(unescape).collect())
+}
+
+fn pointer_get<'a>(doc: &'a Value, tokens: &[String]) -> Option<&'a Value> {
+    let mut cur = doc;
+    for t in tokens {
+        cur = match cur {
+            Value::Object(m) => m.get(t)?,
+            Value::Array(a) => a.get(t.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn parent_mut<'a>(doc: &'a mut Value, tokens: &[String]) -> Option<&'a mut Value> {
+    let mut cur = doc;
+    for t in tokens {
+        cur = match cur {
+            Value::Object(m) => m.get_mut(t)?,
+            Value::Array(a) => a.get_mut(t.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn json_add(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let tokens = split_pointer(path)?;
+    let Some((last, parents)) = tokens.split_last() else {
+        *doc = value;
+        return Ok(());
+    };
+    let parent = parent_mut(doc, parents).ok_or_else(|| format!("path {path:?} not found"))?;
+    match parent {
+        Value::Object(m) => {
+            m.insert(last.clone(), value);
+            Ok(())
+        }
+        Value::Array(a) => {
+            if last == "-" {
+                a.push(value);
+                return Ok(());
+            }
+            let i: usize = last
+                .parse()
+                .map_err(|_| format!("invalid array index in {path:?}"))?;
+            if i > a.len() {
+                return Err(format!("index out of range in {path:?}"));
+            }
+            a.insert(i, value);
+            Ok(())
+        }
+        _ => Err(format!("parent of {path:?} is not a container")),
+    }
+}
+
+fn json_remove(doc: &mut Value, path: &str) -> Result<Value, String> {
+    let tokens = split_pointer(path)?;
+    let (last, parents) = tokens
+        .split_last()
+        .ok_or_else(|| "cannot remove the whole document".to_string())?;
+    let parent = parent_mut(doc, parents).ok_or_else(|| format!("path {path:?} not found"))?;
+    match parent {
+        Value::Object(m) => m
+            .remove(last)
+            .ok_or_else(|| format!("unable to remove nonexistent key: {last}: missing value")),
+        Value::Array(a) => {
+            let i: usize = last
+                .parse()
+                .map_err(|_| format!("invalid array index in {path:?}"))?;
+            if i >= a.len() {
+                return Err(format!("index out of range in {path:?}"));
+            }
+            Ok(a.remove(i))
+        }
+        _ => Err(format!("parent of {path:?} is not a container")),
+    }
+}
+
+/// RFC 6902 JSON patch. Errors read like the API server's (`the server rejected our request
+/// due to an error in our request` is what kubectl prints around them).
+pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), String> {
+    let ops = ops
+        .as_array()
+        .ok_or_else(|| "a JSON patch must be an array of operations".to_string())?;
+    for op in ops {
+        let kind = op["op"].as_str().ok_or("operation without \"op\"")?;
+        let path = op["path"].as_str().ok_or("operation without \"path\"")?;
+        match kind {
+            "add" => json_add(doc, path, op["value"].clone())?,
+            "remove" => {
+                json_remove(doc, path)?;
+            }
+            "replace" => {
+                let tokens = split_pointer(path)?;
+                let target = parent_mut(doc, &tokens).ok_or_else(|| {
+                    format!("replace operation does not apply: doc is missing key: {path}")
+                })?;
+                *target = op["value"].clone();
+            }
+            "move" => {
+                let from = op["from"].as_str().ok_or("move without \"from\"")?;
+                let value = json_remove(doc, from)?;
+                json_add(doc, path, value)?;
+            }
+            "copy" => {
+                let from = op["from"].as_str().ok_or("copy without \"from\"")?;
+                let value = pointer_get(doc, &split_pointer(from)?)
+                    .cloned()
+                    .ok_or_else(|| format!("copy from {from:?}: not found"))?;
+                json_add(doc, path, value)?;
+            }
+            "test" => {
+                let actual = pointer_get(doc, &split_pointer(path)?);
+                if actual != Some(&op["value"]) {
+                    return Err(format!("testing value {path} failed: test failed"));
+                }
+            }
+            other => return Err(format!("unexpected kind: {other}")),
+        }
+    }
+    Ok(())
+}
+
+/// The `fieldsV1` set of a body, roughly as the API server computes it: one `f:<field>` per
+/// map key; list elements with a merge key become `k:{…}`, other lists are atomic.
+pub fn fields_v1(body: &Value) -> Value {
+    fn walk(v: &Value, field: &str) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut out = Map::new();
+                for (k, child) in m {
+                    out.insert(format!("f:{k}"), walk(child, k));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) if !merge_keys(field).is_empty() => {
+                let mut out = Map::new();
+                for item in items {
+                    let keys = merge_keys(field);
+                    if let Some(key) = keys.iter().find(|k| item.get(**k).is_some()) {
+                        let mut key_obj = Map::new();
+                        key_obj.insert((*key).to_string(), item[*key].clone());
+                        let mut entry = walk(item, "");
+                        if let Value::Object(m) = &mut entry {
+                            m.insert(".".to_string(), Value::Object(Map::new()));
+                        }
+                        out.insert(format!("k:{}", Value::Object(key_obj)), entry);
+                    }
+                }
+                Value::Object(out)
+            }
+            _ => Value::Object(Map::new()),
+        }
+    }
+    let mut top = body.clone();
+    if let Value::Object(m) = &mut top {
+        // The identity fields are not owned by anyone.
+        m.remove("apiVersion");
+        m.remove("kind");
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            for k in [
+                "name",
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "managedFields",
+            ] {
+                meta.remove(k);
+            }
+        }
+    }
+    walk(&top, "")
+}
+
+/// Removes from `obj` the leaf fields the manager owned before (`old`) but no longer applies
+/// (`new`): how server-side apply deletes a field that disappeared from the applied manifest.
+/// Only map fields are handled; list elements are left alone.
+pub fn remove_dropped_fields(obj: &mut Value, old: &Value, new: &Value) {
+    let (Value::Object(old_m), Some(obj_m)) = (old, obj.as_object_mut()) else {
+        return;
+    };
+    for (k, old_child) in old_m {
+        let Some(field) = k.strip_prefix("f:") else {
+            continue;
+        };
+        match new.get(k) {
+            None => {
+                obj_m.remove(field);
+            }
+            Some(new_child) => {
+                if let Some(child) = obj_m.get_mut(field) {
+                    remove_dropped_fields(child, old_child, new_child);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_rfc7386_examples() {
+        let mut doc = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut doc, &json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(doc, json!({"a": "z", "c": {"d": "e"}}));
+        let mut doc = json!({"a": [1, 2]});
+        merge_patch(&mut doc, &json!({"a": [3]}));
+        assert_eq!(doc, json!({"a": [3]}));
+    }
+
+    #[test]
+    fn strategic_merge_by_name() {
+        let mut doc = json!({"spec": {"containers": [
+            {"name": "a", "image": "a:1", "args": ["x"]},
+            {"name": "b", "image": "b:1"}
+        ]}});
+        strategic_merge_patch(
+            &mut doc,
+            &json!({"spec": {
+                "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                "containers": [{"name": "a", "image": "a:2"}, {"name": "b", "$patch": "delete"}]
+            }}),
+        );
+        assert_eq!(
+            doc,
+            json!({"spec": {"containers": [{"name": "a", "image": "a:2", "args": ["x"]}]}})
+        );
+    }
+
+    #[test]
+    fn json_patch_ops() {
+        let mut doc = json!({"a": {"b": [1, 2]}, "c": 1});
+        json_patch(
+            &mut doc,
+            &json!([
+                {"op": "add", "path": "/a/b/1", "value": 9},
+                {"op": "add", "path": "/a/b/-", "value": 3},
+                {"op": "remove", "path": "/c"},
+                {"op": "replace", "path": "/a/x~1y", "value": 1},
+            ]),
+        )
+        .expect_err("replace of a missing key fails");
+        let mut doc = json!({"a": {"b": [1, 2]}, "c": 1});
+        json_patch(
+            &mut doc,
+            &json!([
+                {"op": "add", "path": "/a/b/1", "value": 9},
+                {"op": "test", "path": "/c", "value": 1},
+                {"op": "move", "from": "/c", "path": "/d"},
+                {"op": "copy", "from": "/d", "path": "/a/e~1f"},
+            ]),
+        )
+        .expect("valid patch");
+        assert_eq!(doc, json!({"a": {"b": [1, 9, 2], "e/f": 1}, "d": 1}));
+    }
+
+    #[test]
+    fn fields_v1_shape() {
+        let f = fields_v1(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "labels": {"a": "b"}},
+            "data": {"k": "v"}
+        }));
+        assert_eq!(
+            f,
+            json!({"f:metadata": {"f:labels": {"f:a": {}}}, "f:data": {"f:k": {}}})
+        );
+    }
+}

@@ -1,0 +1,386 @@
+//! What the simulated cluster does on its own: how Jobs and Deployments turn out, how long
+//! things take, and which faults the API server injects.
+//!
+//! # Scenario file format
+//!
+//! `uyuni-sim serve --scenario FILE` reads a [`Scenario`] as JSON or YAML (by content: a file
+//! starting with `{` is JSON). All fields are optional and camelCase; durations are milliseconds.
+//!
+//! ```yaml
+//! jobs:                        # keyed by the Job annotation kubectl-uyuni.io/step
+//!   data-sync:
+//!     outcome: succeed         # succeed | fail | stuck
+//!     durationMs: 3000         # from the pod running to the pod terminating
+//!     exitCode: 1              # for fail (default 1)
+//!     waitingReason: ImagePullBackOff   # for stuck (or CreateContainerConfigError, …)
+//!     waitingMessage: "Back-off pulling image"
+//!     log:                     # container log, spread evenly over durationMs;
+//!       - "Synchronizing /var/lib/pgsql/data ..."   # $JOB_NAME is replaced by the Job's name
+//!     sideEffects:
+//!       - patchSecret:         # merge patch by field manager uyuni-job
+//!           name: uyuni-migration-data
+//!           stringData: {job: $JOB_NAME, timezone: Europe/Berlin}
+//!           atMs: 1500         # optional: when (after the pod runs); default just before the end
+//!           createIfMissing: false   # default false: a missing Secret fails the Job, as
+//!                                    # `kubectl patch` in the real script would
+//!     laterAttempts: []        # scripts for the 2nd, 3rd… Job of the same step (the last repeats)
+//! deployments:                 # keyed by Deployment name
+//!   uyuni:
+//!     outcome: ready           # ready | stuck
+//!     readyAfterMs: 500
+//!     waitingReason: CrashLoopBackOff
+//! timing:
+//!   podCreateMs: 20            # Job/Deployment → Pod exists (Pending)
+//!   podStartMs: 30             # Pending → Running
+//!   defaultJobMs: 100          # run time of Jobs without a scenario entry
+//!   deploymentReadyMs: 100
+//!   pvcBindMs: 20
+//!   certificateReadyMs: 30
+//!   issuerReadyMs: 20
+//! faults:                      # see Faults
+//!   seed: 42
+//!   errors: [{verb: get, resource: jobs, rate: 0.5, status: 503}]
+//!   drops: [{verb: patch, rate: 0.2}]
+//!   latencyMs: 10
+//!   watchCloseAfterEvents: 3
+//!   watchCloseAfterMs: 500
+//!   failOnce: [{verb: patch, resource: secrets, name: uyuni-migration-data, status: 500}]
+//!   includeVersion: false
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole scenario. See the module documentation for the file format.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Scenario {
+    /// Job behaviour keyed by the Job's `kubectl-uyuni.io/step` annotation.
+    pub jobs: BTreeMap<String, JobScript>,
+    /// Deployment behaviour keyed by Deployment name.
+    pub deployments: BTreeMap<String, DeploymentScript>,
+    pub timing: Timing,
+    pub faults: Faults,
+}
+
+impl Scenario {
+    /// Parses a scenario from JSON or YAML text.
+    pub fn parse(text: &str) -> Result<Scenario, String> {
+        if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| format!("invalid scenario JSON: {e}"))
+        } else {
+            serde_saphyr::from_str(text).map_err(|e| format!("invalid scenario YAML: {e}"))
+        }
+    }
+
+    /// The script for the `attempt`-th (0-based) Job of a step, if the scenario has the step.
+    pub fn job_script(&self, step: &str, attempt: usize) -> Option<&JobScript> {
+        let script = self.jobs.get(step)?;
+        if attempt == 0 || script.later_attempts.is_empty() {
+            return Some(script);
+        }
+        let i = (attempt - 1).min(script.later_attempts.len() - 1);
+        script.later_attempts.get(i)
+    }
+}
+
+/// Delays of the simulated controllers, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Timing {
+    pub pod_create_ms: u64,
+    pub pod_start_ms: u64,
+    pub default_job_ms: u64,
+    pub deployment_ready_ms: u64,
+    pub pvc_bind_ms: u64,
+    pub certificate_ready_ms: u64,
+    pub issuer_ready_ms: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            pod_create_ms: 20,
+            pod_start_ms: 30,
+            default_job_ms: 100,
+            deployment_ready_ms: 100,
+            pvc_bind_ms: 20,
+            certificate_ready_ms: 30,
+            issuer_ready_ms: 20,
+        }
+    }
+}
+
+/// How a Job ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum JobOutcome {
+    #[default]
+    Succeed,
+    /// The pod's container exits with `exit_code`; the Job fails with BackoffLimitExceeded
+    /// (the simulation runs one pod per Job, as with `backoffLimit: 0`).
+    Fail,
+    /// The pod stays Pending with `waiting_reason`; the Job stays active forever.
+    Stuck,
+}
+
+/// The behaviour of Jobs of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct JobScript {
+    pub outcome: JobOutcome,
+    /// Time from the pod running to its container terminating.
+    pub duration_ms: u64,
+    pub exit_code: i32,
+    pub waiting_reason: String,
+    pub waiting_message: Option<String>,
+    /// Container log lines, written evenly over `duration_ms`. `$JOB_NAME` is substituted.
+    pub log: Vec<String>,
+    pub side_effects: Vec<SideEffect>,
+    /// Scripts for the second, third… Job created for the same step; the last one repeats.
+    pub later_attempts: Vec<JobScript>,
+}
+
+impl Default for JobScript {
+    fn default() -> Self {
+        JobScript {
+            outcome: JobOutcome::Succeed,
+            duration_ms: 100,
+            exit_code: 1,
+            waiting_reason: "ImagePullBackOff".to_string(),
+            waiting_message: None,
+            log: Vec::new(),
+            side_effects: Vec::new(),
+            later_attempts: Vec::new(),
+        }
+    }
+}
+
+impl JobScript {
+    pub fn succeed(duration_ms: u64, log: &[&str]) -> JobScript {
+        JobScript {
+            duration_ms,
+            log: log.iter().map(|s| s.to_string()).collect(),
+            ..JobScript::default()
+        }
+    }
+
+    pub fn fail(exit_code: i32, log: &[&str]) -> JobScript {
+        JobScript {
+            outcome: JobOutcome::Fail,
+            exit_code,
+            log: log.iter().map(|s| s.to_string()).collect(),
+            ..JobScript::default()
+        }
+    }
+
+    pub fn stuck(waiting_reason: &str) -> JobScript {
+        JobScript {
+            outcome: JobOutcome::Stuck,
+            waiting_reason: waiting_reason.to_string(),
+            ..JobScript::default()
+        }
+    }
+
+    /// Adds a "patch these keys into Secret `name`" side effect, just before the end.
+    pub fn patching_secret(mut self, name: &str, data: &[(&str, &str)]) -> JobScript {
+        self.side_effects.push(SideEffect::PatchSecret(PatchSecret {
+            name: name.to_string(),
+            string_data: data
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            at_ms: None,
+            create_if_missing: false,
+        }));
+        self
+    }
+}
+
+/// Something a Job does to the cluster while it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SideEffect {
+    PatchSecret(PatchSecret),
+}
+
+/// Merge string keys into a Secret of the Job's namespace (field manager `uyuni-job`). A value
+/// equal to `$JOB_NAME` becomes the Job's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatchSecret {
+    pub name: String,
+    #[serde(default)]
+    pub string_data: BTreeMap<String, String>,
+    /// When, in ms after the pod started running; `None` is just before the container ends
+    /// (and then only if the Job succeeds).
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+    #[serde(default)]
+    pub create_if_missing: bool,
+}
+
+/// How a Deployment's pods turn out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DeploymentOutcome {
+    #[default]
+    Ready,
+    /// Pods stay not ready with `waiting_reason` (ImagePullBackOff, CrashLoopBackOff, …).
+    Stuck,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DeploymentScript {
+    pub outcome: DeploymentOutcome,
+    /// Overrides `timing.deploymentReadyMs` for this Deployment.
+    pub ready_after_ms: Option<u64>,
+    pub waiting_reason: String,
+    pub waiting_message: Option<String>,
+}
+
+impl Default for DeploymentScript {
+    fn default() -> Self {
+        DeploymentScript {
+            outcome: DeploymentOutcome::Ready,
+            ready_after_ms: None,
+            waiting_reason: "ImagePullBackOff".to_string(),
+            waiting_message: None,
+        }
+    }
+}
+
+impl DeploymentScript {
+    pub fn stuck(waiting_reason: &str) -> DeploymentScript {
+        DeploymentScript {
+            outcome: DeploymentOutcome::Stuck,
+            waiting_reason: waiting_reason.to_string(),
+            ..DeploymentScript::default()
+        }
+    }
+}
+
+/// A Kubernetes API verb, as faults select requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch,
+    Delete,
+    Deletecollection,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::Deletecollection => "deletecollection",
+        }
+    }
+
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::Deletecollection
+        )
+    }
+}
+
+/// Faults the API server injects into resource requests (not discovery, OpenAPI or `/version`,
+/// unless `include_version`/`include_discovery`). Random choices come from a generator seeded
+/// with `seed`, so a single-threaded client sees the same faults on every run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Faults {
+    pub seed: u64,
+    /// Answer with an error status at a rate.
+    pub errors: Vec<ErrorFault>,
+    /// Close the connection without answering, at a rate.
+    pub drops: Vec<DropFault>,
+    /// Added before every answer.
+    pub latency_ms: u64,
+    /// End every watch after this many events (clients must re-watch).
+    pub watch_close_after_events: Option<u32>,
+    /// End every watch after this long.
+    pub watch_close_after_ms: Option<u64>,
+    /// Each fails exactly once, the first time a matching request arrives.
+    pub fail_once: Vec<FailOnce>,
+    /// Let faults hit `GET /version` too (the kubectl dispatcher's call).
+    pub include_version: bool,
+    /// Let faults hit discovery and OpenAPI requests too.
+    pub include_discovery: bool,
+}
+
+/// Which requests a fault applies to; `None` fields match everything.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct FaultTarget {
+    pub verb: Option<Verb>,
+    /// The plural resource name, e.g. `jobs`, or `pods/log`.
+    pub resource: Option<String>,
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorFault {
+    #[serde(flatten)]
+    pub target: FaultTarget,
+    /// Probability in 0..=1.
+    pub rate: f64,
+    /// 500, 503 or 429 (429 carries `Retry-After`).
+    pub status: u16,
+    #[serde(default = "default_retry_after")]
+    pub retry_after_seconds: u32,
+}
+
+fn default_retry_after() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DropFault {
+    #[serde(flatten)]
+    pub target: FaultTarget,
+    pub rate: f64,
+}
+
+/// "This write fails once with status X" (status 0 drops the connection instead).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailOnce {
+    #[serde(flatten)]
+    pub target: FaultTarget,
+    pub status: u16,
+    #[serde(default = "default_retry_after")]
+    pub retry_after_seconds: u32,
+}
+
+impl FaultTarget {
+    pub fn new(verb: Option<Verb>, resource: Option<&str>, name: Option<&str>) -> FaultTarget {
+        FaultTarget {
+            verb,
+            resource: resource.map(str::to_string),
+            name: name.map(str::to_string),
+        }
+    }
+
+    pub fn matches(&self, verb: Verb, resource: &str, name: Option<&str>) -> bool {
+        self.verb.is_none_or(|v| v == verb)
+            && self.resource.as_deref().is_none_or(|r| r == resource)
+            && self.name.as_deref().is_none_or(|n| Some(n) == name)
+    }
+}
