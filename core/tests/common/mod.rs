@@ -1,0 +1,156 @@
+//! Fixtures shared by the core's integration tests: parameters and observed cluster states.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
+use uyuni_core::builders::{data_sync, migration, names, pvc};
+use uyuni_core::params::{FileInput, MigrateArgs};
+use uyuni_core::scripts::data_keys;
+use uyuni_core::secret::SecretString;
+use uyuni_core::{MigrateParams, Object, Observed};
+
+pub const SOURCE: &str = "uyuni.example.com";
+pub const NAMESPACE: &str = "uyuni";
+pub const RUN_ID: &str = "20261129180000";
+
+/// An unencrypted OpenSSH private key with a recognisable body.
+pub fn private_key(marker: &str) -> String {
+    let mut raw = b"openssh-key-v1\0".to_vec();
+    raw.extend(4u32.to_be_bytes());
+    raw.extend(b"none");
+    raw.extend(marker.as_bytes());
+    let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
+    format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{b64}\n-----END OPENSSH PRIVATE KEY-----\n")
+}
+
+pub const PUBLIC_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 root@admin\n";
+pub const KNOWN_HOSTS: &str = "uyuni.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5\n";
+
+fn file(path: &str, content: &str) -> Option<FileInput> {
+    Some(FileInput {
+        path: path.to_owned(),
+        content: SecretString::new(content),
+    })
+}
+
+pub fn args_with_ssh(key: &str) -> MigrateArgs {
+    MigrateArgs {
+        namespace: NAMESPACE.into(),
+        source_fqdn: SOURCE.into(),
+        ssh_user: "root".into(),
+        run_id: RUN_ID.into(),
+        tool_version: "0.1.0".into(),
+        ssh_key_private: file("id_ed25519", key),
+        ssh_key_public: file("id_ed25519.pub", PUBLIC_KEY),
+        ssh_known_hosts: file("known_hosts", KNOWN_HOSTS),
+        ..MigrateArgs::default()
+    }
+}
+
+pub fn params() -> MigrateParams {
+    MigrateParams::from_args(&args_with_ssh(&private_key("fixture-private-key"))).expect("valid")
+}
+
+pub fn namespace() -> Object {
+    Object::Namespace(Namespace {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(NAMESPACE.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+pub fn finished(mut job: Job, ok: bool) -> Job {
+    let (kind, reason) = if ok {
+        ("Complete", None)
+    } else {
+        ("Failed", Some("BackoffLimitExceeded".to_owned()))
+    };
+    job.status = Some(JobStatus {
+        succeeded: ok.then_some(1),
+        failed: (!ok).then_some(1),
+        conditions: Some(vec![JobCondition {
+            type_: kind.into(),
+            status: "True".into(),
+            reason,
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    job
+}
+
+pub fn extracted_secret(job: &str, password: &str, ca_key: Option<&str>) -> Object {
+    let mut s = migration::migration_data_secret(NAMESPACE);
+    let mut data: BTreeMap<String, ByteString> = [
+        (data_keys::JOB, job),
+        (data_keys::TIMEZONE, "Europe/Berlin"),
+        (data_keys::PG_VERSION, "16"),
+        (data_keys::DB_USER, "spacewalk"),
+        (data_keys::DB_PASSWORD, password),
+        (data_keys::DB_NAME, "susemanager"),
+        (data_keys::DB_PORT, "5432"),
+        (data_keys::REPORT_DB_USER, "pythia_susemanager"),
+        (data_keys::REPORT_DB_PASSWORD, password),
+        (data_keys::HAS_HUBXMLRPC, "false"),
+        (data_keys::DEBUG, "false"),
+        (
+            data_keys::CA_CERT,
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), ByteString(v.as_bytes().to_vec())))
+    .collect();
+    if let Some(key) = ca_key {
+        data.insert(
+            data_keys::CA_KEY.into(),
+            ByteString(key.as_bytes().to_vec()),
+        );
+    }
+    s.data = Some(data);
+    Object::Secret(s)
+}
+
+/// The state after a complete, successful run of `params`.
+pub fn after_sync(params: &MigrateParams) -> Observed {
+    let mut o = Observed::default();
+    o.insert(namespace());
+    o.insert(Object::Secret(migration::ssh_key_secret(
+        NAMESPACE,
+        params.ssh_key.as_ref().expect("key"),
+    )));
+    o.insert(Object::ConfigMap(migration::ssh_config_map(
+        NAMESPACE,
+        params.ssh_config.as_ref().expect("ssh"),
+    )));
+    for claim in &params.volumes {
+        o.insert(Object::PersistentVolumeClaim(pvc::pvc(NAMESPACE, claim)));
+    }
+    o.insert(Object::ServiceAccount(migration::service_account(
+        NAMESPACE,
+    )));
+    o.insert(Object::Role(migration::role(NAMESPACE)));
+    o.insert(Object::RoleBinding(migration::role_binding(NAMESPACE)));
+    let job = finished(data_sync::data_sync_job(params), true);
+    let name = job.metadata.name.clone().expect("name");
+    o.insert(Object::Job(job));
+    o.insert(extracted_secret(&name, "s3cret pass#1", Some("-----BEGIN ENCRYPTED PRIVATE KEY-----\nCAKEYBODY\n-----END ENCRYPTED PRIVATE KEY-----\n")));
+    o
+}
+
+pub fn pvc_of(params: &MigrateParams, name: &str) -> PersistentVolumeClaim {
+    let claim = params
+        .volumes
+        .iter()
+        .find(|v| v.name == name)
+        .expect("volume");
+    pvc::pvc(NAMESPACE, claim)
+}
+
+pub const DATA_SECRET: &str = names::MIGRATION_DATA_SECRET;
