@@ -89,6 +89,9 @@ impl std::fmt::Display for ObjectRef {
 }
 
 /// One object, typed. Serializes as the Kubernetes object itself (with apiVersion and kind).
+// Objects travel boxed inside plan actions; the size difference between variants does not
+// matter for a handful of objects per run.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Object {

@@ -117,18 +117,16 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     for (claim, exists) in params.volumes.iter().zip(&state.pvcs) {
         if *exists {
             let mut pvc = common::pvc_of(&params, &claim.name);
-            if state.pvc_sizes_differ {
-                if let Some(r) = pvc
-                    .spec
-                    .as_mut()
-                    .and_then(|s| s.resources.as_mut())
-                    .and_then(|r| r.requests.as_mut())
-                {
-                    r.insert(
-                        "storage".into(),
-                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("3Mi".into()),
-                    );
-                }
+            let requests = pvc
+                .spec
+                .as_mut()
+                .and_then(|s| s.resources.as_mut())
+                .and_then(|r| r.requests.as_mut());
+            if let Some(r) = requests.filter(|_| state.pvc_sizes_differ) {
+                r.insert(
+                    "storage".into(),
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity("3Mi".into()),
+                );
             }
             o.insert(Object::PersistentVolumeClaim(pvc));
         }
@@ -222,10 +220,14 @@ proptest! {
         prop_assert!(jobs <= 2, "jobs: {jobs}");
         // 5
         for step in &preview.executed {
-            if let Action::Apply(object) = &step.action {
-                if object.kind() == Kind::PersistentVolumeClaim {
-                    prop_assert!(!observed.contains(Kind::PersistentVolumeClaim, object.name()), "rewrote {}", object.name());
-                }
+            if let Action::Apply(object) = &step.action
+                && object.kind() == Kind::PersistentVolumeClaim
+            {
+                prop_assert!(
+                    !observed.contains(Kind::PersistentVolumeClaim, object.name()),
+                    "rewrote {}",
+                    object.name()
+                );
             }
         }
     }

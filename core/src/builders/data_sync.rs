@@ -70,7 +70,7 @@ fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
 
 /// Seeds every empty server volume from the image before the rsync, as the server's own init
 /// container would (reference D34): files the rsync excludes so that the image's version wins
-/// must still exist in the volume.
+/// must still exist in the volume. `lost+found` (ext4) does not make a volume non-empty.
 fn init_volumes_script(params: &MigrateParams) -> String {
     let mut script = String::from("set -eu\n");
     for v in params
@@ -79,7 +79,7 @@ fn init_volumes_script(params: &MigrateParams) -> String {
         .filter(|v| v.role == VolumeRole::Server)
     {
         script.push_str(&format!(
-            "if [ -d '{path}' ] && [ -z \"$(ls -A '/mnt/{name}')\" ]; then\n  echo 'Seeding volume {name} from the image'\n  cp -a '{path}/.' '/mnt/{name}/'\nfi\n",
+            "if [ -d '{path}' ] && [ -z \"$(find '/mnt/{name}' -mindepth 1 -maxdepth 1 ! -name lost+found -print -quit)\" ]; then\n  echo 'Seeding volume {name} from the image'\n  cp -a '{path}/.' '/mnt/{name}/'\nfi\n",
             path = v.mount_path.trim_end_matches('/'),
             name = v.name,
         ));
@@ -106,6 +106,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
         data_secret: names::MIGRATION_DATA_SECRET.to_owned(),
         db_host: "db".to_owned(),
         report_db_host: "reportdb".to_owned(),
+        paths: data_sync::ScriptPaths::production(),
     });
 
     let mut volumes: Vec<Volume> = params

@@ -1,11 +1,64 @@
 //! The data-sync script: copies the source server's data into the volumes over SSH and hands
 //! what it learned to the tool through the Secret `uyuni-migration-data`.
+//!
+//! It keeps steps 1–20 of the reference's migration script (`uyuni-k8s-behaviour.md` §3.5), which
+//! encode product fixes, with the "R:" changes of that section, and replaces the old Kubernetes
+//! block (step 21) and the `data` file (§3.6, §3.7) by one merge patch of the Secret.
+//!
+//! Every value that comes from the parameters is shell-quoted with [`shell_quote`]; values the
+//! script learns at run time (distribution paths, snippet directories) are quoted by the script's
+//! own `shq` function before they reach the source's shell. Nothing is `eval`ed.
+
+use super::{
+    SECRET_SCRATCH_DIR, SSH_CONFIG_PATH, SSH_KNOWN_HOSTS_PATH, SSH_PRIVATE_KEY_PATH, data_keys,
+};
+
+/// Where the pod finds its ServiceAccount token and the cluster CA (the standard mount).
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// The script's working directory: the `migration-data` volume. Cleared at every start (D31).
+pub const WORK_DIR: &str = "/var/lib/uyuni-tools";
 
 /// One volume to copy: the same path on the source and in the Job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncVolume {
     pub name: String,
     pub path: String,
+}
+
+/// The local paths the script uses. Production uses [`ScriptPaths::production`]; tests point
+/// them into a temporary directory so the script can run outside a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptPaths {
+    /// Prefix of every local path of the server's file system (volumes, working directory).
+    /// Empty in production.
+    pub local_root: String,
+    pub ssh_private_key: String,
+    /// May be missing (the ConfigMap's `config` key is optional): `/dev/null` is used then.
+    pub ssh_config: String,
+    pub ssh_known_hosts: String,
+    /// In-memory emptyDir where secrets are staged; never a PVC.
+    pub scratch_dir: String,
+    /// Directory holding `token` and `ca.crt` of the ServiceAccount.
+    pub service_account_dir: String,
+}
+
+impl ScriptPaths {
+    pub fn production() -> Self {
+        ScriptPaths {
+            local_root: String::new(),
+            ssh_private_key: SSH_PRIVATE_KEY_PATH.to_owned(),
+            ssh_config: SSH_CONFIG_PATH.to_owned(),
+            ssh_known_hosts: SSH_KNOWN_HOSTS_PATH.to_owned(),
+            scratch_dir: SECRET_SCRATCH_DIR.to_owned(),
+            service_account_dir: SERVICE_ACCOUNT_DIR.to_owned(),
+        }
+    }
+}
+
+impl Default for ScriptPaths {
+    fn default() -> Self {
+        Self::production()
+    }
 }
 
 /// Everything the script is rendered from.
@@ -20,13 +73,814 @@ pub struct DataSyncScript {
     pub data_secret: String,
     pub db_host: String,
     pub report_db_host: String,
+    pub paths: ScriptPaths,
 }
 
-/// Renders the script. (Placeholder until the full script lands.)
-pub fn render(script: &DataSyncScript) -> String {
-    let mut out = String::from("set -eu\n");
-    for v in &script.volumes {
-        out.push_str(&format!("echo 'Synchronizing {}'\n", v.path));
+/// Quotes `s` as one word for bash (and any POSIX shell): single quotes, with each `'` written
+/// as `'\''`. Works for every string without NUL, which no shell word can hold anyway.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Quotes `s` as one argument inside rsync's `-e` command, which rsync splits itself: single
+/// quotes, a doubled quote standing for itself (rsync does not honour backslashes there).
+pub fn rsync_rsh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Volumes whose source paths were symlinks in the cloud images: follow the links (reference
+/// step 7). The reference's `/var/lib/pgsql` no longer matched the mount path; the database
+/// volume is `/var/lib/pgsql/data` now.
+const FOLLOW_LINKS: &[&str] = &["/var/cache", "/var/spacewalk", "/var/lib/pgsql/data"];
+
+/// Fixed rsync exclusions (reference step 5.3), with the reason for each.
+const FIXED_EXCLUDES: &[(&str, &str)] = &[
+    (
+        "/var/cache/zypp/**",
+        "zypper's cache is not worth migrating",
+    ),
+    (
+        "/var/cache/rhn/reposync/**",
+        "brings nothing and holds dangling symlinks (bsc#1231769)",
+    ),
+    ("/root/.mgr-sync", "so that it is regenerated (bsc#1228685)"),
+    (
+        "/etc/sysconfig/tomcat",
+        "tomcat defaults: settings belong in /etc/tomcat/conf.d",
+    ),
+    ("/etc/tomcat/tomcat.conf", "tomcat defaults, as above"),
+    (
+        "/etc/krb5.conf.d",
+        "copied into /etc/rhn/krb5.conf.d instead (step 13)",
+    ),
+    (
+        "/etc/rhn/krb5.conf.d",
+        "filled from the source's /etc/krb5.conf.d (step 13)",
+    ),
+    (
+        "/etc/sysconfig/rhn/reportdb-schema-upgrade",
+        "schema migration state of the old server",
+    ),
+    (
+        "/etc/sysconfig/rhn/schema-upgrade",
+        "schema migration state of the old server",
+    ),
+    ("/var/log/lastlog", "not needed, and can be huge"),
+    ("/etc/systemd/**", "units are recreated by the image"),
+    (
+        "/etc/salt/master.d/py2*-compat-salt.conf",
+        "cannot work in the container",
+    ),
+    (
+        "/etc/apache2/vhosts.d/cobbler.conf",
+        "left on some old systems (uyuni#10055)",
+    ),
+];
+
+/// Monitoring files and where today's image expects them (reference step 14).
+const MONITORING_FILES: &[(&str, &str)] = &[
+    (
+        "/usr/lib/systemd/system/tomcat.service.d/jmx.conf",
+        "/etc/sysconfig/tomcat/systemd/",
+    ),
+    (
+        "/usr/lib/systemd/system/taskomatic.service.d/jmx.conf",
+        "/etc/sysconfig/taskomatic/systemd/",
+    ),
+    (
+        "/etc/postgres_exporter/postgres_exporter_queries.yaml",
+        "/etc/sysconfig/prometheus-postgres_exporter/",
+    ),
+    (
+        "/etc/systemd/system/prometheus-postgres_exporter.service.d/60-server.conf",
+        "/etc/sysconfig/prometheus-postgres_exporter/systemd/",
+    ),
+    (
+        "/etc/postgres_exporter/pg_passwd",
+        "/etc/sysconfig/prometheus-postgres_exporter/",
+    ),
+];
+
+/// The reference's distribution query (step 3): one row per distinct tree path, named after the
+/// lowest `org_id-label` using it.
+const DISTROS_SQL: &str = "COPY (SELECT MIN(CONCAT(org_id, '-', label)) AS target, base_path \
+     FROM rhnKickstartableTree GROUP BY base_path) TO STDOUT WITH CSV;";
+
+/// The script's helper functions. Static text: every rendered value is assigned to a variable
+/// before this is included.
+const HELPERS: &str = r##"
+fail() {
+  echo "ERROR: $*" >&2
+  exit 1
+}
+
+# Quotes a value the script learned at run time for the source's shell (single quotes).
+shq() {
+  printf "'%s'" "${1//\'/\'\\\'\'}"
+}
+
+# Runs a command line on the source, as root (through `sudo -n` for another user). Stdin is
+# passed through. An SSH failure (255) ends the script even where the caller tests the result,
+# so "cannot connect" never reads as "file missing".
+ssh_source() {
+  local rc=0
+  "${SSH[@]}" "$SOURCE" "$SUDO$1" || rc=$?
+  if [ "$rc" -eq 255 ]; then
+    echo "ERROR: ssh to $SOURCE_FQDN failed" >&2
+    exit 255
+  fi
+  return "$rc"
+}
+
+# The same without stdin, so that loops reading files keep their input.
+on_source() {
+  ssh_source "$1" </dev/null
+}
+
+# Directories and files the server reads as non-root users get the usual modes, not the
+# script's umask 077.
+mkdir_pub() {
+  (umask 022 && mkdir -p -- "$@")
+}
+
+rsync_run() {
+  local rc=0
+  "${RSYNC[@]}" "$@" || rc=$?
+  if [ "$rc" -eq 24 ] && [ "$VANISHED_OK" = 1 ]; then
+    echo "Warning: some files vanished on the source during the copy (the source is serving)"
+  elif [ "$rc" -ne 0 ]; then
+    echo "ERROR: rsync failed with exit code $rc" >&2
+    exit "$rc"
+  fi
+}
+
+# Copies the source's directory $1 into the same local path (one volume, reference step 7).
+# $2 is -L (follow symlinks) or -l (keep them).
+sync_volume() {
+  local path=$1 links=$2
+  if ! on_source "test -e $(shq "$path")"; then
+    echo "Not on the source, skipping $path"
+    return 0
+  fi
+  echo "Synchronizing $path"
+  mkdir_pub "$LOCAL_ROOT$path"
+  rsync_run "$links" --delete --info=progress2 -f "merge $WORK_DIR/exclude_list" \
+    "$SOURCE:$path/" "$LOCAL_ROOT$path/"
+}
+
+# Copies the source file $1, if it exists, into the local directory $2.
+copy_if_present() {
+  if on_source "test -e $(shq "$1")"; then
+    mkdir_pub "$LOCAL_ROOT$2"
+    rsync_run -l "$SOURCE:$1" "$LOCAL_ROOT$2"
+  fi
+}
+
+trim_var() {
+  local -n ref=$1
+  ref=${ref#"${ref%%[![:space:]]*}"}
+  ref=${ref%"${ref##*[![:space:]]}"}
+}
+
+# Prints the value of key $1 in the rhn.conf-style file $2, or fails when the key is absent.
+# As the rhn.conf parser does, only the whitespace around "=" and at the line ends is trimmed:
+# spaces, "#", quotes and "$" inside the value are kept (D30). The last occurrence wins.
+conf_get() {
+  local key=$1 file=$2 line k v value='' found=1
+  [ -f "$file" ] || return 1
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line == *=* ]] || continue
+    k=${line%%=*}
+    trim_var k
+    [ "$k" = "$key" ] || continue
+    v=${line#*=}
+    trim_var v
+    value=$v
+    found=0
+  done <"$file"
+  if [ "$found" -eq 0 ]; then
+    printf '%s' "$value"
+  fi
+  return "$found"
+}
+
+# Sets key $1 to $2 in the rhn.conf-style file $3: every line of that key is replaced, and with
+# $4 = append the line is added when there is none, so a second run changes nothing (D50).
+# Rewritten in place, which keeps the owner and mode of the file (rhn.conf is root:www 0640).
+conf_set() {
+  local key=$1 value=$2 file=$3 mode=$4 line k found=0 tmp
+  tmp=$(mktemp "$SCRATCH/conf.XXXXXX")
+  while IFS= read -r line || [ -n "$line" ]; do
+    if [[ $line == *=* ]]; then
+      k=${line%%=*}
+      trim_var k
+      if [ "$k" = "$key" ]; then
+        printf '%s = %s\n' "$key" "$value"
+        found=1
+        continue
+      fi
+    fi
+    printf '%s\n' "$line"
+  done <"$file" >"$tmp"
+  if [ "$found" -eq 0 ] && [ "$mode" = append ]; then
+    printf '%s = %s\n' "$key" "$value" >>"$tmp"
+  fi
+  cat "$tmp" >"$file"
+  rm -f -- "$tmp"
+}
+
+# Replaces every literal occurrence of $2 by $3 in file $1 (no regular expression: the paths
+# come from the database).
+replace_literal() {
+  local content
+  content=$(
+    cat -- "$1"
+    printf x
+  )
+  content=${content%x}
+  printf '%s' "${content//"$2"/"$3"}" >"$1"
+}
+
+fingerprint() {
+  openssl x509 -in "$1" -noout -fingerprint -sha256 2>/dev/null
+}
+
+b64() {
+  printf '%s' "$1" | base64 -w0
+}
+
+# Merge-patches the Secret with the JSON in file $1 through the API server, as the pod's
+# ServiceAccount (allowed get and patch on this one Secret). Output goes to /dev/null: the
+# answer would echo the Secret's data.
+patch_secret() {
+  local host=$KUBERNETES_SERVICE_HOST
+  case $host in *:*) host="[$host]" ;; esac
+  curl -sS --fail --cacert "$SA_DIR/ca.crt" \
+    -H "Authorization: Bearer $(cat "$SA_DIR/token")" \
+    -H 'Content-Type: application/merge-patch+json' \
+    -X PATCH --data-binary "@$1" -o /dev/null \
+    "https://$host:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$NAMESPACE/secrets/$DATA_SECRET" ||
+    fail "could not update Secret $DATA_SECRET"
+}
+
+cleanup_scratch() {
+  find "$SCRATCH" -mindepth 1 -delete 2>/dev/null || true
+}
+
+# Also on failure: the synced CA key must not stay on the root volume (D31), and the staged
+# secrets go with the scratch dir.
+on_exit() {
+  rm -rf -- "$SSL_BUILD" 2>/dev/null || true
+  cleanup_scratch
+}
+"##;
+
+/// Accumulates the script text.
+struct Out(String);
+
+impl Out {
+    fn line(&mut self, s: &str) {
+        self.0.push_str(s);
+        self.0.push('\n');
     }
-    out
+    fn text(&mut self, s: &str) {
+        self.0.push_str(s);
+    }
+}
+
+/// Renders the script, for `bash -c`.
+pub fn render(script: &DataSyncScript) -> String {
+    let q = shell_quote;
+    let p = &script.paths;
+    let root = p.local_root.trim_end_matches('/');
+    // A local path, prefixed and quoted.
+    let local = |path: &str| q(&format!("{root}{path}"));
+    let as_root = script.ssh_user == "root";
+    let mut o = Out(String::new());
+
+    o.line(&format!(
+        "# kubectl-uyuni data-sync of {} ({} mode), rendered for bash.",
+        script.source_fqdn.replace('\n', " "),
+        if script.prepare { "prepare" } else { "final" }
+    ));
+    // No `set -x`, ever: values of the Secret pass through variables.
+    o.line("set -euo pipefail");
+    o.line("shopt -s inherit_errexit");
+    o.line("# Secrets are staged in files: only root may read what the script creates.");
+    o.line("umask 077");
+    o.line("");
+    o.line(&format!("SOURCE_FQDN={}", q(&script.source_fqdn)));
+    o.line(&format!(
+        "SOURCE={}",
+        q(&format!("{}@{}", script.ssh_user, script.source_fqdn))
+    ));
+    if !as_root {
+        o.line(&format!("SSH_USER={}", q(&script.ssh_user)));
+    }
+    o.line(&format!("LOCAL_ROOT={}", q(root)));
+    o.line(&format!("WORK_DIR={}", local(WORK_DIR)));
+    o.line(&format!("SCRATCH={}", q(&p.scratch_dir)));
+    o.line(&format!("SA_DIR={}", q(&p.service_account_dir)));
+    o.line(&format!("DATA_SECRET={}", q(&script.data_secret)));
+    o.line(&format!("SSL_BUILD={}", local("/root/ssl-build")));
+    o.line(&format!(
+        "VANISHED_OK={}",
+        if script.prepare { "1" } else { "0" }
+    ));
+    // Not root: every source command goes through sudo, which must not ask for a password.
+    o.line(&format!(
+        "SUDO={}",
+        q(if as_root { "" } else { "sudo -n " })
+    ));
+
+    // SSH without agent (R of §3.4): key, config and known_hosts mounted outside every synced
+    // path (D33), host key checked strictly, never a prompt.
+    let rsh = |config: &str| {
+        format!(
+            "ssh -i {} -F {} -o {} -o StrictHostKeyChecking=yes -o BatchMode=yes",
+            rsync_rsh_quote(&p.ssh_private_key),
+            rsync_rsh_quote(config),
+            rsync_rsh_quote(&format!("UserKnownHostsFile={}", p.ssh_known_hosts)),
+        )
+    };
+    o.line("# The ConfigMap's `config` key is optional (R of §3.2).");
+    o.line(&format!("if [ -f {} ]; then", q(&p.ssh_config)));
+    o.line(&format!("  SSH_CONFIG={}", q(&p.ssh_config)));
+    o.line(&format!("  RSYNC_RSH={}", q(&rsh(&p.ssh_config))));
+    o.line("else");
+    o.line("  SSH_CONFIG=/dev/null");
+    o.line(&format!("  RSYNC_RSH={}", q(&rsh("/dev/null"))));
+    o.line("fi");
+    o.line(&format!(
+        "SSH=(ssh -i {} -F \"$SSH_CONFIG\" -o {} -o StrictHostKeyChecking=yes -o BatchMode=yes)",
+        q(&p.ssh_private_key),
+        q(&format!("UserKnownHostsFile={}", p.ssh_known_hosts)),
+    ));
+    o.line("RSYNC=(rsync -a -z --trust-sender -e \"$RSYNC_RSH\")");
+    if !as_root {
+        o.line("RSYNC+=(--rsync-path='sudo -n rsync')");
+    }
+    o.text(HELPERS);
+
+    o.line("");
+    o.line(": \"${NAMESPACE:?NAMESPACE is not set}\"");
+    o.line(": \"${JOB_NAME:?JOB_NAME is not set}\"");
+    o.line(": \"${KUBERNETES_SERVICE_HOST:?KUBERNETES_SERVICE_HOST is not set}\"");
+    o.line(": \"${KUBERNETES_SERVICE_PORT:?KUBERNETES_SERVICE_PORT is not set}\"");
+    o.line("");
+    o.line("# Start from nothing (D31): stale files of an earlier run must never be taken for");
+    o.line("# this run's, and the Secret loses its data until this run writes it at the end.");
+    o.line("mkdir -p -- \"$WORK_DIR\" \"$SCRATCH\"");
+    o.line("find \"$WORK_DIR\" -mindepth 1 -delete");
+    o.line("cleanup_scratch");
+    o.line("trap on_exit EXIT");
+    o.line("cd \"$WORK_DIR\"");
+    o.line("printf '%s\\n' '{\"data\":null}' >\"$SCRATCH/clear.json\"");
+    o.line("patch_secret \"$SCRATCH/clear.json\"");
+    o.line("");
+
+    o.line("echo \"Connecting to $SOURCE_FQDN...\"");
+    o.line("if ! on_source true; then");
+    if as_root {
+        o.line("  fail \"cannot run commands on $SOURCE_FQDN\"");
+    } else {
+        o.line("  fail \"user $SSH_USER cannot run commands as root on $SOURCE_FQDN: it needs passwordless sudo\"");
+    }
+    o.line("fi");
+    o.line("");
+    o.line("# Step 1: the source must be a classic (RPM-installed) server.");
+    o.line(
+        "if ! on_source 'test -e /etc/susemanager-release' && ! on_source 'test -e /etc/uyuni-release'; then",
+    );
+    o.line(
+        "  fail \"neither /etc/susemanager-release nor /etc/uyuni-release exists on $SOURCE_FQDN: is it a non-containerized Uyuni or SUSE Manager server?\"",
+    );
+    o.line("fi");
+    o.line("");
+    o.line("# Asked before any service is stopped, and about the unit itself: the reference's");
+    o.line("# quoting made it list all units instead (§3.6, D30).");
+    o.line("has_hubxmlrpc=false");
+    o.line("if on_source 'systemctl is-active --quiet hub-xmlrpc-api.service 2>/dev/null' ||");
+    o.line("  on_source 'systemctl is-enabled --quiet hub-xmlrpc-api.service 2>/dev/null'; then");
+    o.line("  has_hubxmlrpc=true");
+    o.line("fi");
+    o.line("");
+
+    o.line("# Step 2.");
+    if script.prepare {
+        o.line("echo \"Preparing the migration: $SOURCE_FQDN keeps serving\"");
+        o.line("on_source 'systemctl start postgresql.service'");
+    } else {
+        o.line("echo \"Stopping the services of $SOURCE_FQDN...\"");
+        o.line("on_source 'spacewalk-service stop'");
+        o.line("# Only for the distribution query below.");
+        o.line("on_source 'systemctl start postgresql.service'");
+    }
+    o.line("");
+    o.line("# Step 3: the auto-installable distributions.");
+    o.line(&format!(
+        "printf '%s\\n' {} | ssh_source 'spacewalk-sql --select-mode -' >\"$WORK_DIR/distros\"",
+        q(DISTROS_SQL)
+    ));
+    if !script.prepare {
+        o.line("");
+        o.line("# Step 4: the database is copied with PostgreSQL stopped.");
+        o.line("echo \"Stopping PostgreSQL on $SOURCE_FQDN...\"");
+        o.line("on_source 'systemctl stop postgresql.service'");
+    }
+    o.line("");
+
+    o.line("# Step 5: the rsync filter.");
+    o.line("{");
+    o.line("  # 5.1: distribution trees are copied by step 10; protect what a prepare run copied.");
+    o.line("  while IFS=, read -r target path; do");
+    o.line("    case $path in /*) ;; *) continue ;; esac");
+    o.line("    if on_source \"test -e $(shq \"$path\")\"; then");
+    o.line("      printf -- '-/ %s\\n' \"$path\"");
+    o.line("      printf 'P/ /srv/www/distributions/%s\\n' \"$target\"");
+    o.line("    fi");
+    o.line("  done <\"$WORK_DIR/distros\"");
+    o.line(
+        "  # 5.2: files under /etc owned by the image's RPMs and not noreplace keep the image's",
+    );
+    o.line("  # version (config(noreplace) is 1<<4 in lib/rpmlib.h).");
+    o.line("  rpm -qa --qf '[%{fileflags},%{filenames}\\n]' | while IFS=, read -r flags path; do");
+    o.line("    case $path in /etc/*) ;; *) continue ;; esac");
+    o.line("    # Checked as a number before the arithmetic, which would evaluate anything else.");
+    o.line("    case $flags in '' | *[!0-9]*) continue ;; esac");
+    o.line("    if [ $((flags & 16)) -eq 0 ] && [ -f \"$LOCAL_ROOT$path\" ]; then");
+    o.line("      printf -- '-/ %s\\n' \"$path\"");
+    o.line("    fi");
+    o.line("  done");
+    o.line("  # 5.3: fixed exclusions.");
+    for (pattern, why) in FIXED_EXCLUDES {
+        o.line(&format!("  # {why}"));
+        o.line(&format!("  printf '%s\\n' {}", q(&format!("-/ {pattern}"))));
+    }
+    o.line("} >\"$WORK_DIR/exclude_list\"");
+    o.line("");
+
+    o.line("# Step 6 of the reference (a -nolink CA copy written on the source) is gone: nothing");
+    o.line("# is written on the source (D50); step 16 reads the CA with cat instead.");
+    o.line("");
+    o.line("# Step 7: every volume, the database included.");
+    for v in &script.volumes {
+        let links = if FOLLOW_LINKS.contains(&v.path.as_str()) {
+            "-L"
+        } else {
+            "-l"
+        };
+        o.line(&format!("sync_volume {} {links}", q(&v.path)));
+    }
+    o.line("");
+
+    o.line("# Step 8: enable the services in the (volume-backed) systemd wants directories.");
+    o.line("spacewalk-service enable");
+    o.line("if on_source 'systemctl is-enabled --quiet tftp.socket 2>/dev/null'; then");
+    o.line("  echo 'Enabling the tftp socket...'");
+    o.line("  systemctl enable tftp.socket");
+    o.line("fi");
+    o.line("");
+    o.line("# Step 9: paths that moved into the image.");
+    o.line(&format!(
+        "if [ -f {} ]; then",
+        local("/etc/tomcat/server.xml")
+    ));
+    o.line(&format!(
+        "  sed -i -e 's|appBase=\"webapps\"|appBase=\"/usr/share/susemanager/www/tomcat/webapps\"|' {}",
+        local("/etc/tomcat/server.xml")
+    ));
+    o.line("fi");
+    o.line(&format!(
+        "if [ -f {} ]; then",
+        local("/etc/apache2/vhosts.d/vhost-ssl.conf")
+    ));
+    o.line(&format!(
+        "  sed -i -e 's|DocumentRoot\\s*\"/srv/www/htdocs\"|DocumentRoot \"/usr/share/susemanager/www/htdocs\"|' {}",
+        local("/etc/apache2/vhosts.d/vhost-ssl.conf")
+    ));
+    o.line("fi");
+    o.line("");
+
+    o.line("# Step 10: distribution trees move to /srv/www/distributions/<org-label>.");
+    o.line("echo 'Migrating auto-installable distributions...'");
+    o.line("while IFS=, read -r target path; do");
+    o.line("  case $path in /*) ;; *) continue ;; esac");
+    o.line("  # The target becomes a directory name: no path separators, no dot names.");
+    o.line("  case $target in '' | */* | . | ..) echo \"Skipping distribution $path: unusable name\"; continue ;; esac");
+    o.line("  if on_source \"test -e $(shq \"$path\")\"; then");
+    o.line("    echo \"Copying distribution $target from $path\"");
+    o.line(&format!(
+        "    mkdir_pub {}\"/$target\"",
+        local("/srv/www/distributions")
+    ));
+    o.line(&format!(
+        "    rsync_run -l --delete --info=progress2 \"$SOURCE:$path/\" {}\"/$target/\"",
+        local("/srv/www/distributions")
+    ));
+    o.line("    while IFS= read -r -d '' config; do");
+    o.line("      replace_literal \"$config\" \"$path/\" \"/srv/www/distributions/$target/\"");
+    o.line(&format!(
+        "    done < <(grep -rlZF -- \"$path/\" {} 2>/dev/null || true)",
+        local("/var/lib/cobbler/collections/distros/")
+    ));
+    o.line("  else");
+    o.line("    echo \"Skipping missing distribution $path\"");
+    o.line("  fi");
+    o.line("done <\"$WORK_DIR/distros\"");
+    o.line("");
+
+    o.line("# Step 11: auto-installation snippets.");
+    o.line("echo 'Migrating auto-installation snippets...'");
+    o.line("if on_source 'test -d /var/lib/cobbler/snippets/spacewalk'; then");
+    o.line(
+        "  on_source 'find /var/lib/cobbler/snippets/spacewalk -mindepth 1 -maxdepth 1 -type d' >\"$WORK_DIR/snippets_dirs\"",
+    );
+    o.line("  while IFS= read -r dir; do");
+    o.line("    case $dir in /var/lib/cobbler/snippets/spacewalk/*) ;; *) continue ;; esac");
+    o.line("    echo \"Copying auto-installation snippets from $dir\"");
+    o.line("    mkdir_pub \"$LOCAL_ROOT$dir\"");
+    o.line("    # Trailing slashes: the content into the directory, not the directory into itself (D50).");
+    o.line("    rsync_run -l --delete \"$SOURCE:$dir/\" \"$LOCAL_ROOT$dir/\"");
+    o.line("  done <\"$WORK_DIR/snippets_dirs\"");
+    o.line("fi");
+    o.line("");
+
+    o.line("# Step 12: tomcat configuration.");
+    o.line("if on_source 'test -e /etc/tomcat/conf.d'; then");
+    o.line("  echo 'Copying the tomcat configuration...'");
+    o.line(&format!("  mkdir_pub {}", local("/etc/tomcat/conf.d")));
+    o.line(&format!(
+        "  rsync_run -l --delete \"$SOURCE:/etc/tomcat/conf.d/\" {}",
+        local("/etc/tomcat/conf.d/")
+    ));
+    o.line("fi");
+    o.line("");
+    o.line("# Step 13: Kerberos configuration, kept on the etc-rhn volume.");
+    o.line("if on_source 'test -e /etc/krb5.conf.d'; then");
+    o.line("  echo 'Copying the Kerberos configuration...'");
+    o.line(&format!("  mkdir_pub {}", local("/etc/rhn/krb5.conf.d")));
+    o.line(&format!(
+        "  rsync_run -l --delete \"$SOURCE:/etc/krb5.conf.d/\" {}",
+        local("/etc/rhn/krb5.conf.d/")
+    ));
+    o.line("fi");
+    o.line("");
+
+    o.line("# Step 14: monitoring configuration.");
+    o.line("echo 'Migrating the monitoring configuration...'");
+    o.line(&format!(
+        "if [ -f {} ]; then",
+        local("/etc/sysconfig/prometheus-postgres_exporter")
+    ));
+    o.line("  echo 'The monitoring configuration of the source is too old: apply it again after the migration'");
+    o.line(&format!(
+        "  rm -f -- {}",
+        local("/etc/sysconfig/prometheus-postgres_exporter")
+    ));
+    o.line("fi");
+    for (file, dir) in MONITORING_FILES {
+        o.line(&format!("copy_if_present {} {}", q(file), q(dir)));
+    }
+    let exporter_link =
+        "/etc/systemd/system/multi-user.target.wants/prometheus-postgres_exporter.service";
+    o.line(&format!(
+        "mkdir_pub {}",
+        local("/etc/systemd/system/multi-user.target.wants")
+    ));
+    o.line(&format!("rm -f -- {}", local(exporter_link)));
+    o.line(
+        "if on_source 'systemctl is-enabled --quiet prometheus-postgres_exporter.service 2>/dev/null'; then",
+    );
+    o.line("  echo 'Enabling the prometheus-postgres_exporter service...'");
+    o.line(&format!(
+        "  ln -s /usr/lib/systemd/system/prometheus-postgres_exporter.service {}",
+        local(exporter_link)
+    ));
+    o.line("fi");
+    o.line("");
+
+    o.line("# Step 15: custom CAs go to /etc/rhn/ca on the etc-rhn volume, where today's image");
+    o.line("# loads them from; the anchors are not a volume any more and nothing is wiped (D17).");
+    o.line("# The exclusions are base names, so they match (the reference's absolute pattern did");
+    o.line("# not, D50); -L copies the certificates that anchors link to.");
+    o.line("echo 'Migrating custom CA certificates...'");
+    o.line(&format!("mkdir_pub {}", local("/etc/rhn/ca")));
+    o.line("rsync_run -L --ignore-missing-args \\");
+    o.line("  --exclude=LOCAL-RHN-ORG-TRUSTED-SSL-CERT --exclude=RHN-ORG-TRUSTED-SSL-CERT \\");
+    o.line("  \"$SOURCE:/usr/share/pki/trust/anchors/\" \"$SOURCE:/etc/pki/trust/anchors/\" \\");
+    o.line(&format!("  {}", local("/etc/rhn/ca/")));
+    o.line("");
+
+    o.line("# Step 16: the deployed CA, read dereferenced with cat: nothing is written on the");
+    o.line("# source (D50). It is public, but staged in the scratch dir with the rest.");
+    o.line("ca_file=\"$SCRATCH/ca.crt\"");
+    o.line("if ! on_source 'test -f /etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT'; then");
+    o.line(
+        "  fail \"no CA certificate /etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT on $SOURCE_FQDN\"",
+    );
+    o.line("fi");
+    o.line("on_source 'cat /etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT' >\"$ca_file\"");
+    o.line(&format!("mkdir_pub {}", local("/srv/www/htdocs/pub")));
+    o.line(&format!(
+        "rm -f -- {}",
+        local("/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT")
+    ));
+    o.line(&format!(
+        "ln -s /etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT {}",
+        local("/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT")
+    ));
+    o.line("");
+
+    o.line(&format!("RHN_CONF={}", local("/etc/rhn/rhn.conf")));
+    o.line("[ -f \"$RHN_CONF\" ] || fail \"no /etc/rhn/rhn.conf was copied from $SOURCE_FQDN\"");
+    o.line("");
+    o.line("# Step 18: domain resolution. The hosts are never empty on Kubernetes (D15).");
+    o.line("echo 'Altering the configuration for domain resolution...'");
+    o.line(&format!(
+        "conf_set db_host {} \"$RHN_CONF\" append",
+        q(&script.db_host)
+    ));
+    o.line(&format!(
+        "conf_set report_db_host {} \"$RHN_CONF\" append",
+        q(&script.report_db_host)
+    ));
+    o.line(
+        "# In-cluster DB connections run without SSL with today's images (images-today A.7, D.3).",
+    );
+    o.line("conf_set db_ssl_enabled 0 \"$RHN_CONF\" append");
+    o.line("conf_set report_db_ssl_enabled 0 \"$RHN_CONF\" append");
+    o.line("# TLS ends at the ingress (reference step 21.1, made idempotent).");
+    o.line("conf_set server.no_ssl 1 \"$RHN_CONF\" append");
+    o.line("# The reference renamed server.jabber_server to java.hostname when the latter is");
+    o.line("# missing; adding java.hostname with the same value is equivalent and idempotent.");
+    o.line("if ! conf_get java.hostname \"$RHN_CONF\" >/dev/null &&");
+    o.line("  jabber_server=$(conf_get server.jabber_server \"$RHN_CONF\"); then");
+    o.line("  conf_set java.hostname \"$jabber_server\" \"$RHN_CONF\" append");
+    o.line("fi");
+    let cobbler_settings = local("/etc/cobbler/settings.d/zz-uyuni.settings");
+    o.line("# Appended once, not on every run (D50).");
+    o.line(&format!("mkdir_pub {}", local("/etc/cobbler/settings.d")));
+    o.line(&format!(
+        "if ! grep -qx 'client_use_localhost: true' {cobbler_settings} 2>/dev/null; then"
+    ));
+    o.line(&format!(
+        "  if [ -f {cobbler_settings} ]; then sed -i -e '/^client_use_localhost:/d' {cobbler_settings}; fi"
+    ));
+    o.line(&format!(
+        "  (umask 022 && echo 'client_use_localhost: true' >>{cobbler_settings})"
+    ));
+    o.line("fi");
+    o.line("");
+    o.line("# Step 19: container changes (JDWP on all interfaces, obsolete JVM options).");
+    o.line("echo 'Altering the configuration for the container environment...'");
+    o.line(&format!(
+        "if [ -f {} ]; then",
+        local("/etc/rhn/taskomatic.conf")
+    ));
+    o.line(&format!(
+        "  sed -i -e 's/address=[^:]*:/address=*:/' {}",
+        local("/etc/rhn/taskomatic.conf")
+    ));
+    o.line("fi");
+    o.line(&format!(
+        "for conf in {}/*; do",
+        local("/etc/tomcat/conf.d")
+    ));
+    o.line("  [ -f \"$conf\" ] || continue");
+    o.line("  sed -i -e 's/--add-modules java.annotation,com.sun.xml.bind://' -e 's/-XX:-UseConcMarkSweepGC//' \"$conf\"");
+    o.line("done");
+    o.line(&format!(
+        "if [ -f {} ]; then",
+        local("/etc/tomcat/conf.d/remote_debug.conf")
+    ));
+    o.line(&format!(
+        "  sed -i -e 's/address=[^:]*:/address=*:/' {}",
+        local("/etc/tomcat/conf.d/remote_debug.conf")
+    ));
+    o.line("fi");
+    o.line("");
+    o.line("# Step 20: the mirror, if one is configured, is mounted at /mirror.");
+    o.line("conf_set server.susemanager.fromdir /mirror \"$RHN_CONF\" existing");
+    o.line("");
+
+    render_extraction(&mut o, script);
+
+    o.line("echo DONE");
+    o.0
+}
+
+/// The end of the script: step 17 and the old step 21.2–21.3, delivered as one merge patch of
+/// the Secret instead of files on a PVC read through pod logs (D28, D31).
+fn render_extraction(o: &mut Out, script: &DataSyncScript) {
+    let q = shell_quote;
+    let root = script.paths.local_root.trim_end_matches('/');
+    let local = |path: &str| q(&format!("{root}{path}"));
+    o.line("echo 'Extracting the migration data...'");
+    o.line("# Values stay in variables and files of the scratch dir: never printed.");
+    o.line("declare -A values=() files=()");
+    o.line(&format!(
+        "values[{}]=$(on_source 'timedatectl show -p Timezone --value')",
+        q(data_keys::TIMEZONE)
+    ));
+    o.line("# From the synced data: that is what the database will run on (R of §3.5, D01).");
+    o.line(&format!(
+        "PG_VERSION_FILE={}",
+        local("/var/lib/pgsql/data/PG_VERSION")
+    ));
+    o.line("[ -f \"$PG_VERSION_FILE\" ] || fail \"the synced database has no PG_VERSION\"");
+    o.line("read -r pg_version <\"$PG_VERSION_FILE\" || true");
+    o.line("trim_var pg_version");
+    o.line("[ -n \"$pg_version\" ] || fail \"the synced PG_VERSION is empty\"");
+    o.line(&format!("values[{}]=$pg_version", q(data_keys::PG_VERSION)));
+    // Exact values (D30): conf_get trims only around "=" and at the ends.
+    // The Secret keys are the rhn.conf keys. The second field is the value used when rhn.conf
+    // lacks the key; `None`: the migration cannot go on without it.
+    for (key, fallback) in [
+        (data_keys::DB_USER, None),
+        (data_keys::DB_PASSWORD, None),
+        (data_keys::DB_NAME, None),
+        // PostgreSQL's default port, which the server uses when rhn.conf does not say.
+        (data_keys::DB_PORT, Some("5432")),
+        // Absent on servers without a report database.
+        (data_keys::REPORT_DB_USER, Some("")),
+        (data_keys::REPORT_DB_PASSWORD, Some("")),
+    ] {
+        let otherwise = match fallback {
+            None => format!("fail {}", q(&format!("/etc/rhn/rhn.conf has no {key}"))),
+            Some(value) => format!("values[{}]={}", q(key), q(value)),
+        };
+        o.line(&format!(
+            "values[{k}]=$(conf_get {k} \"$RHN_CONF\") || {otherwise}",
+            k = q(key)
+        ));
+    }
+    o.line(&format!(
+        "values[{}]=$has_hubxmlrpc",
+        q(data_keys::HAS_HUBXMLRPC)
+    ));
+    o.line(&format!(
+        "if on_source 'grep -rqs jdwp /etc/tomcat/conf.d /etc/rhn/taskomatic.conf'; then values[{k}]=true; else values[{k}]=false; fi",
+        k = q(data_keys::DEBUG)
+    ));
+    o.line("if fqdn=$(conf_get java.hostname \"$RHN_CONF\") && [ -n \"$fqdn\" ]; then");
+    o.line(&format!("  values[{}]=$fqdn", q(data_keys::FQDN)));
+    o.line("fi");
+    o.line(&format!("files[{}]=$ca_file", q(data_keys::CA_CERT)));
+    o.line("");
+    o.line(
+        "# The CA key only when ssl-build holds the deployed CA: the fingerprints are compared as",
+    );
+    o.line("# variables (the reference compared a literal, D16). Otherwise the certificates are");
+    o.line("# third-party ones: the server certificate and key, fetched into the scratch dir.");
+    o.line("ca_fp=$(fingerprint \"$ca_file\") || ca_fp=''");
+    o.line("build_fp=''");
+    o.line("if [ -f \"$SSL_BUILD/RHN-ORG-TRUSTED-SSL-CERT\" ]; then");
+    o.line("  build_fp=$(fingerprint \"$SSL_BUILD/RHN-ORG-TRUSTED-SSL-CERT\") || build_fp=''");
+    o.line("fi");
+    o.line("if [ -n \"$ca_fp\" ] && [ \"$build_fp\" = \"$ca_fp\" ] && [ -f \"$SSL_BUILD/RHN-ORG-PRIVATE-SSL-KEY\" ]; then");
+    o.line("  echo 'found the Uyuni CA key'");
+    o.line("  cat -- \"$SSL_BUILD/RHN-ORG-PRIVATE-SSL-KEY\" >\"$SCRATCH/ca.key\"");
+    o.line(&format!(
+        "  files[{}]=$SCRATCH/ca.key",
+        q(data_keys::CA_KEY)
+    ));
+    o.line("elif on_source 'test -f /etc/pki/tls/certs/spacewalk.crt' &&");
+    o.line("  on_source 'test -f /etc/pki/tls/private/spacewalk.key'; then");
+    o.line("  echo 'found a third-party server certificate'");
+    o.line("  on_source 'cat /etc/pki/tls/certs/spacewalk.crt' >\"$SCRATCH/server.crt\"");
+    o.line("  on_source 'cat /etc/pki/tls/private/spacewalk.key' >\"$SCRATCH/server.key\"");
+    o.line(&format!(
+        "  files[{}]=$SCRATCH/server.crt",
+        q(data_keys::SERVER_CERT)
+    ));
+    o.line(&format!(
+        "  files[{}]=$SCRATCH/server.key",
+        q(data_keys::SERVER_KEY)
+    ));
+    o.line("else");
+    o.line("  echo 'found neither the Uyuni CA key nor a server certificate and key'");
+    o.line("fi");
+    o.line("");
+    o.line("# One merge patch, every value base64-encoded: the JSON needs no escaping.");
+    o.line("patch=\"$SCRATCH/data.json\"");
+    o.line("{");
+    o.line(&format!(
+        "  printf '{{\"data\":{{\"%s\":\"%s\"' {} \"$(b64 \"$JOB_NAME\")\"",
+        q(data_keys::JOB)
+    ));
+    o.line("  for key in \"${!values[@]}\"; do");
+    o.line("    printf ',\"%s\":\"%s\"' \"$key\" \"$(b64 \"${values[$key]}\")\"");
+    o.line("  done");
+    o.line("  for key in \"${!files[@]}\"; do");
+    o.line("    printf ',\"%s\":\"%s\"' \"$key\" \"$(base64 -w0 <\"${files[$key]}\")\"");
+    o.line("  done");
+    o.line("  printf '}}\\n'");
+    o.line("} >\"$patch\"");
+    o.line("");
+    o.line("# The CA key must not stay on a volume (D31): it is in the scratch dir now. Removed");
+    o.line("# before the patch, so a failed patch leaves no copy behind either (on_exit too).");
+    o.line("rm -rf -- \"$SSL_BUILD\"");
+    o.line("patch_secret \"$patch\"");
+    o.line("cleanup_scratch");
 }

@@ -1,0 +1,1089 @@
+//! Tests of the data-sync script: the quoting helper, the rendered text, ShellCheck, and runs of
+//! the script under bash against stub commands (`core/tests/data_sync_script/stubs/`), a fake
+//! source tree and a temporary directory standing in for the volumes.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use base64::Engine as _;
+use proptest::prelude::*;
+use uyuni_core::scripts::data_keys;
+use uyuni_core::scripts::data_sync::{
+    DataSyncScript, ScriptPaths, SyncVolume, WORK_DIR, render, rsync_rsh_quote, shell_quote,
+};
+use uyuni_core::volumes::{CATALOGUE, MIGRATION_VOLUME, VolumeRole};
+
+const STUBS: &[(&str, &str)] = &[
+    ("ssh", include_str!("data_sync_script/stubs/ssh")),
+    ("rsync", include_str!("data_sync_script/stubs/rsync")),
+    ("curl", include_str!("data_sync_script/stubs/curl")),
+    ("rpm", include_str!("data_sync_script/stubs/rpm")),
+    ("openssl", include_str!("data_sync_script/stubs/openssl")),
+    (
+        "spacewalk-service",
+        include_str!("data_sync_script/stubs/spacewalk-service"),
+    ),
+    (
+        "systemctl",
+        include_str!("data_sync_script/stubs/systemctl"),
+    ),
+    ("sudo", include_str!("data_sync_script/stubs/sudo")),
+    (
+        "timedatectl",
+        include_str!("data_sync_script/stubs/timedatectl"),
+    ),
+    (
+        "spacewalk-sql",
+        include_str!("data_sync_script/stubs/spacewalk-sql"),
+    ),
+];
+
+/// The password of the fake source: inner spaces, `#`, quotes and `$` must survive (D30).
+const DB_PASSWORD: &str = "p@ss word #1 'q' \"d\" $HOME";
+const REPORT_DB_PASSWORD: &str = "r3p #x = y";
+const CA_CERT: &str = "-----BEGIN CERTIFICATE-----\nDEPLOYED-CA\n-----END CERTIFICATE-----\n";
+const OTHER_CA_CERT: &str =
+    "-----BEGIN CERTIFICATE-----\nOLD-BUILD-CA\n-----END CERTIFICATE-----\n";
+const CA_KEY: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nCA-KEY-SECRET-TEXT\n-----END ENCRYPTED PRIVATE KEY-----\n";
+const SERVER_CERT: &str = "-----BEGIN CERTIFICATE-----\nSERVER-CERT\n-----END CERTIFICATE-----\n";
+const SERVER_KEY: &str =
+    "-----BEGIN PRIVATE KEY-----\nSERVER-KEY-SECRET-TEXT\n-----END PRIVATE KEY-----\n";
+const JOB_NAME: &str = "uyuni-data-sync-20250101";
+
+fn production_volumes() -> Vec<SyncVolume> {
+    CATALOGUE
+        .iter()
+        .filter(|v| v.role != VolumeRole::Migration)
+        .map(|v| SyncVolume {
+            name: v.name.to_owned(),
+            path: v.mount_path.trim_end_matches('/').to_owned(),
+        })
+        .collect()
+}
+
+fn script(prepare: bool, user: &str, paths: ScriptPaths) -> DataSyncScript {
+    DataSyncScript {
+        source_fqdn: "uyuni.example.com".to_owned(),
+        ssh_user: user.to_owned(),
+        prepare,
+        volumes: production_volumes(),
+        data_secret: "uyuni-migration-data".to_owned(),
+        db_host: "db".to_owned(),
+        report_db_host: "reportdb".to_owned(),
+        paths,
+    }
+}
+
+fn bash_printf(quoted: &str) -> Vec<u8> {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("printf %s {quoted}"))
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "{out:?}");
+    out.stdout
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quoting
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn shell_quote_round_trips_through_bash(s in "[^\\x00]*") {
+        prop_assert_eq!(bash_printf(&shell_quote(&s)), s.as_bytes().to_vec());
+    }
+
+    #[test]
+    fn shell_quote_round_trips_shell_metacharacters(s in "[ '\"$`\\\\;&|<>(){}*?#!~\\n\\t a-z]{0,24}") {
+        prop_assert_eq!(bash_printf(&shell_quote(&s)), s.as_bytes().to_vec());
+    }
+}
+
+#[test]
+fn shell_quote_examples() {
+    assert_eq!(shell_quote(""), "''");
+    assert_eq!(shell_quote("a b"), "'a b'");
+    assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    assert_eq!(
+        bash_printf(&shell_quote("$(touch /x)`id`")),
+        b"$(touch /x)`id`"
+    );
+}
+
+#[test]
+fn rsync_rsh_quote_doubles_quotes() {
+    assert_eq!(rsync_rsh_quote("/etc/key"), "'/etc/key'");
+    assert_eq!(rsync_rsh_quote("a'b c"), "'a''b c'");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+#[test]
+fn production_paths_are_the_shared_constants() {
+    let p = ScriptPaths::production();
+    assert_eq!(p, ScriptPaths::default());
+    assert_eq!(p.local_root, "");
+    assert_eq!(p.ssh_private_key, uyuni_core::scripts::SSH_PRIVATE_KEY_PATH);
+    assert_eq!(p.ssh_config, uyuni_core::scripts::SSH_CONFIG_PATH);
+    assert_eq!(p.ssh_known_hosts, uyuni_core::scripts::SSH_KNOWN_HOSTS_PATH);
+    assert_eq!(p.scratch_dir, uyuni_core::scripts::SECRET_SCRATCH_DIR);
+    assert_eq!(
+        p.service_account_dir,
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    let migration = CATALOGUE
+        .iter()
+        .find(|v| v.name == MIGRATION_VOLUME)
+        .expect("migration volume");
+    assert_eq!(migration.mount_path, WORK_DIR);
+}
+
+#[test]
+fn every_volume_is_synced_in_order_database_included() {
+    let text = render(&script(false, "root", ScriptPaths::production()));
+    let mut last = 0;
+    for v in production_volumes() {
+        let links =
+            if ["/var/cache", "/var/spacewalk", "/var/lib/pgsql/data"].contains(&v.path.as_str()) {
+                "-L"
+            } else {
+                "-l"
+            };
+        let line = format!("sync_volume '{}' {links}\n", v.path);
+        let at = text.find(&line).unwrap_or_else(|| panic!("{line} missing"));
+        assert!(at > last, "{} out of order", v.path);
+        last = at;
+    }
+    assert!(text.contains("sync_volume '/var/lib/pgsql/data' -L\n"));
+    assert!(text.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
+    assert!(text.contains("rsync -a -z --trust-sender -e \"$RSYNC_RSH\""));
+}
+
+#[test]
+fn final_stops_services_and_postgresql_before_the_copy() {
+    let text = render(&script(false, "root", ScriptPaths::production()));
+    let stop = text
+        .find("on_source 'spacewalk-service stop'")
+        .expect("stop");
+    let start = text
+        .find("on_source 'systemctl start postgresql.service'")
+        .expect("start pg");
+    let stop_pg = text
+        .find("on_source 'systemctl stop postgresql.service'")
+        .expect("stop pg");
+    let db = text
+        .find("sync_volume '/var/lib/pgsql/data'")
+        .expect("db sync");
+    assert!(stop < start && start < stop_pg && stop_pg < db);
+}
+
+#[test]
+fn prepare_does_not_stop_services() {
+    let text = render(&script(true, "root", ScriptPaths::production()));
+    assert!(!text.contains("spacewalk-service stop"));
+    assert!(!text.contains("systemctl stop"));
+    assert!(text.contains("on_source 'systemctl start postgresql.service'"));
+    assert!(text.contains("VANISHED_OK=1"));
+    let final_text = render(&script(false, "root", ScriptPaths::production()));
+    assert!(final_text.contains("VANISHED_OK=0"));
+}
+
+#[test]
+fn rendered_values_are_quoted() {
+    let mut s = script(false, "ad'min", ScriptPaths::production());
+    s.source_fqdn = "evil.example.com; touch /tmp/pwned $(id)".to_owned();
+    s.db_host = "db'; rm -rf /".to_owned();
+    s.report_db_host = "report db".to_owned();
+    s.volumes.push(SyncVolume {
+        name: "odd".to_owned(),
+        path: "/srv/it's here".to_owned(),
+    });
+    let text = render(&s);
+    assert!(text.contains(&format!("SOURCE_FQDN={}\n", shell_quote(&s.source_fqdn))));
+    assert!(text.contains(&format!(
+        "SOURCE={}\n",
+        shell_quote(&format!("ad'min@{}", s.source_fqdn))
+    )));
+    assert!(text.contains(&format!("conf_set db_host {} ", shell_quote(&s.db_host))));
+    assert!(text.contains("conf_set report_db_host 'report db' "));
+    assert!(text.contains(&format!("sync_volume {} -l", shell_quote("/srv/it's here"))));
+    // Not root: every source command goes through sudo -n, rsync too.
+    assert!(text.contains("SUDO='sudo -n '"));
+    assert!(text.contains("RSYNC+=(--rsync-path='sudo -n rsync')"));
+    assert!(
+        !text
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .any(|w| w == "eval")
+    );
+    assert!(!text.contains("set -x"));
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg("-c")
+        .arg(&text)
+        .output()
+        .expect("bash runs");
+    assert!(check.status.success(), "{check:?}");
+}
+
+#[test]
+fn root_user_runs_without_sudo() {
+    let text = render(&script(false, "root", ScriptPaths::production()));
+    assert!(text.contains("SUDO=''"));
+    assert!(!text.contains("--rsync-path"));
+}
+
+#[test]
+fn secret_keys_are_the_shared_ones() {
+    let text = render(&script(false, "root", ScriptPaths::production()));
+    for key in [
+        data_keys::TIMEZONE,
+        data_keys::PG_VERSION,
+        data_keys::DB_USER,
+        data_keys::DB_PASSWORD,
+        data_keys::DB_NAME,
+        data_keys::DB_PORT,
+        data_keys::REPORT_DB_USER,
+        data_keys::REPORT_DB_PASSWORD,
+        data_keys::HAS_HUBXMLRPC,
+        data_keys::DEBUG,
+        data_keys::FQDN,
+        data_keys::CA_CERT,
+        data_keys::CA_KEY,
+        data_keys::SERVER_CERT,
+        data_keys::SERVER_KEY,
+    ] {
+        assert!(text.contains(&format!("[{}]=", shell_quote(key))), "{key}");
+    }
+    assert!(text.contains(&format!(
+        "printf '{{\"data\":{{\"%s\":\"%s\"' {}",
+        shell_quote(data_keys::JOB)
+    )));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ShellCheck
+
+#[test]
+fn shellcheck_is_clean() {
+    let available = Command::new("shellcheck")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "shellcheck is not on PATH, and CI is set"
+        );
+        println!("shellcheck not found: the data-sync script was not checked");
+        return;
+    }
+    for (prepare, user) in [
+        (false, "root"),
+        (true, "root"),
+        (false, "admin"),
+        (true, "admin"),
+    ] {
+        let text = render(&script(prepare, user, ScriptPaths::production()));
+        let mut child = Command::new("shellcheck")
+            .args(["-s", "bash", "-S", "warning", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("shellcheck runs");
+        {
+            use std::io::Write as _;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(text.as_bytes()).expect("write script");
+        }
+        let out = child.wait_with_output().expect("shellcheck ends");
+        assert!(
+            out.status.success(),
+            "shellcheck (prepare={prepare}, user={user}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs under bash with stubs
+
+/// One test world: stubs on PATH, the fake source, the local root and the pod's files.
+struct World {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    src: PathBuf,
+    root: PathBuf,
+    state: PathBuf,
+    scratch: PathBuf,
+}
+
+fn write(path: &Path, content: &str) {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).expect("mkdir");
+    }
+    fs::write(path, content).expect("write");
+}
+
+fn rel(base: &Path, path: &str) -> PathBuf {
+    base.join(path.trim_start_matches('/'))
+}
+
+impl World {
+    /// `matching_ca`: whether the source's ssl-build holds the deployed CA.
+    fn new(matching_ca: bool) -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().to_path_buf();
+        let bin = base.join("bin");
+        fs::create_dir_all(&bin).expect("bin");
+        for (name, text) in STUBS {
+            let path = bin.join(name);
+            fs::write(&path, text).expect("stub");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let w = World {
+            src: base.join("src"),
+            root: base.join("root"),
+            state: base.join("state"),
+            scratch: base.join("scratch"),
+            base,
+            _dir: dir,
+        };
+        w.build_source(matching_ca);
+        w.build_local();
+        w
+    }
+
+    fn src(&self, path: &str, content: &str) {
+        write(&rel(&self.src, path), content);
+    }
+
+    fn build_source(&self, matching_ca: bool) {
+        self.src("/etc/uyuni-release", "Uyuni release 2024.08\n");
+        self.src(
+            "/etc/rhn/rhn.conf",
+            &format!(
+                "# rhn.conf of the source\n\
+                 db_backend = postgresql\n\
+                 db_user = spacewalk\n\
+                 db_password =  {DB_PASSWORD}  \t\n\
+                 db_name = susemanager\n\
+                 db_host = localhost\n\
+                 db_port = 5432\n\
+                 db_ssl_enabled = 1\n\
+                 #db_password = commented out\n\
+                 report_db_user = pythia_susemanager\n\
+                 report_db_password={REPORT_DB_PASSWORD}\n\
+                 report_db_host = localhost\n\
+                 server.jabber_server = uyuni.example.com\n\
+                 server.susemanager.fromdir = /srv/mirror\n"
+            ),
+        );
+        self.src(
+            "/etc/rhn/taskomatic.conf",
+            "JAVA_OPTS=-agentlib:jdwp=transport=dt_socket,address=localhost:8001,server=y\n",
+        );
+        self.src(
+            "/etc/tomcat/conf.d/options.conf",
+            "JAVA_OPTS=\"--add-modules java.annotation,com.sun.xml.bind: -XX:-UseConcMarkSweepGC -Xmx1G\"\n",
+        );
+        self.src("/etc/tomcat/server.xml", "<Host appBase=\"webapps\"/>\n");
+        self.src("/etc/tomcat/tomcat.conf", "SOURCE TOMCAT CONF\n");
+        self.src(
+            "/etc/apache2/vhosts.d/vhost-ssl.conf",
+            "DocumentRoot \"/srv/www/htdocs\"\n",
+        );
+        self.src("/etc/apache2/httpd.conf", "SOURCE HTTPD CONF\n");
+        self.src("/etc/sysconfig/noreplace.conf", "SOURCE NOREPLACE\n");
+        self.src(
+            "/etc/cobbler/settings.d/zz-uyuni.settings",
+            "server: uyuni.example.com\nclient_use_localhost: true\n",
+        );
+        self.src(
+            "/var/lib/cobbler/collections/distros/sles15.json",
+            "{\"kernel\": \"/srv/install/sles15/boot/linux\", \"initrd\": \"/srv/install/sles15/boot/initrd\"}\n",
+        );
+        self.src(
+            "/var/lib/cobbler/snippets/spacewalk/1/my_snippet",
+            "snippet\n",
+        );
+        self.src("/srv/install/sles15/boot/linux", "kernel\n");
+        self.src("/var/lib/pgsql/data/PG_VERSION", "14\n");
+        self.src("/var/lib/pgsql/data/base/1/1259", "table\n");
+        self.src("/var/spacewalk/packages/1/p.rpm", "rpm\n");
+        self.src("/var/cache/zypp/raw/x", "zypp cache\n");
+        self.src("/var/cache/rhn/keep", "cache\n");
+        self.src("/root/.mgr-sync", "secret mgr-sync\n");
+        self.src(
+            "/root/ssl-build/RHN-ORG-TRUSTED-SSL-CERT",
+            if matching_ca { CA_CERT } else { OTHER_CA_CERT },
+        );
+        self.src("/root/ssl-build/RHN-ORG-PRIVATE-SSL-KEY", CA_KEY);
+        self.src(
+            "/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT",
+            CA_CERT,
+        );
+        self.src("/etc/pki/trust/anchors/custom-ca.pem", "CUSTOM CA\n");
+        self.src("/usr/share/pki/trust/anchors/other-ca.pem", "OTHER CA\n");
+        self.src(
+            "/usr/share/pki/trust/anchors/RHN-ORG-TRUSTED-SSL-CERT",
+            CA_CERT,
+        );
+        self.src("/etc/pki/tls/certs/spacewalk.crt", SERVER_CERT);
+        self.src("/etc/pki/tls/private/spacewalk.key", SERVER_KEY);
+        self.src("/etc/krb5.conf.d/realm.conf", "[realms]\n");
+        self.src(
+            "/usr/lib/systemd/system/tomcat.service.d/jmx.conf",
+            "[Service]\nEnvironment=JMX\n",
+        );
+        self.src("/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT", CA_CERT);
+
+        write(&self.state.join("timezone"), "Europe/Berlin\n");
+        write(
+            &self.state.join("distros.csv"),
+            "1-sles15,/srv/install/sles15\n2-gone,/srv/install/gone\n",
+        );
+        write(
+            &self.state.join("rpm.txt"),
+            "0,/etc/apache2/httpd.conf\n16,/etc/sysconfig/noreplace.conf\n0,/usr/bin/x\n0,/etc/not-local.conf\n",
+        );
+        write(&self.state.join("is-active/hub-xmlrpc-api.service"), "");
+        write(&self.state.join("is-enabled/tftp.socket"), "");
+    }
+
+    fn build_local(&self) {
+        // The image's version of an RPM-owned config file, seeded by the init container.
+        write(
+            &rel(&self.root, "/etc/apache2/httpd.conf"),
+            "IMAGE HTTPD CONF\n",
+        );
+        write(
+            &rel(&self.root, "/etc/sysconfig/noreplace.conf"),
+            "IMAGE NOREPLACE\n",
+        );
+        // Left over by an earlier run (D31).
+        write(
+            &rel(
+                &self.root,
+                "/var/lib/uyuni-tools/stale-RHN-ORG-PRIVATE-SSL-KEY",
+            ),
+            "old\n",
+        );
+        write(&self.base.join("ssh/id"), "KEY\n");
+        write(&self.base.join("ssh/config"), "");
+        write(
+            &self.base.join("ssh/known_hosts"),
+            "uyuni.example.com ssh-ed25519 AAAA\n",
+        );
+        write(&self.base.join("sa/token"), "TOKEN\n");
+        write(&self.base.join("sa/ca.crt"), "CLUSTER CA\n");
+        fs::create_dir_all(&self.scratch).expect("scratch");
+    }
+
+    fn paths(&self) -> ScriptPaths {
+        let s = |p: PathBuf| p.to_string_lossy().into_owned();
+        ScriptPaths {
+            local_root: s(self.root.clone()),
+            ssh_private_key: s(self.base.join("ssh/id")),
+            ssh_config: s(self.base.join("ssh/config")),
+            ssh_known_hosts: s(self.base.join("ssh/known_hosts")),
+            scratch_dir: s(self.scratch.clone()),
+            service_account_dir: s(self.base.join("sa")),
+        }
+    }
+
+    fn local(&self, path: &str) -> PathBuf {
+        rel(&self.root, path)
+    }
+
+    fn read_local(&self, path: &str) -> String {
+        fs::read_to_string(self.local(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn run(&self, prepare: bool, user: &str) -> Output {
+        let text = render(&script(prepare, user, self.paths()));
+        let path = format!(
+            "{}:{}",
+            self.base.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new("bash")
+            .arg("-c")
+            .arg(text)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", &self.base)
+            .env("LC_ALL", "C")
+            .env("NAMESPACE", "uyuni")
+            .env("JOB_NAME", JOB_NAME)
+            .env("KUBERNETES_SERVICE_HOST", "10.43.0.1")
+            .env("KUBERNETES_SERVICE_PORT", "443")
+            .env("FAKE_SRC", &self.src)
+            .env("FAKE_STATE", &self.state)
+            .env("FAKE_LOG", self.state.join("log"))
+            .output()
+            .expect("bash runs")
+    }
+
+    fn log(&self) -> Vec<String> {
+        fs::read_to_string(self.state.join("log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn clear_log(&self) {
+        let _ = fs::remove_file(self.state.join("log"));
+        for entry in fs::read_dir(&self.state).expect("state").flatten() {
+            if entry.file_name().to_string_lossy().starts_with("patch.") {
+                fs::remove_file(entry.path()).expect("rm patch");
+            }
+        }
+    }
+
+    /// The bodies curl sent, in order.
+    fn patches(&self) -> Vec<String> {
+        (0..)
+            .map(|n| self.state.join(format!("patch.{n}")))
+            .take_while(|p| p.exists())
+            .map(|p| fs::read_to_string(p).expect("patch"))
+            .collect()
+    }
+}
+
+fn position(log: &[String], pred: impl Fn(&str) -> bool) -> Option<usize> {
+    log.iter().position(|l| pred(l))
+}
+
+fn decoded_data(patch: &str) -> BTreeMap<String, String> {
+    let json: serde_json::Value = serde_json::from_str(patch).expect("patch is JSON");
+    let data = json
+        .get("data")
+        .and_then(|d| d.as_object())
+        .expect("data object");
+    data.iter()
+        .map(|(k, v)| {
+            let b64 = v.as_str().expect("string value");
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .expect("base64");
+            (k.clone(), String::from_utf8(bytes).expect("utf-8"))
+        })
+        .collect()
+}
+
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "script failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn assert_no_secrets(out: &Output) {
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for secret in [
+        DB_PASSWORD,
+        "p@ss word",
+        REPORT_DB_PASSWORD,
+        "CA-KEY-SECRET-TEXT",
+        "SERVER-KEY-SECRET-TEXT",
+        "TOKEN",
+    ] {
+        assert!(
+            !all.contains(secret),
+            "{secret:?} leaked into the output:\n{all}"
+        );
+    }
+}
+
+#[test]
+fn final_run_with_the_uyuni_ca() {
+    let w = World::new(true);
+    let out = w.run(false, "admin");
+    assert_success(&out);
+    assert_no_secrets(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.trim_end().ends_with("DONE"), "{stdout}");
+    assert!(stdout.contains("Synchronizing /var/lib/cobbler\n"));
+    assert!(stdout.contains("Synchronizing /var/lib/pgsql/data\n"));
+    assert!(stdout.contains("skipping /var/lib/rhn/search"));
+    assert!(stdout.contains("found the Uyuni CA key"));
+    assert!(!stdout.contains("third-party"));
+
+    // What it called.
+    let log = w.log();
+    let remote = |cmd: &str| position(&log, |l| l == format!("remote {cmd}"));
+    let sw_stop = remote("spacewalk-service stop").expect("services stopped");
+    let pg_start = remote("systemctl start postgresql.service").expect("pg started");
+    let sql = remote("spacewalk-sql --select-mode -").expect("distros query");
+    let pg_stop = remote("systemctl stop postgresql.service").expect("pg stopped");
+    let hub = remote("systemctl is-active --quiet hub-xmlrpc-api.service").expect("hub query");
+    let db_copy = position(&log, |l| {
+        l.starts_with("rsync ") && l.contains(":/var/lib/pgsql/data/ ")
+    })
+    .expect("database copied");
+    assert!(hub < sw_stop, "the hub is asked before the services stop");
+    assert!(sw_stop < pg_start && pg_start < sql && sql < pg_stop && pg_stop < db_copy);
+    // Every source command went through sudo -n, every ssh call had the mounted material.
+    for l in log.iter().filter(|l| l.starts_with("remote-raw ")) {
+        assert!(l.starts_with("remote-raw sudo -n "), "{l}");
+    }
+    let key = w.base.join("ssh/id");
+    for l in log.iter().filter(|l| l.starts_with("ssh-args ")) {
+        assert!(l.contains(&format!("-i {}", key.display())), "{l}");
+        assert!(
+            l.contains(&format!("-F {}", w.base.join("ssh/config").display())),
+            "{l}"
+        );
+        assert!(l.contains(&format!(
+            "-o UserKnownHostsFile={}",
+            w.base.join("ssh/known_hosts").display()
+        )));
+        assert!(
+            l.contains("-o StrictHostKeyChecking=yes -o BatchMode=yes"),
+            "{l}"
+        );
+        assert!(l.ends_with(" admin@uyuni.example.com"), "{l}");
+    }
+    for l in log.iter().filter(|l| l.starts_with("rsync ")) {
+        assert!(l.contains("--rsync-path=sudo -n rsync"), "{l}");
+        assert!(l.contains(&format!("-e ssh -i '{}'", key.display())), "{l}");
+        assert!(l.contains("-a -z --trust-sender"), "{l}");
+    }
+    let db_rsync = &log[db_copy];
+    assert!(
+        db_rsync.contains(" -L --delete --info=progress2 -f merge "),
+        "{db_rsync}"
+    );
+    let cobbler = log
+        .iter()
+        .find(|l| l.starts_with("rsync ") && l.contains(":/var/lib/cobbler/ "))
+        .expect("cobbler synced");
+    assert!(
+        cobbler.contains(" -l --delete --info=progress2 "),
+        "{cobbler}"
+    );
+    assert!(log.iter().any(|l| l == "local spacewalk-service enable"));
+    assert!(
+        log.iter()
+            .any(|l| l == "local systemctl enable tftp.socket")
+    );
+    assert!(
+        !log.iter()
+            .any(|l| l.starts_with("local sudo") || l.starts_with("local timedatectl"))
+    );
+    let sql_in = fs::read_to_string(w.state.join("sql.in")).expect("sql");
+    assert!(sql_in.contains("FROM rhnKickstartableTree GROUP BY base_path"));
+
+    // What it wrote.
+    assert!(
+        !w.local("/var/lib/uyuni-tools/stale-RHN-ORG-PRIVATE-SSL-KEY")
+            .exists()
+    );
+    let excludes = w.read_local("/var/lib/uyuni-tools/exclude_list");
+    assert!(excludes.contains("-/ /srv/install/sles15\nP/ /srv/www/distributions/1-sles15\n"));
+    assert!(!excludes.contains("gone"));
+    assert!(excludes.contains("-/ /etc/apache2/httpd.conf\n"));
+    assert!(!excludes.contains("noreplace.conf"));
+    assert!(!excludes.contains("not-local"));
+    assert!(excludes.contains("-/ /var/cache/zypp/**\n"));
+    assert_eq!(
+        w.read_local("/etc/apache2/httpd.conf"),
+        "IMAGE HTTPD CONF\n"
+    );
+    assert_eq!(
+        w.read_local("/etc/sysconfig/noreplace.conf"),
+        "SOURCE NOREPLACE\n"
+    );
+    assert!(!w.local("/root/.mgr-sync").exists());
+    assert!(!w.local("/var/cache/zypp/raw/x").exists());
+    assert_eq!(w.read_local("/var/lib/pgsql/data/base/1/1259"), "table\n");
+    assert_eq!(w.read_local("/var/spacewalk/packages/1/p.rpm"), "rpm\n");
+    // Distributions and cobbler.
+    assert_eq!(
+        w.read_local("/srv/www/distributions/1-sles15/boot/linux"),
+        "kernel\n"
+    );
+    let distro = w.read_local("/var/lib/cobbler/collections/distros/sles15.json");
+    assert!(distro.contains("\"/srv/www/distributions/1-sles15/boot/linux\""));
+    assert!(!distro.contains("/srv/install/"));
+    // Snippets are not nested into themselves (D50).
+    assert!(
+        w.local("/var/lib/cobbler/snippets/spacewalk/1/my_snippet")
+            .exists()
+    );
+    assert!(!w.local("/var/lib/cobbler/snippets/spacewalk/1/1").exists());
+    // Tomcat, taskomatic, apache.
+    let options = w.read_local("/etc/tomcat/conf.d/options.conf");
+    assert_eq!(options, "JAVA_OPTS=\"  -Xmx1G\"\n");
+    assert!(
+        w.read_local("/etc/tomcat/server.xml")
+            .contains("/usr/share/susemanager/www/tomcat/webapps")
+    );
+    assert!(
+        w.read_local("/etc/apache2/vhosts.d/vhost-ssl.conf")
+            .contains("DocumentRoot \"/usr/share/susemanager/www/htdocs\"")
+    );
+    assert!(
+        w.read_local("/etc/rhn/taskomatic.conf")
+            .contains("address=*:8001")
+    );
+    assert!(w.local("/etc/rhn/krb5.conf.d/realm.conf").exists());
+    assert!(w.local("/etc/sysconfig/tomcat/systemd/jmx.conf").exists());
+    // Custom CAs in /etc/rhn/ca, not the Uyuni CA.
+    assert_eq!(w.read_local("/etc/rhn/ca/custom-ca.pem"), "CUSTOM CA\n");
+    assert_eq!(w.read_local("/etc/rhn/ca/other-ca.pem"), "OTHER CA\n");
+    assert!(
+        !w.local("/etc/rhn/ca/LOCAL-RHN-ORG-TRUSTED-SSL-CERT")
+            .exists()
+    );
+    assert!(!w.local("/etc/rhn/ca/RHN-ORG-TRUSTED-SSL-CERT").exists());
+    let pub_link = fs::read_link(w.local("/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT"))
+        .expect("pub symlink");
+    assert_eq!(
+        pub_link,
+        Path::new("/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT")
+    );
+    // The CA key left the volume; the scratch dir is empty again.
+    assert!(!w.local("/root/ssl-build").exists());
+    assert_eq!(fs::read_dir(&w.scratch).expect("scratch").count(), 0);
+    // rhn.conf.
+    let conf = w.read_local("/etc/rhn/rhn.conf");
+    for line in [
+        "db_host = db",
+        "report_db_host = reportdb",
+        "db_ssl_enabled = 0",
+        "report_db_ssl_enabled = 0",
+        "server.no_ssl = 1",
+        "java.hostname = uyuni.example.com",
+        "server.susemanager.fromdir = /mirror",
+    ] {
+        assert_eq!(
+            conf.lines().filter(|l| *l == line).count(),
+            1,
+            "{line} in\n{conf}"
+        );
+    }
+    assert!(
+        conf.contains(&format!("db_password =  {DB_PASSWORD}  \t\n")),
+        "untouched"
+    );
+    let settings = w.read_local("/etc/cobbler/settings.d/zz-uyuni.settings");
+    assert_eq!(
+        settings.matches("client_use_localhost").count(),
+        1,
+        "{settings}"
+    );
+
+    // What it sent: first the clearing, then one patch with everything.
+    let patches = w.patches();
+    assert_eq!(patches.len(), 2, "{patches:?}");
+    assert_eq!(patches[0].trim(), "{\"data\":null}");
+    let data = decoded_data(&patches[1]);
+    let expected: BTreeMap<String, String> = [
+        (data_keys::JOB, JOB_NAME),
+        (data_keys::TIMEZONE, "Europe/Berlin"),
+        (data_keys::PG_VERSION, "14"),
+        (data_keys::DB_USER, "spacewalk"),
+        (data_keys::DB_PASSWORD, DB_PASSWORD),
+        (data_keys::DB_NAME, "susemanager"),
+        (data_keys::DB_PORT, "5432"),
+        (data_keys::REPORT_DB_USER, "pythia_susemanager"),
+        (data_keys::REPORT_DB_PASSWORD, REPORT_DB_PASSWORD),
+        (data_keys::HAS_HUBXMLRPC, "true"),
+        (data_keys::DEBUG, "true"),
+        (data_keys::FQDN, "uyuni.example.com"),
+        (data_keys::CA_CERT, CA_CERT),
+        (data_keys::CA_KEY, CA_KEY),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    assert_eq!(data, expected);
+    let curl = log.iter().find(|l| l.starts_with("curl ")).expect("curl");
+    assert!(curl.contains("-sS --fail --cacert"), "{curl}");
+    assert!(
+        curl.contains("-H Content-Type: application/merge-patch+json -X PATCH"),
+        "{curl}"
+    );
+    assert!(curl.contains("-o /dev/null https://10.43.0.1:443/api/v1/namespaces/uyuni/secrets/uyuni-migration-data"), "{curl}");
+
+    // A second run changes nothing in the edited files.
+    let before: Vec<String> = [
+        "/etc/rhn/rhn.conf",
+        "/etc/cobbler/settings.d/zz-uyuni.settings",
+        "/etc/tomcat/conf.d/options.conf",
+        "/etc/rhn/taskomatic.conf",
+        "/var/lib/cobbler/collections/distros/sles15.json",
+    ]
+    .iter()
+    .map(|p| w.read_local(p))
+    .collect();
+    w.clear_log();
+    let again = w.run(false, "admin");
+    assert_success(&again);
+    let after: Vec<String> = [
+        "/etc/rhn/rhn.conf",
+        "/etc/cobbler/settings.d/zz-uyuni.settings",
+        "/etc/tomcat/conf.d/options.conf",
+        "/etc/rhn/taskomatic.conf",
+        "/var/lib/cobbler/collections/distros/sles15.json",
+    ]
+    .iter()
+    .map(|p| w.read_local(p))
+    .collect();
+    assert_eq!(before, after);
+    assert_eq!(decoded_data(&w.patches()[1]), expected);
+}
+
+#[test]
+fn rhn_conf_edits_are_idempotent_on_an_already_edited_file() {
+    // The source already carries the edits (for example a re-migration): nothing is repeated.
+    let w = World::new(true);
+    let conf = fs::read_to_string(rel(&w.src, "/etc/rhn/rhn.conf")).expect("conf");
+    w.src(
+        "/etc/rhn/rhn.conf",
+        &format!("{conf}server.no_ssl = 1\ndb_host = db\njava.hostname = other.example.com\n"),
+    );
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let conf = w.read_local("/etc/rhn/rhn.conf");
+    assert_eq!(conf.matches("server.no_ssl").count(), 1, "{conf}");
+    // Every db_host line is set, not only the first.
+    assert_eq!(
+        conf.lines().filter(|l| l.starts_with("db_host")).count(),
+        2,
+        "{conf}"
+    );
+    assert!(
+        conf.lines()
+            .filter(|l| l.starts_with("db_host"))
+            .all(|l| l == "db_host = db")
+    );
+    assert!(conf.contains("java.hostname = other.example.com\n"));
+    assert!(!conf.contains("java.hostname = uyuni.example.com"));
+    let data = decoded_data(&w.patches()[1]);
+    assert_eq!(data[data_keys::FQDN], "other.example.com");
+}
+
+#[test]
+fn prepare_run_keeps_the_services_running() {
+    let w = World::new(true);
+    let out = w.run(true, "root");
+    assert_success(&out);
+    let log = w.log();
+    assert!(
+        log.iter()
+            .any(|l| l == "remote systemctl start postgresql.service")
+    );
+    assert!(!log.iter().any(|l| l == "remote spacewalk-service stop"));
+    assert!(!log.iter().any(|l| l.starts_with("remote systemctl stop")));
+    // As root: no sudo anywhere.
+    assert!(!log.iter().any(|l| l.contains("sudo")));
+    assert_eq!(w.read_local("/var/lib/pgsql/data/PG_VERSION"), "14\n");
+}
+
+#[test]
+fn third_party_certificates_are_sent_instead_of_the_ca_key() {
+    let w = World::new(false);
+    let out = w.run(false, "root");
+    assert_success(&out);
+    assert_no_secrets(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("found a third-party server certificate"));
+    assert!(!stdout.contains("found the Uyuni CA key"));
+    let data = decoded_data(&w.patches()[1]);
+    assert!(!data.contains_key(data_keys::CA_KEY));
+    assert_eq!(data[data_keys::CA_CERT], CA_CERT);
+    assert_eq!(data[data_keys::SERVER_CERT], SERVER_CERT);
+    assert_eq!(data[data_keys::SERVER_KEY], SERVER_KEY);
+    // Never onto a volume: neither the key nor the certificate is under the local root.
+    let found = Command::new("grep")
+        .args(["-rl", "SERVER-KEY-SECRET-TEXT"])
+        .arg(&w.root)
+        .output()
+        .expect("grep");
+    assert!(
+        found.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&found.stdout)
+    );
+    assert!(!w.local("/root/ssl-build").exists());
+    assert_eq!(fs::read_dir(&w.scratch).expect("scratch").count(), 0);
+}
+
+#[test]
+fn optional_values_are_left_out_and_flags_are_false() {
+    let w = World::new(true);
+    fs::remove_file(w.state.join("is-active/hub-xmlrpc-api.service")).expect("rm");
+    fs::remove_file(rel(&w.src, "/etc/rhn/taskomatic.conf")).expect("rm");
+    fs::remove_file(rel(&w.src, "/etc/tomcat/conf.d/options.conf")).expect("rm");
+    let conf = fs::read_to_string(rel(&w.src, "/etc/rhn/rhn.conf")).expect("conf");
+    let conf: String = conf
+        .lines()
+        .filter(|l| {
+            !l.starts_with("server.jabber_server")
+                && !l.starts_with("report_db_password")
+                && !l.starts_with("db_port")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    w.src("/etc/rhn/rhn.conf", &conf);
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let data = decoded_data(&w.patches()[1]);
+    assert_eq!(data[data_keys::HAS_HUBXMLRPC], "false");
+    assert_eq!(data[data_keys::DEBUG], "false");
+    assert_eq!(data[data_keys::REPORT_DB_PASSWORD], "");
+    assert_eq!(data[data_keys::DB_PORT], "5432");
+    assert!(!data.contains_key(data_keys::FQDN));
+}
+
+#[test]
+fn missing_database_credentials_fail() {
+    let w = World::new(true);
+    let conf = fs::read_to_string(rel(&w.src, "/etc/rhn/rhn.conf")).expect("conf");
+    let conf: String = conf
+        .lines()
+        .filter(|l| !l.starts_with("db_password"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    w.src("/etc/rhn/rhn.conf", &conf);
+    let out = w.run(false, "root");
+    assert_fails(&out, "/etc/rhn/rhn.conf has no db_password");
+    assert_eq!(w.patches().len(), 1);
+    // Synced, but removed on the way out all the same.
+    assert!(w.log().iter().any(|l| l.contains(":/root/ ")));
+    assert!(!w.local("/root/ssl-build").exists());
+    assert_eq!(fs::read_dir(&w.scratch).expect("scratch").count(), 0);
+}
+
+fn assert_fails(out: &Output, message: &str) {
+    assert!(!out.status.success(), "the script should fail");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(message),
+        "{message:?} not in stderr:\n{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("DONE"));
+}
+
+#[test]
+fn source_without_release_file_fails() {
+    let w = World::new(true);
+    fs::remove_file(rel(&w.src, "/etc/uyuni-release")).expect("rm");
+    let out = w.run(false, "root");
+    assert_fails(
+        &out,
+        "neither /etc/susemanager-release nor /etc/uyuni-release exists",
+    );
+    let log = w.log();
+    assert!(!log.iter().any(|l| l == "remote spacewalk-service stop"));
+    assert!(!log.iter().any(|l| l.starts_with("rsync ")));
+}
+
+#[test]
+fn ssh_failure_fails() {
+    let w = World::new(true);
+    write(&w.state.join("ssh_fail"), "");
+    let out = w.run(false, "root");
+    assert_fails(&out, "ssh to uyuni.example.com failed");
+    assert!(!w.log().iter().any(|l| l.starts_with("rsync ")));
+    // The Secret was cleared before: no old data looks fresh.
+    assert_eq!(w.patches().len(), 1);
+}
+
+#[test]
+fn rsync_failure_fails() {
+    let w = World::new(true);
+    write(&w.state.join("rsync_fail"), "");
+    let out = w.run(false, "root");
+    assert_fails(&out, "rsync failed with exit code 12");
+    assert_eq!(w.patches().len(), 1);
+}
+
+#[test]
+fn curl_failure_fails() {
+    let w = World::new(true);
+    write(&w.state.join("curl_fail"), "");
+    let out = w.run(false, "root");
+    assert_fails(&out, "could not update Secret uyuni-migration-data");
+    // It failed at the start, before touching the source.
+    assert!(!w.log().iter().any(|l| l.starts_with("ssh-args ")));
+}
+
+#[test]
+fn failing_final_patch_fails_and_leaves_no_key_behind() {
+    let w = World::new(true);
+    // Let the clearing pass, then fail the data patch.
+    let curl = w.base.join("bin/curl");
+    let text = fs::read_to_string(&curl).expect("curl stub");
+    fs::write(
+        &curl,
+        text.replace(
+            "if [ -e \"$FAKE_STATE/curl_fail\" ]; then",
+            "if [ -e \"$FAKE_STATE/curl_fail\" ] || [ \"$n\" -ge 1 ]; then",
+        ),
+    )
+    .expect("curl stub");
+    let out = w.run(false, "root");
+    assert_fails(&out, "could not update Secret uyuni-migration-data");
+    assert_no_secrets(&out);
+    assert!(!w.local("/root/ssl-build").exists());
+    assert_eq!(fs::read_dir(&w.scratch).expect("scratch").count(), 0);
+}
+
+#[test]
+fn missing_environment_fails_before_anything() {
+    let w = World::new(true);
+    let text = render(&script(false, "root", w.paths()));
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(text)
+        .env_clear()
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", w.base.join("bin").display()),
+        )
+        .env("FAKE_SRC", &w.src)
+        .env("FAKE_STATE", &w.state)
+        .env("FAKE_LOG", w.state.join("log"))
+        .output()
+        .expect("bash");
+    assert_fails(&out, "NAMESPACE is not set");
+    assert!(w.log().is_empty());
+}
+
+#[test]
+fn missing_ssh_config_uses_dev_null() {
+    let w = World::new(true);
+    fs::remove_file(w.base.join("ssh/config")).expect("rm");
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let log = w.log();
+    assert!(
+        log.iter()
+            .filter(|l| l.starts_with("ssh-args "))
+            .all(|l| l.contains("-F /dev/null"))
+    );
+    assert!(
+        log.iter()
+            .filter(|l| l.starts_with("rsync "))
+            .all(|l| l.contains("-F '/dev/null'"))
+    );
+}
