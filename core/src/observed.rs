@@ -68,9 +68,10 @@ pub fn job_state(job: &Job) -> JobState {
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|cs| cs.iter().any(|c| c.type_ == kind && c.status == "True"))
     };
-    if condition("Complete") || status.and_then(|s| s.succeeded).unwrap_or(0) > 0 {
+    // The conditions decide: a failed pod of a Job that may retry does not make the Job failed.
+    if condition("Complete") {
         JobState::Succeeded
-    } else if condition("Failed") || status.and_then(|s| s.failed).unwrap_or(0) > 0 {
+    } else if condition("Failed") {
         JobState::Failed
     } else {
         JobState::Running

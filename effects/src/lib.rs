@@ -1,1 +1,31 @@
-//! placeholder
+//! The client side of kubectl-uyuni: connects to the cluster, observes what the planner asked
+//! for, and carries out exactly one [`uyuni_core::Step`] of a plan. It decides nothing: `uyuni_core::plan`
+//! does.
+//!
+//! Where to find things:
+//! - building the client from kubeconfig and flags: [`connect`](mod@connect);
+//! - the snapshot the planner reads: [`observe`](mod@observe);
+//! - carrying out a step, one function per action: [`execute`](mod@execute), with server-side
+//!   apply in `apply` and the Job wait (watches, log streaming, pod failures) in [`job`];
+//! - retries of transient API failures: [`retry`]; errors: [`error`]; progress events:
+//!   [`progress`].
+
+// Errors end a command and are built once; a larger `Err` costs nothing that matters, while
+// boxing every variant would make them clumsier to match on. (Big sources are boxed anyway.)
+#![allow(clippy::result_large_err)]
+
+pub mod connect;
+pub mod error;
+pub mod execute;
+pub mod job;
+pub mod observe;
+pub mod progress;
+pub mod retry;
+
+mod apply;
+
+pub use connect::{ClientOptions, Connection, connect};
+pub use error::{EffectsError, Target, Verb};
+pub use execute::execute;
+pub use observe::{observe, observe_with_progress};
+pub use progress::{NoProgress, Progress, ProgressEvent};

@@ -1,1 +1,118 @@
-fn main() {}
+//! `kubectl-uyuni`: the kubectl plugin. Parses the command line, wires the core and the effects
+//! together, reports progress on stderr and data on stdout.
+
+mod cli;
+mod clock;
+mod migrate;
+mod output;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Command, KubeFlags};
+
+/// Parses kubectl's duration syntax for --request-timeout: `0`, `30`, `30s`, `2m`, `1h`.
+fn parse_duration(value: &str) -> Result<Option<Duration>> {
+    let value = value.trim();
+    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => value.split_at(i),
+        None => (value, "s"),
+    };
+    let n: u64 = number.parse().map_err(|_| {
+        anyhow!("--request-timeout {value:?} is not a duration such as 30s, 2m or 1h")
+    })?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => {
+            return Err(anyhow!(
+                "--request-timeout {value:?} is not a duration such as 30s, 2m or 1h"
+            ));
+        }
+    };
+    Ok((secs > 0).then(|| Duration::from_secs(secs)))
+}
+
+pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
+    let opts = uyuni_effects::ClientOptions {
+        kubeconfig: kube.kubeconfig.clone(),
+        context: kube.context.clone(),
+        cluster: kube.cluster.clone(),
+        user: None,
+        namespace: kube.namespace.clone(),
+        insecure_skip_tls_verify: kube.insecure_skip_tls_verify,
+        request_timeout: kube
+            .request_timeout
+            .as_deref()
+            .map(parse_duration)
+            .transpose()?
+            .flatten(),
+        impersonate: kube.as_user.clone(),
+        impersonate_groups: kube.as_group.clone(),
+    };
+    uyuni_effects::connect(&opts)
+        .await
+        .context("cannot reach the cluster")
+}
+
+fn init_tracing(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let reporter = output::Reporter::new(cli.quiet);
+    match &cli.command {
+        Command::Version => {
+            println!("kubectl-uyuni {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Migrate(cmd) => {
+            let work = migrate::run(cmd, &cli.kube, &reporter);
+            tokio::select! {
+                result = work => result,
+                _ = tokio::signal::ctrl_c() => {
+                    Err(anyhow!("interrupted. Jobs already started keep running in the cluster: follow them with `kubectl get jobs -l app.kubernetes.io/managed-by=kubectl-uyuni` and `kubectl logs -f job/NAME`; run the same command again to resume where it stopped"))
+                }
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose, cli.quiet);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

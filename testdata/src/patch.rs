@@ -30,8 +30,14 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 /// `containerPort` in a container and by `port` in a Service, so both are tried.
 fn merge_keys(field: &str) -> &'static [&'static str] {
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes"
-        | "imagePullSecrets" | "secrets" | "resourceClaims" => &["name"],
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "secrets"
+        | "resourceClaims" => &["name"],
         "volumeMounts" | "volumeDevices" => &["mountPath", "devicePath"],
         "ports" => &["containerPort", "port"],
         "conditions" => &["type"],
@@ -346,6 +352,67 @@ pub fn remove_dropped_fields(obj: &mut Value, old: &Value, new: &Value) {
     }
 }
 
+/// The leaf field paths of a `fieldsV1` set (map fields only; list elements are skipped).
+fn leaf_paths(fields: &Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    let Value::Object(m) = fields else {
+        return;
+    };
+    let children: Vec<(&String, &Value)> = m.iter().filter(|(k, _)| k.starts_with("f:")).collect();
+    if children.is_empty() && !prefix.is_empty() {
+        out.push(prefix.clone());
+        return;
+    }
+    for (k, v) in children {
+        prefix.push(k[2..].to_string());
+        leaf_paths(v, prefix, out);
+        prefix.pop();
+    }
+}
+
+fn value_at<'a>(v: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |cur, seg| cur.get(seg))
+}
+
+fn has_path(fields: &Value, path: &[String]) -> bool {
+    path.iter()
+        .try_fold(fields, |cur, seg| cur.get(format!("f:{seg}")))
+        .is_some()
+}
+
+/// Server-side apply conflicts: fields this apply sets to a value different from the current
+/// one while another manager applied them. Returns `(manager, .path)` pairs.
+pub fn apply_conflicts(
+    existing: &Value,
+    body: &Value,
+    manager: &str,
+    subresource: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut paths = Vec::new();
+    leaf_paths(&fields_v1(body), &mut Vec::new(), &mut paths);
+    let mut out = Vec::new();
+    for entry in existing["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let other = entry["manager"].as_str().unwrap_or_default();
+        if other == manager
+            || entry["operation"] != "Apply"
+            || entry["subresource"].as_str() != subresource
+        {
+            continue;
+        }
+        for path in &paths {
+            if has_path(&entry["fieldsV1"], path)
+                && value_at(existing, path) != value_at(body, path)
+            {
+                out.push((other.to_string(), format!(".{}", path.join("."))));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,6 +472,23 @@ mod tests {
         )
         .expect("valid patch");
         assert_eq!(doc, json!({"a": {"b": [1, 9, 2], "e/f": 1}, "d": 1}));
+    }
+
+    #[test]
+    fn apply_conflicts_with_other_appliers_only() {
+        let existing = json!({
+            "metadata": {"managedFields": [
+                {"manager": "a", "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+                {"manager": "b", "operation": "Update", "fieldsV1": {"f:spec": {"f:paused": {}}}},
+            ]},
+            "spec": {"replicas": 1, "paused": false}
+        });
+        let body = json!({"spec": {"replicas": 2, "paused": true}});
+        assert_eq!(
+            apply_conflicts(&existing, &body, "c", None),
+            vec![("a".to_string(), ".spec.replicas".to_string())]
+        );
+        assert!(apply_conflicts(&existing, &body, "a", None).is_empty());
     }
 
     #[test]

@@ -71,7 +71,10 @@ impl ResourceType {
         self.plural.eq_ignore_ascii_case(name)
             || self.singular.eq_ignore_ascii_case(name)
             || self.kind.eq_ignore_ascii_case(name)
-            || self.short_names.iter().any(|s| s.eq_ignore_ascii_case(name))
+            || self
+                .short_names
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(name))
     }
 
     /// Builds the type from a CustomResourceDefinition object, one per served version.
@@ -139,12 +142,7 @@ impl ResourceType {
         let mut out = vec![main];
         for sub in &self.subresources {
             let (kind, verbs, group, version) = match sub.as_str() {
-                "scale" => (
-                    "Scale",
-                    vec!["get", "patch", "update"],
-                    "autoscaling",
-                    "v1",
-                ),
+                "scale" => ("Scale", vec!["get", "patch", "update"], "autoscaling", "v1"),
                 "log" => ("Pod", vec!["get"], "", ""),
                 _ => (self.kind.as_str(), vec!["get", "patch", "update"], "", ""),
             };
@@ -234,11 +232,27 @@ fn builtin(
 /// The built-in resources this simulation serves (a subset of Kubernetes 1.33's).
 pub fn builtin_resources() -> Vec<ResourceType> {
     let mut all = vec![
-        builtin("", "v1", "Namespace", "namespaces", false, &["ns"], &["status"]),
+        builtin(
+            "",
+            "v1",
+            "Namespace",
+            "namespaces",
+            false,
+            &["ns"],
+            &["status"],
+        ),
         builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"], &[]),
         builtin("", "v1", "Secret", "secrets", true, &[], &[]),
         builtin("", "v1", "Service", "services", true, &["svc"], &["status"]),
-        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], &[]),
+        builtin(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            &["sa"],
+            &[],
+        ),
         builtin(
             "",
             "v1",
@@ -306,7 +320,15 @@ pub fn builtin_resources() -> Vec<ResourceType> {
             &[],
             &[],
         ),
-        builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[], &[]),
+        builtin(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            true,
+            &[],
+            &[],
+        ),
         builtin(
             "apiextensions.k8s.io",
             "v1",

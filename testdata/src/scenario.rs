@@ -37,6 +37,7 @@
 //!   pvcBindMs: 20
 //!   certificateReadyMs: 30
 //!   issuerReadyMs: 20
+//!   namespaceDeleteMs: 50      # a deleted namespace stays Terminating this long
 //! faults:                      # see Faults
 //!   seed: 42
 //!   errors: [{verb: get, resource: jobs, rate: 0.5, status: 503}]
@@ -96,6 +97,8 @@ pub struct Timing {
     pub pvc_bind_ms: u64,
     pub certificate_ready_ms: u64,
     pub issuer_ready_ms: u64,
+    /// A deleted namespace stays Terminating this long before it and its contents go.
+    pub namespace_delete_ms: u64,
 }
 
 impl Default for Timing {
@@ -108,6 +111,7 @@ impl Default for Timing {
             pvc_bind_ms: 20,
             certificate_ready_ms: 30,
             issuer_ready_ms: 20,
+            namespace_delete_ms: 50,
         }
     }
 }

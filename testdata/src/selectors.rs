@@ -169,7 +169,8 @@ mod tests {
 
     #[test]
     fn field_selector_forms() {
-        let obj = json!({"metadata": {"name": "x", "namespace": "ns"}, "status": {"phase": "Running"}});
+        let obj =
+            json!({"metadata": {"name": "x", "namespace": "ns"}, "status": {"phase": "Running"}});
         assert!(
             FieldSelector::parse("metadata.name=x")
                 .expect("valid")

@@ -86,6 +86,8 @@ pub struct State {
     pub written: Vec<WrittenObject>,
     /// How many Jobs each step had so far (namespace/step), for `laterAttempts`.
     pub job_attempts: BTreeMap<String, usize>,
+    /// Which attempt of its step each Job (by uid) is.
+    pub job_attempt_of: BTreeMap<String, usize>,
 }
 
 impl State {
@@ -153,7 +155,10 @@ impl State {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         self.record(key.clone(), EventType::Deleted, obj.clone());
-        let uid = obj["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+        let uid = obj["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if key.group.is_empty() && key.plural == "namespaces" {
             let contents: Vec<Key> = self
                 .objects
@@ -201,14 +206,25 @@ impl State {
         })
     }
 
+    /// Whether the namespace is being deleted.
+    pub fn namespace_terminating(&self, ns: &str) -> bool {
+        self.objects
+            .get(&Key {
+                group: String::new(),
+                plural: "namespaces".to_string(),
+                namespace: String::new(),
+                name: ns.to_string(),
+            })
+            .is_some_and(|n| n["metadata"]["deletionTimestamp"].is_string())
+    }
+
     /// The name of the StorageClass annotated as the default, if any.
     pub fn default_storage_class(&self) -> Option<String> {
         self.objects
             .iter()
             .filter(|(k, _)| k.group == "storage.k8s.io" && k.plural == "storageclasses")
             .find(|(_, v)| {
-                v["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"]
-                    .as_str()
+                v["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"].as_str()
                     == Some("true")
             })
             .map(|(k, _)| k.name.clone())

@@ -1,0 +1,521 @@
+//! Building the client the way kubectl would from the same flags and environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use std::ffi::OsString;
+
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+
+use crate::error::EffectsError;
+
+/// The kubectl-style global flags, already parsed by the plugin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// `--kubeconfig`: this one file, not merged with anything (as kubectl does).
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub cluster: Option<String>,
+    pub user: Option<String>,
+    /// `-n`; else the context's namespace; else `default`.
+    pub namespace: Option<String>,
+    pub insecure_skip_tls_verify: bool,
+    /// `--request-timeout`; `None` or zero: no timeout.
+    pub request_timeout: Option<Duration>,
+    /// `--as`
+    pub impersonate: Option<String>,
+    /// `--as-group`, repeatable.
+    pub impersonate_groups: Vec<String>,
+}
+
+/// A client and where it points.
+#[derive(Clone)]
+pub struct Connection {
+    pub client: kube::Client,
+    pub namespace: String,
+    /// The kubeconfig context in use; `None` inside a cluster (service account).
+    pub context: Option<String>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("namespace", &self.namespace)
+            .field("context", &self.context)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the kubeconfig came from, as error messages name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// `--kubeconfig` or `~/.kube/config`.
+    File(PathBuf),
+    /// `KUBECONFIG`: the files that exist, merged.
+    Env(Vec<PathBuf>),
+}
+
+impl Source {
+    fn describe(&self) -> String {
+        match self {
+            Source::File(path) => path.display().to_string(),
+            Source::Env(paths) => {
+                let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                format!("KUBECONFIG ({})", list.join(":"))
+            }
+        }
+    }
+}
+
+/// Connects as kubectl would with the same flags. Reads files and the environment but sends no
+/// request: the first request is the caller's, so connection problems surface there, retried.
+pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
+    validate(opts)?;
+    let loaded = load_kubeconfig(
+        opts.kubeconfig.as_deref(),
+        std::env::var_os("KUBECONFIG"),
+        home_dir(),
+    )?;
+    let (mut config, context) = match loaded {
+        Some((kubeconfig, source)) => {
+            let context = select(&kubeconfig, &source, opts)?;
+            let options = KubeConfigOptions {
+                context: Some(context.clone()),
+                cluster: opts.cluster.clone(),
+                user: opts.user.clone(),
+            };
+            let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|source_err| EffectsError::LoadContext {
+                    context: context.clone(),
+                    kubeconfig: source.describe(),
+                    source: Box::new(source_err),
+                })?;
+            (config, Some(context))
+        }
+        // kubectl's last resort too: the pod's service account.
+        None => (
+            Config::incluster().map_err(|source| EffectsError::InCluster {
+                source: Box::new(source),
+            })?,
+            None,
+        ),
+    };
+    tune(&mut config, opts);
+    let namespace = opts
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let client = kube::Client::try_from(config).map_err(|source| EffectsError::BuildClient {
+        context: context.clone().unwrap_or_else(|| "in-cluster".to_owned()),
+        source: Box::new(source),
+    })?;
+    tracing::debug!(?context, %namespace, "connected");
+    Ok(Connection {
+        client,
+        namespace,
+        context,
+    })
+}
+
+fn validate(opts: &ClientOptions) -> Result<(), EffectsError> {
+    if let Some(ns) = &opts.namespace
+        && ns.is_empty()
+    {
+        return Err(EffectsError::InvalidOption {
+            flag: "--namespace",
+            problem: "it is empty; pass a namespace name".to_owned(),
+        });
+    }
+    for (flag, value) in [
+        ("--context", &opts.context),
+        ("--cluster", &opts.cluster),
+        ("--user", &opts.user),
+        ("--as", &opts.impersonate),
+    ] {
+        if value.as_deref() == Some("") {
+            return Err(EffectsError::InvalidOption {
+                flag,
+                problem: "it is empty; leave the flag out to use the kubeconfig's choice"
+                    .to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Applies the flags kube's `Config` has no kubeconfig entry for.
+fn tune(config: &mut Config, opts: &ClientOptions) {
+    // Our own retry loop reports each retry; kube's would retry silently underneath it and
+    // multiply the attempts.
+    config.default_retry = false;
+    if opts.insecure_skip_tls_verify {
+        config.accept_invalid_certs = true;
+    }
+    if let Some(timeout) = opts.request_timeout.filter(|t| !t.is_zero()) {
+        // kube's read timeout is per read, not per request: a watch or a followed log that stays
+        // quiet longer ends and is re-established by the wait loop, as a dropped one would be.
+        config.connect_timeout = Some(timeout);
+        config.read_timeout = Some(timeout);
+        config.write_timeout = Some(timeout);
+        config.reset_reader_on_write = true;
+    }
+    if let Some(user) = &opts.impersonate {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !opts.impersonate_groups.is_empty() {
+        config.auth_info.impersonate_groups = Some(opts.impersonate_groups.clone());
+    }
+}
+
+fn read_file(path: &Path) -> Result<Kubeconfig, EffectsError> {
+    Kubeconfig::read_from(path).map_err(|source| EffectsError::ReadKubeconfig {
+        path: path.to_owned(),
+        source: Box::new(source),
+    })
+}
+
+/// The kubeconfig kubectl would use: `--kubeconfig`, else the files `KUBECONFIG` lists (missing
+/// ones skipped, as client-go does, the first to set a value winning), else `~/.kube/config`.
+/// `None`: there is none at all (then the in-cluster config is tried).
+/// The environment comes in as arguments so tests need not change the process's.
+fn load_kubeconfig(
+    explicit: Option<&Path>,
+    env: Option<OsString>,
+    home: Option<PathBuf>,
+) -> Result<Option<(Kubeconfig, Source)>, EffectsError> {
+    if let Some(path) = explicit {
+        return Ok(Some((read_file(path)?, Source::File(path.to_owned()))));
+    }
+    let env = env.unwrap_or_default();
+    let listed: Vec<PathBuf> = std::env::split_paths(&env)
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    if !listed.is_empty() {
+        let existing: Vec<PathBuf> = listed.iter().filter(|p| p.exists()).cloned().collect();
+        if existing.is_empty() {
+            return fallback(format!(
+                "KUBECONFIG lists {}, none exists",
+                listed
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(":")
+            ));
+        }
+        let mut merged = Kubeconfig::default();
+        for path in &existing {
+            let next = read_file(path)?;
+            merged = merged
+                .merge(next)
+                .map_err(|source| EffectsError::ReadKubeconfig {
+                    path: path.clone(),
+                    source: Box::new(source),
+                })?;
+        }
+        return Ok(Some((merged, Source::Env(existing))));
+    }
+    match home.map(|h| h.join(".kube").join("config")) {
+        Some(path) if path.exists() => Ok(Some((read_file(&path)?, Source::File(path)))),
+        Some(path) => fallback(format!("{} does not exist", path.display())),
+        None => fallback("no home directory to find ~/.kube/config in".to_owned()),
+    }
+}
+
+/// No kubeconfig: inside a pod the service account is used, elsewhere that is an error.
+fn fallback(looked_in: String) -> Result<Option<(Kubeconfig, Source)>, EffectsError> {
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        Ok(None)
+    } else {
+        Err(EffectsError::NoKubeconfig { looked_in })
+    }
+}
+
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Picks the context and checks that what the flags name exists, so the error can list what
+/// does (kube's own errors only say "not found").
+fn select(
+    kubeconfig: &Kubeconfig,
+    source: &Source,
+    opts: &ClientOptions,
+) -> Result<String, EffectsError> {
+    let describe = || source.describe();
+    let contexts: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
+    let context = match (&opts.context, &kubeconfig.current_context) {
+        (Some(c), _) => c.clone(),
+        (None, Some(c)) if !c.is_empty() => c.clone(),
+        (None, _) => {
+            return Err(EffectsError::NoCurrentContext {
+                kubeconfig: describe(),
+            });
+        }
+    };
+    let Some(entry) = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+    else {
+        return Err(EffectsError::ContextNotFound {
+            context,
+            kubeconfig: describe(),
+            available: contexts,
+        });
+    };
+    let cluster = opts
+        .cluster
+        .clone()
+        .unwrap_or_else(|| entry.cluster.clone());
+    if !kubeconfig.clusters.iter().any(|c| c.name == cluster) {
+        return Err(EffectsError::ClusterNotFound {
+            cluster,
+            context,
+            kubeconfig: describe(),
+            available: kubeconfig.clusters.iter().map(|c| c.name.clone()).collect(),
+        });
+    }
+    // A missing user named by the context is tolerated (client-go does: anonymous access); one
+    // named by --user is a typo worth reporting, as kubectl does.
+    if let Some(user) = &opts.user
+        && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
+    {
+        return Err(EffectsError::UserNotFound {
+            user: user.clone(),
+            kubeconfig: describe(),
+            available: kubeconfig
+                .auth_infos
+                .iter()
+                .map(|u| u.name.clone())
+                .collect(),
+        });
+    }
+    if !opts.impersonate_groups.is_empty() && opts.impersonate.is_none() {
+        let user_name = opts.user.as_ref().or(entry.user.as_ref());
+        let configured = user_name
+            .and_then(|u| kubeconfig.auth_infos.iter().find(|a| &a.name == u))
+            .and_then(|a| a.auth_info.as_ref())
+            .and_then(|a| a.impersonate.as_ref())
+            .is_some();
+        if !configured {
+            // The API server rejects group impersonation without a user; say so before asking.
+            return Err(EffectsError::InvalidOption {
+                flag: "--as-group",
+                problem: "impersonating groups needs a user to impersonate: add --as USER"
+                    .to_owned(),
+            });
+        }
+    }
+    Ok(context)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_CONTEXTS: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: one
+clusters:
+- name: c1
+  cluster: {server: "https://127.0.0.1:1111", insecure-skip-tls-verify: true}
+- name: c2
+  cluster: {server: "https://127.0.0.1:2222", insecure-skip-tls-verify: true}
+contexts:
+- name: one
+  context: {cluster: c1, user: u1}
+- name: two
+  context: {cluster: c2, user: u1, namespace: second}
+users:
+- name: u1
+  user: {token: secret-token}
+"#;
+
+    fn config() -> Kubeconfig {
+        Kubeconfig::from_yaml(TWO_CONTEXTS).expect("valid test kubeconfig")
+    }
+
+    fn source() -> Source {
+        Source::File(PathBuf::from("/tmp/kc"))
+    }
+
+    #[test]
+    fn current_context_is_the_default() {
+        let ctx = select(&config(), &source(), &ClientOptions::default()).unwrap();
+        assert_eq!(ctx, "one");
+    }
+
+    #[test]
+    fn unknown_context_lists_the_known_ones() {
+        let opts = ClientOptions {
+            context: Some("three".into()),
+            ..Default::default()
+        };
+        let err = select(&config(), &source(), &opts).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("context \"three\" not found in /tmp/kc (it has: one, two)"),
+            "{text}"
+        );
+        assert!(text.contains("kubectl config get-contexts"), "{text}");
+    }
+
+    #[test]
+    fn unknown_cluster_and_user_are_reported() {
+        let opts = ClientOptions {
+            cluster: Some("c9".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            select(&config(), &source(), &opts),
+            Err(EffectsError::ClusterNotFound { .. })
+        ));
+        let opts = ClientOptions {
+            user: Some("u9".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            select(&config(), &source(), &opts),
+            Err(EffectsError::UserNotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn group_impersonation_needs_a_user() {
+        let opts = ClientOptions {
+            impersonate_groups: vec!["system:masters".into()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            select(&config(), &source(), &opts),
+            Err(EffectsError::InvalidOption {
+                flag: "--as-group",
+                ..
+            })
+        ));
+    }
+
+    #[tokio::test]
+    async fn flags_reach_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, TWO_CONTEXTS).unwrap();
+        let opts = ClientOptions {
+            kubeconfig: Some(path),
+            context: Some("two".into()),
+            ..Default::default()
+        };
+        let conn = connect(&opts).await.unwrap();
+        assert_eq!(conn.namespace, "second");
+        assert_eq!(conn.context.as_deref(), Some("two"));
+
+        let mut config = Config::new("https://127.0.0.1:1".parse().unwrap());
+        let opts = ClientOptions {
+            insecure_skip_tls_verify: true,
+            request_timeout: Some(Duration::from_secs(7)),
+            impersonate: Some("jane".into()),
+            impersonate_groups: vec!["devs".into()],
+            ..Default::default()
+        };
+        tune(&mut config, &opts);
+        assert!(config.accept_invalid_certs);
+        assert!(!config.default_retry);
+        assert_eq!(config.read_timeout, Some(Duration::from_secs(7)));
+        assert_eq!(config.auth_info.impersonate.as_deref(), Some("jane"));
+        assert_eq!(
+            config.auth_info.impersonate_groups,
+            Some(vec!["devs".to_owned()])
+        );
+    }
+
+    #[tokio::test]
+    async fn namespace_flag_wins_and_default_is_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, TWO_CONTEXTS).unwrap();
+        let conn = connect(&ClientOptions {
+            kubeconfig: Some(path.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        assert_eq!(conn.namespace, "default");
+        let conn = connect(&ClientOptions {
+            kubeconfig: Some(path),
+            context: Some("two".into()),
+            namespace: Some("mine".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        assert_eq!(conn.namespace, "mine");
+    }
+
+    #[test]
+    fn kubeconfig_env_merges_existing_files_first_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first");
+        let second = dir.path().join("second");
+        std::fs::write(&first, TWO_CONTEXTS).unwrap();
+        std::fs::write(
+            &second,
+            r#"
+apiVersion: v1
+kind: Config
+current-context: three
+clusters:
+- name: c1
+  cluster: {server: "https://10.0.0.1:1"}
+- name: c3
+  cluster: {server: "https://127.0.0.1:3333"}
+contexts:
+- name: three
+  context: {cluster: c3}
+"#,
+        )
+        .unwrap();
+        let missing = dir.path().join("missing");
+        let env = std::env::join_paths([&missing, &first, &second]).unwrap();
+        let (merged, source) = load_kubeconfig(None, Some(env), None).unwrap().unwrap();
+        assert_eq!(source, Source::Env(vec![first.clone(), second.clone()]));
+        // The first file to set current-context wins, and so does its cluster c1.
+        assert_eq!(merged.current_context.as_deref(), Some("one"));
+        let names: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["one", "two", "three"]);
+        let c1 = merged.clusters.iter().find(|c| c.name == "c1").unwrap();
+        assert_eq!(
+            c1.cluster.as_ref().unwrap().server.as_deref(),
+            Some("https://127.0.0.1:1111")
+        );
+        assert!(source.describe().starts_with("KUBECONFIG ("));
+
+        let only_missing = std::env::join_paths([&missing]).unwrap();
+        let err = load_kubeconfig(None, Some(only_missing), None).unwrap_err();
+        assert!(
+            matches!(err, EffectsError::NoKubeconfig { .. })
+                || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+        );
+
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".kube")).unwrap();
+        std::fs::write(home.join(".kube/config"), TWO_CONTEXTS).unwrap();
+        let (_, source) = load_kubeconfig(None, None, Some(home.clone()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(source, Source::File(home.join(".kube/config")));
+    }
+
+    #[test]
+    fn missing_kubeconfig_file_names_it() {
+        let err = load_kubeconfig(Some(Path::new("/nonexistent/kc")), None, None).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("/nonexistent/kc"), "{text}");
+        assert!(text.contains("--kubeconfig"), "{text}");
+    }
+}

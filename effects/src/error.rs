@@ -1,0 +1,483 @@
+//! What can go wrong while talking to the cluster, as one error type whose every variant names
+//! the verb, the object, and what to do next.
+//!
+//! Nothing here ever holds the content of an object: errors are printed to the user and end up in
+//! bug reports, and Secret data must never go there.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The kind of request that failed, as a user reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    /// Server-side apply.
+    Apply,
+    /// Reading a container log.
+    Log,
+}
+
+impl Verb {
+    /// The verb as `kubectl auth can-i` takes it.
+    pub fn rbac(self) -> &'static str {
+        match self {
+            Verb::Get | Verb::Log => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Apply => "patch",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Apply => "apply",
+            Verb::Log => "read the log of",
+        })
+    }
+}
+
+/// The object (or set of objects) a request was about. Pods are not among the kinds the core
+/// knows, so this is not an [`uyuni_core::ObjectRef`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The resource as `kubectl get` takes it: `job`, `pod`, `secret`, …
+    pub resource: String,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub selector: Option<String>,
+}
+
+impl Target {
+    pub fn named(resource: &str, name: &str, namespace: Option<&str>) -> Target {
+        Target {
+            resource: resource.to_owned(),
+            name: Some(name.to_owned()),
+            namespace: namespace.map(str::to_owned),
+            selector: None,
+        }
+    }
+
+    pub fn selected(resource: &str, selector: &str, namespace: &str) -> Target {
+        Target {
+            resource: resource.to_owned(),
+            name: None,
+            namespace: Some(namespace.to_owned()),
+            selector: Some(selector.to_owned()),
+        }
+    }
+
+    /// `-n NS ` for a kubectl command line, empty for cluster-scoped objects.
+    fn ns_flag(&self) -> String {
+        self.namespace
+            .as_deref()
+            .map(|ns| format!("-n {ns} "))
+            .unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.name, &self.selector) {
+            (Some(name), _) => write!(f, "{}/{}", self.resource, name)?,
+            (None, Some(selector)) => write!(f, "{}s matching {selector}", self.resource)?,
+            (None, None) => write!(f, "{}s", self.resource)?,
+        }
+        if let Some(ns) = &self.namespace {
+            write!(f, " in namespace {ns}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EffectsError {
+    // --- connecting -------------------------------------------------------------------------
+    #[error(
+        "cannot read kubeconfig {path}: {source}; check the file, or pass another one with --kubeconfig"
+    )]
+    ReadKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: Box<kube::config::KubeconfigError>,
+    },
+    #[error(
+        "no kubeconfig found ({looked_in}) and not running inside a cluster: pass --kubeconfig FILE or set KUBECONFIG"
+    )]
+    NoKubeconfig { looked_in: String },
+    #[error(
+        "kubeconfig {kubeconfig} has no current context: pass --context NAME or run `kubectl config use-context NAME` (`kubectl config get-contexts` lists them)"
+    )]
+    NoCurrentContext { kubeconfig: String },
+    #[error(
+        "context {context:?} not found in {kubeconfig}{}; `kubectl config get-contexts` lists them",
+        known_list("contexts", available)
+    )]
+    ContextNotFound {
+        context: String,
+        kubeconfig: String,
+        available: Vec<String>,
+    },
+    #[error(
+        "cluster {cluster:?} (of context {context:?}) not found in {kubeconfig}{}; `kubectl config get-clusters` lists them",
+        known_list("clusters", available)
+    )]
+    ClusterNotFound {
+        cluster: String,
+        context: String,
+        kubeconfig: String,
+        available: Vec<String>,
+    },
+    #[error(
+        "user {user:?} not found in {kubeconfig}{}; `kubectl config get-users` lists them",
+        known_list("users", available)
+    )]
+    UserNotFound {
+        user: String,
+        kubeconfig: String,
+        available: Vec<String>,
+    },
+    #[error(
+        "cannot load context {context:?} from {kubeconfig}: {source}; fix the entry (`kubectl config view --minify --context {context}`)"
+    )]
+    LoadContext {
+        context: String,
+        kubeconfig: String,
+        #[source]
+        source: Box<kube::config::KubeconfigError>,
+    },
+    #[error("cannot load the in-cluster configuration: {source}; pass --kubeconfig FILE")]
+    InCluster {
+        #[source]
+        source: Box<kube::config::InClusterError>,
+    },
+    #[error("invalid {flag}: {problem}")]
+    InvalidOption { flag: &'static str, problem: String },
+    #[error(
+        "cannot build a client for context {context:?}: {source}; check the cluster's server URL and certificates (`kubectl config view --minify`)"
+    )]
+    BuildClient {
+        context: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+
+    // --- talking to the API server ----------------------------------------------------------
+    /// A request failed for good (after `attempts` tries when the failure looked transient).
+    #[error("cannot {verb} {target}{}: {}; {}", attempts_note(*attempts), api_reason(source), api_hint(*verb, target, source))]
+    Api {
+        verb: Verb,
+        target: Target,
+        attempts: u32,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// A watch ended with an error that re-watching does not cure.
+    #[error("cannot {verb} {target}{}: {source}; check that the API server is reachable (`kubectl cluster-info`), then run again", attempts_note(*attempts))]
+    Watch {
+        verb: Verb,
+        target: Target,
+        attempts: u32,
+        #[source]
+        source: Box<kube::runtime::watcher::Error>,
+    },
+
+    // --- Jobs -------------------------------------------------------------------------------
+    #[error("{}", job_failed(step, job, namespace, reason, log_tail))]
+    JobFailed {
+        step: String,
+        job: String,
+        namespace: String,
+        reason: String,
+        /// The last lines of the Job's log (the Job's own output: scripts never print secrets).
+        log_tail: Vec<String>,
+    },
+    #[error(
+        "step {step}: Job {job} in namespace {namespace} cannot start: container {container} of pod {pod} is waiting: {reason}{}; see `kubectl describe pod -n {namespace} {pod}`, fix the cause ({}), then run again (the Job is left in place)",
+        message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default(),
+        waiting_hint(reason)
+    )]
+    PodCannotStart {
+        step: String,
+        job: String,
+        namespace: String,
+        pod: String,
+        container: String,
+        reason: String,
+        message: Option<String>,
+    },
+    #[error(
+        "step {step}: Job {job} in namespace {namespace} is still running after {}; it keeps running in the cluster: follow it with `kubectl logs -n {namespace} -f job/{job}`, and run the command again to wait for it",
+        human_duration(*waited)
+    )]
+    JobTimeout {
+        step: String,
+        job: String,
+        namespace: String,
+        waited: Duration,
+    },
+    #[error(
+        "step {step}: Job {job} was not found in namespace {namespace}; it may have been deleted: run the command again to plan anew"
+    )]
+    JobNotFound {
+        step: String,
+        job: String,
+        namespace: String,
+    },
+    #[error(
+        "step {step}: Job {job} in namespace {namespace} was deleted while it ran; run the command again to start a new attempt"
+    )]
+    JobDeleted {
+        step: String,
+        job: String,
+        namespace: String,
+    },
+    #[error(
+        "step {step}: cannot {verb} {target}: the object has no {missing}; this is a bug in kubectl-uyuni's planner"
+    )]
+    MalformedObject {
+        step: String,
+        verb: Verb,
+        target: Target,
+        missing: &'static str,
+    },
+}
+
+fn known_list(what: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        format!(" (it has no {what})")
+    } else {
+        format!(" (it has: {})", names.join(", "))
+    }
+}
+
+fn attempts_note(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" (after {attempts} attempts)")
+    } else {
+        String::new()
+    }
+}
+
+/// The API server's own words, without kube's debug dump of the whole Status.
+pub(crate) fn api_reason(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) if !status.message.is_empty() => {
+            format!("{} ({})", status.message, status.code)
+        }
+        kube::Error::Api(status) => format!("{} ({})", status.reason, status.code),
+        other => {
+            // kube's own text stops at "client error (Connect)"; the cause is at the bottom.
+            let top = other.to_string();
+            match root_cause(other) {
+                Some(root) if !top.contains(&root) => format!("{top}: {root}"),
+                _ => top,
+            }
+        }
+    }
+}
+
+/// The innermost error of a chain, looking inside wrapping I/O errors too.
+fn root_cause(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut last: Option<&(dyn std::error::Error + 'static)> = None;
+    let mut current = err.source();
+    while let Some(e) = current {
+        last = Some(e);
+        current = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    last.map(ToString::to_string)
+}
+
+/// What to do next, by the kind of failure.
+fn api_hint(verb: Verb, target: &Target, err: &kube::Error) -> String {
+    let code = match err {
+        kube::Error::Api(status) => status.code,
+        _ => 0,
+    };
+    let resource = if verb == Verb::Log {
+        "pods/log"
+    } else {
+        target.resource.as_str()
+    };
+    match code {
+        401 => "your credentials were refused: log in again or check the user in your kubeconfig (`kubectl config view --minify`)".to_owned(),
+        403 => {
+            let command = format!("kubectl auth can-i {} {resource} {}", verb.rbac(), target.ns_flag());
+            format!("you are not allowed to: check with `{}`", command.trim_end())
+        }
+        404 => "it does not exist (or its API is not served by this cluster)".to_owned(),
+        409 => "someone else changed it at the same time: run the command again".to_owned(),
+        422 | 400 => "the API server rejected the object; this is likely a bug in kubectl-uyuni, please report it with the message above".to_owned(),
+        429 | 500..=599 => "the API server is overloaded or failing: wait a little and run the command again (`kubectl cluster-info` shows whether it is reachable)".to_owned(),
+        0 if crate::retry::is_permanent_transport_error(err) => "the connection to the API server failed its TLS checks: check the cluster's certificate-authority in your kubeconfig (`kubectl config view --minify`)".to_owned(),
+        _ => "check that the API server is reachable (`kubectl cluster-info`) and run the command again".to_owned(),
+    }
+}
+
+fn waiting_hint(reason: &str) -> &'static str {
+    match reason {
+        "ImagePullBackOff" | "ErrImagePull" => {
+            "check the image name, tag and registry access, and any pull secret"
+        }
+        "InvalidImageName" => "the image reference is malformed: check --image and --tag",
+        "CreateContainerConfigError" => {
+            "a Secret or ConfigMap the container needs is missing or lacks a key"
+        }
+        _ => "see the pod's events",
+    }
+}
+
+fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        0..=119 => format!("{secs}s"),
+        120..=7199 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
+/// The message of a failed Job: what failed, why, its last log lines, and where the rest is.
+pub(crate) fn job_failed(
+    step: &str,
+    job: &str,
+    namespace: &str,
+    reason: &str,
+    log_tail: &[String],
+) -> String {
+    let mut out = format!("step {step}: Job {job} in namespace {namespace} failed: {reason}");
+    if log_tail.is_empty() {
+        out.push_str("\n(its log is empty or could not be read)");
+    } else {
+        out.push_str(&format!("\nlast {} log lines:", log_tail.len()));
+        for line in log_tail {
+            out.push_str("\n  | ");
+            out.push_str(line);
+        }
+    }
+    out.push_str(&format!(
+        "\nread the whole log with `kubectl logs -n {namespace} job/{job}`; fix the cause, then run the command again (a new attempt is started, this Job stays for reference)"
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_display() {
+        assert_eq!(
+            Target::named("secret", "x", Some("ns")).to_string(),
+            "secret/x in namespace ns"
+        );
+        assert_eq!(
+            Target::named("namespace", "ns", None).to_string(),
+            "namespace/ns"
+        );
+        assert_eq!(
+            Target::selected("job", "a=b", "ns").to_string(),
+            "jobs matching a=b in namespace ns"
+        );
+    }
+
+    #[test]
+    fn forbidden_says_how_to_check() {
+        let status =
+            kube::core::Status::failure("secrets \"x\" is forbidden", "Forbidden").with_code(403);
+        let err = EffectsError::Api {
+            verb: Verb::Get,
+            target: Target::named("secret", "x", Some("uyuni")),
+            attempts: 1,
+            source: Box::new(kube::Error::Api(status.boxed())),
+        };
+        let text = err.to_string();
+        assert!(
+            text.starts_with(
+                "cannot get secret/x in namespace uyuni: secrets \"x\" is forbidden (403)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("kubectl auth can-i get secret -n uyuni"),
+            "{text}"
+        );
+        assert!(!text.contains("after"), "{text}");
+    }
+
+    #[test]
+    fn retried_failure_says_how_often() {
+        let status =
+            kube::core::Status::failure("unavailable", "ServiceUnavailable").with_code(503);
+        let err = EffectsError::Api {
+            verb: Verb::Apply,
+            target: Target::named("configmap", "c", Some("ns")),
+            attempts: 8,
+            source: Box::new(kube::Error::Api(status.boxed())),
+        };
+        let text = err.to_string();
+        assert!(
+            text.contains(
+                "cannot apply configmap/c in namespace ns (after 8 attempts): unavailable (503)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn job_failed_shows_tail_and_command() {
+        let err = EffectsError::JobFailed {
+            step: "data-sync".into(),
+            job: "uyuni-data-sync-1".into(),
+            namespace: "uyuni".into(),
+            reason: "container sync exited with code 3".into(),
+            log_tail: vec!["rsync: connection refused".into(), "giving up".into()],
+        };
+        let text = err.to_string();
+        assert!(text.starts_with(
+            "step data-sync: Job uyuni-data-sync-1 in namespace uyuni failed: container sync exited with code 3\nlast 2 log lines:\n  | rsync: connection refused\n  | giving up\n"
+        ), "{text}");
+        assert!(
+            text.contains("kubectl logs -n uyuni job/uyuni-data-sync-1"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn context_not_found_lists_the_known_ones() {
+        let err = EffectsError::ContextNotFound {
+            context: "prod".into(),
+            kubeconfig: "/home/u/.kube/config".into(),
+            available: vec!["kind".into(), "test".into()],
+        };
+        assert_eq!(
+            err.to_string(),
+            "context \"prod\" not found in /home/u/.kube/config (it has: kind, test); `kubectl config get-contexts` lists them"
+        );
+    }
+
+    #[test]
+    fn timeout_says_how_to_follow() {
+        let err = EffectsError::JobTimeout {
+            step: "s".into(),
+            job: "j".into(),
+            namespace: "n".into(),
+            waited: Duration::from_secs(150),
+        };
+        let text = err.to_string();
+        assert!(text.contains("still running after 2m30s"), "{text}");
+        assert!(text.contains("kubectl logs -n n -f job/j"), "{text}");
+    }
+}

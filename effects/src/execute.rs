@@ -1,0 +1,96 @@
+//! Carrying out one step: one function per [`Action`] variant, behind one exhaustive match.
+
+use k8s_openapi::api::batch::v1::Job;
+use uyuni_core::{Action, JobWait, Kind, Object, ObjectRef, Step};
+
+use crate::apply::{apply_namespaced, apply_object};
+use crate::error::{EffectsError, Target, Verb};
+use crate::job::{JobWaitContext, await_job};
+use crate::progress::{Progress, ProgressEvent};
+
+/// Carries out `step.action` in `namespace` (the namespace of the plan; objects that name their
+/// own namespace go there). Dropping the returned future stops at the next await point: an apply
+/// in flight either reached the server or not, and a Job being waited for keeps running.
+pub async fn execute(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    progress: &dyn Progress,
+) -> Result<(), EffectsError> {
+    tracing::debug!(step = %step.id, target = %step.target, "execute");
+    match &step.action {
+        Action::Apply(object) => apply(client, namespace, step, object, progress).await,
+        Action::RunJob { job, wait } => {
+            run_job(client, namespace, step, job, *wait, progress).await
+        }
+        Action::AwaitJob { name, wait } => {
+            await_job(JobWaitContext {
+                client,
+                namespace,
+                step: &step.id,
+                job: name,
+                wait: *wait,
+                progress,
+            })
+            .await
+        }
+        Action::None => Ok(()),
+    }
+}
+
+async fn apply(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    object: &Object,
+    progress: &dyn Progress,
+) -> Result<(), EffectsError> {
+    let applied = apply_object(client, namespace, &step.id, object, progress).await?;
+    let target = object.object_ref();
+    let ns = object
+        .kind()
+        .namespaced()
+        .then(|| object.metadata().namespace.as_deref().unwrap_or(namespace));
+    progress.event(ProgressEvent::Applied {
+        target: &target,
+        namespace: ns,
+        created: applied.created,
+        changed: applied.changed,
+    });
+    Ok(())
+}
+
+async fn run_job(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    job: &Job,
+    wait: JobWait,
+    progress: &dyn Progress,
+) -> Result<(), EffectsError> {
+    let ns = job.metadata.namespace.as_deref().unwrap_or(namespace);
+    let Some(name) = job.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
+        return Err(EffectsError::MalformedObject {
+            step: step.id.clone(),
+            verb: Verb::Apply,
+            target: Target::named("job", "", Some(ns)),
+            missing: "metadata.name",
+        });
+    };
+    let target = ObjectRef::new(Kind::Job, name);
+    let applied = apply_namespaced(client, ns, &target, job, progress).await?;
+    progress.event(ProgressEvent::JobCreated {
+        job: name,
+        namespace: ns,
+        created: applied.created,
+    });
+    await_job(JobWaitContext {
+        client,
+        namespace: ns,
+        step: &step.id,
+        job: name,
+        wait,
+        progress,
+    })
+    .await
+}

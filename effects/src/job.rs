@@ -1,0 +1,939 @@
+//! Waiting for a Job: watches on the Job and its pods, its main container's log followed line by
+//! line, pod-level failures that would otherwise make the wait hang, and the timeout of the step.
+//!
+//! Everything lives in the one future `await_job` returns (no spawned task), so dropping it
+//! (Ctrl-C) closes the watches and the log stream and leaves nothing behind but the Job, which
+//! keeps running in the cluster as intended.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use futures::{AsyncBufReadExt, StreamExt};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use kube::api::{Api, LogParams};
+use kube::runtime::watcher::{self, Event};
+use tokio::time::{Instant, Sleep};
+use uyuni_core::JobWait;
+use uyuni_core::observed::{JobState, job_state};
+
+use crate::error::{EffectsError, Target, Verb};
+use crate::progress::{Progress, ProgressEvent};
+use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify, classify_watch, report_retry};
+
+/// Container waiting reasons that do not heal by waiting: the wait ends with the reason.
+pub const FATAL_WAITING_REASONS: [&str; 5] = [
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+];
+
+/// After the Job ended, how long its log may take to arrive in full (the kubelet ends the log
+/// stream and updates the pod status independently).
+const LOG_DRAIN: Duration = Duration::from_secs(10);
+/// A log stream the server ended while the container still seemed to run is reopened after
+/// this (quietly: usually the pod status just lags behind the end of the log).
+const LOG_REOPEN: Duration = Duration::from_millis(500);
+
+/// Why a pod cannot start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodBlocker {
+    pub container: String,
+    pub reason: String,
+    pub message: Option<String>,
+}
+
+/// A container of `pod` (init containers included) waiting for a reason that does not heal.
+pub fn pod_blocker(pod: &Pod) -> Option<PodBlocker> {
+    let status = pod.status.as_ref()?;
+    let init = status.init_container_statuses.iter().flatten();
+    let main = status.container_statuses.iter().flatten();
+    init.chain(main).find_map(|cs| {
+        let waiting = cs.state.as_ref()?.waiting.as_ref()?;
+        let reason = waiting.reason.as_deref()?;
+        FATAL_WAITING_REASONS.contains(&reason).then(|| PodBlocker {
+            container: cs.name.clone(),
+            reason: reason.to_owned(),
+            message: waiting.message.clone().filter(|m| !m.is_empty()),
+        })
+    })
+}
+
+/// The scheduler's message when `pod` cannot be placed on any node (yet).
+pub fn unschedulable(pod: &Pod) -> Option<String> {
+    let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+    conditions
+        .iter()
+        .find(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })
+        .map(|c| {
+            c.message
+                .clone()
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| "no node fits".to_owned())
+        })
+}
+
+/// The pure predicate of the wait: has the Job ended, and how?
+pub fn job_finished(job: Option<&Job>) -> Option<JobState> {
+    match job.map(job_state) {
+        Some(JobState::Running) | None => None,
+        ended => ended,
+    }
+}
+
+fn main_container(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .map(|c| c.name.as_str())
+}
+
+fn container_status<'a>(pod: &'a Pod, container: &str) -> Option<&'a ContainerStatus> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|cs| cs.name == container)
+}
+
+/// The container has produced (or can produce) a log: it runs or ran.
+fn container_started(pod: &Pod, container: &str) -> bool {
+    container_status(pod, container)
+        .and_then(|cs| cs.state.as_ref())
+        .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+}
+
+fn container_terminated(pod: &Pod, container: &str) -> bool {
+    let terminated = container_status(pod, container)
+        .and_then(|cs| cs.state.as_ref())
+        .is_some_and(|s| s.terminated.is_some());
+    let phase_ended = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed");
+    terminated || phase_ended
+}
+
+fn ended_without_log(pod: &Pod) -> bool {
+    let ended = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed");
+    ended && main_container(pod).is_none_or(|c| !container_started(pod, c))
+}
+
+/// Why a Job failed, in one line: the container's exit and the Job controller's reason.
+pub fn failure_reason(job: &Job, pod: Option<&Pod>) -> String {
+    let exit = pod.and_then(|pod| {
+        let container = main_container(pod)?;
+        let terminated = container_status(pod, container)?
+            .state
+            .as_ref()?
+            .terminated
+            .as_ref()?;
+        let how = terminated
+            .reason
+            .as_deref()
+            .filter(|r| !r.is_empty())
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        Some(format!(
+            "container {container} exited with code {}{how}",
+            terminated.exit_code
+        ))
+    });
+    let condition = job
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.type_ == "Failed" && c.status == "True")
+        })
+        .map(|c| {
+            let reason = c.reason.clone().unwrap_or_default();
+            match c.message.as_deref().filter(|m| !m.is_empty()) {
+                Some(message) if !reason.is_empty() => format!("{reason}: {message}"),
+                Some(message) => message.to_owned(),
+                None => reason,
+            }
+        })
+        .filter(|c| !c.is_empty());
+    match (exit, condition) {
+        (Some(exit), Some(condition)) => format!("{exit}; {condition}"),
+        (Some(exit), None) => exit,
+        (None, Some(condition)) => condition,
+        (None, None) => "the Job reports failed pods".to_owned(),
+    }
+}
+
+/// The last `n` lines of a log text, without a trailing empty line.
+pub fn tail_lines(log: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..].iter().map(|l| (*l).to_owned()).collect()
+}
+
+/// Everything `await_job` needs, borrowed from the step.
+pub(crate) struct JobWaitContext<'a> {
+    pub client: &'a kube::Client,
+    pub namespace: &'a str,
+    pub step: &'a str,
+    pub job: &'a str,
+    pub wait: JobWait,
+    pub progress: &'a dyn Progress,
+}
+
+/// A watch that re-establishes itself, with backoff and a `Retrying` event after each failure.
+struct Watch<K: 'static> {
+    stream: BoxStream<'static, watcher::Result<Event<K>>>,
+    pause: Option<Pin<Box<Sleep>>>,
+    failures: u32,
+    target: Target,
+}
+
+impl<K: 'static> Watch<K> {
+    /// The next event. Cancel-safe: the pause and the stream live in `self`.
+    async fn next(&mut self, progress: &dyn Progress) -> Result<Event<K>, EffectsError> {
+        loop {
+            if let Some(pause) = self.pause.as_mut() {
+                pause.await;
+                self.pause = None;
+            }
+            match self.stream.next().await {
+                Some(Ok(event)) => {
+                    self.failures = 0;
+                    return Ok(event);
+                }
+                Some(Err(watcher::Error::WatchFailed(err))) if retry::is_timeout(&err) => {
+                    // A quiet watch outlived the read timeout; the watcher resumes it from the
+                    // last resourceVersion on the next poll.
+                    tracing::debug!(target = %self.target, "quiet watch timed out; resuming");
+                }
+                Some(Err(err)) => {
+                    self.failures += 1;
+                    let disposition = classify_watch(&err);
+                    if disposition == Disposition::Fail || self.failures >= MAX_ATTEMPTS {
+                        return Err(EffectsError::Watch {
+                            verb: Verb::Watch,
+                            target: self.target.clone(),
+                            attempts: self.failures,
+                            source: Box::new(err),
+                        });
+                    }
+                    let delay = retry::delay(disposition, self.failures);
+                    report_retry(
+                        progress,
+                        Verb::Watch,
+                        &self.target,
+                        self.failures,
+                        delay,
+                        &err.to_string(),
+                    );
+                    self.pause = Some(Box::pin(tokio::time::sleep(delay)));
+                }
+                // A watcher never ends; should one, there is nothing more to learn from it.
+                None => futures::future::pending::<()>().await,
+            }
+        }
+    }
+}
+
+enum LogChunk {
+    Line(String),
+    OpenFailed(kube::Error),
+    ReadFailed(std::io::Error),
+}
+
+/// Follows the log of one container, reopening it after interruptions and skipping the lines
+/// already shown.
+struct LogFollower {
+    api: Api<Pod>,
+    pod: String,
+    container: String,
+    stream: Option<BoxStream<'static, LogChunk>>,
+    /// Lines shown so far.
+    shown: usize,
+    /// Lines of a reopened stream that were shown before.
+    to_skip: usize,
+    failures: u32,
+    done: bool,
+    gave_up: bool,
+}
+
+enum LogStep {
+    Line(String),
+    /// The stream ended cleanly.
+    End,
+    Failed(Disposition, String),
+}
+
+impl LogFollower {
+    fn new(api: Api<Pod>, pod: &str, container: &str) -> LogFollower {
+        let mut follower = LogFollower {
+            api,
+            pod: pod.to_owned(),
+            container: container.to_owned(),
+            stream: None,
+            shown: 0,
+            to_skip: 0,
+            failures: 0,
+            done: false,
+            gave_up: false,
+        };
+        follower.open(Duration::ZERO);
+        follower
+    }
+
+    fn open(&mut self, delay: Duration) {
+        let api = self.api.clone();
+        let pod = self.pod.clone();
+        let params = LogParams {
+            container: Some(self.container.clone()),
+            follow: true,
+            ..LogParams::default()
+        };
+        self.to_skip = self.shown;
+        let stream = futures::stream::once(async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            api.log_stream(&pod, &params).await
+        })
+        .flat_map(|opened| match opened {
+            Ok(reader) => lines(Box::pin(reader)).left_stream(),
+            Err(err) => futures::stream::iter([LogChunk::OpenFailed(err)]).right_stream(),
+        });
+        self.stream = Some(stream.boxed());
+    }
+
+    /// The next thing from the stream; pending while there is none.
+    async fn next(&mut self) -> LogStep {
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                return futures::future::pending().await;
+            };
+            match stream.next().await {
+                Some(LogChunk::Line(line)) if self.to_skip > 0 => {
+                    self.to_skip -= 1;
+                    drop(line);
+                }
+                Some(LogChunk::Line(line)) => {
+                    self.shown += 1;
+                    self.failures = 0;
+                    return LogStep::Line(line);
+                }
+                Some(LogChunk::OpenFailed(err)) => {
+                    self.stream = None;
+                    return LogStep::Failed(classify(&err), err.to_string());
+                }
+                Some(LogChunk::ReadFailed(err)) if retry::is_timeout(&err) => {
+                    // A quiet log outlived the read timeout: reopen at once, skipping what was
+                    // shown, without counting it as a failure.
+                    tracing::debug!(pod = %self.pod, "quiet log stream timed out; reopening");
+                    self.open(Duration::ZERO);
+                }
+                Some(LogChunk::ReadFailed(err)) => {
+                    self.stream = None;
+                    return LogStep::Failed(Disposition::Retry { after: None }, err.to_string());
+                }
+                None => {
+                    self.stream = None;
+                    return LogStep::End;
+                }
+            }
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.done || self.gave_up
+    }
+}
+
+/// The lines of a log as they arrive; invalid UTF-8 is replaced, not fatal (logs are for people).
+fn lines<R>(reader: Pin<Box<R>>) -> impl futures::Stream<Item = LogChunk> + Send + 'static
+where
+    R: futures::AsyncBufRead + Send + 'static,
+{
+    futures::stream::unfold(Some(reader), |state| async move {
+        let mut reader = state?;
+        let mut buf = Vec::new();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) => None,
+            Ok(_) => {
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                }
+                if buf.last() == Some(&b'\r') {
+                    buf.pop();
+                }
+                let line = String::from_utf8_lossy(&buf).into_owned();
+                Some((LogChunk::Line(line), Some(reader)))
+            }
+            Err(err) => Some((LogChunk::ReadFailed(err), None)),
+        }
+    })
+}
+
+/// What the wait has seen so far.
+struct Seen {
+    job: Option<Job>,
+    job_in_init: bool,
+    pods: BTreeMap<String, Pod>,
+    pods_listed: bool,
+    phases: BTreeMap<String, String>,
+    warned: BTreeSet<String>,
+    /// The last lines shown, for the error when reading the tail afterwards fails.
+    recent: VecDeque<String>,
+}
+
+impl Seen {
+    /// The newest pod, by creation time then name: the one a retried Job runs now.
+    fn newest_pod(&self) -> Option<&Pod> {
+        self.pods.values().max_by(|a, b| {
+            let key = |p: &Pod| {
+                (
+                    p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                    p.metadata.name.clone(),
+                )
+            };
+            key(a).cmp(&key(b))
+        })
+    }
+}
+
+async fn sleep_opt(sleep: &mut Option<Pin<Box<Sleep>>>) {
+    match sleep.as_mut() {
+        Some(s) => s.await,
+        None => futures::future::pending().await,
+    }
+}
+
+/// Waits until the Job ends, streaming its log; see the module documentation.
+pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<(), EffectsError> {
+    let JobWaitContext {
+        client,
+        namespace,
+        step,
+        job: name,
+        wait,
+        progress,
+    } = ctx;
+    let timeout = wait.timeout_seconds.map(Duration::from_secs);
+    progress.event(ProgressEvent::WaitingForJob {
+        job: name,
+        namespace,
+        timeout,
+    });
+    let started = Instant::now();
+    let mut deadline: Option<Pin<Box<Sleep>>> =
+        timeout.map(|t| Box::pin(tokio::time::sleep_until(started + t)));
+    let mut drain: Option<Pin<Box<Sleep>>> = None;
+
+    let jobs_api: Api<Job> = Api::namespaced(client.clone(), namespace);
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let mut jobs = Watch {
+        stream: watcher(
+            jobs_api,
+            watcher::Config::default().fields(&format!("metadata.name={name}")),
+        ),
+        pause: None,
+        failures: 0,
+        target: Target::named("job", name, Some(namespace)),
+    };
+    let pod_selector = format!("job-name={name}");
+    let mut pods = Watch {
+        stream: watcher(
+            pods_api.clone(),
+            watcher::Config::default().labels(&pod_selector),
+        ),
+        pause: None,
+        failures: 0,
+        target: Target::selected("pod", &pod_selector, namespace),
+    };
+    let mut seen = Seen {
+        job: None,
+        job_in_init: false,
+        pods: BTreeMap::new(),
+        pods_listed: false,
+        phases: BTreeMap::new(),
+        warned: BTreeSet::new(),
+        recent: VecDeque::new(),
+    };
+    let mut follower: Option<LogFollower> = None;
+    let mut outcome: Option<JobState> = None;
+    let tail_keep = usize::try_from(wait.log_tail_lines).unwrap_or(usize::MAX);
+
+    loop {
+        if let Some(state) = outcome {
+            let log_finished = follower.as_ref().is_some_and(LogFollower::finished);
+            // No pod, or only pods that ended without ever starting their container (a Job
+            // past its deadline while Pending): no log is coming.
+            let no_log =
+                follower.is_none() && seen.pods_listed && seen.pods.values().all(ended_without_log);
+            if log_finished || no_log {
+                return finish(client, namespace, step, name, wait, state, &seen, progress).await;
+            }
+        }
+        tokio::select! {
+            () = sleep_opt(&mut deadline) => {
+                return Err(EffectsError::JobTimeout {
+                    step: step.to_owned(),
+                    job: name.to_owned(),
+                    namespace: namespace.to_owned(),
+                    waited: started.elapsed(),
+                });
+            }
+            () = sleep_opt(&mut drain) => {
+                tracing::debug!(job = name, "log did not end in time after the Job ended");
+                if let Some(state) = outcome {
+                    return finish(client, namespace, step, name, wait, state, &seen, progress).await;
+                }
+            }
+            event = jobs.next(progress) => {
+                match event? {
+                    Event::Init => seen.job_in_init = false,
+                    Event::InitApply(job) | Event::Apply(job) => {
+                        seen.job_in_init = true;
+                        seen.job = Some(job);
+                    }
+                    Event::InitDone if !seen.job_in_init => {
+                        return Err(if seen.job.is_some() {
+                            EffectsError::JobDeleted { step: step.to_owned(), job: name.to_owned(), namespace: namespace.to_owned() }
+                        } else {
+                            EffectsError::JobNotFound { step: step.to_owned(), job: name.to_owned(), namespace: namespace.to_owned() }
+                        });
+                    }
+                    Event::InitDone => {}
+                    Event::Delete(_) => {
+                        return Err(EffectsError::JobDeleted { step: step.to_owned(), job: name.to_owned(), namespace: namespace.to_owned() });
+                    }
+                }
+                if outcome.is_none()
+                    && let Some(state) = job_finished(seen.job.as_ref())
+                {
+                    tracing::debug!(job = name, ?state, "Job ended");
+                    outcome = Some(state);
+                    drain = Some(Box::pin(tokio::time::sleep(LOG_DRAIN)));
+                    // The deadline is for the Job, not for reading the rest of its log.
+                    deadline = None;
+                }
+            }
+            event = pods.next(progress) => {
+                match event? {
+                    Event::Init => {}
+                    Event::InitDone => seen.pods_listed = true,
+                    Event::InitApply(pod) | Event::Apply(pod) => {
+                        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+                        if let Some(blocker) = pod_blocker(&pod) {
+                            return Err(EffectsError::PodCannotStart {
+                                step: step.to_owned(),
+                                job: name.to_owned(),
+                                namespace: namespace.to_owned(),
+                                pod: pod_name,
+                                container: blocker.container,
+                                reason: blocker.reason,
+                                message: blocker.message,
+                            });
+                        }
+                        observe_pod(name, &pod_name, &pod, &mut seen, progress);
+                        seen.pods.insert(pod_name, pod);
+                    }
+                    Event::Delete(pod) => {
+                        if let Some(pod_name) = &pod.metadata.name {
+                            seen.pods.remove(pod_name);
+                        }
+                    }
+                }
+                follow_newest(&pods_api, &seen, &mut follower);
+            }
+            step_result = async {
+                match follower.as_mut() {
+                    Some(f) => f.next().await,
+                    None => futures::future::pending().await,
+                }
+            } => {
+                if let Some(f) = follower.as_mut() {
+                    handle_log(name, f, step_result, &seen.pods, tail_keep, &mut seen.recent, progress);
+                    follow_newest(&pods_api, &seen, &mut follower);
+                }
+            }
+        }
+    }
+}
+
+fn watcher<K>(api: Api<K>, config: watcher::Config) -> BoxStream<'static, watcher::Result<Event<K>>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher::watcher(api, config).boxed()
+}
+
+/// Phase changes and scheduling trouble of a pod, as events.
+fn observe_pod(job: &str, pod_name: &str, pod: &Pod, seen: &mut Seen, progress: &dyn Progress) {
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_else(|| "Pending".to_owned());
+    if seen.phases.get(pod_name) != Some(&phase) {
+        progress.event(ProgressEvent::PodPhase {
+            job,
+            pod: pod_name,
+            phase: &phase,
+        });
+        seen.phases.insert(pod_name.to_owned(), phase);
+    }
+    if let Some(message) = unschedulable(pod) {
+        let message = format!(
+            "pod {pod_name} of Job {job} cannot be scheduled yet: {message}; still waiting (check storage classes and node resources)"
+        );
+        if seen.warned.insert(message.clone()) {
+            progress.event(ProgressEvent::Warning { message: &message });
+        }
+    }
+}
+
+/// Starts following the newest pod whose main container has started, once the previous one is
+/// done with.
+fn follow_newest(api: &Api<Pod>, seen: &Seen, follower: &mut Option<LogFollower>) {
+    let Some(pod) = seen.newest_pod() else { return };
+    let Some(pod_name) = pod.metadata.name.as_deref() else {
+        return;
+    };
+    let Some(container) = main_container(pod) else {
+        return;
+    };
+    if let Some(current) = follower.as_ref()
+        && (current.pod == pod_name || !current.finished())
+    {
+        return;
+    }
+    if container_started(pod, container) {
+        *follower = Some(LogFollower::new(api.clone(), pod_name, container));
+    }
+}
+
+fn handle_log(
+    job: &str,
+    follower: &mut LogFollower,
+    step: LogStep,
+    pods: &BTreeMap<String, Pod>,
+    tail_keep: usize,
+    recent: &mut VecDeque<String>,
+    progress: &dyn Progress,
+) {
+    match step {
+        LogStep::Line(line) => {
+            progress.event(ProgressEvent::JobLog {
+                job,
+                pod: &follower.pod,
+                line: &line,
+            });
+            if tail_keep > 0 {
+                if recent.len() == tail_keep {
+                    recent.pop_front();
+                }
+                recent.push_back(line);
+            }
+        }
+        LogStep::End => {
+            let terminated = pods
+                .get(&follower.pod)
+                .is_some_and(|p| container_terminated(p, &follower.container));
+            if terminated {
+                follower.done = true;
+            } else {
+                // Either the status lags behind the end of the log, or the server ended the
+                // stream early: reading again (skipping what was shown) is right in both cases.
+                follower.open(LOG_REOPEN);
+            }
+        }
+        LogStep::Failed(disposition, error) => {
+            follower.failures += 1;
+            let target = Target::named("pod", &follower.pod, None);
+            if disposition == Disposition::Fail || follower.failures >= MAX_ATTEMPTS {
+                follower.gave_up = true;
+                let message = format!(
+                    "cannot follow the log of pod {} of Job {job}: {error}; still waiting for the Job (`kubectl logs -f job/{job}` shows its log)",
+                    follower.pod
+                );
+                tracing::debug!(%message);
+                progress.event(ProgressEvent::Warning { message: &message });
+            } else {
+                let delay = retry::delay(disposition, follower.failures);
+                report_retry(
+                    progress,
+                    Verb::Log,
+                    &target,
+                    follower.failures,
+                    delay,
+                    &error,
+                );
+                follower.open(delay);
+            }
+        }
+    }
+}
+
+/// The Job ended: success, or the failure with the tail of its log.
+#[allow(clippy::too_many_arguments)]
+async fn finish(
+    client: &kube::Client,
+    namespace: &str,
+    step: &str,
+    name: &str,
+    wait: JobWait,
+    state: JobState,
+    seen: &Seen,
+    progress: &dyn Progress,
+) -> Result<(), EffectsError> {
+    let succeeded = state == JobState::Succeeded;
+    progress.event(ProgressEvent::JobFinished {
+        job: name,
+        succeeded,
+    });
+    if succeeded {
+        return Ok(());
+    }
+    let pod = seen.newest_pod();
+    let reason = seen
+        .job
+        .as_ref()
+        .map(|job| failure_reason(job, pod))
+        .unwrap_or_else(|| "the Job reports failure".to_owned());
+    let log_tail = match pod {
+        Some(pod) if wait.log_tail_lines > 0 => {
+            read_tail(client, namespace, pod, wait.log_tail_lines, progress)
+                .await
+                .unwrap_or_else(|err| {
+                    tracing::debug!(%err, "reading the log tail failed; using the lines seen");
+                    seen.recent.iter().cloned().collect()
+                })
+        }
+        _ => Vec::new(),
+    };
+    Err(EffectsError::JobFailed {
+        step: step.to_owned(),
+        job: name.to_owned(),
+        namespace: namespace.to_owned(),
+        reason,
+        log_tail,
+    })
+}
+
+async fn read_tail(
+    client: &kube::Client,
+    namespace: &str,
+    pod: &Pod,
+    lines: u32,
+    progress: &dyn Progress,
+) -> Result<Vec<String>, EffectsError> {
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = LogParams {
+        container: main_container(pod).map(str::to_owned),
+        tail_lines: Some(i64::from(lines)),
+        ..LogParams::default()
+    };
+    let target = Target::named("pod", &pod_name, Some(namespace));
+    let text = retry::with_retry(progress, Verb::Log, &target, || {
+        api.logs(&pod_name, &params)
+    })
+    .await?;
+    Ok(tail_lines(&text, lines as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+    use k8s_openapi::api::core::v1::{
+        Container, ContainerState, ContainerStateTerminated, ContainerStateWaiting, PodCondition,
+        PodSpec, PodStatus,
+    };
+
+    fn pod_with(statuses: Vec<ContainerStatus>, conditions: Vec<PodCondition>) -> Pod {
+        Pod {
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "sync".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: Some(PodStatus {
+                phase: Some("Pending".into()),
+                container_statuses: Some(statuses),
+                conditions: Some(conditions),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn waiting(reason: &str) -> ContainerStatus {
+        ContainerStatus {
+            name: "sync".into(),
+            state: Some(ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some(reason.into()),
+                    message: Some("Back-off pulling image \"x\"".into()),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn terminated(code: i32) -> ContainerStatus {
+        ContainerStatus {
+            name: "sync".into(),
+            state: Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: code,
+                    reason: Some("Error".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn fatal_waiting_reasons_block_the_pod() {
+        for reason in FATAL_WAITING_REASONS {
+            let blocker = pod_blocker(&pod_with(vec![waiting(reason)], vec![])).unwrap();
+            assert_eq!(blocker.reason, reason);
+            assert_eq!(blocker.container, "sync");
+        }
+        assert_eq!(
+            pod_blocker(&pod_with(vec![waiting("ContainerCreating")], vec![])),
+            None
+        );
+        assert_eq!(pod_blocker(&pod_with(vec![terminated(1)], vec![])), None);
+        assert_eq!(pod_blocker(&Pod::default()), None);
+    }
+
+    #[test]
+    fn init_containers_count_too() {
+        let mut pod = pod_with(vec![], vec![]);
+        if let Some(status) = pod.status.as_mut() {
+            status.init_container_statuses = Some(vec![ContainerStatus {
+                name: "init".into(),
+                ..waiting("ErrImagePull")
+            }]);
+        }
+        assert_eq!(pod_blocker(&pod).unwrap().container, "init");
+    }
+
+    #[test]
+    fn unschedulable_is_detected() {
+        let condition = PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            message: Some("0/3 nodes are available".into()),
+            ..Default::default()
+        };
+        let pod = pod_with(vec![], vec![condition]);
+        assert_eq!(
+            unschedulable(&pod).as_deref(),
+            Some("0/3 nodes are available")
+        );
+        assert_eq!(unschedulable(&pod_with(vec![], vec![])), None);
+    }
+
+    fn job_with(conditions: Vec<JobCondition>, failed: Option<i32>) -> Job {
+        Job {
+            status: Some(JobStatus {
+                conditions: Some(conditions),
+                failed,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn finished_predicate_follows_core() {
+        assert_eq!(job_finished(None), None);
+        assert_eq!(job_finished(Some(&Job::default())), None);
+        let complete = job_with(
+            vec![JobCondition {
+                type_: "Complete".into(),
+                status: "True".into(),
+                ..Default::default()
+            }],
+            None,
+        );
+        assert_eq!(job_finished(Some(&complete)), Some(JobState::Succeeded));
+        assert_eq!(
+            job_finished(Some(&job_with(vec![], Some(1)))),
+            Some(JobState::Failed)
+        );
+    }
+
+    #[test]
+    fn failure_reason_combines_exit_and_condition() {
+        let job = job_with(
+            vec![JobCondition {
+                type_: "Failed".into(),
+                status: "True".into(),
+                reason: Some("BackoffLimitExceeded".into()),
+                message: Some("Job has reached the specified backoff limit".into()),
+                ..Default::default()
+            }],
+            Some(1),
+        );
+        let pod = pod_with(vec![terminated(3)], vec![]);
+        assert_eq!(
+            failure_reason(&job, Some(&pod)),
+            "container sync exited with code 3 (Error); BackoffLimitExceeded: Job has reached the specified backoff limit"
+        );
+        assert_eq!(
+            failure_reason(&job, None),
+            "BackoffLimitExceeded: Job has reached the specified backoff limit"
+        );
+        assert_eq!(
+            failure_reason(&job_with(vec![], Some(1)), None),
+            "the Job reports failed pods"
+        );
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail_lines("a\nb\nc\n", 2), ["b", "c"]);
+        assert_eq!(tail_lines("a\nb", 5), ["a", "b"]);
+        assert!(tail_lines("", 3).is_empty());
+        assert!(tail_lines("a\n", 0).is_empty());
+    }
+
+    #[tokio::test]
+    async fn lines_split_and_survive_bad_utf8() {
+        let data: &[u8] = b"one\r\ntwo\n\xffthree";
+        let reader = futures::io::BufReader::new(futures::io::Cursor::new(data.to_vec()));
+        let got: Vec<String> = lines(Box::pin(reader))
+            .filter_map(|c| async move {
+                match c {
+                    LogChunk::Line(l) => Some(l),
+                    _ => None,
+                }
+            })
+            .collect()
+            .await;
+        assert_eq!(got, ["one", "two", "\u{fffd}three"]);
+    }
+}

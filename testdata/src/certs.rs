@@ -1,0 +1,172 @@
+//! Certificates: the API server's own CA and serving certificate, and the ones the simulated
+//! cert-manager issues.
+
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+
+/// The server's PKI: a CA (what the kubeconfig trusts) and a leaf for 127.0.0.1/localhost.
+/// rustls refuses a lone self-signed certificate as an end entity, hence the two levels.
+pub struct ServerPki {
+    pub ca_cert_pem: String,
+    pub ca_key_pem: String,
+    pub tls_config: Arc<rustls::ServerConfig>,
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+pub fn ca_params(common_name: &str) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, common_name);
+    dn.push(DnType::OrganizationName, "uyuni-sim");
+    params.distinguished_name = dn;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params
+}
+
+impl ServerPki {
+    pub fn generate() -> Result<ServerPki, String> {
+        let ca_key = KeyPair::generate().map_err(err)?;
+        let ca_params = ca_params("uyuni-sim-ca");
+        let ca_cert = ca_params.self_signed(&ca_key).map_err(err)?;
+        let issuer = Issuer::new(ca_params, &ca_key);
+
+        let leaf_key = KeyPair::generate().map_err(err)?;
+        let mut leaf = CertificateParams::new(vec!["localhost".to_string()]).map_err(err)?;
+        leaf.subject_alt_names
+            .push(SanType::IpAddress(std::net::IpAddr::V4(
+                std::net::Ipv4Addr::LOCALHOST,
+            )));
+        leaf.distinguished_name = DistinguishedName::new();
+        leaf.distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        leaf.is_ca = IsCa::ExplicitNoCa;
+        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        leaf.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let leaf_cert = leaf.signed_by(&leaf_key, &issuer).map_err(err)?;
+
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(
+            rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()),
+        );
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(err)?
+            .with_no_client_auth()
+            .with_single_cert(vec![leaf_cert.der().clone()], key_der)
+            .map_err(err)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(ServerPki {
+            ca_cert_pem: ca_cert.pem(),
+            ca_key_pem: ca_key.serialize_pem(),
+            tls_config: Arc::new(config),
+        })
+    }
+}
+
+/// What cert-manager puts into a Certificate's Secret.
+pub struct Issued {
+    pub tls_crt: String,
+    pub tls_key: String,
+    pub ca_crt: String,
+    /// The parameters of an issued CA certificate, to sign with it later.
+    pub ca_params: Option<CertificateParams>,
+}
+
+/// The signer of a Certificate: its own key (self-signed) or a CA's.
+pub enum Signer<'a> {
+    SelfSigned,
+    Ca {
+        cert_pem: &'a str,
+        key_pem: &'a str,
+        params: Box<CertificateParams>,
+    },
+}
+
+/// Issues a certificate for a cert-manager Certificate spec (`commonName`, `dnsNames`,
+/// `ipAddresses`, `isCA`, `duration` is ignored).
+pub fn issue(spec: &serde_json::Value, signer: Signer<'_>) -> Result<Issued, String> {
+    let strings = |field: &str| -> Vec<String> {
+        spec[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let is_ca = spec["isCA"].as_bool().unwrap_or(false);
+    let common_name = spec["commonName"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| strings("dnsNames").first().cloned())
+        .unwrap_or_else(|| "uyuni-sim".to_string());
+    let mut params = if is_ca {
+        ca_params(&common_name)
+    } else {
+        let mut p = CertificateParams::new(strings("dnsNames")).map_err(err)?;
+        p.distinguished_name = DistinguishedName::new();
+        p.distinguished_name
+            .push(DnType::CommonName, common_name.as_str());
+        p.is_ca = IsCa::ExplicitNoCa;
+        p.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        p.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        p
+    };
+    for ip in strings("ipAddresses") {
+        if let Ok(addr) = ip.parse() {
+            params.subject_alt_names.push(SanType::IpAddress(addr));
+        }
+    }
+    let key = KeyPair::generate().map_err(err)?;
+    let (cert, ca_crt) = match signer {
+        Signer::SelfSigned => {
+            let cert = params.self_signed(&key).map_err(err)?;
+            let pem = cert.pem();
+            (pem.clone(), pem)
+        }
+        Signer::Ca {
+            cert_pem,
+            key_pem,
+            params: ca,
+        } => {
+            let ca_key = KeyPair::from_pem(key_pem).map_err(err)?;
+            let issuer = Issuer::new(*ca, ca_key);
+            let cert = params.signed_by(&key, &issuer).map_err(err)?;
+            (cert.pem(), cert_pem.to_string())
+        }
+    };
+    Ok(Issued {
+        tls_crt: cert,
+        tls_key: key.serialize_pem(),
+        ca_crt,
+        ca_params: is_ca.then_some(params),
+    })
+}
+
+/// A CA certificate for the built-in migration scenario (what the source server's
+/// `RHN-ORG-TRUSTED-SSL-CERT` would be).
+pub fn scenario_ca(common_name: &str) -> Result<(String, String), String> {
+    let key = KeyPair::generate().map_err(err)?;
+    let cert = ca_params(common_name).self_signed(&key).map_err(err)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}

@@ -1,0 +1,136 @@
+//! Built-in scenarios, shared by the Rust tests and `uyuni-sim serve --scenario builtin:NAME`.
+
+use std::sync::OnceLock;
+
+use crate::scenario::{JobScript, PatchSecret, Scenario, SideEffect};
+
+/// The names `builtin:NAME` accepts.
+pub const BUILTIN: &[&str] = &["migration", "default"];
+
+/// A built-in scenario by name.
+pub fn builtin(name: &str) -> Option<Scenario> {
+    match name {
+        "migration" => Some(migration()),
+        "default" => Some(Scenario::default()),
+        _ => None,
+    }
+}
+
+/// The source server's CA as the data-sync job finds it (generated once per process).
+fn source_ca_pem() -> String {
+    static CA: OnceLock<String> = OnceLock::new();
+    CA.get_or_init(|| {
+        crate::certs::scenario_ca("uyuni.example.com CA")
+            .map(|(cert, _)| cert)
+            .unwrap_or_default()
+    })
+    .clone()
+}
+
+/// What an encrypted CA key from `rhn-ssl-tool` looks like. The content is not a real key:
+/// nothing in the tests decrypts it.
+const FAKE_ENCRYPTED_KEY: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----
+MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQIc2ltdWxhdGVkAgIIADAMBggqhkiG
+9w0CCQUAMBQGCCqGSIb3DQMHBAhzaW11bGF0ZQSCBMhVeXVuaSBzaW11bGF0ZWQgQ0Ega2V5LCBu
+b3QgYSByZWFsIGtleS4gVXl1bmkgc2ltdWxhdGVkIENBIGtleSwgbm90IGEgcmVhbCBrZXkuIFV5
+dW5pIHNpbXVsYXRlZCBDQSBrZXksIG5vdCBhIHJlYWwga2V5LiBVeXVuaSBzaW11bGF0ZWQgQ0Eg
+-----END ENCRYPTED PRIVATE KEY-----
+";
+
+/// The Uyuni volumes the data-sync job copies, with plausible sizes in bytes.
+const VOLUMES: &[(&str, u64)] = &[
+    ("/var/lib/pgsql/data", 2_147_483_648),
+    ("/var/spacewalk", 5_368_709_120),
+    ("/var/cache", 268_435_456),
+    ("/srv/www/htdocs/pub", 33_554_432),
+    ("/etc/rhn", 65_536),
+    ("/etc/pki/tls", 32_768),
+    ("/root/ssl-build", 262_144),
+];
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// rsync `--info=progress2`-like lines for the volumes.
+fn sync_log() -> Vec<String> {
+    let mut lines = vec![
+        "Connecting to uyuni.example.com as root".to_string(),
+        "Stopping the source services: spacewalk-service stop".to_string(),
+    ];
+    for (volume, size) in VOLUMES {
+        lines.push(format!("Synchronizing {volume} ..."));
+        for (pct, secs) in [(45u64, 10u64), (100, 22)] {
+            let bytes = size * pct / 100;
+            let rate = bytes as f64 / secs as f64 / 1_048_576.0;
+            lines.push(format!(
+                "{:>15} {:>3}% {:>8.2}MB/s    0:00:{:02}",
+                thousands(bytes),
+                pct,
+                rate,
+                secs
+            ));
+        }
+    }
+    lines.push("Extracting the server configuration".to_string());
+    lines.push("Data synchronized".to_string());
+    lines
+}
+
+/// The migration's data-sync: runs a few seconds, logs rsync progress, and writes the values
+/// it extracted from the source server into Secret `uyuni-migration-data`.
+pub fn migration() -> Scenario {
+    let data: Vec<(&str, String)> = vec![
+        ("job", "$JOB_NAME".to_string()),
+        ("timezone", "Europe/Berlin".to_string()),
+        ("pg_version", "16".to_string()),
+        ("db_user", "spacewalk".to_string()),
+        ("db_password", "correct horse battery".to_string()),
+        ("db_name", "susemanager".to_string()),
+        ("db_port", "5432".to_string()),
+        ("report_db_user", "pythia_susemanager".to_string()),
+        ("report_db_password", "another one with spaces".to_string()),
+        ("has_hubxmlrpc", "false".to_string()),
+        ("debug", "false".to_string()),
+        ("fqdn", "uyuni.example.com".to_string()),
+        ("ca.crt", source_ca_pem()),
+        ("ca.key", FAKE_ENCRYPTED_KEY.to_string()),
+    ];
+    let mut scenario = Scenario::default();
+    let data_sync = JobScript {
+        duration_ms: 3000,
+        log: sync_log(),
+        side_effects: vec![SideEffect::PatchSecret(PatchSecret {
+            name: "uyuni-migration-data".to_string(),
+            string_data: data.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            at_ms: None,
+            create_if_missing: false,
+        })],
+        ..JobScript::default()
+    };
+    scenario.jobs.insert("data-sync".to_string(), data_sync);
+    scenario.jobs.insert(
+        "db-upgrade".to_string(),
+        JobScript::succeed(
+            1000,
+            &[
+                "Upgrading the database from PostgreSQL 14 to 16",
+                "Performing Consistency Checks",
+                "Upgrade Complete",
+            ],
+        ),
+    );
+    scenario.jobs.insert(
+        "db-finalize".to_string(),
+        JobScript::succeed(500, &["Reindexing the database", "Database finalized"]),
+    );
+    scenario
+}
