@@ -34,6 +34,14 @@ pub struct Cli {
     #[arg(short = 'q', long, global = true, help_heading = OUTPUT)]
     pub quiet: bool,
 
+    /// Output format of the data printed on stdout.
+    #[arg(short = 'o', long, value_enum, global = true, default_value = "human", value_name = "FORMAT", help_heading = OUTPUT)]
+    pub output: OutputFormat,
+
+    /// Colours: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, value_enum, global = true, default_value = "auto", value_name = "WHEN", help_heading = OUTPUT)]
+    pub color: ColorChoice,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -73,6 +81,31 @@ pub struct KubeFlags {
     /// Group to impersonate (repeatable).
     #[arg(long = "as-group", global = true, value_name = "GROUP", help_heading = KUBECTL)]
     pub as_group: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// For people.
+    Human,
+    /// JSON, stable field names (see the README).
+    Json,
+    /// YAML; for --dry-run, the intended manifests as a stream `kubectl apply -f -` accepts.
+    Yaml,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRun {
+    /// Computed locally from what the cluster holds now.
+    Client,
+    /// Also sent to the API server with dryRun=All.
+    Server,
 }
 
 #[derive(Debug, Subcommand)]
@@ -164,9 +197,21 @@ pub struct MigrateCmd {
     #[arg(long, alias = "pullPolicy", value_name = "POLICY", help_heading = IMAGE)]
     pub pull_policy: Option<String>,
 
-    /// Show every step and a diff of every object that would change; write nothing.
-    #[arg(long, help_heading = OUTPUT)]
-    pub dry_run: bool,
+    /// Show every step and a diff of every object that would change; write nothing. `server`
+    /// also sends each write to the API server as a dry run, so admission and validation
+    /// errors show now.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE", help_heading = OUTPUT)]
+    pub dry_run: Option<DryRun>,
+
+    /// With --dry-run: exit 0 when nothing would change, 1 when changes are planned, 2 or more
+    /// on errors (as `kubectl diff`).
+    #[arg(long, requires = "dry_run", help_heading = OUTPUT)]
+    pub exit_code: bool,
+
+    /// With --dry-run: show Secret values instead of masking them. They end up in your
+    /// terminal and its scrollback.
+    #[arg(long, requires = "dry_run", help_heading = OUTPUT)]
+    pub show_secrets: bool,
 
     /// Lines of context around each change in --dry-run diffs.
     #[arg(short = 'C', long = "diff-context", default_value_t = 3, value_name = "N", help_heading = OUTPUT)]

@@ -114,7 +114,7 @@ pub async fn run(
     let params = MigrateParams::from_args(&args).map_err(|e| anyhow!("{e}"))?;
     let observation = uyuni_core::observed::observation(&params);
 
-    if cmd.dry_run {
+    if cmd.dry_run.is_some() {
         let observed = uyuni_effects::observe(&conn.client, &observation).await?;
         let preview = uyuni_core::preview(&params, &observed)?;
         let text = render::human_preview(&preview.steps, &observed, cmd.diff_context);
