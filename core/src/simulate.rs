@@ -1,18 +1,16 @@
-//! The pure model of each step's effect on the observed state, and the dry-run preview built on
-//! it: plan, simulate the next step, plan again, until nothing is left to do.
+//! The pure model of each step's effect on the observed state. The dry-run preview iterates it
+//! (see [`crate::preview`]).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Secret;
-use serde::Serialize;
 
 use crate::builders::{data_sync, migration, names};
 use crate::object::{Kind, Object};
 use crate::observed::{Observed, PLACEHOLDER, PLACEHOLDER_KEY};
-use crate::params::MigrateParams;
-use crate::plan::{Action, Plan, PlanError, Step, plan};
+use crate::plan::{Action, Step};
 use crate::scripts::data_keys;
 
 fn completed(mut job: Job) -> Job {
@@ -90,63 +88,6 @@ pub fn simulate(observed: &Observed, namespace: &str, step: &Step) -> Observed {
         Action::None => {}
     }
     next
-}
-
-/// The whole operation as a dry run would show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Preview {
-    /// Every step, in order: the ones that would be carried out as planned when their turn
-    /// comes, the others as no-ops.
-    pub steps: Vec<Step>,
-    /// The steps that would be carried out, in execution order.
-    pub executed: Vec<Step>,
-    /// The state at the end, as simulated.
-    pub end: Observed,
-    /// The plan of the end state (nothing left to do).
-    pub final_plan: Plan,
-}
-
-/// Upper bound of steps in one operation; a plan that does not converge within it is a bug.
-pub const MAX_STEPS: usize = 500;
-
-/// Plans, simulates and plans again until nothing is left. Pure.
-pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, PlanError> {
-    let mut state = observed.clone();
-    let mut executed = Vec::new();
-    loop {
-        let current = plan(params, &state)?;
-        let Some(step) = current.next_step().cloned() else {
-            let steps = current
-                .steps
-                .iter()
-                .map(|s| {
-                    executed
-                        .iter()
-                        .find(|e: &&Step| e.id == s.id)
-                        .cloned()
-                        .unwrap_or_else(|| s.clone())
-                })
-                .collect();
-            return Ok(Preview {
-                steps,
-                executed,
-                end: state,
-                final_plan: current,
-            });
-        };
-        state = simulate(&state, &params.namespace, &step);
-        executed.push(step);
-        if executed.len() > MAX_STEPS {
-            // Unreachable for a correct planner (a property test checks it); stop rather than spin.
-            let steps = executed.clone();
-            return Ok(Preview {
-                steps,
-                executed,
-                end: state,
-                final_plan: current,
-            });
-        }
-    }
 }
 
 /// Name of the Secret the simulated data-sync writes into (for tests).

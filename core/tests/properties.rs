@@ -16,7 +16,7 @@ mod common;
 use proptest::prelude::*;
 use uyuni_core::builders::{data_sync, migration};
 use uyuni_core::object::Kind;
-use uyuni_core::simulate::MAX_STEPS;
+use uyuni_core::preview::MAX_STEPS;
 use uyuni_core::{Action, MigrateParams, Object, Observed, Op, plan, preview, render};
 
 #[derive(Debug, Clone)]

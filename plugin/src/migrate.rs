@@ -141,7 +141,7 @@ pub async fn run(
             break observed;
         };
         executed += 1;
-        if executed > uyuni_core::simulate::MAX_STEPS {
+        if executed > uyuni_core::preview::MAX_STEPS {
             bail!(
                 "the plan did not converge after {executed} steps; this is a bug in kubectl-uyuni, please report it with the output of --dry-run"
             );
