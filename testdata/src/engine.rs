@@ -629,7 +629,9 @@ impl Shared {
         let mut obj = body.clone();
         self.check_type_meta(rt, &mut obj)?;
         if rt.namespaced {
+            // An empty namespace (protobuf bodies always carry the field) means "unset".
             if let Some(ns) = obj["metadata"]["namespace"].as_str()
+                && !ns.is_empty()
                 && ns != namespace
             {
                 return Err(ApiError::bad_request(

@@ -552,6 +552,11 @@ fn parse_body(body: &[u8], content_type: Option<&str>) -> Result<Value, ApiError
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return Ok(v);
     }
+    if content_type.is_some_and(|ct| ct.contains("protobuf"))
+        && let Some(v) = crate::protobuf::decode(body)
+    {
+        return Ok(v);
+    }
     let is_yaml = content_type.is_some_and(|ct| ct.contains("yaml"));
     if is_yaml {
         let text = std::str::from_utf8(body)
@@ -559,8 +564,16 @@ fn parse_body(body: &[u8], content_type: Option<&str>) -> Result<Value, ApiError
         return serde_saphyr::from_str::<Value>(text)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
-    Err(ApiError::bad_request(
-        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+    // Protobuf (what client-go's typed clients send for built-in kinds) is not spoken here:
+    // 415 makes client-go retry the request as JSON.
+    Err(ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json, application/yaml (got {})",
+            content_type.unwrap_or("no content type")
+        ),
     ))
 }
 

@@ -21,6 +21,7 @@ pub mod discovery;
 mod engine;
 mod http;
 pub mod patch;
+mod protobuf;
 pub mod resources;
 mod rng;
 pub mod scenario;
