@@ -15,8 +15,12 @@
 #![allow(clippy::result_large_err)]
 
 pub mod connect;
+mod custom;
+pub mod deployment;
+pub mod dry_run;
 pub mod error;
 pub mod execute;
+pub mod inspect;
 pub mod job;
 pub mod observe;
 pub mod progress;

@@ -20,15 +20,23 @@ const OUTPUT: &str = "Preview and output";
     name = "kubectl-uyuni",
     bin_name = "kubectl uyuni",
     version,
-    propagate_version = true
+    propagate_version = true,
+    // As kubectl: a flag given twice takes the last value (repeatable ones still collect).
+    args_override_self = true
 )]
 pub struct Cli {
     #[command(flatten)]
     pub kube: KubeFlags,
 
-    /// More output on stderr: -v info, -vv debug, -vvv trace (RUST_LOG also works).
+    /// More output on stderr: -v info, -vv debug, -vvv trace; kubectl's -v=N also works (1-3
+    /// info, 4-5 debug, 6 and more trace). RUST_LOG overrides both.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true, help_heading = OUTPUT)]
     pub verbose: u8,
+
+    /// kubectl's numeric verbosity; `-v=N`, `-vN` and `-v N` are rewritten to this by
+    /// [`normalize_args`] before parsing.
+    #[arg(long = "v", global = true, hide = true, value_name = "LEVEL")]
+    pub kubectl_verbosity: Option<u8>,
 
     /// Only errors on stderr.
     #[arg(short = 'q', long, global = true, help_heading = OUTPUT)]
@@ -41,6 +49,16 @@ pub struct Cli {
     /// Colours: auto (on a terminal, unless NO_COLOR is set), always or never.
     #[arg(long, value_enum, global = true, default_value = "auto", value_name = "WHEN", help_heading = OUTPUT)]
     pub color: ColorChoice,
+
+    /// Progress on stderr: auto (a live step list on a terminal, plain lines otherwise) or
+    /// plain (timestamped lines).
+    #[arg(long, value_enum, global = true, default_value = "auto", value_name = "MODE", help_heading = OUTPUT)]
+    pub progress: ProgressMode,
+
+    /// The kubeconfig user, as kubectl's --user, for every command but `migrate` (whose --user
+    /// is the SSH user on the source, as in mgradm); --kube-user works everywhere.
+    #[arg(long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user_before_command: Option<String>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -65,6 +83,10 @@ pub struct KubeFlags {
     /// Namespace of the Uyuni installation (default: the context's namespace, else `default`).
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = KUBECTL)]
     pub namespace: Option<String>,
+
+    /// The kubeconfig user to use (kubectl's --user; see `--user` for why it is renamed).
+    #[arg(id = "kube_user", long = "kube-user", global = true, value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
 
     /// Timeout of a single API request, e.g. 30s or 1m (0: none).
     #[arg(long, global = true, value_name = "DURATION", help_heading = KUBECTL)]
@@ -115,9 +137,151 @@ pub enum Command {
     /// Copies the source's data, database included, over SSH in a Job, and reads back what the
     /// Job found (timezone, PostgreSQL version, database settings, TLS material). Run it again
     /// after an interruption: it resumes where it stopped.
-    Migrate(MigrateCmd),
-    /// Print the client version.
-    Version,
+    Migrate(Box<MigrateCmd>),
+    /// Print the client version and, when a server runs in the namespace, its images.
+    ///
+    /// Never fails because the cluster cannot be reached: the client version is printed and a
+    /// note says why the server's is missing.
+    Version(VersionCmd),
+    /// Print a shell completion script (bash, zsh or fish).
+    #[command(long_about = COMPLETION_HELP)]
+    Completion(CompletionCmd),
+}
+
+const COMPLETION_HELP: &str = "Print a shell completion script (bash, zsh or fish).
+
+`kubectl uyuni <TAB>`: kubectl 1.26 and later complete a plugin's arguments by running an
+executable named kubectl_complete-uyuni found on PATH. The release archive ships it (krew keeps
+it in ~/.krew/store/uyuni/VERSION/); put it on PATH, for example:
+
+    ln -s ~/.krew/store/uyuni/*/kubectl_complete-uyuni ~/.krew/bin/
+
+or create it:
+
+    printf '#!/bin/sh\nexec kubectl-uyuni __complete \"$@\"\n' > ~/.local/bin/kubectl_complete-uyuni
+    chmod +x ~/.local/bin/kubectl_complete-uyuni
+
+kubectl's own completion must be loaded (`source <(kubectl completion bash)`).
+
+`kubectl-uyuni <TAB>` (the binary called directly):
+
+    bash:  source <(kubectl-uyuni completion bash)
+    zsh:   kubectl-uyuni completion zsh > \"${fpath[1]}/_kubectl-uyuni\"
+    fish:  kubectl-uyuni completion fish > ~/.config/fish/completions/kubectl-uyuni.fish";
+
+#[derive(Debug, Args)]
+pub struct VersionCmd {
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "version_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionCmd {
+    /// The shell to print the script for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A live step list on a terminal, plain lines otherwise.
+    Auto,
+    /// Timestamped lines, one per event.
+    Plain,
+}
+
+impl Cli {
+    /// The tracing verbosity: -v counts and kubectl's -v=N, whichever asks for more.
+    pub fn verbosity(&self) -> u8 {
+        let from_level = match self.kubectl_verbosity.unwrap_or(0) {
+            0 => 0,
+            1..=3 => 1,
+            4..=5 => 2,
+            _ => 3,
+        };
+        self.verbose.max(from_level)
+    }
+
+    /// The kubeconfig user from --kube-user or, outside `migrate`, --user. Two different ones
+    /// are an error, and so is `--user` before `migrate`, whose --user means the SSH user.
+    pub fn kube_user(&self) -> Result<Option<String>, String> {
+        let after = match &self.command {
+            Command::Version(v) => v.user.clone(),
+            _ => None,
+        };
+        if matches!(self.command, Command::Migrate(_)) && self.user_before_command.is_some() {
+            return Err("--user before `migrate` is ambiguous: `migrate --user` is the SSH user on the source; pass the kubeconfig user as --kube-user NAME".to_owned());
+        }
+        let mut chosen: Option<String> = None;
+        for candidate in [&self.kube.user, &self.user_before_command, &after]
+            .into_iter()
+            .flatten()
+        {
+            match &chosen {
+                Some(c) if c != candidate => {
+                    return Err(format!(
+                        "two kubeconfig users given ({c:?} and {candidate:?}): pass only one of --user and --kube-user"
+                    ));
+                }
+                _ => chosen = Some(candidate.clone()),
+            }
+        }
+        Ok(chosen)
+    }
+}
+
+/// Rewrites kubectl's numeric verbosity (`-v=N`, `-vN`, `-v N`, `--v N`) to `--v=N`, which
+/// clap parses next to the counting `-v`/`-vv`. Arguments after `--` are left alone.
+pub fn normalize_args<I: IntoIterator<Item = std::ffi::OsString>>(
+    args: I,
+) -> Vec<std::ffi::OsString> {
+    let is_level = |s: &str| !s.is_empty() && s.len() <= 3 && s.bytes().all(|b| b.is_ascii_digit());
+    let mut out = Vec::new();
+    let mut iter = args.into_iter().peekable();
+    let mut rest = false;
+    while let Some(arg) = iter.next() {
+        let Some(text) = arg.to_str().filter(|_| !rest) else {
+            out.push(arg);
+            continue;
+        };
+        if text == "--" {
+            rest = true;
+            out.push(arg);
+            continue;
+        }
+        let level = if let Some(v) = text
+            .strip_prefix("-v=")
+            .or_else(|| text.strip_prefix("--v="))
+        {
+            Some(v.to_owned())
+        } else if let Some(v) = text.strip_prefix("-v").filter(|v| is_level(v)) {
+            Some(v.to_owned())
+        } else if text == "-v" || text == "--v" {
+            match iter.peek().and_then(|n| n.to_str()).filter(|n| is_level(n)) {
+                Some(n) => {
+                    let n = n.to_owned();
+                    iter.next();
+                    Some(n)
+                }
+                None => None,
+            }
+        } else {
+            None
+        };
+        match level {
+            Some(n) => out.push(format!("--v={n}").into()),
+            None => out.push(arg),
+        }
+    }
+    out
 }
 
 #[derive(Debug, Args)]
@@ -152,6 +316,49 @@ pub struct MigrateCmd {
     /// ssh_config file for the connection (optional).
     #[arg(long, value_name = "FILE", help_heading = SSH)]
     pub ssh_config: Option<PathBuf>,
+
+    /// File holding the password of the source's CA key (its first line). Also read from the
+    /// environment variable UYUNI_SSL_PASSWORD; asked for on a terminal when neither is given.
+    /// Never accepted as a command-line value.
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_password_file: Option<PathBuf>,
+
+    /// Another DNS name of the server, added to its certificate (repeatable).
+    #[arg(long = "ssl-cname", value_name = "NAME", help_heading = "TLS")]
+    pub ssl_cname: Vec<String>,
+
+    /// Third-party certificates: the root CA (PEM). With --ssl-server-cert and
+    /// --ssl-server-key, no cert-manager is needed.
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_ca_root: Option<PathBuf>,
+
+    /// An intermediate CA of the server certificate (repeatable, in chain order).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_ca_intermediate: Vec<PathBuf>,
+
+    /// The server certificate (PEM).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_server_cert: Option<PathBuf>,
+
+    /// The server certificate's key (PEM, without passphrase).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_server_key: Option<PathBuf>,
+
+    /// The database certificate's root CA [default: --ssl-ca-root].
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_db_ca_root: Option<PathBuf>,
+
+    /// An intermediate CA of the database certificate (repeatable).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_db_ca_intermediate: Vec<PathBuf>,
+
+    /// The database certificate (PEM) [default: the server certificate].
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_db_cert: Option<PathBuf>,
+
+    /// The database certificate's key (PEM, without passphrase).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ssl_db_key: Option<PathBuf>,
 
     /// StorageClass of every volume (default: the cluster's default class).
     #[arg(long, value_name = "CLASS", help_heading = VOLUMES)]
@@ -196,6 +403,53 @@ pub struct MigrateCmd {
     /// Image pull policy: Always, IfNotPresent or Never [default: Always].
     #[arg(long, alias = "pullPolicy", value_name = "POLICY", help_heading = IMAGE)]
     pub pull_policy: Option<String>,
+
+    /// PostgreSQL image of the `db` Deployment [default: uyuni/server-postgresql].
+    #[arg(long = "db-image", alias = "pgsql-image", value_name = "IMAGE", help_heading = IMAGE)]
+    pub db_image: Option<String>,
+
+    /// Tag of the PostgreSQL image [default: the server's tag].
+    #[arg(long = "pgsql-tag", alias = "db-tag", value_name = "TAG", help_heading = IMAGE)]
+    pub db_tag: Option<String>,
+
+    /// Image that upgrades the synced database to the PostgreSQL major of the database image
+    /// [default: uyuni/server-database-migration].
+    #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
+    pub dbupgrade_image: Option<String>,
+
+    /// Tag of the database upgrade image [default: the server's tag].
+    #[arg(long, value_name = "TAG", help_heading = IMAGE)]
+    pub dbupgrade_tag: Option<String>,
+
+    /// Hub XML-RPC API image [default: uyuni/server-hub-xmlrpc-api, the server's tag].
+    #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
+    pub hubxmlrpc_image: Option<String>,
+
+    /// Replicas of the hub XML-RPC API [default: 1 if the source ran it, else 0].
+    #[arg(long, value_name = "N", help_heading = IMAGE)]
+    pub hubxmlrpc_replicas: Option<u32>,
+
+    /// Confidential computing attestation image [default: uyuni/server-attestation].
+    #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
+    pub coco_image: Option<String>,
+
+    /// Replicas of the confidential computing attestation [default: 0].
+    #[arg(long, value_name = "N", help_heading = IMAGE)]
+    pub coco_replicas: Option<u32>,
+
+    /// Ingress controller to expose the server through: auto (the cluster's default
+    /// IngressClass), traefik, nginx or none.
+    #[arg(long, value_name = "CONTROLLER", help_heading = "Networking")]
+    pub ingress: Option<String>,
+
+    /// IngressClass of the Ingresses [default: the detected controller's class].
+    #[arg(long, value_name = "NAME", help_heading = "Networking")]
+    pub ingress_class: Option<String>,
+
+    /// Also configure the ingress controller's TCP/UDP ports (a HelmChartConfig in kube-system,
+    /// k3s and RKE2); without it the needed configuration is printed.
+    #[arg(long, help_heading = "Networking")]
+    pub configure_ingress_controller: bool,
 
     /// Show every step and a diff of every object that would change; write nothing. `server`
     /// also sends each write to the API server as a dry run, so admission and validation

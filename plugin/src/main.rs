@@ -3,9 +3,14 @@
 
 mod cli;
 mod clock;
+mod completion;
+mod dry_run;
 mod migrate;
 mod output;
+mod source_probe;
+mod version;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -43,7 +48,7 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
         kubeconfig: kube.kubeconfig.clone(),
         context: kube.context.clone(),
         cluster: kube.cluster.clone(),
-        user: None,
+        user: kube.user.clone(),
         namespace: kube.namespace.clone(),
         insecure_skip_tls_verify: kube.insecure_skip_tls_verify,
         request_timeout: kube
@@ -62,8 +67,10 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
 
 fn init_tracing(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn",
+        (true, _) => "error,kube_client=off",
+        // kube-rs logs every failed request at ERROR; our own error says what failed and what
+        // to do, so its line is only noise unless asked for with -v.
+        (false, 0) => "warn,kube_client=off",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",
@@ -77,14 +84,31 @@ fn init_tracing(verbose: u8, quiet: bool) {
 }
 
 async fn run(cli: Cli) -> Result<()> {
-    let reporter = output::Reporter::new(cli.quiet);
+    let color = output::use_color(
+        cli.color,
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let reporter = output::Reporter::new(output::ReporterOptions {
+        quiet: cli.quiet,
+        progress: cli.progress,
+        color,
+        verbose: cli.verbosity() > 0,
+    });
+    let result = run_command(&cli, &reporter).await;
+    reporter.finish(result.is_ok());
+    result
+}
+
+async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
     match &cli.command {
-        Command::Version => {
-            println!("kubectl-uyuni {}", env!("CARGO_PKG_VERSION"));
+        Command::Version(_) => version::run(&cli.kube, cli.output).await,
+        Command::Completion(cmd) => {
+            completion::print_script(cmd.shell);
             Ok(())
         }
         Command::Migrate(cmd) => {
-            let work = migrate::run(cmd, &cli.kube, &reporter);
+            let work = migrate::run(cmd, cli, reporter);
             tokio::select! {
                 result = work => result,
                 _ = tokio::signal::ctrl_c() => {
@@ -96,8 +120,24 @@ async fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    init_tracing(cli.verbose, cli.quiet);
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // kubectl_complete-uyuni runs `kubectl-uyuni __complete WORDS…` for `kubectl uyuni <TAB>`:
+    // answered before parsing, as the words are an incomplete command line.
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("__complete") => return completion::run(&args[2..], true),
+        Some("__completeNoDesc") => return completion::run(&args[2..], false),
+        _ => {}
+    }
+    args = cli::normalize_args(args);
+    let mut cli = Cli::parse_from(args);
+    match cli.kube_user() {
+        Ok(user) => cli.kube.user = user,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    init_tracing(cli.verbosity(), cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -108,10 +148,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let cli_color = cli.color;
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let color = output::use_color(
+                cli_color,
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR").as_deref(),
+            );
+            eprintln!(
+                "{} {}",
+                output::paint("error:", "31", color),
+                output::error_chain(&e)
+            );
             ExitCode::FAILURE
         }
     }

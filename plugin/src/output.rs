@@ -1,35 +1,161 @@
-//! What the user sees on stderr while a command runs: steps, Job logs, retries. Data goes to
-//! stdout elsewhere.
+//! What the user sees: progress on stderr while a command runs (a live step list on a terminal,
+//! timestamped lines otherwise, nothing but errors with -q) and data on stdout in the format
+//! `-o` asks for.
 
-use std::io::Write;
-use std::sync::Mutex;
-use std::time::Instant;
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use serde::Serialize;
 use uyuni_core::Step;
 use uyuni_effects::{Progress, ProgressEvent};
 
+use crate::cli::{ColorChoice, OutputFormat, ProgressMode};
+
+/// Log lines of the running Job kept under the live step list.
+const LOG_TAIL: usize = 4;
+/// Finished steps shown one by one in the live view; earlier ones fold into one line.
+const VISIBLE_DONE: usize = 3;
+/// In plain mode, rsync's progress figures at most this often (they come several a second).
+const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// Whether to colour stderr: `--color` wins; `auto` colours a terminal unless `NO_COLOR` is set
+/// to a non-empty value (<https://no-color.org>).
+pub fn use_color(
+    choice: ColorChoice,
+    is_terminal: bool,
+    no_color: Option<&std::ffi::OsStr>,
+) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => is_terminal && no_color.is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// How the reporter shows progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReporterOptions {
+    pub quiet: bool,
+    pub progress: ProgressMode,
+    pub color: bool,
+    /// Verbose logs share stderr with the live view and would tear it: they force plain lines.
+    pub verbose: bool,
+}
+
+impl ReporterOptions {
+    /// Plain lines without colour: what tests and pipes get.
+    #[cfg(test)]
+    pub fn plain() -> Self {
+        ReporterOptions {
+            quiet: false,
+            progress: ProgressMode::Plain,
+            color: false,
+            verbose: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Display {
+    Quiet,
+    Plain,
+    Live,
+}
+
 pub struct Reporter {
-    quiet: bool,
+    display: Display,
+    color: bool,
     started: Instant,
     namespace: Mutex<String>,
+    state: Arc<Mutex<LiveState>>,
+    /// The live view, drawn from the first step on (commands without steps never show it)
+    /// until the plan's last step ends or [`Reporter::finish`].
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+/// What the live view shows; also tracked in plain mode (for the rsync throttle).
+#[derive(Debug, Default)]
+struct LiveState {
+    steps: Vec<StepState>,
+    /// Position and total of the current step in the plan it came from.
+    position: (usize, usize),
+    activity: Option<String>,
+    log_tail: VecDeque<String>,
+    rsync: Option<RsyncProgress>,
+    last_plain_progress: Option<Instant>,
+}
+
+#[derive(Debug, Clone)]
+struct StepState {
+    id: String,
+    line: String,
+    started: Instant,
+    ended: Option<(Instant, Outcome)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    Failed,
+}
+
+fn lock(state: &Mutex<LiveState>) -> MutexGuard<'_, LiveState> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Reporter {
-    pub fn new(quiet: bool) -> Self {
+    pub fn new(opts: ReporterOptions) -> Self {
+        let display = if opts.quiet {
+            Display::Quiet
+        } else if opts.progress == ProgressMode::Auto
+            && !opts.verbose
+            && std::io::stderr().is_terminal()
+        {
+            Display::Live
+        } else {
+            Display::Plain
+        };
+        let state = Arc::new(Mutex::new(LiveState::default()));
         Reporter {
-            quiet,
+            display,
+            color: opts.color,
             started: Instant::now(),
             namespace: Mutex::new(String::new()),
+            state,
+            bar: Mutex::new(None),
         }
     }
 
+    /// A line above the live view, or a timestamped line.
     fn line(&self, text: &str) {
-        if self.quiet {
+        if self.display == Display::Quiet {
             return;
         }
-        let elapsed = self.started.elapsed().as_secs_f64();
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "[{elapsed:>7.1}s] {text}");
+        match self.live() {
+            Some(bar) => bar.println(text),
+            None => {
+                let stamp = plain_stamp(self.started.elapsed());
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{} {text}", paint(&stamp, DIM, self.color));
+            }
+        }
+    }
+
+    /// Warnings are shown even with -q.
+    pub fn warn(&self, text: &str) {
+        let text = format!("{} {text}", paint("warning:", YELLOW, self.color));
+        match self.live() {
+            Some(bar) => bar.println(text),
+            None => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{text}");
+            }
+        }
     }
 
     pub fn info(&self, text: &str) {
@@ -37,10 +163,41 @@ impl Reporter {
     }
 
     pub fn step(&self, position: usize, total: usize, step: &Step) {
-        self.line(&format!(
-            "step {position}/{total}: {}",
-            uyuni_core::render::step_line(step)
-        ));
+        let line = step_label(step);
+        {
+            let now = Instant::now();
+            let mut state = lock(&self.state);
+            state.position = (position, total);
+            let same = state
+                .steps
+                .last()
+                .is_some_and(|s| s.id == step.id && s.ended.is_none());
+            if !same {
+                if let Some(last) = state.steps.last_mut().filter(|s| s.ended.is_none()) {
+                    last.ended = Some((now, Outcome::Done));
+                }
+                state.steps.push(StepState {
+                    id: step.id.to_string(),
+                    line: line.clone(),
+                    started: now,
+                    ended: None,
+                });
+                state.activity = None;
+                state.log_tail.clear();
+                state.rsync = None;
+            }
+        }
+        if self.display == Display::Live
+            && let Ok(mut bar) = self.bar.lock()
+            && bar.is_none()
+        {
+            *bar = Some(live_bar(Arc::clone(&self.state), self.color));
+        }
+        if self.display == Display::Plain {
+            let head = paint(&format!("step {position}/{total}:"), BOLD, self.color);
+            self.line(&format!("{head} {}", uyuni_core::render::step_line(step)));
+        }
+        self.tick();
     }
 
     pub fn set_job_context(&self, namespace: &str) {
@@ -48,10 +205,633 @@ impl Reporter {
             namespace.clone_into(&mut ns);
         }
     }
+
+    /// The live view, if it is showing.
+    fn live(&self) -> Option<ProgressBar> {
+        self.bar.lock().ok().and_then(|b| b.clone())
+    }
+
+    /// Ends the live view, leaving the step list (with each step's time) on the terminal.
+    /// Call it before printing data on stdout: the live view redraws the lines above it.
+    /// Harmless when there is no live view; the next step starts a new one.
+    pub fn finish(&self, succeeded: bool) {
+        let Some(bar) = self.bar.lock().ok().and_then(|mut b| b.take()) else {
+            return;
+        };
+        let text = {
+            let now = Instant::now();
+            let mut state = lock(&self.state);
+            if let Some(last) = state.steps.last_mut().filter(|s| s.ended.is_none()) {
+                let outcome = if succeeded {
+                    Outcome::Done
+                } else {
+                    Outcome::Failed
+                };
+                last.ended = Some((now, outcome));
+            }
+            let text = render_live(&state, now, self.color, usize::MAX, 0, false);
+            let steps = std::mem::take(&mut state.steps);
+            *state = LiveState {
+                position: state.position,
+                ..LiveState::default()
+            };
+            drop(steps);
+            text
+        };
+        bar.finish_and_clear();
+        if !text.is_empty() {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{text}");
+        }
+    }
+
+    fn tick(&self) {
+        if let Some(bar) = self.live() {
+            bar.tick();
+        }
+    }
+
+    fn live_event(&self, event: &ProgressEvent<'_>) {
+        match event {
+            ProgressEvent::JobLog { line, .. } => {
+                let mut state = lock(&self.state);
+                let line = last_segment(line);
+                if let Some(p) = RsyncProgress::parse(line) {
+                    state.rsync = Some(p);
+                } else if !line.trim().is_empty() {
+                    if state.log_tail.len() == LOG_TAIL {
+                        state.log_tail.pop_front();
+                    }
+                    state.log_tail.push_back(line.to_owned());
+                }
+            }
+            ProgressEvent::Warning { .. } | ProgressEvent::Retrying { .. } => {
+                self.warn(&event.to_string());
+            }
+            ProgressEvent::JobFinished {
+                succeeded: false, ..
+            } => {
+                let mut state = lock(&self.state);
+                if let Some(last) = state.steps.last_mut().filter(|s| s.ended.is_none()) {
+                    last.ended = Some((Instant::now(), Outcome::Failed));
+                }
+            }
+            ProgressEvent::JobFinished {
+                succeeded: true, ..
+            } => {
+                // A Job is the long part of a plan, and often its end: the command may print
+                // its result on stdout next, which a live view would draw over. So the view
+                // ends here; a following step starts a new one.
+                self.finish(true);
+                return;
+            }
+            other => lock(&self.state).activity = Some(other.to_string()),
+        }
+        self.tick();
+    }
+
+    fn plain_event(&self, event: &ProgressEvent<'_>) {
+        if let ProgressEvent::JobLog { job, line, .. } = event {
+            let line = last_segment(line);
+            if let Some(p) = RsyncProgress::parse(line) {
+                let now = Instant::now();
+                let print = {
+                    let mut state = lock(&self.state);
+                    let due = p.percent >= 100
+                        || state
+                            .last_plain_progress
+                            .is_none_or(|t| now.duration_since(t) >= PLAIN_PROGRESS_EVERY);
+                    if due {
+                        state.last_plain_progress = Some(now);
+                    }
+                    due
+                };
+                if print {
+                    self.line(&format!("job/{job} | rsync {}", p.summary()));
+                }
+                return;
+            }
+        }
+        let text = event.to_string();
+        match event {
+            ProgressEvent::Warning { .. } | ProgressEvent::Retrying { .. } => self.warn(&text),
+            ProgressEvent::JobLog { .. } => self.line(&paint(&text, DIM, self.color)),
+            ProgressEvent::JobFinished {
+                succeeded: false, ..
+            } => self.line(&paint(&text, RED, self.color)),
+            _ => self.line(&text),
+        }
+    }
 }
 
 impl Progress for Reporter {
     fn event(&self, event: ProgressEvent<'_>) {
-        self.line(&event.to_string());
+        match self.display {
+            Display::Quiet => {}
+            Display::Plain => self.plain_event(&event),
+            Display::Live => self.live_event(&event),
+        }
+    }
+}
+
+impl Drop for Reporter {
+    fn drop(&mut self) {
+        if let Some(bar) = self.live() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn live_bar(state: Arc<Mutex<LiveState>>, color: bool) -> ProgressBar {
+    let started = Instant::now();
+    let style = ProgressStyle::with_template("{live}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+        .with_key(
+            "live",
+            move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let width = usize::from(console::Term::stderr().size().1).max(20);
+                let frame = (started.elapsed().as_millis() / 100) as usize;
+                let state = lock(&state);
+                let _ = w.write_str(&render_live(
+                    &state,
+                    Instant::now(),
+                    color,
+                    width,
+                    frame,
+                    true,
+                ));
+            },
+        );
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(8));
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+// --- pure formatting -------------------------------------------------------------------------
+
+const BOLD: &str = "1";
+const DIM: &str = "2";
+const RED: &str = "31";
+const GREEN: &str = "32";
+const YELLOW: &str = "33";
+const CYAN: &str = "36";
+
+/// `text` in an SGR colour when `color` is on.
+pub fn paint(text: &str, sgr: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[{sgr}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The plain-mode prefix: seconds since the command started.
+pub fn plain_stamp(elapsed: Duration) -> String {
+    format!("[{:>7.1}s]", elapsed.as_secs_f64())
+}
+
+/// `0.4s`, `12s`, `1m02s`, `2h05m`.
+pub fn human_elapsed(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs < 10 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60)
+    }
+}
+
+/// A step as the live list names it.
+fn step_label(step: &Step) -> String {
+    format!("{} ({})", step.description, step.target)
+}
+
+/// rsync rewrites its progress line with carriage returns; only the latest state counts.
+fn last_segment(line: &str) -> &str {
+    line.rsplit('\r')
+        .find(|s| !s.trim().is_empty())
+        .unwrap_or(line)
+}
+
+/// Cuts `text` to `width` characters, marking the cut.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// The live view: one line per step seen so far (✔ done, ✖ failed, spinner for the running one,
+/// each with its time), then under the running step what it is doing, rsync's figures and the
+/// last lines of its Job's log.
+fn render_live(
+    state: &LiveState,
+    now: Instant,
+    color: bool,
+    width: usize,
+    frame: usize,
+    live_fold: bool,
+) -> String {
+    let mut out = String::new();
+    // Many steps finish in a blink (one per volume): while running, the finished ones beyond
+    // the last few fold into one line so the view fits a terminal.
+    let finished = state.steps.iter().filter(|s| s.ended.is_some()).count();
+    let folded = if live_fold && finished > VISIBLE_DONE {
+        finished - VISIBLE_DONE
+    } else {
+        0
+    };
+    if folded > 0 {
+        let first = &state.steps[0];
+        let until = state.steps[folded - 1]
+            .ended
+            .map_or(first.started, |(end, _)| end);
+        let time = human_elapsed(until.saturating_duration_since(first.started));
+        let _ = writeln!(
+            out,
+            "{} {folded} steps done  {}",
+            paint("✔", GREEN, color),
+            paint(&time, DIM, color)
+        );
+    }
+    for step in state.steps.iter().skip(folded) {
+        let (mark, elapsed) = match step.ended {
+            Some((end, Outcome::Done)) => (paint("✔", GREEN, color), end - step.started),
+            Some((end, Outcome::Failed)) => (paint("✖", RED, color), end - step.started),
+            None => (
+                paint(SPINNER[frame % SPINNER.len()], CYAN, color),
+                now.saturating_duration_since(step.started),
+            ),
+        };
+        let time = human_elapsed(elapsed);
+        let label = fit(&step.line, width.saturating_sub(time.len() + 4));
+        let _ = writeln!(out, "{mark} {label}  {}", paint(&time, DIM, color));
+    }
+    let running = state.steps.last().is_some_and(|s| s.ended.is_none());
+    if running {
+        let indent = "    ";
+        let room = width.saturating_sub(indent.len());
+        if let Some(activity) = &state.activity {
+            let _ = writeln!(out, "{indent}{}", fit(activity, room));
+        }
+        if let Some(p) = &state.rsync {
+            let _ = writeln!(
+                out,
+                "{indent}{}",
+                paint(&fit(&format!("rsync {}", p.summary()), room), BOLD, color)
+            );
+        }
+        for line in &state.log_tail {
+            let _ = writeln!(
+                out,
+                "{indent}{}",
+                paint(&fit(&format!("│ {line}"), room), DIM, color)
+            );
+        }
+        let (position, total) = state.position;
+        if total > position {
+            let more = total - position;
+            let _ = writeln!(
+                out,
+                "{}",
+                paint(
+                    &format!(
+                        "  … {more} more step{} planned",
+                        if more == 1 { "" } else { "s" }
+                    ),
+                    DIM,
+                    color
+                )
+            );
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// The figures of one rsync `--info=progress2` line:
+/// `  1,234,567  45%   11.84MB/s    0:01:39 (xfr#12, to-chk=3/40)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RsyncProgress {
+    pub bytes: u64,
+    pub percent: u32,
+    /// As rsync writes it, e.g. `11.84MB/s`.
+    pub rate: String,
+    /// Time left while running, time taken on the last line of a transfer.
+    pub time: String,
+    pub files_transferred: Option<u64>,
+    /// `to-chk`/`ir-chk`: files still to check, of how many known so far.
+    pub to_check: Option<(u64, u64)>,
+}
+
+impl RsyncProgress {
+    pub fn parse(line: &str) -> Option<RsyncProgress> {
+        let mut words = line.split_whitespace();
+        let bytes_word = words.next()?;
+        if !bytes_word.bytes().all(|b| b.is_ascii_digit() || b == b',') {
+            return None;
+        }
+        let bytes = bytes_word.replace(',', "").parse().ok()?;
+        let percent = words.next()?.strip_suffix('%')?.parse().ok()?;
+        let rate = words.next().filter(|r| r.ends_with("/s"))?.to_owned();
+        let time = words
+            .next()
+            .filter(|t| t.contains(':') && t.bytes().all(|b| b.is_ascii_digit() || b == b':'))?
+            .to_owned();
+        let rest: String = words.collect::<Vec<_>>().join(" ");
+        let inner = rest
+            .strip_prefix('(')
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or("");
+        let mut files_transferred = None;
+        let mut to_check = None;
+        for part in inner.split(',').map(str::trim) {
+            if let Some(n) = part.strip_prefix("xfr#") {
+                files_transferred = n.parse().ok();
+            } else if let Some(v) = part
+                .strip_prefix("to-chk=")
+                .or_else(|| part.strip_prefix("ir-chk="))
+                && let Some((a, b)) = v.split_once('/')
+            {
+                to_check = a.parse().ok().zip(b.parse().ok());
+            }
+        }
+        Some(RsyncProgress {
+            bytes,
+            percent,
+            rate,
+            time,
+            files_transferred,
+            to_check,
+        })
+    }
+
+    /// `45%  1.2 GiB  11.84MB/s  0:01:39  12 files sent, 3 of 40 left to check`
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{:>3}%  {}  {}  {}",
+            self.percent,
+            human_bytes(self.bytes),
+            self.rate,
+            self.time
+        );
+        if let Some(n) = self.files_transferred {
+            let _ = write!(s, "  {n} file{} sent", if n == 1 { "" } else { "s" });
+        }
+        if let Some((left, of)) = self.to_check {
+            let _ = write!(s, ", {left} of {of} left to check");
+        }
+        s
+    }
+}
+
+/// Binary units, one decimal: `512 B`, `1.5 KiB`, `1.2 GiB` (the core's, so the dry run and the
+/// progress display agree).
+pub use uyuni_core::dataplane::human_bytes;
+
+/// An error and its causes on one line, as `{:#}` does, without repeating a cause that a
+/// message already quotes (the effects errors include their source).
+pub fn error_chain(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+// --- data on stdout --------------------------------------------------------------------------
+
+/// Renders `value` as `-o` asks: JSON (pretty, one trailing newline), YAML, or `human()`.
+pub fn render_data<T: Serialize>(
+    format: OutputFormat,
+    value: &T,
+    human: impl FnOnce(&T) -> String,
+) -> Result<String> {
+    Ok(match format {
+        OutputFormat::Human => human(value),
+        OutputFormat::Json => {
+            let mut s = serde_json::to_string_pretty(value).context("cannot render JSON")?;
+            s.push('\n');
+            s
+        }
+        OutputFormat::Yaml => serde_saphyr::to_string(value).context("cannot render YAML")?,
+    })
+}
+
+/// [`render_data`], written to stdout.
+pub fn print_data<T: Serialize>(
+    format: OutputFormat,
+    value: &T,
+    human: impl FnOnce(&T) -> String,
+) -> Result<()> {
+    let text = render_data(format, value, human)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn color_follows_flag_then_no_color_then_terminal() {
+        assert!(use_color(ColorChoice::Always, false, Some(OsStr::new("1"))));
+        assert!(!use_color(ColorChoice::Never, true, None));
+        assert!(use_color(ColorChoice::Auto, true, None));
+        assert!(use_color(ColorChoice::Auto, true, Some(OsStr::new(""))));
+        assert!(!use_color(ColorChoice::Auto, true, Some(OsStr::new("1"))));
+        assert!(!use_color(ColorChoice::Auto, false, None));
+        assert_eq!(paint("x", RED, false), "x");
+        assert_eq!(paint("x", RED, true), "\x1b[31mx\x1b[0m");
+    }
+
+    #[test]
+    fn durations_and_sizes_read_well() {
+        assert_eq!(human_elapsed(Duration::from_millis(420)), "0.4s");
+        assert_eq!(human_elapsed(Duration::from_secs(12)), "12s");
+        assert_eq!(human_elapsed(Duration::from_secs(62)), "1m02s");
+        assert_eq!(human_elapsed(Duration::from_secs(7500)), "2h05m");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1_288_490_189), "1.2 GiB");
+        assert_eq!(plain_stamp(Duration::from_millis(12_340)), "[   12.3s]");
+    }
+
+    #[test]
+    fn rsync_progress2_lines_are_understood() {
+        let p = RsyncProgress::parse(
+            "  1,234,567,890  45%   11.84MB/s    0:01:39 (xfr#1234, to-chk=10/5678)",
+        )
+        .expect("a progress2 line");
+        assert_eq!(p.bytes, 1_234_567_890);
+        assert_eq!(p.percent, 45);
+        assert_eq!(p.rate, "11.84MB/s");
+        assert_eq!(p.time, "0:01:39");
+        assert_eq!(p.files_transferred, Some(1234));
+        assert_eq!(p.to_check, Some((10, 5678)));
+        assert_eq!(
+            p.summary(),
+            " 45%  1.1 GiB  11.84MB/s  0:01:39  1234 files sent, 10 of 5678 left to check"
+        );
+        let ir = RsyncProgress::parse(
+            "     32,768   0%    0.00kB/s    0:00:00 (xfr#1, ir-chk=1000/1002)",
+        )
+        .expect("ir-chk");
+        assert_eq!(ir.to_check, Some((1000, 1002)));
+        // The simulated cluster's lines carry no parenthesis.
+        let bare =
+            RsyncProgress::parse("  5,368,709,120 100%   232.73MB/s    0:00:22").expect("bare");
+        assert_eq!((bare.percent, bare.files_transferred), (100, None));
+        for not in [
+            "Synchronizing /var/lib/pgsql ...",
+            "sent 1,234 bytes  received 56 bytes",
+            "",
+            "12 45% fast 0:01",
+        ] {
+            assert_eq!(RsyncProgress::parse(not), None, "{not:?}");
+        }
+        assert_eq!(last_segment("a 1%\r b 2%\r"), " b 2%");
+    }
+
+    #[test]
+    fn the_live_view_lists_steps_with_times_and_the_running_jobs_log() {
+        let t0 = Instant::now();
+        let s = |secs| t0 + Duration::from_secs(secs);
+        let state = LiveState {
+            steps: vec![
+                StepState {
+                    id: "namespace".into(),
+                    line: "create the namespace (namespace/uyuni)".into(),
+                    started: s(0),
+                    ended: Some((s(1), Outcome::Done)),
+                },
+                StepState {
+                    id: "data-sync".into(),
+                    line: "run the data sync (job/uyuni-data-sync-1)".into(),
+                    started: s(1),
+                    ended: None,
+                },
+            ],
+            position: (2, 4),
+            activity: Some("pod p of job/j: Running".into()),
+            log_tail: ["Synchronizing /var/lib/pgsql ...".to_owned()].into(),
+            rsync: RsyncProgress::parse("  1,024  45%  1.00MB/s  0:00:09"),
+            last_plain_progress: None,
+        };
+        let text = render_live(&state, s(63), false, 200, 0, true);
+        assert_eq!(
+            text,
+            "✔ create the namespace (namespace/uyuni)  1.0s\n\
+             ⠋ run the data sync (job/uyuni-data-sync-1)  1m02s\n    \
+             pod p of job/j: Running\n    \
+             rsync  45%  1.0 KiB  1.00MB/s  0:00:09\n    \
+             │ Synchronizing /var/lib/pgsql ...\n  \
+             … 2 more steps planned"
+        );
+        let narrow = render_live(&state, s(63), false, 30, 1, true);
+        assert!(narrow.lines().all(|l| l.chars().count() <= 30), "{narrow}");
+        assert!(narrow.contains('⠙'));
+        let coloured = render_live(&state, s(63), true, 200, 0, true);
+        assert!(coloured.contains("\x1b[32m✔\x1b[0m"), "{coloured}");
+
+        // Finished steps beyond the last three fold into one line while running, not at the end.
+        let mut many = LiveState::default();
+        for i in 0..6 {
+            many.steps.push(StepState {
+                id: format!("s{i}"),
+                line: format!("step {i}"),
+                started: s(i),
+                ended: Some((s(i + 1), Outcome::Done)),
+            });
+        }
+        many.steps.push(StepState {
+            id: "running".into(),
+            line: "running".into(),
+            started: s(6),
+            ended: None,
+        });
+        let live = render_live(&many, s(7), false, 200, 0, true);
+        assert_eq!(
+            live.lines().collect::<Vec<_>>(),
+            [
+                "✔ 3 steps done  3.0s",
+                "✔ step 3  1.0s",
+                "✔ step 4  1.0s",
+                "✔ step 5  1.0s",
+                "⠋ running  1.0s"
+            ]
+        );
+        assert_eq!(
+            render_live(&many, s(7), false, 200, 0, false)
+                .lines()
+                .count(),
+            7
+        );
+    }
+
+    #[test]
+    fn data_renders_in_each_format() {
+        #[derive(Serialize)]
+        struct D {
+            name: &'static str,
+            n: u32,
+        }
+        let d = D { name: "x", n: 2 };
+        let human = |d: &D| format!("{} {}\n", d.name, d.n);
+        assert_eq!(
+            render_data(OutputFormat::Human, &d, human).expect("human"),
+            "x 2\n"
+        );
+        let json = render_data(OutputFormat::Json, &d, human).expect("json");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&json).expect("parses"),
+            serde_json::json!({"name": "x", "n": 2})
+        );
+        let yaml = render_data(OutputFormat::Yaml, &d, human).expect("yaml");
+        assert_eq!(
+            serde_saphyr::from_str::<serde_json::Value>(&yaml).expect("parses"),
+            serde_json::json!({"name": "x", "n": 2})
+        );
+    }
+
+    #[test]
+    fn error_chains_do_not_repeat_themselves() {
+        let io = std::io::Error::other("disk on fire");
+        let err = anyhow::Error::new(io)
+            .context("cannot read x: disk on fire")
+            .context("cannot start");
+        assert_eq!(
+            error_chain(&err),
+            "cannot start: cannot read x: disk on fire"
+        );
+    }
+
+    #[test]
+    fn plain_options_are_plain() {
+        let r = Reporter::new(ReporterOptions::plain());
+        assert_eq!(r.display, Display::Plain);
+        let q = Reporter::new(ReporterOptions {
+            quiet: true,
+            ..ReporterOptions::plain()
+        });
+        assert_eq!(q.display, Display::Quiet);
     }
 }
