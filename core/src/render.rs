@@ -7,7 +7,7 @@ use similar::TextDiff;
 
 use crate::object::{Kind, Object};
 use crate::observed::Observed;
-use crate::plan::{Action, Op, Step};
+use crate::plan::{Op, Step};
 
 /// Metadata fields the server fills in; noise in a diff.
 const NOISY_METADATA: &[&str] = &[
@@ -107,28 +107,73 @@ pub fn to_yaml(value: &Value) -> String {
     serde_saphyr::to_string(value).unwrap_or_else(|_| value.to_string())
 }
 
+/// How to render a preview.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Lines of context around each change in diffs.
+    pub context: usize,
+    /// Show Secret values (`--show-secrets`) instead of masking them.
+    pub show_secrets: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            context: 3,
+            show_secrets: false,
+        }
+    }
+}
+
+/// Secret data decoded to text, for `--show-secrets`.
+fn reveal(value: &Value) -> Value {
+    use base64::Engine;
+    let mut out = value.clone();
+    if is_secret(value)
+        && let Some(map) = out.get_mut("data").and_then(Value::as_object_mut)
+    {
+        for v in map.values_mut() {
+            if let Some(decoded) = v
+                .as_str()
+                .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+                .and_then(|b| String::from_utf8(b).ok())
+            {
+                *v = Value::String(decoded);
+            }
+        }
+    }
+    out
+}
+
 /// Unified diff of the live object (absent: created) against the intended one, Secret values
-/// masked, `context` lines around each change. Empty when they are the same.
-pub fn object_diff(live: Option<&Object>, intended: &Object, context: usize) -> String {
+/// masked unless `options.show_secrets`. Empty when they are the same.
+pub fn object_diff(live: Option<&Object>, intended: &Object, options: RenderOptions) -> String {
     let target = intended.object_ref();
     let intended_json = clean(&intended.to_json());
+    let show = |v: &Value, other: Option<(&Value, bool)>| {
+        if options.show_secrets {
+            to_yaml(&reveal(v))
+        } else {
+            to_yaml(&mask(v, other))
+        }
+    };
     let (old, new) = match live {
         Some(live) => {
             let live_json = clean(&live.to_json());
             let after = merged(&live_json, &intended_json);
             (
-                to_yaml(&mask(&live_json, Some((&after, true)))),
-                to_yaml(&mask(&after, Some((&live_json, false)))),
+                show(&live_json, Some((&after, true))),
+                show(&after, Some((&live_json, false))),
             )
         }
-        None => (String::new(), to_yaml(&mask(&intended_json, None))),
+        None => (String::new(), show(&intended_json, None)),
     };
     if old == new {
         return String::new();
     }
     TextDiff::from_lines(&old, &new)
         .unified_diff()
-        .context_radius(context)
+        .context_radius(options.context)
         .header(&format!("live/{target}"), &format!("intended/{target}"))
         .to_string()
 }
@@ -142,6 +187,8 @@ fn op_symbol(op: Op) -> &'static str {
         Op::AwaitJob => "▶ await Job",
         Op::Done => "= done     ",
         Op::Read => "← read     ",
+        Op::Wait => "… wait     ",
+        Op::Scale => "↕ scale    ",
     }
 }
 
@@ -170,8 +217,8 @@ pub fn summary(steps: &[Step]) -> String {
     )
 }
 
-/// The human preview: ordered steps, the summary, then a diff per object that changes.
-pub fn human_preview(steps: &[Step], observed: &Observed, context: usize) -> String {
+/// The ordered steps and the summary line.
+pub fn steps_text(steps: &[Step]) -> String {
     let mut out = String::new();
     for (i, step) in steps.iter().enumerate() {
         out.push_str(&format!("{:>3}. {}\n", i + 1, step_line(step)));
@@ -179,36 +226,153 @@ pub fn human_preview(steps: &[Step], observed: &Observed, context: usize) -> Str
     out.push('\n');
     out.push_str(&summary(steps));
     out.push('\n');
-    for step in steps {
-        let intended: Option<Object> = match &step.action {
-            Action::Apply(object) => Some((**object).clone()),
-            Action::RunJob { job, .. } => Some(Object::Job((**job).clone())),
-            Action::AwaitJob { .. } | Action::None => None,
-        };
-        if let Some(intended) = intended {
-            let live = observed.objects.get(&intended.object_ref());
-            let diff = object_diff(live, &intended, context);
-            if !diff.is_empty() {
-                out.push('\n');
-                out.push_str(&diff);
-            }
+    out
+}
+
+/// A diff per object that changes, in step order.
+pub fn diffs_text(steps: &[Step], observed: &Observed, options: RenderOptions) -> String {
+    let mut out = String::new();
+    for intended in steps.iter().filter_map(|s| s.action.object()) {
+        let live = observed.objects.get(&intended.object_ref());
+        let diff = object_diff(live, &intended, options);
+        if !diff.is_empty() {
+            out.push('\n');
+            out.push_str(&diff);
         }
     }
     out
 }
 
+/// The human preview: ordered steps, the summary, then a diff per object that changes.
+pub fn human_preview(steps: &[Step], observed: &Observed, options: RenderOptions) -> String {
+    steps_text(steps) + &diffs_text(steps, observed, options)
+}
+
 /// The intended objects of the steps that write, as one multi-document YAML stream that
-/// `kubectl apply -f -` accepts. Secret values masked.
-pub fn manifests_yaml(steps: &[Step]) -> String {
+/// `kubectl apply -f -` accepts. Secret data is left out (a masked value would not be valid
+/// base64, and applying it would overwrite the real one) unless `show_secrets`.
+pub fn manifests_yaml(steps: &[Step], show_secrets: bool) -> String {
     steps
         .iter()
-        .filter_map(|s| match &s.action {
-            Action::Apply(o) => Some(o.to_json()),
-            Action::RunJob { job, .. } => Some(Object::Job((**job).clone()).to_json()),
-            _ => None,
+        .filter_map(|s| s.action.object())
+        .map(|object| {
+            let mut v = clean(&object.to_json());
+            let mut note = String::new();
+            if is_secret(&v) && !show_secrets {
+                let keys: Vec<String> = ["data", "stringData"]
+                    .iter()
+                    .filter_map(|f| v.get(*f).and_then(Value::as_object))
+                    .flat_map(|m| m.keys().cloned())
+                    .collect();
+                if let Some(obj) = v.as_object_mut() {
+                    obj.remove("data");
+                    obj.remove("stringData");
+                }
+                if !keys.is_empty() {
+                    note = format!(
+                        "# Secret data left out (keys: {}); --show-secrets includes it\n",
+                        keys.join(", ")
+                    );
+                }
+            }
+            format!("---\n{note}{}", to_yaml(&v))
         })
-        .map(|v| format!("---\n{}", to_yaml(&mask(&v, None))))
         .collect()
+}
+
+/// One change between two JSON documents, as a JSON pointer. Values are never included, so
+/// Secret data cannot leak through it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    pub op: &'static str,
+    pub path: String,
+}
+
+fn pointer_escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The paths where `new` differs from `old` (`add`, `remove`, `replace`).
+pub fn json_changes(old: &Value, new: &Value) -> Vec<Change> {
+    fn walk(old: Option<&Value>, new: Option<&Value>, path: &str, out: &mut Vec<Change>) {
+        match (old, new) {
+            (Some(Value::Object(o)), Some(Value::Object(n))) => {
+                let keys: std::collections::BTreeSet<&String> = o.keys().chain(n.keys()).collect();
+                for k in keys {
+                    let p = format!("{path}/{}", pointer_escape(k));
+                    walk(o.get(k), n.get(k), &p, out);
+                }
+            }
+            (Some(Value::Array(o)), Some(Value::Array(n))) if o.len() == n.len() => {
+                for (i, (a, b)) in o.iter().zip(n).enumerate() {
+                    walk(Some(a), Some(b), &format!("{path}/{i}"), out);
+                }
+            }
+            (Some(a), Some(b)) if a == b => {}
+            (Some(_), Some(_)) => out.push(Change {
+                op: "replace",
+                path: path.to_owned(),
+            }),
+            (None, Some(_)) => out.push(Change {
+                op: "add",
+                path: path.to_owned(),
+            }),
+            (Some(_), None) => out.push(Change {
+                op: "remove",
+                path: path.to_owned(),
+            }),
+            (None, None) => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(Some(old), Some(new), "", &mut out);
+    out
+}
+
+/// The plan as structured data (`-o json`): steps with their op, target, reason and the JSON
+/// pointers each write changes.
+pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value {
+    let count = |ops: &[Op]| steps.iter().filter(|s| ops.contains(&s.op)).count();
+    let steps_json: Vec<Value> = steps
+        .iter()
+        .map(|step| {
+            let changes = step.action.object().map(|intended| {
+                let intended_json = clean(&intended.to_json());
+                let live = observed
+                    .objects
+                    .get(&intended.object_ref())
+                    .map(|l| clean(&l.to_json()));
+                match live {
+                    Some(live) => json_changes(&live, &merged(&live, &intended_json)),
+                    None => vec![Change {
+                        op: "add",
+                        path: String::new(),
+                    }],
+                }
+            });
+            serde_json::json!({
+                "id": step.id,
+                "description": step.description,
+                "op": step.op,
+                "target": { "kind": step.target.kind.name(), "name": step.target.name },
+                "reason": step.reason,
+                "changes": changes.unwrap_or_default(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "apiVersion": "kubectl-uyuni.io/v1alpha1",
+        "kind": "Plan",
+        "namespace": namespace,
+        "summary": {
+            "create": count(&[Op::Create]),
+            "update": count(&[Op::Update]),
+            "delete": 0,
+            "unchanged": count(&[Op::Unchanged, Op::Done]),
+            "jobs": count(&[Op::RunJob, Op::AwaitJob]),
+        },
+        "steps": steps_json,
+    })
 }
 
 /// Kinds whose objects may hold secrets.

@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use similar::TextDiff;
-use uyuni_core::{Observed, plan, preview, render};
+use uyuni_core::{plan, preview, render};
 
 fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden")
@@ -37,7 +37,7 @@ fn check_golden(name: &str, actual: &str) {
 #[test]
 fn plan_for_an_empty_cluster() {
     let params = common::params();
-    let plan = plan(&params, &Observed::default()).expect("plan");
+    let plan = plan(&params, &common::empty_cluster()).expect("plan");
     let json = serde_json::to_string_pretty(&plan).expect("json");
     check_golden("plan-empty-cluster.json", &format!("{json}\n"));
 }
@@ -45,18 +45,18 @@ fn plan_for_an_empty_cluster() {
 #[test]
 fn preview_for_an_empty_cluster() {
     let params = common::params();
-    let observed = Observed::default();
+    let observed = common::empty_cluster();
     let preview = preview(&params, &observed).expect("preview");
     check_golden(
         "preview-empty-cluster.txt",
-        &render::human_preview(&preview.steps, &observed, 3),
+        &render::human_preview(&preview.steps, &observed, render::RenderOptions::default()),
     );
 }
 
 #[test]
-fn plan_after_a_finished_sync_does_nothing() {
+fn plan_after_a_finished_migration_does_nothing() {
     let params = common::params();
-    let observed = common::after_sync(&params);
+    let observed = common::after_migration(&params);
     let plan = plan(&params, &observed).expect("plan");
     assert!(plan.is_done(), "{:#?}", plan.next_step());
     let lines: String = plan
@@ -64,5 +64,86 @@ fn plan_after_a_finished_sync_does_nothing() {
         .iter()
         .map(|s| render::step_line(s) + "\n")
         .collect();
-    check_golden("plan-after-sync.txt", &lines);
+    check_golden("plan-after-migration.txt", &lines);
+}
+
+#[test]
+fn manifests_and_json_for_an_empty_cluster() {
+    let params = common::params();
+    let observed = common::empty_cluster();
+    let preview = preview(&params, &observed).expect("preview");
+    check_golden(
+        "preview-empty-cluster.yaml",
+        &render::manifests_yaml(&preview.steps, false),
+    );
+    let json = render::plan_json(&params.namespace, &preview.steps, &observed);
+    check_golden(
+        "preview-empty-cluster.json",
+        &format!("{}\n", serde_json::to_string_pretty(&json).expect("json")),
+    );
+}
+
+#[test]
+fn json_after_a_finished_migration_lists_no_changes() {
+    let params = common::params();
+    let observed = common::after_migration(&params);
+    let preview = preview(&params, &observed).expect("preview");
+    assert!(preview.executed.is_empty());
+    let json = render::plan_json(&params.namespace, &preview.steps, &observed);
+    assert_eq!(json["summary"]["create"], 0);
+    assert_eq!(json["summary"]["jobs"], 0);
+    check_golden(
+        "preview-after-migration.json",
+        &format!("{}\n", serde_json::to_string_pretty(&json).expect("json")),
+    );
+}
+
+#[test]
+fn an_update_is_shown_as_a_diff_and_as_json_pointers() {
+    let params = common::params();
+    let mut observed = common::after_migration(&params);
+    // The known_hosts in the cluster is outdated; the flags bring a new one.
+    if let Some(uyuni_core::Object::ConfigMap(cm)) = observed.objects.get_mut(
+        &uyuni_core::ObjectRef::new(uyuni_core::Kind::ConfigMap, "uyuni-migration-ssh"),
+    ) {
+        cm.data.get_or_insert_default().insert(
+            "known_hosts".into(),
+            "uyuni.example.com ssh-rsa AAAAold\n".into(),
+        );
+    }
+    let preview = preview(&params, &observed).expect("preview");
+    let human = render::human_preview(&preview.steps, &observed, render::RenderOptions::default());
+    check_golden("preview-known-hosts-update.txt", &human);
+    let json = render::plan_json(&params.namespace, &preview.steps, &observed);
+    let step = json["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["id"] == "ssh-config")
+        .expect("ssh-config step");
+    assert_eq!(step["op"], "update");
+    assert_eq!(
+        step["changes"],
+        serde_json::json!([{"op": "replace", "path": "/data/known_hosts"}])
+    );
+}
+
+#[test]
+fn a_changed_secret_is_marked_before_and_after_without_values() {
+    let params = common::params();
+    let mut observed = common::after_migration(&params);
+    let other = uyuni_core::builders::migration::ssh_key_secret(
+        common::NAMESPACE,
+        &uyuni_core::params::SshKeyPair {
+            private: uyuni_core::secret::SecretString::new(common::private_key("OLDKEYMARKER")),
+            public: common::PUBLIC_KEY.into(),
+        },
+    );
+    observed.insert(uyuni_core::Object::Secret(other));
+    let preview = preview(&params, &observed).expect("preview");
+    let human = render::human_preview(&preview.steps, &observed, render::RenderOptions::default());
+    assert!(human.contains("-  key: \"*** (before)\""), "{human}");
+    assert!(human.contains("+  key: \"*** (after)\""), "{human}");
+    assert!(human.contains("   key.pub: \"***\""), "{human}");
+    assert!(!human.contains("fixture-private-key") && !human.contains("OLDKEYMARKER"));
 }

@@ -880,10 +880,17 @@ mod tests {
             None,
         );
         assert_eq!(job_finished(Some(&complete)), Some(JobState::Succeeded));
-        assert_eq!(
-            job_finished(Some(&job_with(vec![], Some(1)))),
-            Some(JobState::Failed)
+        // A failed pod alone does not end a Job that may retry: the Failed condition does.
+        assert_eq!(job_finished(Some(&job_with(vec![], Some(1)))), None);
+        let failed = job_with(
+            vec![JobCondition {
+                type_: "Failed".into(),
+                status: "True".into(),
+                ..Default::default()
+            }],
+            Some(1),
         );
+        assert_eq!(job_finished(Some(&failed)), Some(JobState::Failed));
     }
 
     #[test]

@@ -1,0 +1,249 @@
+//! The data-plane part of a migration preview: what the data sync will copy, and whether the
+//! volumes are big enough for it. Sizes measured on the source arrive as a value from the caller.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::object::{Kind, Object};
+use crate::observed::Observed;
+use crate::params::MigrateParams;
+use crate::volumes::VolumeRole;
+
+/// One volume the sync fills.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeCopy {
+    pub claim: String,
+    pub path: String,
+    /// The claim's request: the live claim's when it exists, else the intended one.
+    pub request: String,
+    /// Apparent size of the path on the source, when measured.
+    pub source_bytes: Option<u64>,
+    /// The source data does not fit the request.
+    pub too_small: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataPlane {
+    pub source: String,
+    pub volumes: Vec<VolumeCopy>,
+    /// Why sizes are missing, when they are.
+    pub measurement: String,
+    /// What is known of the database before the sync.
+    pub database: String,
+}
+
+/// Bytes of a Kubernetes quantity (`10Gi`, `1.5Ti`, `500M`, `1e9`), if it parses.
+pub fn quantity_bytes(q: &str) -> Option<u64> {
+    let q = q.trim();
+    let units: [(&str, f64); 12] = [
+        ("Ki", 1024f64),
+        ("Mi", 1024f64.powi(2)),
+        ("Gi", 1024f64.powi(3)),
+        ("Ti", 1024f64.powi(4)),
+        ("Pi", 1024f64.powi(5)),
+        ("Ei", 1024f64.powi(6)),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+    ];
+    let (number, factor) = units
+        .iter()
+        .find_map(|(suffix, f)| q.strip_suffix(suffix).map(|n| (n, *f)))
+        .unwrap_or((q, 1.0));
+    let value: f64 = number.parse().ok()?;
+    (value.is_finite() && value >= 0.0).then(|| (value * factor).ceil() as u64)
+}
+
+/// Parses `du -s -b PATH…` output (`BYTES<TAB>PATH` lines) into path → bytes.
+pub fn parse_du(output: &str) -> BTreeMap<String, u64> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let (bytes, path) = line.split_once(char::is_whitespace)?;
+            let bytes = bytes.trim().parse().ok()?;
+            Some((path.trim().trim_end_matches('/').to_owned(), bytes))
+        })
+        .collect()
+}
+
+/// Human size, binary units.
+pub fn human_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
+/// The preview of what the data sync copies. `measured`: `du` figures from the source, or the
+/// reason there are none.
+pub fn data_plane(
+    params: &MigrateParams,
+    observed: &Observed,
+    measured: Result<&BTreeMap<String, u64>, &str>,
+) -> DataPlane {
+    let volumes = params
+        .volumes
+        .iter()
+        .filter(|v| v.role != VolumeRole::Migration)
+        .map(|v| {
+            let path = v.mount_path.trim_end_matches('/').to_owned();
+            let live_request = match observed.get(Kind::PersistentVolumeClaim, &v.name) {
+                Some(Object::PersistentVolumeClaim(pvc)) => pvc
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.resources.as_ref())
+                    .and_then(|r| r.requests.as_ref())
+                    .and_then(|r| r.get("storage"))
+                    .map(|q| q.0.clone()),
+                _ => None,
+            };
+            let request = live_request.unwrap_or_else(|| v.size.clone());
+            let source_bytes = measured.ok().and_then(|m| m.get(&path).copied());
+            let too_small = match (source_bytes, quantity_bytes(&request)) {
+                (Some(have), Some(room)) => have > room,
+                _ => false,
+            };
+            VolumeCopy {
+                claim: v.name.clone(),
+                path,
+                request,
+                source_bytes,
+                too_small,
+            }
+        })
+        .collect();
+    let database = match observed.extracted() {
+        Ok(Some(data)) if !data.placeholder => format!(
+            "PostgreSQL {} data synced by Job {}",
+            data.pg_version, data.job
+        ),
+        _ => "the source's PostgreSQL major is read from the synced data (known after data-sync); the database is copied while PostgreSQL is stopped on the source".to_owned(),
+    };
+    DataPlane {
+        source: params.source_fqdn.clone(),
+        volumes,
+        measurement: match measured {
+            Ok(_) => "apparent sizes measured on the source with du".to_owned(),
+            Err(reason) => reason.to_owned(),
+        },
+        database,
+    }
+}
+
+impl DataPlane {
+    /// The section of the human preview.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "Data sync: copies {} volumes from {} ({}).\n",
+            self.volumes.len(),
+            self.source,
+            self.measurement
+        );
+        for v in &self.volumes {
+            let size = v
+                .source_bytes
+                .map(|b| format!("{:>10} on the source", human_bytes(b)))
+                .unwrap_or_else(|| format!("{:>10}", "?"));
+            let warning = if v.too_small {
+                "  WARNING: larger than the volume; raise it with --volume-size"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "  {:<45} → {:<20} {} (requests {}){}\n",
+                v.path, v.claim, size, v.request, warning
+            ));
+        }
+        out.push_str(&format!("  Database: {}.\n", self.database));
+        out
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.volumes
+            .iter()
+            .filter(|v| v.too_small)
+            .map(|v| {
+                format!(
+                    "volume {} requests {} but {} holds {} on the source: pass --volume-size {}=<larger size> (an existing claim must be resized by hand)",
+                    v.claim,
+                    v.request,
+                    v.path,
+                    human_bytes(v.source_bytes.unwrap_or_default()),
+                    v.claim
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::MigrateParams;
+
+    #[test]
+    fn quantities_to_bytes() {
+        assert_eq!(quantity_bytes("10Mi"), Some(10 * 1024 * 1024));
+        assert_eq!(quantity_bytes("1.5Gi"), Some(1_610_612_736));
+        assert_eq!(quantity_bytes("500M"), Some(500_000_000));
+        assert_eq!(quantity_bytes("42"), Some(42));
+        assert_eq!(quantity_bytes("lots"), None);
+    }
+
+    #[test]
+    fn du_output_is_parsed() {
+        let m = parse_du("1234\t/var/lib/cobbler\n99 /srv/www/\ngarbage\n");
+        assert_eq!(m.get("/var/lib/cobbler"), Some(&1234));
+        assert_eq!(m.get("/srv/www"), Some(&99));
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn too_small_volumes_are_flagged() {
+        let params = MigrateParams::from_args(&crate::params::tests::args()).expect("valid params");
+        let measured = BTreeMap::from([
+            ("/root".to_owned(), 5 * 1024 * 1024),
+            ("/var/lib/cobbler".to_owned(), 1024),
+        ]);
+        let plane = data_plane(&params, &Observed::default(), Ok(&measured));
+        let root = plane
+            .volumes
+            .iter()
+            .find(|v| v.claim == "root")
+            .expect("root");
+        assert!(root.too_small);
+        let cobbler = plane
+            .volumes
+            .iter()
+            .find(|v| v.claim == "var-cobbler")
+            .expect("cobbler");
+        assert!(!cobbler.too_small);
+        assert!(plane.volumes.iter().any(|v| v.claim == "var-pgsql"));
+        assert!(!plane.volumes.iter().any(|v| v.claim == "migration-data"));
+        assert_eq!(plane.warnings().len(), 1);
+        assert!(plane.render().contains("WARNING"));
+
+        let unmeasured = data_plane(&params, &Observed::default(), Err("no local SSH key"));
+        assert!(
+            unmeasured
+                .volumes
+                .iter()
+                .all(|v| v.source_bytes.is_none() && !v.too_small)
+        );
+        assert!(unmeasured.render().contains("no local SSH key"));
+    }
+}

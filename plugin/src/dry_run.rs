@@ -1,0 +1,207 @@
+//! `--dry-run`: the whole operation previewed from what the cluster holds now, printed as steps,
+//! the data-plane section and diffs (human), the intended manifests (YAML) or the plan as data
+//! (JSON). Nothing is written; with `--dry-run=server` every write is also sent with
+//! `dryRun=All`.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::{Result, bail};
+use serde_json::json;
+use uyuni_core::dataplane::{self, DataPlane};
+use uyuni_core::render::{self, RenderOptions};
+use uyuni_core::{MigrateParams, Observed, Step};
+use uyuni_effects::dry_run::{ServerDryRun, server_dry_run};
+
+use crate::cli::{Cli, ColorChoice, DryRun, MigrateCmd, OutputFormat};
+use crate::output::Reporter;
+use crate::source_probe;
+
+/// Whether stdout gets colours.
+pub fn colours(choice: ColorChoice) -> bool {
+    crate::output::use_color(
+        choice,
+        std::io::stdout().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+}
+
+/// ANSI colours for diff lines and the step list.
+pub fn colourize(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let code = if line.starts_with("+++") || line.starts_with("---") {
+                "1"
+            } else if line.starts_with('+') {
+                "32"
+            } else if line.starts_with('-') {
+                "31"
+            } else if line.starts_with("@@") {
+                "36"
+            } else if line.contains(". + create") {
+                "32"
+            } else if line.contains(". ~ update") || line.contains("▶") {
+                "33"
+            } else {
+                ""
+            };
+            if code.is_empty() {
+                format!("{line}\n")
+            } else {
+                format!("\x1b[{code}m{line}\x1b[0m\n")
+            }
+        })
+        .collect()
+}
+
+struct ServerCheck {
+    target: String,
+    result: ServerDryRun,
+}
+
+async fn server_checks(
+    conn: &uyuni_effects::Connection,
+    params: &MigrateParams,
+    observed: &Observed,
+    steps: &[Step],
+    reporter: &Reporter,
+) -> Result<Vec<ServerCheck>> {
+    let namespace_exists = observed.contains(uyuni_core::Kind::Namespace, &params.namespace);
+    let mut checks = Vec::new();
+    for object in steps.iter().filter_map(|s| s.action.object()) {
+        let result = server_dry_run(
+            &conn.client,
+            &params.namespace,
+            namespace_exists,
+            &object,
+            reporter,
+        )
+        .await?;
+        checks.push(ServerCheck {
+            target: object.object_ref().to_string(),
+            result,
+        });
+    }
+    Ok(checks)
+}
+
+fn server_text(checks: &[ServerCheck]) -> String {
+    let mut out = String::from("\nServer-side dry run (dryRun=All):\n");
+    for c in checks {
+        let verdict = match &c.result {
+            ServerDryRun::Accepted => "accepted".to_owned(),
+            ServerDryRun::Rejected(why) => format!("REJECTED: {why}"),
+            ServerDryRun::ClientSideOnly(why) => format!("checked client-side only: {why}"),
+        };
+        out.push_str(&format!("  {:<48} {verdict}\n", c.target));
+    }
+    out
+}
+
+/// Runs the preview and prints it. Returns whether anything would change.
+pub async fn run(
+    cmd: &MigrateCmd,
+    cli: &Cli,
+    conn: &uyuni_effects::Connection,
+    params: &MigrateParams,
+    observed: &Observed,
+    reporter: &Reporter,
+) -> Result<bool> {
+    let preview = uyuni_core::preview(params, observed)?;
+    let changes = !preview.executed.is_empty();
+    if cmd.show_secrets {
+        reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
+    }
+    let checks = match cmd.dry_run {
+        Some(DryRun::Server) => {
+            Some(server_checks(conn, params, observed, &preview.steps, reporter).await?)
+        }
+        _ => None,
+    };
+    let options = RenderOptions {
+        context: cmd.diff_context,
+        show_secrets: cmd.show_secrets,
+    };
+    let mut stdout = std::io::stdout().lock();
+    match cli.output {
+        OutputFormat::Yaml => {
+            stdout
+                .write_all(render::manifests_yaml(&preview.steps, cmd.show_secrets).as_bytes())?;
+        }
+        OutputFormat::Json => {
+            let measured = source_probe::measure(cmd, params).await;
+            let plane =
+                dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str));
+            let mut value = render::plan_json(&params.namespace, &preview.steps, observed);
+            value["dataPlane"] = serde_json::to_value(&plane)?;
+            // The order the steps would be carried out in, a step that acts twice (apply, then
+            // wait) listed twice: what a real run reports, step by step.
+            value["execution"] = preview
+                .executed
+                .iter()
+                .map(|s| json!({"id": s.id, "op": s.op, "target": s.target.to_string()}))
+                .collect();
+            if let Some(checks) = &checks {
+                value["serverDryRun"] = checks
+                    .iter()
+                    .map(|c| match &c.result {
+                        ServerDryRun::Accepted => json!({"target": c.target, "result": "accepted"}),
+                        ServerDryRun::Rejected(m) => {
+                            json!({"target": c.target, "result": "rejected", "message": m})
+                        }
+                        ServerDryRun::ClientSideOnly(m) => {
+                            json!({"target": c.target, "result": "client-side-only", "message": m})
+                        }
+                    })
+                    .collect();
+            }
+            serde_json::to_writer_pretty(&mut stdout, &value)?;
+            writeln!(stdout)?;
+        }
+        OutputFormat::Human => {
+            let measured = source_probe::measure(cmd, params).await;
+            let plane: DataPlane =
+                dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str));
+            for warning in plane.warnings() {
+                reporter.warn(&warning);
+            }
+            let mut text = format!(
+                "Dry run: nothing is written. Migration of {} into namespace {}:\n\n",
+                params.source_fqdn, params.namespace
+            );
+            text.push_str(&render::steps_text(&preview.steps));
+            text.push('\n');
+            text.push_str(&plane.render());
+            if let Some(checks) = &checks {
+                text.push_str(&server_text(checks));
+            }
+            text.push_str(&render::diffs_text(&preview.steps, observed, options));
+            text.push_str(&format!(
+                "\nValues only a step can know are shown as \"{}\".\n",
+                uyuni_core::observed::PLACEHOLDER
+            ));
+            if colours(cli.color) {
+                text = colourize(&text);
+            }
+            stdout.write_all(text.as_bytes())?;
+        }
+    }
+    stdout.flush()?;
+    if let Some(checks) = &checks {
+        let rejected: Vec<&ServerCheck> = checks
+            .iter()
+            .filter(|c| matches!(c.result, ServerDryRun::Rejected(_)))
+            .collect();
+        if !rejected.is_empty() {
+            bail!(
+                "the API server would refuse {} object(s): {}; see the server-side dry run above",
+                rejected.len(),
+                rejected
+                    .iter()
+                    .map(|c| c.target.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    Ok(changes)
+}

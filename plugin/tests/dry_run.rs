@@ -1,0 +1,376 @@
+//! `--dry-run` in every output format, through the real kubectl, against the simulated cluster.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use uyuni_testdata::{
+    ErrorFault, FaultTarget, Faults, Scenario, SimCluster, SimConfig, Verb, scenarios,
+};
+
+const SOURCE: &str = "uyuni.example.com";
+const NS: &str = "uyuni";
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures/ssh")
+}
+
+fn ssh_flags() -> Vec<String> {
+    let f = fixtures();
+    [
+        ("--ssh-key-private", "id_ed25519"),
+        ("--ssh-key-public", "id_ed25519.pub"),
+        ("--ssh-knownhosts", "known_hosts"),
+    ]
+    .iter()
+    .flat_map(|(flag, file)| [flag.to_string(), f.join(file).display().to_string()])
+    .collect()
+}
+
+fn private_key_lines() -> Vec<String> {
+    std::fs::read_to_string(fixtures().join("id_ed25519"))
+        .expect("key")
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .map(str::to_owned)
+        .collect()
+}
+
+struct Env {
+    sim: SimCluster,
+    bin: tempfile::TempDir,
+    cache: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(scenario: Scenario) -> Env {
+        let sim = SimCluster::start_blocking(SimConfig {
+            scenario,
+            ..SimConfig::default()
+        })
+        .expect("simulated cluster");
+        let bin = tempfile::tempdir().expect("tempdir");
+        let plugin = assert_cmd::cargo::cargo_bin("kubectl-uyuni");
+        std::os::unix::fs::symlink(&plugin, bin.path().join("kubectl-uyuni")).expect("symlink");
+        // A stand-in for ssh: the dry run measures the source with `ssh … du -s -b PATHS`.
+        let ssh = bin.path().join("ssh");
+        std::fs::write(
+            &ssh,
+            "#!/bin/sh\nprintf '4096\\t/var/lib/cobbler\\n7340032\\t/root\\n60000000000\\t/var/lib/pgsql/data\\n'\n",
+        )
+        .expect("ssh stub");
+        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        Env {
+            sim,
+            bin,
+            cache: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn kubectl(&self) -> Command {
+        let mut cmd = Command::new("kubectl");
+        let path = format!(
+            "{}:{}",
+            self.bin.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path)
+            .env("KUBECACHEDIR", self.cache.path())
+            .env_remove("KUBECONFIG")
+            .env("UYUNI_SSL_PASSWORD", "ca secret #1")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn kubeconfig(&self) -> &Path {
+        self.sim.kubeconfig_path()
+    }
+
+    fn uyuni(&self, args: &[&str], extra: &[String]) -> Output {
+        self.kubectl()
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(["-n", NS])
+            .args(args)
+            .args(extra)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    fn migrate(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["migrate", SOURCE];
+        args.extend_from_slice(extra);
+        self.uyuni(&args, &ssh_flags())
+    }
+
+    fn create_namespace(&self) {
+        self.sim
+            .put(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+            .expect("namespace");
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_no_key(out: &Output) {
+    for line in private_key_lines() {
+        assert!(
+            !stdout(out).contains(&line) && !stderr(out).contains(&line),
+            "private key leaked"
+        );
+    }
+}
+
+#[test]
+fn yaml_output_is_a_stream_kubectl_applies_with_a_server_dry_run() {
+    let env = Env::new(scenarios::migration());
+    env.create_namespace();
+    let out = env.migrate(&["--dry-run", "-o", "yaml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_no_key(&out);
+    let yaml = stdout(&out);
+    assert!(yaml.contains("# Secret data left out"));
+    let file = env.cache.path().join("manifests.yaml");
+    std::fs::write(&file, &yaml).expect("write");
+    env.sim.clear_request_log();
+    let apply = env
+        .kubectl()
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["apply", "--dry-run=server", "-f"])
+        .arg(&file)
+        .output()
+        .expect("kubectl apply");
+    assert!(
+        apply.status.success(),
+        "kubectl apply refused the stream:\n{}\n{}",
+        stdout(&apply),
+        stderr(&apply)
+    );
+    let applied = stdout(&apply);
+    assert!(
+        applied.contains("persistentvolumeclaim/var-pgsql")
+            && applied.contains("job.batch/uyuni-data-sync-"),
+        "{applied}"
+    );
+    assert!(
+        env.sim
+            .request_log()
+            .iter()
+            .all(|r| !r.is_successful_write() || r.dry_run)
+    );
+}
+
+#[test]
+fn json_output_is_the_plan_as_data() {
+    let env = Env::new(scenarios::migration());
+    let out = env.migrate(&["--dry-run", "-o", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_no_key(&out);
+    let plan: Value = serde_json::from_str(&stdout(&out)).expect("valid JSON");
+    assert_eq!(plan["kind"], "Plan");
+    assert_eq!(plan["namespace"], NS);
+    assert!(
+        plan["summary"]["jobs"].as_u64() >= Some(1),
+        "{}",
+        plan["summary"]
+    );
+    let steps = plan["steps"].as_array().expect("steps");
+    assert_eq!(steps[0]["id"], "namespace");
+    assert_eq!(steps[0]["op"], "create");
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["id"] == "data-sync" && s["op"] == "run-job")
+    );
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["target"]["kind"].is_string() && s["reason"].is_string())
+    );
+    let volumes = plan["dataPlane"]["volumes"].as_array().expect("volumes");
+    let pgsql = volumes
+        .iter()
+        .find(|v| v["claim"] == "var-pgsql")
+        .expect("database volume");
+    assert_eq!(pgsql["sourceBytes"].as_u64(), Some(60_000_000_000));
+    assert_eq!(
+        pgsql["tooSmall"], true,
+        "60 GB do not fit a 50Gi claim: {pgsql}"
+    );
+}
+
+#[test]
+fn human_output_shows_the_data_plane_and_warns_about_small_volumes() {
+    let env = Env::new(scenarios::migration());
+    let out = env.migrate(&["--dry-run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Data sync: copies 26 volumes from uyuni.example.com"),
+        "{text}"
+    );
+    assert!(text.contains("/var/lib/pgsql/data"));
+    assert!(text.contains("7.0 MiB on the source"), "{text}");
+    assert!(
+        stderr(&out).contains("volume root requests 1Mi but /root holds 7.0 MiB"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!text.contains("\u{1b}["), "no colours with NO_COLOR");
+    let coloured = env.migrate(&["--dry-run", "--color", "always"]);
+    assert!(
+        stdout(&coloured).contains("\u{1b}[32m+"),
+        "colours on request"
+    );
+}
+
+#[test]
+fn exit_code_follows_kubectl_diff() {
+    let env = Env::new(scenarios::migration());
+    assert_eq!(
+        env.migrate(&["--dry-run", "--exit-code"]).status.code(),
+        Some(1)
+    );
+    let run = env.migrate(&[]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let nothing = env.uyuni(&["migrate", SOURCE, "--dry-run", "--exit-code"], &[]);
+    assert_eq!(nothing.status.code(), Some(0), "{}", stderr(&nothing));
+    let broken = env.uyuni(&["migrate", "not-a-fqdn", "--dry-run", "--exit-code"], &[]);
+    assert_eq!(broken.status.code(), Some(2), "{}", stderr(&broken));
+}
+
+#[test]
+fn show_secrets_reveals_values_only_when_asked_and_warns() {
+    let env = Env::new(scenarios::migration());
+    let masked = env.migrate(&["--dry-run"]);
+    assert_no_key(&masked);
+    let shown = env.migrate(&["--dry-run", "--show-secrets"]);
+    assert!(shown.status.success());
+    assert!(stderr(&shown).contains("--show-secrets"));
+    let key_line = private_key_lines().into_iter().next().expect("a key line");
+    assert!(
+        stdout(&shown).contains(&key_line),
+        "the key is shown when asked"
+    );
+}
+
+#[test]
+fn server_dry_run_checks_each_write_and_reports_rejections() {
+    let env = Env::new(scenarios::migration());
+    // No namespace yet: the namespaced objects can only be checked client-side.
+    let out = env.migrate(&["--dry-run=server"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("namespace/uyuni") && text.contains("accepted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("checked client-side only: namespace uyuni does not exist yet"),
+        "{text}"
+    );
+
+    env.create_namespace();
+    env.sim.set_faults(Faults {
+        errors: vec![ErrorFault {
+            target: FaultTarget::new(
+                Some(Verb::Patch),
+                Some("persistentvolumeclaims"),
+                Some("var-pgsql"),
+            ),
+            rate: 1.0,
+            status: 422,
+            retry_after_seconds: 1,
+        }],
+        ..Faults::default()
+    });
+    env.sim.clear_request_log();
+    let out = env.migrate(&["--dry-run=server"]);
+    assert!(!out.status.success());
+    assert!(
+        stdout(&out).contains("persistentvolumeclaim/var-pgsql")
+            && stdout(&out).contains("REJECTED"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("would refuse 1 object"),
+        "{}",
+        stderr(&out)
+    );
+    let log = env.sim.request_log();
+    assert!(
+        log.iter().any(|r| r.dry_run),
+        "server dry-run requests were sent"
+    );
+    assert!(
+        log.iter().all(|r| !r.is_successful_write() || r.dry_run),
+        "nothing was written"
+    );
+}
+
+/// Job names carry the run's timestamp: compare the step, not the second.
+fn without_run_id(target: &str) -> String {
+    let digits = target.rsplit('-').next().unwrap_or_default();
+    if digits.len() == 14 && digits.chars().all(|c| c.is_ascii_digit()) {
+        target[..target.len() - 15].to_owned()
+    } else {
+        target.to_owned()
+    }
+}
+
+#[test]
+fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
+    let env = Env::new(scenarios::migration());
+    let preview = env.migrate(&["--dry-run", "-o", "json"]);
+    let plan: Value = serde_json::from_str(&stdout(&preview)).expect("json");
+    let execution = plan["execution"].as_array().expect("execution");
+    let target = |s: &Value| without_run_id(s["target"].as_str().unwrap_or_default());
+    // Waits depend on timing: a real run skips the wait for something that became ready while
+    // it worked; the writes must match exactly, and every wait it did must have been previewed.
+    let planned: Vec<String> = execution
+        .iter()
+        .filter(|s| s["op"] != "wait")
+        .map(target)
+        .collect();
+    let planned_waits: Vec<String> = execution
+        .iter()
+        .filter(|s| s["op"] == "wait")
+        .map(target)
+        .collect();
+    let run = env.migrate(&[]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    // Progress lines: `[   1.2s] step 3/40: + create    configmap/uyuni-migration-ssh  …`
+    let steps: Vec<(bool, String)> = stderr(&run)
+        .lines()
+        .filter_map(|l| l.split_once("] step ").map(|(_, rest)| rest))
+        .filter_map(|rest| {
+            let target = rest
+                .split_whitespace()
+                .find(|w| w.contains('/') && !w.ends_with(':'))?;
+            Some((rest.contains("… wait"), without_run_id(target)))
+        })
+        .collect();
+    let executed: Vec<String> = steps
+        .iter()
+        .filter(|(wait, _)| !wait)
+        .map(|(_, t)| t.clone())
+        .collect();
+    assert_eq!(planned, executed);
+    for (_, waited) in steps.iter().filter(|(wait, _)| *wait) {
+        assert!(
+            planned_waits.contains(waited),
+            "{waited} was waited for but not previewed"
+        );
+    }
+}
