@@ -5,6 +5,14 @@ use serde::Serialize;
 pub const DEFAULT_REGISTRY: &str = "registry.opensuse.org";
 pub const DEFAULT_SERVER_IMAGE: &str = "uyuni/server";
 pub const DEFAULT_TAG: &str = "latest";
+/// The PostgreSQL image of the `db` Deployment (images-today §B).
+pub const DEFAULT_DB_IMAGE: &str = "uyuni/server-postgresql";
+/// The one-shot PostgreSQL major-upgrade image (images-today §B.4).
+pub const DEFAULT_DBUPGRADE_IMAGE: &str = "uyuni/server-database-migration";
+/// The hub XML-RPC API image (reference §7.3).
+pub const DEFAULT_HUB_XMLRPC_IMAGE: &str = "uyuni/server-hub-xmlrpc-api";
+/// The confidential computing attestation image (reference §7.4).
+pub const DEFAULT_COCO_IMAGE: &str = "uyuni/server-attestation";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageError {

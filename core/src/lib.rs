@@ -12,12 +12,15 @@
 //! - printable output (YAML, diffs, masking of secrets): [`render`].
 
 pub mod builders;
+pub mod dataplane;
 pub mod image;
 pub mod labels;
 pub mod object;
 pub mod observed;
 pub mod params;
+pub mod pg;
 pub mod plan;
+pub mod ports;
 pub mod preview;
 pub mod render;
 pub mod scripts;

@@ -1,9 +1,11 @@
 //! The Kubernetes objects the tool reads and writes, as plain k8s-openapi data.
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Secret, ServiceAccount,
+    ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount,
 };
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -19,10 +21,105 @@ pub enum Kind {
     Role,
     RoleBinding,
     Job,
+    Deployment,
+    Service,
+    Ingress,
+    /// A custom resource of a known CRD.
+    Custom(CustomKind),
+}
+
+/// The custom resources the tool writes, with what it takes to address them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum CustomKind {
+    /// cert-manager `Issuer`.
+    Issuer,
+    /// cert-manager `Certificate`.
+    Certificate,
+    /// Traefik `Middleware` (traefik.io: Traefik v3; traefik.containo.us is gone, D24).
+    Middleware,
+    IngressRouteTcp,
+    IngressRouteUdp,
+    /// k3s/RKE2 `HelmChartConfig`, in `kube-system`.
+    HelmChartConfig,
+}
+
+impl CustomKind {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            CustomKind::Issuer | CustomKind::Certificate => "cert-manager.io/v1",
+            CustomKind::Middleware | CustomKind::IngressRouteTcp | CustomKind::IngressRouteUdp => {
+                "traefik.io/v1alpha1"
+            }
+            CustomKind::HelmChartConfig => "helm.cattle.io/v1",
+        }
+    }
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            CustomKind::Issuer => "Issuer",
+            CustomKind::Certificate => "Certificate",
+            CustomKind::Middleware => "Middleware",
+            CustomKind::IngressRouteTcp => "IngressRouteTCP",
+            CustomKind::IngressRouteUdp => "IngressRouteUDP",
+            CustomKind::HelmChartConfig => "HelmChartConfig",
+        }
+    }
+
+    /// The resource name in the API path.
+    pub fn plural(self) -> &'static str {
+        match self {
+            CustomKind::Issuer => "issuers",
+            CustomKind::Certificate => "certificates",
+            CustomKind::Middleware => "middlewares",
+            CustomKind::IngressRouteTcp => "ingressroutetcps",
+            CustomKind::IngressRouteUdp => "ingressrouteudps",
+            CustomKind::HelmChartConfig => "helmchartconfigs",
+        }
+    }
+
+    /// The namespace objects of this kind live in, when it is not the installation's.
+    pub fn fixed_namespace(self) -> Option<&'static str> {
+        match self {
+            CustomKind::HelmChartConfig => Some("kube-system"),
+            _ => None,
+        }
+    }
+
+    /// The CustomResourceDefinition that serves it.
+    pub fn crd(self) -> String {
+        let group = self.api_version().split('/').next().unwrap_or_default();
+        format!("{}.{group}", self.plural())
+    }
+}
+
+/// A custom resource as plain data: its kind (apiVersion, kind, plural), metadata, and the rest
+/// of the object as JSON. Serializes as the Kubernetes object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomObject {
+    pub kind: CustomKind,
+    pub metadata: ObjectMeta,
+    pub spec: serde_json::Value,
+    /// Only on observed objects.
+    pub status: Option<serde_json::Value>,
+}
+
+impl Serialize for CustomObject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("apiVersion", self.kind.api_version())?;
+        map.serialize_entry("kind", self.kind.kind())?;
+        map.serialize_entry("metadata", &self.metadata)?;
+        map.serialize_entry("spec", &self.spec)?;
+        if let Some(status) = &self.status {
+            map.serialize_entry("status", status)?;
+        }
+        map.end()
+    }
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Namespace,
         Kind::Secret,
         Kind::ConfigMap,
@@ -31,6 +128,15 @@ impl Kind {
         Kind::Role,
         Kind::RoleBinding,
         Kind::Job,
+        Kind::Deployment,
+        Kind::Service,
+        Kind::Ingress,
+        Kind::Custom(CustomKind::Issuer),
+        Kind::Custom(CustomKind::Certificate),
+        Kind::Custom(CustomKind::Middleware),
+        Kind::Custom(CustomKind::IngressRouteTcp),
+        Kind::Custom(CustomKind::IngressRouteUdp),
+        Kind::Custom(CustomKind::HelmChartConfig),
     ];
 
     /// The `kind` field.
@@ -44,6 +150,10 @@ impl Kind {
             Kind::Role => "Role",
             Kind::RoleBinding => "RoleBinding",
             Kind::Job => "Job",
+            Kind::Deployment => "Deployment",
+            Kind::Service => "Service",
+            Kind::Ingress => "Ingress",
+            Kind::Custom(c) => c.kind(),
         }
     }
 
@@ -58,6 +168,15 @@ impl Kind {
             Kind::Role => "role",
             Kind::RoleBinding => "rolebinding",
             Kind::Job => "job",
+            Kind::Deployment => "deployment",
+            Kind::Service => "service",
+            Kind::Ingress => "ingress",
+            Kind::Custom(CustomKind::Issuer) => "issuer",
+            Kind::Custom(CustomKind::Certificate) => "certificate",
+            Kind::Custom(CustomKind::Middleware) => "middlewares.traefik.io",
+            Kind::Custom(CustomKind::IngressRouteTcp) => "ingressroutetcps.traefik.io",
+            Kind::Custom(CustomKind::IngressRouteUdp) => "ingressrouteudps.traefik.io",
+            Kind::Custom(CustomKind::HelmChartConfig) => "helmchartconfigs.helm.cattle.io",
         }
     }
 
@@ -103,6 +222,10 @@ pub enum Object {
     Role(Role),
     RoleBinding(RoleBinding),
     Job(Job),
+    Deployment(Deployment),
+    Service(Service),
+    Ingress(Ingress),
+    Custom(CustomObject),
 }
 
 impl Object {
@@ -116,6 +239,10 @@ impl Object {
             Object::Role(_) => Kind::Role,
             Object::RoleBinding(_) => Kind::RoleBinding,
             Object::Job(_) => Kind::Job,
+            Object::Deployment(_) => Kind::Deployment,
+            Object::Service(_) => Kind::Service,
+            Object::Ingress(_) => Kind::Ingress,
+            Object::Custom(o) => Kind::Custom(o.kind),
         }
     }
 
@@ -129,6 +256,10 @@ impl Object {
             Object::Role(o) => &o.metadata,
             Object::RoleBinding(o) => &o.metadata,
             Object::Job(o) => &o.metadata,
+            Object::Deployment(o) => &o.metadata,
+            Object::Service(o) => &o.metadata,
+            Object::Ingress(o) => &o.metadata,
+            Object::Custom(o) => &o.metadata,
         }
     }
 

@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde::Serialize;
 
 use crate::builders::names;
 use crate::labels;
-use crate::object::{Kind, Object, ObjectRef};
+use crate::object::{CustomKind, Kind, Object, ObjectRef};
 use crate::params::MigrateParams;
 use crate::scripts::data_keys;
 use crate::secret::SecretString;
@@ -21,6 +22,9 @@ pub struct Observation {
     pub namespace: String,
     pub named: Vec<ObjectRef>,
     pub job_selector: String,
+    /// API group versions whose resources to discover (`cert-manager.io/v1`): which CRDs the
+    /// cluster serves.
+    pub api_groups: Vec<String>,
 }
 
 /// The observation `plan` needs for a migration.
@@ -40,10 +44,84 @@ pub fn observation(params: &MigrateParams) -> Observation {
             .iter()
             .map(|v| ObjectRef::new(Kind::PersistentVolumeClaim, v.name.clone())),
     );
+    named.extend([
+        ObjectRef::new(
+            Kind::PersistentVolumeClaim,
+            crate::volumes::upgraded_database_volume(),
+        ),
+        ObjectRef::new(Kind::Secret, names::DB_ADMIN_SECRET),
+        ObjectRef::new(Kind::Secret, names::DB_SECRET),
+        ObjectRef::new(Kind::Secret, names::REPORTDB_SECRET),
+        ObjectRef::new(Kind::Service, names::DB_SERVICE),
+        ObjectRef::new(Kind::Service, names::REPORTDB_SERVICE),
+        ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, crate::builders::server::SERVER_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, crate::builders::server::HUB_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, crate::builders::server::COCO_DEPLOYMENT),
+        ObjectRef::new(Kind::Secret, names::CA_SECRET),
+        ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
+        ObjectRef::new(Kind::Secret, names::SERVER_CERT_SECRET),
+        ObjectRef::new(Kind::Secret, names::DB_CERT_SECRET),
+        ObjectRef::new(Kind::ConfigMap, names::CA_CONFIG_MAP),
+        ObjectRef::new(Kind::ConfigMap, names::DB_CA_CONFIG_MAP),
+        ObjectRef::new(Kind::Role, names::CA_KEY_ROLE),
+        ObjectRef::new(Kind::RoleBinding, names::CA_KEY_ROLE),
+    ]);
+    let all = crate::ports::Features {
+        debug: true,
+        hub: true,
+    };
+    for service in crate::ports::services(all) {
+        let target = ObjectRef::new(Kind::Service, service);
+        if !named.contains(&target) {
+            named.push(target);
+        }
+    }
+    // Custom resources only where their CRDs are served: asking for them elsewhere is a 404
+    // of the whole resource type.
+    named.extend([
+        ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::CA_ISSUER),
+        ObjectRef::new(
+            Kind::Custom(CustomKind::Certificate),
+            names::SERVER_CERT_SECRET,
+        ),
+        ObjectRef::new(Kind::Custom(CustomKind::Certificate), names::DB_CERT_SECRET),
+        ObjectRef::new(Kind::Custom(CustomKind::Middleware), names::HTTPS_REDIRECT),
+        ObjectRef::new(
+            Kind::Custom(CustomKind::HelmChartConfig),
+            names::TRAEFIK_CONFIG,
+        ),
+        ObjectRef::new(
+            Kind::Custom(CustomKind::HelmChartConfig),
+            names::NGINX_CONFIG,
+        ),
+    ]);
+    for name in [
+        names::INGRESS_SSL,
+        names::INGRESS_NOSSL,
+        names::INGRESS_REDIRECT,
+    ] {
+        named.push(ObjectRef::new(Kind::Ingress, name));
+    }
+    for p in crate::ports::CATALOGUE.iter().filter(|p| p.external) {
+        let kind = match p.protocol {
+            crate::ports::Protocol::Tcp => CustomKind::IngressRouteTcp,
+            crate::ports::Protocol::Udp => CustomKind::IngressRouteUdp,
+        };
+        named.push(ObjectRef::new(
+            Kind::Custom(kind),
+            crate::builders::ingress::route_name(p),
+        ));
+    }
     Observation {
         namespace: params.namespace.clone(),
         named,
         job_selector: labels::MANAGED_SELECTOR.to_owned(),
+        api_groups: vec![
+            CustomKind::Issuer.api_version().to_owned(),
+            CustomKind::Middleware.api_version().to_owned(),
+            CustomKind::HelmChartConfig.api_version().to_owned(),
+        ],
     }
 }
 
@@ -51,6 +129,18 @@ pub fn observation(params: &MigrateParams) -> Observation {
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Observed {
     pub objects: BTreeMap<ObjectRef, Object>,
+    /// Resources the cluster serves, as `group/version/plural` (custom resources only).
+    pub served: std::collections::BTreeSet<String>,
+    /// The cluster's IngressClasses (empty when none, or when they may not be listed).
+    pub ingress_classes: Vec<IngressClassInfo>,
+}
+
+/// An IngressClass, as far as choosing the controller goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IngressClassInfo {
+    pub name: String,
+    pub controller: String,
+    pub default: bool,
 }
 
 /// How a Job ended, or that it has not.
@@ -78,6 +168,62 @@ pub fn job_state(job: &Job) -> JobState {
     }
 }
 
+/// The replicas a Deployment asks for (1 when unset, as the API server defaults it).
+pub fn desired_replicas(deployment: &Deployment) -> i32 {
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1)
+}
+
+/// The pure predicate of the Deployment wait: the controller has seen the current spec, every
+/// replica runs the current template and is ready (reference §7.7 R: not just "one is ready").
+pub fn deployment_ready(deployment: &Deployment) -> bool {
+    let want = desired_replicas(deployment);
+    let generation = deployment.metadata.generation;
+    let Some(status) = deployment.status.as_ref() else {
+        return false;
+    };
+    let seen = match (generation, status.observed_generation) {
+        (Some(g), Some(o)) => o >= g,
+        (None, _) => true,
+        (Some(_), None) => false,
+    };
+    seen && status.updated_replicas.unwrap_or(0) >= want
+        && status.ready_replicas.unwrap_or(0) >= want
+        && status.replicas.unwrap_or(0) == want
+}
+
+/// A custom resource's `Ready` condition is `True` for its current generation.
+pub fn custom_ready(object: &crate::object::CustomObject) -> bool {
+    let generation = object.metadata.generation;
+    object
+        .status
+        .as_ref()
+        .and_then(|s| s.get("conditions"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c["type"] == "Ready"
+                    && c["status"] == "True"
+                    && match (generation, c["observedGeneration"].as_i64()) {
+                        (Some(g), Some(o)) => o >= g,
+                        _ => true,
+                    }
+            })
+        })
+}
+
+/// The Deployment has no pods left (after a scale to 0).
+pub fn deployment_stopped(deployment: &Deployment) -> bool {
+    desired_replicas(deployment) == 0
+        && deployment
+            .status
+            .as_ref()
+            .is_none_or(|s| s.replicas.unwrap_or(0) == 0)
+}
+
 impl Observed {
     pub fn insert(&mut self, object: Object) {
         self.objects.insert(object.object_ref(), object);
@@ -94,6 +240,25 @@ impl Observed {
     pub fn secret(&self, name: &str) -> Option<&Secret> {
         match self.get(Kind::Secret, name) {
             Some(Object::Secret(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether the cluster serves this custom resource (its CRD is installed).
+    pub fn serves(&self, kind: CustomKind) -> bool {
+        self.served
+            .contains(&format!("{}/{}", kind.api_version(), kind.plural()))
+    }
+
+    /// Marks the custom resources as served (for fixtures and the simulation).
+    pub fn serve(&mut self, kind: CustomKind) {
+        self.served
+            .insert(format!("{}/{}", kind.api_version(), kind.plural()));
+    }
+
+    pub fn deployment(&self, name: &str) -> Option<&Deployment> {
+        match self.get(Kind::Deployment, name) {
+            Some(Object::Deployment(d)) => Some(d),
             _ => None,
         }
     }

@@ -32,6 +32,27 @@ pub struct MigrateArgs {
     pub tag: Option<String>,
     pub registry_host: Option<String>,
     pub pull_policy: Option<String>,
+    /// `--db-image` (mgradm's `--pgsql-image`): the PostgreSQL image.
+    pub db_image: Option<String>,
+    /// `--pgsql-tag`; the server's tag when absent.
+    pub db_tag: Option<String>,
+    /// `--dbupgrade-image`: the PostgreSQL major-upgrade image.
+    pub dbupgrade_image: Option<String>,
+    /// `--dbupgrade-tag`; the server's tag when absent.
+    pub dbupgrade_tag: Option<String>,
+    /// `--hubxmlrpc-image` and `--coco-image`; the server's registry and tag apply.
+    pub hubxmlrpc_image: Option<String>,
+    pub coco_image: Option<String>,
+    /// `--hubxmlrpc-replicas`; `None`: 1 when the source ran the hub XML-RPC API, else 0.
+    pub hubxmlrpc_replicas: Option<u32>,
+    /// `--coco-replicas` (confidential computing attestation), default 0.
+    pub coco_replicas: Option<u32>,
+    /// `--ingress`: auto, traefik, nginx or none.
+    pub ingress: Option<String>,
+    /// `--ingress-class`: the IngressClass to use instead of the detected one.
+    pub ingress_class: Option<String>,
+    /// `--configure-ingress-controller`: write the controller's HelmChartConfig in kube-system.
+    pub configure_ingress_controller: bool,
     pub ssh_key_private: Option<FileInput>,
     pub ssh_key_public: Option<FileInput>,
     pub ssh_known_hosts: Option<FileInput>,
@@ -45,11 +66,56 @@ pub struct MigrateArgs {
     pub volume_sizes: Vec<String>,
     /// Version of the tool, recorded on what it creates.
     pub tool_version: String,
+    /// The source CA's password, from `--ssl-password-file` or the environment (never argv).
+    pub ssl_password: Option<SecretString>,
+    /// `--ssl-cname`: more DNS names of the server's certificate.
+    pub ssl_cnames: Vec<String>,
+    /// Third-party certificates: `--ssl-ca-root`, `--ssl-ca-intermediate`,
+    /// `--ssl-server-cert`, `--ssl-server-key`, and the `--ssl-db-*` equivalents.
+    pub ssl_ca_root: Option<FileInput>,
+    pub ssl_ca_intermediate: Vec<FileInput>,
+    pub ssl_server_cert: Option<FileInput>,
+    pub ssl_server_key: Option<FileInput>,
+    pub ssl_db_ca_root: Option<FileInput>,
+    pub ssl_db_ca_intermediate: Vec<FileInput>,
+    pub ssl_db_cert: Option<FileInput>,
+    pub ssl_db_key: Option<FileInput>,
+}
+
+/// A certificate with its chain and key, as a TLS Secret holds them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CertBundle {
+    /// The certificate followed by the intermediates, PEM.
+    pub chain: String,
+    pub key: SecretString,
+    /// The root CA, PEM.
+    pub root: String,
+}
+
+/// TLS choices that do not depend on what the sync finds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TlsParams {
+    pub cnames: Vec<String>,
+    pub ca_password: Option<SecretString>,
+    /// Server and database certificates from files: no cert-manager needed.
+    pub third_party: Option<ThirdParty>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThirdParty {
+    pub server: CertBundle,
+    pub db: CertBundle,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ImageParams {
     pub server: String,
+    /// `server-postgresql`: runs the `db` Deployment.
+    pub database: String,
+    /// `server-database-migration`: runs the PostgreSQL major upgrade.
+    pub database_upgrade: String,
+    pub hub_xmlrpc: String,
+    pub coco: String,
     pub pull_policy: PullPolicy,
 }
 
@@ -81,6 +147,29 @@ pub struct MigrateParams {
     pub ssh_config: Option<SshConfig>,
     pub volumes: Vec<VolumeClaim>,
     pub tool_version: String,
+    pub tls: TlsParams,
+    /// `None`: decided from what the source ran.
+    pub hubxmlrpc_replicas: Option<i32>,
+    pub coco_replicas: i32,
+    pub ingress: IngressParams,
+}
+
+/// Which ingress controller to expose the server through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum IngressMode {
+    /// From the cluster's default IngressClass.
+    Auto,
+    Traefik,
+    Nginx,
+    /// No Ingress: the user exposes the Services.
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IngressParams {
+    pub mode: IngressMode,
+    pub class: Option<String>,
+    pub configure_controller: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -119,6 +208,151 @@ pub enum ParamsError {
     Size { flag: String, value: String },
     #[error("{flag}: {value:?} is not a valid StorageClass name")]
     StorageClass { flag: String, value: String },
+    #[error("--ssl-cname {0:?} is not a DNS name")]
+    Cname(String),
+    #[error("{flag} {path} {problem}")]
+    TlsFile {
+        flag: &'static str,
+        path: String,
+        problem: &'static str,
+    },
+    #[error("{0}")]
+    TlsIncomplete(&'static str),
+    #[error("--ingress {0:?} is not one of auto, traefik, nginx, none")]
+    Ingress(String),
+    #[error("--ingress-class {0:?} is not a valid IngressClass name")]
+    IngressClass(String),
+    #[error("{flag} {value}: give 0 to 10 replicas")]
+    Replicas { flag: &'static str, value: u32 },
+}
+
+fn replicas(flag: &'static str, value: Option<u32>) -> Result<Option<i32>, ParamsError> {
+    value
+        .map(|v| match i32::try_from(v) {
+            Ok(n) if n <= 10 => Ok(n),
+            _ => Err(ParamsError::Replicas { flag, value: v }),
+        })
+        .transpose()
+}
+
+fn pem_certs(flag: &'static str, file: &FileInput) -> Result<String, ParamsError> {
+    let text = file.content.expose();
+    if !text.contains("-----BEGIN CERTIFICATE-----") {
+        return Err(ParamsError::TlsFile {
+            flag,
+            path: file.path.clone(),
+            problem: "holds no PEM certificate",
+        });
+    }
+    let mut out = text.trim().to_owned();
+    out.push('\n');
+    Ok(out)
+}
+
+fn pem_key(flag: &'static str, file: &FileInput) -> Result<SecretString, ParamsError> {
+    let text = file.content.expose();
+    let problem = if !text.contains("PRIVATE KEY-----") {
+        Some("holds no PEM private key")
+    } else if text.contains("ENCRYPTED") {
+        Some(
+            "holds an encrypted key: give the key without passphrase (a TLS Secret cannot hold an encrypted key)",
+        )
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(ParamsError::TlsFile {
+            flag,
+            path: file.path.clone(),
+            problem,
+        }),
+        None => Ok(SecretString::new(format!("{}\n", text.trim()))),
+    }
+}
+
+fn bundle(
+    cert: (&'static str, &FileInput),
+    key: (&'static str, &FileInput),
+    intermediates: (&'static str, &[FileInput]),
+    root: (&'static str, &FileInput),
+) -> Result<CertBundle, ParamsError> {
+    let mut chain = pem_certs(cert.0, cert.1)?;
+    for i in intermediates.1 {
+        chain.push_str(&pem_certs(intermediates.0, i)?);
+    }
+    Ok(CertBundle {
+        chain,
+        key: pem_key(key.0, key.1)?,
+        root: pem_certs(root.0, root.1)?,
+    })
+}
+
+fn resolve_tls(args: &MigrateArgs) -> Result<TlsParams, ParamsError> {
+    let mut cnames = Vec::new();
+    for c in &args.ssl_cnames {
+        let c = c.trim().trim_end_matches('.').to_ascii_lowercase();
+        if !is_dns_subdomain(&c) {
+            return Err(ParamsError::Cname(c));
+        }
+        if !cnames.contains(&c) {
+            cnames.push(c);
+        }
+    }
+    let third_party = match (
+        &args.ssl_server_cert,
+        &args.ssl_server_key,
+        &args.ssl_ca_root,
+    ) {
+        (None, None, None) => {
+            if args.ssl_db_cert.is_some()
+                || args.ssl_db_key.is_some()
+                || !args.ssl_ca_intermediate.is_empty()
+            {
+                return Err(ParamsError::TlsIncomplete(
+                    "--ssl-db-* and --ssl-ca-intermediate need --ssl-server-cert, --ssl-server-key and --ssl-ca-root",
+                ));
+            }
+            None
+        }
+        (Some(cert), Some(key), Some(root)) => {
+            let server = bundle(
+                ("--ssl-server-cert", cert),
+                ("--ssl-server-key", key),
+                ("--ssl-ca-intermediate", &args.ssl_ca_intermediate),
+                ("--ssl-ca-root", root),
+            )?;
+            let db = match (&args.ssl_db_cert, &args.ssl_db_key) {
+                (Some(db_cert), Some(db_key)) => bundle(
+                    ("--ssl-db-cert", db_cert),
+                    ("--ssl-db-key", db_key),
+                    ("--ssl-db-ca-intermediate", &args.ssl_db_ca_intermediate),
+                    (
+                        "--ssl-db-ca-root",
+                        args.ssl_db_ca_root.as_ref().unwrap_or(root),
+                    ),
+                )?,
+                // Today's images use one certificate for the server and the database
+                // (images-today A.7).
+                (None, None) => server.clone(),
+                _ => {
+                    return Err(ParamsError::TlsIncomplete(
+                        "--ssl-db-cert and --ssl-db-key go together",
+                    ));
+                }
+            };
+            Some(ThirdParty { server, db })
+        }
+        _ => {
+            return Err(ParamsError::TlsIncomplete(
+                "third-party certificates need all of --ssl-server-cert, --ssl-server-key and --ssl-ca-root",
+            ));
+        }
+    };
+    Ok(TlsParams {
+        cnames,
+        ca_password: args.ssl_password.clone().filter(|p| !p.expose().is_empty()),
+        third_party,
+    })
 }
 
 fn is_dns_label(s: &str) -> bool {
@@ -300,6 +534,34 @@ impl MigrateParams {
         let name = args.image.as_deref().unwrap_or(image::DEFAULT_SERVER_IMAGE);
         let tag = args.tag.as_deref().or(Some(image::DEFAULT_TAG));
         let server = image::reference(registry, name, tag)?;
+        // The other images follow the server's registry and tag unless told otherwise (the
+        // reference's pgsql image ignored --tag, D47).
+        let database = image::reference(
+            registry,
+            args.db_image.as_deref().unwrap_or(image::DEFAULT_DB_IMAGE),
+            args.db_tag.as_deref().or(tag),
+        )?;
+        let database_upgrade = image::reference(
+            registry,
+            args.dbupgrade_image
+                .as_deref()
+                .unwrap_or(image::DEFAULT_DBUPGRADE_IMAGE),
+            args.dbupgrade_tag.as_deref().or(tag),
+        )?;
+        let hub_xmlrpc = image::reference(
+            registry,
+            args.hubxmlrpc_image
+                .as_deref()
+                .unwrap_or(image::DEFAULT_HUB_XMLRPC_IMAGE),
+            tag,
+        )?;
+        let coco = image::reference(
+            registry,
+            args.coco_image
+                .as_deref()
+                .unwrap_or(image::DEFAULT_COCO_IMAGE),
+            tag,
+        )?;
         let pull_policy = match &args.pull_policy {
             Some(p) => PullPolicy::parse(p)?,
             None => PullPolicy::Always,
@@ -343,12 +605,39 @@ impl MigrateParams {
             run_id: args.run_id.clone(),
             image: ImageParams {
                 server,
+                database,
+                database_upgrade,
+                hub_xmlrpc,
+                coco,
                 pull_policy,
             },
             ssh_key,
             ssh_config,
             volumes: resolve_volumes(args)?,
             tool_version: args.tool_version.clone(),
+            tls: resolve_tls(args)?,
+            hubxmlrpc_replicas: replicas("--hubxmlrpc-replicas", args.hubxmlrpc_replicas)?,
+            coco_replicas: replicas("--coco-replicas", args.coco_replicas)?.unwrap_or(0),
+            ingress: IngressParams {
+                mode: match args
+                    .ingress
+                    .as_deref()
+                    .map(str::to_ascii_lowercase)
+                    .as_deref()
+                {
+                    None | Some("auto") => IngressMode::Auto,
+                    Some("traefik") => IngressMode::Traefik,
+                    Some("nginx") => IngressMode::Nginx,
+                    Some("none") => IngressMode::None,
+                    Some(other) => return Err(ParamsError::Ingress(other.to_owned())),
+                },
+                class: match args.ingress_class.as_deref().map(str::trim) {
+                    Some(c) if is_dns_subdomain(c) => Some(c.to_owned()),
+                    Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
+                    None => None,
+                },
+                configure_controller: args.configure_ingress_controller,
+            },
         })
     }
 }
@@ -374,7 +663,43 @@ pub(crate) mod tests {
         assert_eq!(p.volumes.len(), volumes::CATALOGUE.len());
         assert_eq!(p.image.server, "registry.opensuse.org/uyuni/server:latest");
         assert_eq!(p.image.pull_policy, PullPolicy::Always);
+        assert_eq!(
+            p.image.database,
+            "registry.opensuse.org/uyuni/server-postgresql:latest"
+        );
+        assert_eq!(
+            p.image.database_upgrade,
+            "registry.opensuse.org/uyuni/server-database-migration:latest"
+        );
         assert!(p.volumes.iter().all(|v| v.storage_class.is_none()));
+    }
+
+    #[test]
+    fn database_images_follow_the_server_tag_unless_overridden() {
+        let mut a = args();
+        a.tag = Some("2026.02".into());
+        a.registry_host = Some("localhost:5000".into());
+        a.dbupgrade_tag = Some("5.2.1".into());
+        let p = MigrateParams::from_args(&a).expect("valid");
+        assert_eq!(
+            p.image.database,
+            "localhost:5000/uyuni/server-postgresql:2026.02"
+        );
+        assert_eq!(
+            p.image.database_upgrade,
+            "localhost:5000/uyuni/server-database-migration:5.2.1"
+        );
+        let mut a = args();
+        a.db_image = Some("registry.example.com/pg:17".into());
+        a.db_tag = Some("ignored".into());
+        let p = MigrateParams::from_args(&a).expect("valid");
+        assert_eq!(p.image.database, "registry.example.com/pg:17");
+        let mut a = args();
+        a.dbupgrade_image = Some("bad image".into());
+        assert!(matches!(
+            MigrateParams::from_args(&a),
+            Err(ParamsError::Image(_))
+        ));
     }
 
     #[test]
@@ -466,6 +791,52 @@ pub(crate) mod tests {
             }
         ));
         assert!(!e.to_string().contains("QUFB"), "no key material in errors");
+    }
+
+    #[test]
+    fn third_party_certificates_are_checked_and_the_db_defaults_to_the_server_ones() {
+        let file = |path: &str, content: &str| FileInput {
+            path: path.into(),
+            content: SecretString::new(content),
+        };
+        let cert = "-----BEGIN CERTIFICATE-----\nSERVER\n-----END CERTIFICATE-----";
+        let root = "-----BEGIN CERTIFICATE-----\nROOT\n-----END CERTIFICATE-----";
+        let key = "-----BEGIN PRIVATE KEY-----\nKEYBODY\n-----END PRIVATE KEY-----";
+        let mut a = args();
+        a.ssl_server_cert = Some(file("s.crt", cert));
+        a.ssl_server_key = Some(file("s.key", key));
+        a.ssl_ca_root = Some(file("ca.crt", root));
+        a.ssl_cnames = vec!["Alias.Example.com".into(), "alias.example.com.".into()];
+        let p = MigrateParams::from_args(&a).expect("valid");
+        let tp = p.tls.third_party.expect("third party");
+        assert_eq!(tp.server, tp.db);
+        assert!(tp.server.chain.contains("SERVER") && tp.server.root.contains("ROOT"));
+        assert_eq!(p.tls.cnames, ["alias.example.com"]);
+        assert!(!format!("{:?}", MigrateParams::from_args(&a)).contains("KEYBODY"));
+
+        let mut b = a.clone();
+        b.ssl_server_key = Some(file(
+            "s.key",
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nX\n-----END ENCRYPTED PRIVATE KEY-----",
+        ));
+        let e = MigrateParams::from_args(&b).expect_err("encrypted");
+        assert!(
+            e.to_string().contains("s.key") && e.to_string().contains("encrypted"),
+            "{e}"
+        );
+
+        let mut c = a.clone();
+        c.ssl_ca_root = None;
+        assert!(matches!(
+            MigrateParams::from_args(&c),
+            Err(ParamsError::TlsIncomplete(_))
+        ));
+        let mut d = args();
+        d.ssl_cnames = vec!["not a name".into()];
+        assert!(matches!(
+            MigrateParams::from_args(&d),
+            Err(ParamsError::Cname(_))
+        ));
     }
 
     #[test]

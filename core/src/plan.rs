@@ -16,6 +16,12 @@ use crate::render;
 use crate::ssh;
 use crate::{labels, volumes};
 
+mod database;
+mod server;
+mod tls;
+
+pub use server::exposure_notes;
+
 /// What a step does, as a verb a reviewer reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -31,6 +37,10 @@ pub enum Op {
     Done,
     /// Read what an earlier step produced.
     Read,
+    /// Wait until a Deployment is ready.
+    Wait,
+    /// Change a Deployment's replicas.
+    Scale,
 }
 
 /// How long to wait for a Job. `None`: no limit, for steps whose time grows with the data.
@@ -39,6 +49,12 @@ pub struct JobWait {
     pub timeout_seconds: Option<u64>,
     /// Lines of the log shown when the Job fails.
     pub log_tail_lines: u32,
+}
+
+/// How long to wait for a Deployment to become ready. `None`: no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DeploymentWait {
+    pub timeout_seconds: Option<u64>,
 }
 
 /// What `effects` carries out for a step. Serializing masks Secret data (a serialized plan is for
@@ -52,8 +68,37 @@ pub enum Action {
     RunJob { job: Box<Job>, wait: JobWait },
     /// Wait for the named Job to end, streaming its log.
     AwaitJob { name: String, wait: JobWait },
+    /// Wait until the custom resource's `Ready` condition is `True` for its current generation
+    /// (D25: the status, not just the condition's presence).
+    WaitReady {
+        target: ObjectRef,
+        wait: DeploymentWait,
+    },
+    /// Wait until the named Deployment is ready; pods that cannot start end the wait.
+    WaitDeployment { name: String, wait: DeploymentWait },
+    /// Set the named Deployment's replicas and wait until it has that many pods.
+    Scale {
+        name: String,
+        replicas: i32,
+        wait: DeploymentWait,
+    },
     /// Nothing to carry out.
     None,
+}
+
+impl Action {
+    /// The object this action writes, as it will be sent: for a Job step, the Job.
+    pub fn object(&self) -> Option<Object> {
+        match self {
+            Action::Apply(object) => Some((**object).clone()),
+            Action::RunJob { job, .. } => Some(Object::Job((**job).clone())),
+            Action::AwaitJob { .. }
+            | Action::WaitDeployment { .. }
+            | Action::WaitReady { .. }
+            | Action::Scale { .. }
+            | Action::None => None,
+        }
+    }
 }
 
 fn masked_object<S: Serializer>(object: &Object, serializer: S) -> Result<S::Ok, S::Error> {
@@ -121,6 +166,25 @@ pub enum PlanError {
         namespace: String,
         source: ExtractError,
     },
+    #[error(
+        "cert-manager is not installed in this cluster (its CRDs issuers.cert-manager.io and certificates.cert-manager.io are not served), and the migration reuses the source's CA through it. Install it first, for example `kubectl apply -f https://github.com/cert-manager/cert-manager/releases/latest/download/cert-manager.yaml` (or with its Helm chart), wait until its pods are ready, then run again; or give third-party certificates with --ssl-server-cert, --ssl-server-key and --ssl-ca-root, which need no cert-manager. Nothing was written"
+    )]
+    CertManagerMissing,
+    #[error(
+        "the source's CA key is encrypted: give its password with --ssl-password-file FILE or the environment variable UYUNI_SSL_PASSWORD (it is never accepted on the command line), then run again; the steps done so far are kept"
+    )]
+    CaPasswordNeeded,
+    #[error("{0}")]
+    Tls(#[from] crate::builders::tls::TlsError),
+    /// Known at the first plan after the sync, before anything else is written.
+    #[error(
+        "{source}. Nothing was changed after the data sync (Job {job}); the synced volumes stay in namespace {namespace}"
+    )]
+    PgVersion {
+        job: String,
+        namespace: String,
+        source: crate::pg::VersionError,
+    },
 }
 
 /// Is anything the intended object sets different in the live one? Fields the server or other
@@ -138,7 +202,12 @@ pub fn differs(intended: &serde_json::Value, live: &serde_json::Value) -> bool {
     }
 }
 
-fn apply_step(id: &str, description: String, intended: Object, observed: &Observed) -> Step {
+pub(crate) fn apply_step(
+    id: &str,
+    description: String,
+    intended: Object,
+    observed: &Observed,
+) -> Step {
     let target = intended.object_ref();
     let live = observed.objects.get(&target);
     let (op, reason, action) = match live {
@@ -164,7 +233,7 @@ fn apply_step(id: &str, description: String, intended: Object, observed: &Observ
     }
 }
 
-fn keep_step(id: &str, description: String, target: ObjectRef, reason: String) -> Step {
+pub(crate) fn keep_step(id: &str, description: String, target: ObjectRef, reason: String) -> Step {
     Step {
         id: id.to_owned(),
         description,
@@ -303,7 +372,7 @@ fn pvc_steps(params: &MigrateParams, observed: &Observed) -> Vec<Step> {
         .collect()
 }
 
-fn job_label(job: &Job, key: &str) -> Option<String> {
+pub(crate) fn job_label(job: &Job, key: &str) -> Option<String> {
     job.metadata
         .annotations
         .as_ref()
@@ -311,7 +380,7 @@ fn job_label(job: &Job, key: &str) -> Option<String> {
         .cloned()
 }
 
-fn unique_job_name(base: String, observed: &Observed) -> String {
+pub(crate) fn unique_job_name(base: String, observed: &Observed) -> String {
     if !observed.contains(Kind::Job, &base) {
         return base;
     }
@@ -453,6 +522,7 @@ fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, 
 /// Plans `migrate` from what was observed.
 pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
     let ns = &params.namespace;
+    tls::preflight(params, observed)?;
     let mut steps = Vec::new();
 
     let ns_target = ObjectRef::new(Kind::Namespace, ns.clone());
@@ -523,7 +593,18 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
             observed,
         ));
     }
-    steps.extend(sync_steps(params, observed)?);
+    let sync = sync_steps(params, observed)?;
+    // The rest of the migration follows a complete final sync; --prepare stops after the copy.
+    let synced = sync.iter().all(|s| s.action == Action::None);
+    steps.extend(sync);
+    if synced
+        && !params.prepare
+        && let Ok(Some(data)) = observed.extracted()
+    {
+        steps.extend(database::steps(params, observed, &data)?);
+        steps.extend(tls::steps(params, observed, &data)?);
+        steps.extend(server::steps(params, observed, &data));
+    }
     Ok(Plan {
         namespace: ns.clone(),
         steps,

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Secret;
 
@@ -68,7 +69,21 @@ fn job_effect(observed: &mut Observed, namespace: &str, job: Job) {
         .as_ref()
         .and_then(|a| a.get(crate::labels::STEP_ANNOTATION))
         .is_some_and(|s| s == data_sync::STEP_ID);
+    let is_ca_key = job
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(crate::labels::STEP_ANNOTATION))
+        .is_some_and(|s| s == crate::builders::tls::CA_KEY_STEP);
     observed.insert(Object::Job(completed(job)));
+    if is_ca_key && let Some(mut secret) = observed.secret(names::CA_SECRET).cloned() {
+        // The Job writes the decrypted key; its value is never known to the tool.
+        secret.data.get_or_insert_default().insert(
+            "tls.key".to_owned(),
+            ByteString(b"<decrypted in the cluster>".to_vec()),
+        );
+        observed.insert(Object::Secret(secret));
+    }
     if is_sync {
         observed.insert(Object::Secret(placeholder_data(namespace, &name)));
     }
@@ -85,9 +100,48 @@ pub fn simulate(observed: &Observed, namespace: &str, step: &Step) -> Observed {
                 job_effect(&mut next, namespace, job.clone());
             }
         }
+        Action::WaitDeployment { name, .. } => {
+            if let Some(Object::Deployment(d)) = observed.get(Kind::Deployment, name) {
+                next.insert(Object::Deployment(ready(d.clone())));
+            }
+        }
+        Action::WaitReady { target, .. } => {
+            if let Some(Object::Custom(o)) = observed.objects.get(target) {
+                let mut o = o.clone();
+                let generation = o.metadata.generation.unwrap_or(1);
+                o.status = Some(serde_json::json!({"conditions": [{
+                    "type": "Ready", "status": "True", "reason": "Ready",
+                    "observedGeneration": generation,
+                }]}));
+                next.insert(Object::Custom(o));
+            }
+        }
+        Action::Scale { name, replicas, .. } => {
+            if let Some(Object::Deployment(d)) = observed.get(Kind::Deployment, name) {
+                let mut d = d.clone();
+                if let Some(spec) = d.spec.as_mut() {
+                    spec.replicas = Some(*replicas);
+                }
+                next.insert(Object::Deployment(ready(d)));
+            }
+        }
         Action::None => {}
     }
     next
+}
+
+/// The Deployment as its controller reports it once every replica is ready.
+fn ready(mut deployment: Deployment) -> Deployment {
+    let replicas = crate::observed::desired_replicas(&deployment);
+    deployment.status = Some(DeploymentStatus {
+        observed_generation: deployment.metadata.generation,
+        replicas: Some(replicas),
+        updated_replicas: Some(replicas),
+        ready_replicas: Some(replicas),
+        available_replicas: Some(replicas),
+        ..DeploymentStatus::default()
+    });
+    deployment
 }
 
 /// Name of the Secret the simulated data-sync writes into (for tests).

@@ -103,6 +103,12 @@ pub const SIZE_FLAGS: &[(&str, &str)] = &[
     ("volumes-cache-size", "var-cache"),
 ];
 
+/// The claim the PostgreSQL major upgrade writes, named per major as the chart names it
+/// (`var-pgsql18`, images-today §C.2).
+pub fn upgraded_database_volume() -> String {
+    format!("{DATABASE_VOLUME}{}", crate::pg::TARGET_MAJOR)
+}
+
 pub fn find(name: &str) -> Option<&'static VolumeDef> {
     CATALOGUE.iter().find(|v| v.name == name)
 }

@@ -5,8 +5,10 @@
 //! 2. From any generated cluster state where planning succeeds, iterating `plan`/`simulate`
 //!    reaches a plan with nothing to do within `MAX_STEPS` steps.
 //! 3. Re-planning that end state plans nothing.
-//! 4. Order: the namespace comes before every other write, every write comes before the
-//!    data-sync Job, and at most one data-sync Job is run or awaited.
+//! 4. Order: the namespace comes before every other write, every write of the sync phase comes
+//!    before the data-sync Job, and at most one data-sync Job is run or awaited. The database
+//!    phase comes after the sync, in the order fix-up → upgrade → `db` Deployment → ready →
+//!    migration SQL, and a running database is stopped before a Job works on its data.
 //! 5. An existing PersistentVolumeClaim is never written (never recreated, never resized).
 //! 6. No secret value (SSH private key, database passwords, CA key) appears in any printable
 //!    output: the human preview, the manifests stream, the serialized plan.
@@ -14,7 +16,7 @@
 mod common;
 
 use proptest::prelude::*;
-use uyuni_core::builders::{data_sync, migration};
+use uyuni_core::builders::{data_sync, database, migration};
 use uyuni_core::object::Kind;
 use uyuni_core::preview::MAX_STEPS;
 use uyuni_core::{Action, MigrateParams, Object, Observed, Op, plan, preview, render};
@@ -41,6 +43,40 @@ struct State {
     prepare: bool,
     key_marker: String,
     password: String,
+    db: DbState,
+}
+
+/// The database phase, when a final sync has succeeded: the synced major, what exists of the
+/// `db` Deployment, and how far the database Jobs got.
+#[derive(Debug, Clone)]
+struct DbState {
+    pg_version: &'static str,
+    /// 0: absent, 1: running, 2: stopped.
+    deployment: u8,
+    upgraded_claim: bool,
+    /// Per Job (fix-up, upgrade, SQL): 0 none, 1 running, 2 failed, 3 succeeded.
+    jobs: [u8; 3],
+    /// The server Deployment exists (from an earlier complete run) and runs.
+    server: bool,
+}
+
+fn db_state() -> impl Strategy<Value = DbState> {
+    (
+        prop_oneof![Just("14"), Just("16"), Just("18")],
+        0u8..3,
+        any::<bool>(),
+        [0u8..4, 0u8..4, 0u8..4],
+        any::<bool>(),
+    )
+        .prop_map(
+            |(pg_version, deployment, upgraded_claim, jobs, server)| DbState {
+                pg_version,
+                deployment,
+                upgraded_claim,
+                jobs,
+                server,
+            },
+        )
 }
 
 fn state() -> impl Strategy<Value = State> {
@@ -60,6 +96,7 @@ fn state() -> impl Strategy<Value = State> {
         any::<bool>(),
         "[A-Za-z0-9]{12,24}",
         "[ -~]{8,24}",
+        db_state(),
     )
         .prop_map(
             |(
@@ -71,6 +108,7 @@ fn state() -> impl Strategy<Value = State> {
                 prepare,
                 key_marker,
                 password,
+                db,
             )| State {
                 namespace,
                 // Without flags, the objects must exist (else planning refuses, tested elsewhere).
@@ -83,6 +121,7 @@ fn state() -> impl Strategy<Value = State> {
                 job,
                 prepare,
                 key_marker: format!("KEY{key_marker}"),
+                db,
                 password: format!("PW{password}"),
             },
         )
@@ -92,6 +131,10 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     let key = common::private_key(&state.key_marker);
     let mut args = common::args_with_ssh(&key);
     args.prepare = state.prepare;
+    args.ssl_password = Some(uyuni_core::secret::SecretString::new(format!(
+        "CAPW{}",
+        state.password
+    )));
     let with_flags = MigrateParams::from_args(&args).expect("valid");
     if !state.ssh_flags {
         args.ssh_key_private = None;
@@ -100,7 +143,7 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     }
     let params = MigrateParams::from_args(&args).expect("valid");
 
-    let mut o = Observed::default();
+    let mut o = common::empty_cluster();
     if state.namespace {
         o.insert(common::namespace());
     }
@@ -165,11 +208,23 @@ fn build(state: &State) -> (MigrateParams, Observed) {
             }
             o.insert(Object::Job(common::finished(job, true)));
             // A succeeded sync always left its data (the planner refuses otherwise).
-            o.insert(common::extracted_secret(
+            let mut data = common::extracted_secret(
                 &job_name,
                 &state.password,
                 Some(&format!("CAKEY{}", state.key_marker)),
-            ));
+            );
+            if let Object::Secret(secret) = &mut data
+                && let Some(d) = secret.data.as_mut()
+            {
+                d.insert(
+                    uyuni_core::scripts::data_keys::PG_VERSION.into(),
+                    k8s_openapi::ByteString(state.db.pg_version.as_bytes().to_vec()),
+                );
+            }
+            o.insert(data);
+            if !state.prepare {
+                insert_db_state(&params, &mut o, &state.db);
+            }
         }
     }
     if state.data_secret && !o.contains(Kind::Secret, common::DATA_SECRET) {
@@ -180,6 +235,57 @@ fn build(state: &State) -> (MigrateParams, Observed) {
         ));
     }
     (params, o)
+}
+
+/// Objects of the database phase as an interrupted or earlier run left them.
+fn insert_db_state(params: &MigrateParams, o: &mut Observed, db: &DbState) {
+    let Ok(Some(data)) = o.extracted() else {
+        return;
+    };
+    let Ok(upgrade) = uyuni_core::pg::decide(Some(db.pg_version)) else {
+        return;
+    };
+    if db.deployment > 0 {
+        let mut d = database::db_deployment(params, &data, &database::data_claim(upgrade));
+        if db.deployment == 2
+            && let Some(spec) = d.spec.as_mut()
+        {
+            spec.replicas = Some(0);
+        }
+        o.insert(Object::Deployment(d));
+    }
+    if db.server {
+        o.insert(Object::Deployment(
+            uyuni_core::builders::server::server_deployment(params, &data, common::SOURCE),
+        ));
+    }
+    if db.upgraded_claim {
+        o.insert(Object::PersistentVolumeClaim(
+            uyuni_core::builders::pvc::pvc(common::NAMESPACE, &database::upgraded_claim(params)),
+        ));
+    }
+    let from = match upgrade {
+        uyuni_core::pg::Upgrade::Needed { from } => Some(from),
+        _ => None,
+    };
+    let jobs = [
+        Some(database::fixup_job(params, &data, upgrade)),
+        from.map(|f| database::upgrade_job(params, &data, Some(f))),
+        Some(database::migration_sql_job(params, &data)),
+    ];
+    for (job, state) in jobs.into_iter().zip(db.jobs) {
+        let Some(mut job) = job else { continue };
+        job.metadata.name = job
+            .metadata
+            .name
+            .map(|n| n.replace(common::RUN_ID, "20261128090000"));
+        match state {
+            1 => o.insert(Object::Job(job)),
+            2 => o.insert(Object::Job(common::finished(job, false))),
+            3 => o.insert(Object::Job(common::finished(job, true))),
+            _ => {}
+        }
+    }
 }
 
 proptest! {
@@ -209,15 +315,29 @@ proptest! {
         if let Some(pos) = ids.iter().position(|i| *i == "namespace") {
             prop_assert_eq!(pos, 0);
         }
-        let jobs = preview.executed.iter().filter(|s| matches!(s.op, Op::RunJob | Op::AwaitJob)).count();
-        let first_job = preview.executed.iter().position(|s| matches!(s.op, Op::RunJob | Op::AwaitJob));
+        let sync_end = ids.iter().rposition(|i| *i == "data-sync").map_or(0, |p| p + 1);
+        let sync_phase = &preview.executed[..sync_end];
+        let jobs = sync_phase.iter().filter(|s| matches!(s.op, Op::RunJob | Op::AwaitJob)).count();
+        let first_job = sync_phase.iter().position(|s| matches!(s.op, Op::RunJob | Op::AwaitJob));
         if let Some(first) = first_job {
             // A Job still running from before is awaited first; a new one comes after every write.
-            if preview.executed[first].op == Op::RunJob {
-                prop_assert!(preview.executed[first..].iter().all(|s| s.op != Op::Create && s.op != Op::Update));
+            if sync_phase[first].op == Op::RunJob {
+                prop_assert!(sync_phase[first..].iter().all(|s| s.op != Op::Create && s.op != Op::Update));
             }
         }
         prop_assert!(jobs <= 2, "jobs: {jobs}");
+        let db_order = ["server-stop", "db-stop", "db-fixup", "db-upgrade", "db-deployment", "db-ready", "db-migration-sql"];
+        let positions: Vec<usize> = db_order
+            .iter()
+            .filter_map(|id| ids.iter().rposition(|i| i == id))
+            .collect();
+        prop_assert!(positions.windows(2).all(|w| w[0] < w[1]), "database order: {ids:?}");
+        if let Some(first_db) = ids.iter().position(|i| i.starts_with("db-")) {
+            prop_assert!(first_db >= sync_end, "database step before the sync ended: {ids:?}");
+        }
+        if params.prepare {
+            prop_assert!(!ids.iter().any(|i| i.starts_with("db-")), "--prepare went past the sync");
+        }
         // 5
         for step in &preview.executed {
             if let Action::Apply(object) = &step.action
@@ -237,8 +357,9 @@ proptest! {
         let (params, observed) = build(&s);
         let Ok(preview) = preview(&params, &observed) else { return Ok(()) };
         let outputs = [
-            render::human_preview(&preview.steps, &observed, 3),
-            render::manifests_yaml(&preview.steps),
+            render::human_preview(&preview.steps, &observed, render::RenderOptions::default()),
+            render::plan_json(&params.namespace, &preview.steps, &observed).to_string(),
+            render::manifests_yaml(&preview.steps, false),
             serde_json::to_string(&preview.steps).expect("json"),
             serde_json::to_string(&plan(&params, &observed).expect("plan")).expect("json"),
             format!("{:?}", params),
@@ -249,6 +370,7 @@ proptest! {
             prop_assert!(!out.contains(&key_body), "private key leaked");
             prop_assert!(!out.contains(&s.key_marker), "key marker leaked");
             prop_assert!(!out.contains(&s.password), "password leaked");
+            prop_assert!(!out.contains(&format!("CAPW{}", s.password)), "CA password leaked");
         }
     }
 }

@@ -54,6 +54,12 @@ pub(crate) async fn apply_object(
         Object::Role(o) => apply_namespaced(client, ns, &target, o, progress).await,
         Object::RoleBinding(o) => apply_namespaced(client, ns, &target, o, progress).await,
         Object::Job(o) => apply_namespaced(client, ns, &target, o, progress).await,
+        Object::Deployment(o) => apply_namespaced(client, ns, &target, o, progress).await,
+        Object::Service(o) => apply_namespaced(client, ns, &target, o, progress).await,
+        Object::Ingress(o) => apply_namespaced(client, ns, &target, o, progress).await,
+        Object::Custom(o) => crate::custom::apply(client, ns, o, progress)
+            .await
+            .map(|(created, changed)| Applied { created, changed }),
     }
 }
 

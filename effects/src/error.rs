@@ -18,6 +18,8 @@ pub enum Verb {
     Apply,
     /// Reading a container log.
     Log,
+    /// Changing a Deployment's replicas (a merge patch).
+    Scale,
 }
 
 impl Verb {
@@ -27,7 +29,7 @@ impl Verb {
             Verb::Get | Verb::Log => "get",
             Verb::List => "list",
             Verb::Watch => "watch",
-            Verb::Apply => "patch",
+            Verb::Apply | Verb::Scale => "patch",
         }
     }
 }
@@ -40,6 +42,7 @@ impl fmt::Display for Verb {
             Verb::Watch => "watch",
             Verb::Apply => "apply",
             Verb::Log => "read the log of",
+            Verb::Scale => "scale",
         })
     }
 }
@@ -239,6 +242,53 @@ pub enum EffectsError {
         job: String,
         namespace: String,
     },
+    // --- Deployments ------------------------------------------------------------------------
+    #[error(
+        "{}",
+        deployment_failed(step, deployment, namespace, pod, reason, log_tail)
+    )]
+    DeploymentFailed {
+        step: String,
+        deployment: String,
+        namespace: String,
+        /// The pod that shows the failure, if one does.
+        pod: Option<String>,
+        reason: String,
+        /// The last lines of the failing container's log (the previous run for a crash loop).
+        log_tail: Vec<String>,
+    },
+    #[error(
+        "step {step}: deployment/{deployment} in namespace {namespace} is not ready after {}; it stays in place: see `kubectl describe deployment -n {namespace} {deployment}` and `kubectl logs -n {namespace} deployment/{deployment}`, then run the command again to keep waiting",
+        human_duration(*waited)
+    )]
+    DeploymentTimeout {
+        step: String,
+        deployment: String,
+        namespace: String,
+        waited: Duration,
+    },
+    #[error(
+        "step {step}: {target} is not ready after {} ({reason}); see `kubectl describe {} -n {} {}`, fix the cause, then run the command again to keep waiting",
+        human_duration(*waited),
+        target.resource,
+        target.namespace.as_deref().unwrap_or_default(),
+        target.name.as_deref().unwrap_or_default()
+    )]
+    NotReady {
+        step: String,
+        target: Target,
+        waited: Duration,
+        reason: String,
+    },
+    #[error(
+        "step {step}: deployment/{deployment} was not found in namespace {namespace}; run the command again to plan anew"
+    )]
+    DeploymentNotFound {
+        step: String,
+        deployment: String,
+        namespace: String,
+    },
+
     #[error(
         "step {step}: cannot {verb} {target}: the object has no {missing}; this is a bug in kubectl-uyuni's planner"
     )]
@@ -327,8 +377,43 @@ fn api_hint(verb: Verb, target: &Target, err: &kube::Error) -> String {
     }
 }
 
+/// The message of a Deployment that cannot become ready.
+pub(crate) fn deployment_failed(
+    step: &str,
+    deployment: &str,
+    namespace: &str,
+    pod: &Option<String>,
+    reason: &str,
+    log_tail: &[String],
+) -> String {
+    let mut out = format!(
+        "step {step}: deployment/{deployment} in namespace {namespace} cannot become ready: {reason}"
+    );
+    if !log_tail.is_empty() {
+        out.push_str("\nlast log lines:");
+        for line in log_tail {
+            out.push_str("\n  ");
+            out.push_str(line);
+        }
+    }
+    match pod {
+        Some(pod) => out.push_str(&format!(
+            "\nsee `kubectl describe pod -n {namespace} {pod}` and `kubectl logs -n {namespace} {pod} --previous`; fix the cause ({}), then run the command again (everything written so far stays)",
+            waiting_hint(reason)
+        )),
+        None => out.push_str(&format!(
+            "\nsee `kubectl describe deployment -n {namespace} {deployment}`; fix the cause, then run the command again (everything written so far stays)"
+        )),
+    }
+    out
+}
+
 fn waiting_hint(reason: &str) -> &'static str {
     match reason {
+        r if r.starts_with("CrashLoopBackOff") => "the container keeps exiting: its log says why",
+        r if r.starts_with("Unschedulable") => {
+            "no node can run the pod: check storage classes, volume binding and node resources"
+        }
         "ImagePullBackOff" | "ErrImagePull" => {
             "check the image name, tag and registry access, and any pull secret"
         }

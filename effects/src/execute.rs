@@ -1,9 +1,11 @@
 //! Carrying out one step: one function per [`Action`] variant, behind one exhaustive match.
 
 use k8s_openapi::api::batch::v1::Job;
+use uyuni_core::plan::DeploymentWait;
 use uyuni_core::{Action, JobWait, Kind, Object, ObjectRef, Step};
 
 use crate::apply::{apply_namespaced, apply_object};
+use crate::deployment::{DeploymentWaitContext, await_ready, scale as scale_deployment};
 use crate::error::{EffectsError, Target, Verb};
 use crate::job::{JobWaitContext, await_job};
 use crate::progress::{Progress, ProgressEvent};
@@ -34,8 +36,72 @@ pub async fn execute(
             })
             .await
         }
+        Action::WaitDeployment { name, wait } => {
+            wait_deployment(client, namespace, step, name, *wait, progress).await
+        }
+        Action::Scale {
+            name,
+            replicas,
+            wait,
+        } => scale(client, namespace, step, name, *replicas, *wait, progress).await,
+        Action::WaitReady { target, wait } => {
+            wait_ready(client, namespace, step, target, *wait, progress).await
+        }
         Action::None => Ok(()),
     }
+}
+
+async fn wait_ready(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    target: &ObjectRef,
+    wait: DeploymentWait,
+    progress: &dyn Progress,
+) -> Result<(), EffectsError> {
+    crate::custom::await_ready(client, namespace, &step.id, target, wait, progress).await
+}
+
+async fn wait_deployment(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    name: &str,
+    wait: DeploymentWait,
+    progress: &dyn Progress,
+) -> Result<(), EffectsError> {
+    await_ready(DeploymentWaitContext {
+        client,
+        namespace,
+        step: &step.id,
+        deployment: name,
+        wait,
+        progress,
+    })
+    .await
+}
+
+async fn scale(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    name: &str,
+    replicas: i32,
+    wait: DeploymentWait,
+    progress: &dyn Progress,
+) -> Result<(), EffectsError> {
+    scale_deployment(
+        DeploymentWaitContext {
+            client,
+            namespace,
+            step: &step.id,
+            deployment: name,
+            wait,
+            progress,
+        },
+        replicas,
+    )
+    .await
 }
 
 async fn apply(

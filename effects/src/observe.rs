@@ -1,10 +1,12 @@
 //! One snapshot of what the planner asked to see. Reads only.
 
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Secret, ServiceAccount,
+    ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount,
 };
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Resource;
 use kube::api::{Api, ListParams};
@@ -37,7 +39,18 @@ pub async fn observe_with_progress(
 ) -> Result<Observed, EffectsError> {
     let ns = observation.namespace.as_str();
     let mut observed = Observed::default();
+    for group_version in &observation.api_groups {
+        observed
+            .served
+            .extend(crate::custom::served(client, group_version, progress).await?);
+    }
+    observed.ingress_classes = crate::custom::ingress_classes(client, progress).await?;
     for target in &observation.named {
+        if let Kind::Custom(kind) = target.kind
+            && !observed.serves(kind)
+        {
+            continue;
+        }
         tracing::debug!(%target, namespace = ns, "get");
         if let Some(object) = get(client, ns, target, progress).await? {
             observed.insert(object);
@@ -86,6 +99,18 @@ async fn get(
         Kind::Job => get_namespaced::<Job>(client, ns, name, target, progress)
             .await?
             .map(Object::Job),
+        Kind::Deployment => get_namespaced::<Deployment>(client, ns, name, target, progress)
+            .await?
+            .map(Object::Deployment),
+        Kind::Service => get_namespaced::<Service>(client, ns, name, target, progress)
+            .await?
+            .map(Object::Service),
+        Kind::Ingress => get_namespaced::<Ingress>(client, ns, name, target, progress)
+            .await?
+            .map(Object::Ingress),
+        Kind::Custom(kind) => crate::custom::get(client, ns, kind, name, progress)
+            .await?
+            .map(Object::Custom),
     })
 }
 

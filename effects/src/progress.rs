@@ -56,6 +56,27 @@ pub enum ProgressEvent<'a> {
     },
     /// The Job ended; on failure `execute` returns the error after this.
     JobFinished { job: &'a str, succeeded: bool },
+    /// Waiting for a Deployment to be ready starts.
+    WaitingForDeployment {
+        deployment: &'a str,
+        namespace: &'a str,
+        timeout: Option<Duration>,
+    },
+    /// A pod of a Deployment being waited for changed state (phase or waiting reason).
+    DeploymentPod {
+        deployment: &'a str,
+        pod: &'a str,
+        state: &'a str,
+    },
+    /// Waiting for a custom resource's Ready condition starts.
+    WaitingForReady {
+        target: &'a ObjectRef,
+        timeout: Option<Duration>,
+    },
+    /// The Deployment is ready.
+    DeploymentReady { deployment: &'a str },
+    /// The Deployment has the asked number of replicas (pods gone after a scale to 0).
+    Scaled { deployment: &'a str, replicas: i32 },
     /// Something the user should know that does not stop the work (a pod that cannot be
     /// scheduled yet, a log stream that could not be followed).
     Warning { message: &'a str },
@@ -119,6 +140,43 @@ impl std::fmt::Display for ProgressEvent<'_> {
                 job,
                 succeeded: false,
             } => write!(f, "job/{job} failed"),
+            ProgressEvent::WaitingForDeployment {
+                deployment,
+                timeout: None,
+                ..
+            } => write!(
+                f,
+                "waiting for deployment/{deployment} to be ready (no time limit)"
+            ),
+            ProgressEvent::WaitingForDeployment {
+                deployment,
+                timeout: Some(t),
+                ..
+            } => write!(
+                f,
+                "waiting for deployment/{deployment} to be ready (up to {}s)",
+                t.as_secs()
+            ),
+            ProgressEvent::DeploymentPod {
+                deployment,
+                pod,
+                state,
+            } => write!(f, "pod {pod} of deployment/{deployment}: {state}"),
+            ProgressEvent::WaitingForReady { target, timeout } => match timeout {
+                Some(t) => write!(
+                    f,
+                    "waiting for {target} to be ready (up to {}s)",
+                    t.as_secs()
+                ),
+                None => write!(f, "waiting for {target} to be ready (no time limit)"),
+            },
+            ProgressEvent::DeploymentReady { deployment } => {
+                write!(f, "deployment/{deployment} is ready")
+            }
+            ProgressEvent::Scaled {
+                deployment,
+                replicas,
+            } => write!(f, "deployment/{deployment} scaled to {replicas}"),
             ProgressEvent::Warning { message } => write!(f, "warning: {message}"),
             ProgressEvent::Retrying {
                 what,

@@ -23,6 +23,7 @@ fn observation(named: Vec<ObjectRef>) -> Observation {
         namespace: NS.to_owned(),
         named,
         job_selector: uyuni_core::labels::MANAGED_SELECTOR.to_owned(),
+        api_groups: vec!["cert-manager.io/v1".to_owned()],
     }
 }
 

@@ -1,16 +1,15 @@
 //! `kubectl uyuni migrate`: flags → validated parameters → the observe/plan/execute loop (or
 //! the pure preview with `--dry-run`).
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 use uyuni_core::params::FileInput;
 use uyuni_core::plan::Plan;
 use uyuni_core::secret::SecretString;
-use uyuni_core::{ExtractedData, MigrateArgs, MigrateParams, Observed, render};
+use uyuni_core::{ExtractedData, MigrateArgs, MigrateParams, Observed};
 
-use crate::cli::MigrateCmd;
+use crate::cli::{Cli, MigrateCmd};
 use crate::output::Reporter;
 use crate::{clock, connect};
 
@@ -26,6 +25,49 @@ fn read_file(flag: &str, path: Option<&Path>) -> Result<Option<FileInput>> {
         path: path.display().to_string(),
         content: SecretString::new(content),
     }))
+}
+
+fn read_files(flag: &str, paths: &[std::path::PathBuf]) -> Result<Vec<FileInput>> {
+    paths
+        .iter()
+        .filter_map(|p| read_file(flag, Some(p)).transpose())
+        .collect()
+}
+
+/// The environment variable that may hold the source CA's password.
+pub const SSL_PASSWORD_ENV: &str = "UYUNI_SSL_PASSWORD";
+
+/// The CA password from `--ssl-password-file` (its first line) or the environment; never from
+/// argv. `None`: ask on a terminal if the migration needs it.
+fn ssl_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
+    if let Some(path) = cmd.ssl_password_file.as_deref() {
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "cannot read --ssl-password-file {}: check the path",
+                path.display()
+            )
+        })?;
+        let first = text.lines().next().unwrap_or_default().to_owned();
+        return Ok(Some(SecretString::new(first)));
+    }
+    Ok(std::env::var(SSL_PASSWORD_ENV)
+        .ok()
+        .filter(|p| !p.is_empty())
+        .map(SecretString::new))
+}
+
+/// Asks for the CA password on the terminal, without echo; `None` when there is no terminal.
+fn prompt_ssl_password() -> Option<SecretString> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let term = console::Term::stderr();
+    let _ = term.write_str("Password of the source server's CA key: ");
+    term.read_secure_line()
+        .ok()
+        .filter(|p| !p.is_empty())
+        .map(SecretString::new)
 }
 
 fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
@@ -48,10 +90,34 @@ fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
         tag: cmd.tag.clone(),
         registry_host: cmd.registry_host.clone(),
         pull_policy: cmd.pull_policy.clone(),
+        db_image: cmd.db_image.clone(),
+        db_tag: cmd.db_tag.clone(),
+        dbupgrade_image: cmd.dbupgrade_image.clone(),
+        dbupgrade_tag: cmd.dbupgrade_tag.clone(),
+        hubxmlrpc_image: cmd.hubxmlrpc_image.clone(),
+        coco_image: cmd.coco_image.clone(),
+        hubxmlrpc_replicas: cmd.hubxmlrpc_replicas,
+        coco_replicas: cmd.coco_replicas,
+        ingress: cmd.ingress.clone(),
+        ingress_class: cmd.ingress_class.clone(),
+        configure_ingress_controller: cmd.configure_ingress_controller,
         ssh_key_private: read_file("--ssh-key-private", cmd.ssh_key_private.as_deref())?,
         ssh_key_public: read_file("--ssh-key-public", cmd.ssh_key_public.as_deref())?,
         ssh_known_hosts: read_file("--ssh-knownhosts", cmd.ssh_known_hosts.as_deref())?,
         ssh_config: read_file("--ssh-config", cmd.ssh_config.as_deref())?,
+        ssl_password: ssl_password(cmd)?,
+        ssl_cnames: cmd.ssl_cname.clone(),
+        ssl_ca_root: read_file("--ssl-ca-root", cmd.ssl_ca_root.as_deref())?,
+        ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &cmd.ssl_ca_intermediate)?,
+        ssl_server_cert: read_file("--ssl-server-cert", cmd.ssl_server_cert.as_deref())?,
+        ssl_server_key: read_file("--ssl-server-key", cmd.ssl_server_key.as_deref())?,
+        ssl_db_ca_root: read_file("--ssl-db-ca-root", cmd.ssl_db_ca_root.as_deref())?,
+        ssl_db_ca_intermediate: read_files(
+            "--ssl-db-ca-intermediate",
+            &cmd.ssl_db_ca_intermediate,
+        )?,
+        ssl_db_cert: read_file("--ssl-db-cert", cmd.ssl_db_cert.as_deref())?,
+        ssl_db_key: read_file("--ssl-db-key", cmd.ssl_db_key.as_deref())?,
         volumes_class: cmd.volumes_class.clone(),
         volume_classes: cmd.volume_class.clone(),
         named_sizes,
@@ -62,7 +128,24 @@ fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
 
 /// The steps of a migration that later versions add; said at the end so nobody mistakes the
 /// data sync for a finished migration.
-const NOT_BUILT: &str = "Not built yet: the database fix-up and PostgreSQL upgrade, TLS, networking and the server and database Deployments. The migration stops after the data sync for now; the synced volumes and the extracted data stay in the namespace.";
+const NOT_BUILT: &str = "Not built yet: Gateway API routes, the TFTP container, saline, and LoadBalancer/NodePort Services as an alternative to the ingress controller.";
+
+/// Connects, and validates the flags into parameters: everything before the first request that
+/// depends on them.
+async fn start(cmd: &MigrateCmd, cli: &Cli) -> Result<(uyuni_effects::Connection, MigrateParams)> {
+    let conn = connect(&cli.kube).await?;
+    let args = args(cmd, conn.namespace.clone())?;
+    let params = MigrateParams::from_args(&args).map_err(|e| anyhow!("{e}"))?;
+    Ok((conn, params))
+}
+
+/// `--dry-run`: observe, preview, print. Returns whether anything would change.
+async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
+    let (conn, params) = start(cmd, cli).await?;
+    let observation = uyuni_core::observed::observation(&params);
+    let observed = uyuni_effects::observe(&conn.client, &observation).await?;
+    crate::dry_run::run(cmd, cli, &conn, &params, &observed, reporter).await
+}
 
 fn summary(params: &MigrateParams, data: &ExtractedData) -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
@@ -80,6 +163,22 @@ fn summary(params: &MigrateParams, data: &ExtractedData) -> String {
     }
     out.push_str(&format!("  Timezone:         {}\n", data.timezone));
     out.push_str(&format!("  PostgreSQL:       {}\n", data.pg_version));
+    if !params.prepare {
+        let line = match uyuni_core::pg::decide(Some(&data.pg_version)) {
+            Ok(uyuni_core::pg::Upgrade::Needed { .. }) => format!(
+                "PostgreSQL {} in Deployment db on volume {}; {} is kept unchanged as the backup",
+                uyuni_core::pg::TARGET_MAJOR,
+                uyuni_core::volumes::upgraded_database_volume(),
+                uyuni_core::volumes::DATABASE_VOLUME
+            ),
+            _ => format!(
+                "PostgreSQL {} in Deployment db on volume {}",
+                uyuni_core::pg::TARGET_MAJOR,
+                uyuni_core::volumes::DATABASE_VOLUME
+            ),
+        };
+        out.push_str(&format!("  Database now:     {line}\n"));
+    }
     out.push_str(&format!(
         "  Database:         {} (port {}, user {})\n",
         data.db_name, data.db_port, data.db_user
@@ -104,39 +203,42 @@ fn summary(params: &MigrateParams, data: &ExtractedData) -> String {
     out
 }
 
-pub async fn run(
-    cmd: &MigrateCmd,
-    kube: &crate::cli::KubeFlags,
-    reporter: &Reporter,
-) -> Result<()> {
-    let conn = connect(kube).await?;
-    let args = args(cmd, conn.namespace.clone())?;
-    let params = MigrateParams::from_args(&args).map_err(|e| anyhow!("{e}"))?;
-    let observation = uyuni_core::observed::observation(&params);
-
+pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()> {
+    if cmd.dry_run.is_some() && cmd.exit_code {
+        // `kubectl diff` codes: 0 nothing to do, 1 changes planned, 2 errors. Only the dry run
+        // runs here, so nothing is left behind by exiting directly.
+        let code = match dry_run(cmd, cli, reporter).await {
+            Ok(false) => 0,
+            Ok(true) => 1,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                2
+            }
+        };
+        std::process::exit(code);
+    }
     if cmd.dry_run.is_some() {
-        let observed = uyuni_effects::observe(&conn.client, &observation).await?;
-        let preview = uyuni_core::preview(&params, &observed)?;
-        let text = render::human_preview(&preview.steps, &observed, cmd.diff_context);
-        let mut stdout = std::io::stdout().lock();
-        writeln!(
-            stdout,
-            "Dry run: nothing is written. Migration of {} into namespace {}:\n",
-            params.source_fqdn, params.namespace
-        )?;
-        stdout.write_all(text.as_bytes())?;
-        writeln!(
-            stdout,
-            "\nValues only the data sync can know are shown as \"{}\".",
-            uyuni_core::observed::PLACEHOLDER
-        )?;
+        dry_run(cmd, cli, reporter).await?;
         return Ok(());
     }
-
+    let (conn, mut params) = start(cmd, cli).await?;
+    let observation = uyuni_core::observed::observation(&params);
     let mut executed = 0usize;
     let observed: Observed = loop {
         let observed = uyuni_effects::observe(&conn.client, &observation).await?;
-        let plan: Plan = uyuni_core::plan(&params, &observed)?;
+        let plan: Plan = match uyuni_core::plan(&params, &observed) {
+            // The planner says when the CA password is needed; only then is it asked for.
+            Err(uyuni_core::PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {
+                match prompt_ssl_password() {
+                    Some(password) => {
+                        params.tls.ca_password = Some(password);
+                        continue;
+                    }
+                    None => return Err(uyuni_core::PlanError::CaPasswordNeeded.into()),
+                }
+            }
+            other => other?,
+        };
         let Some(step) = plan.next_step() else {
             break observed;
         };
@@ -154,9 +256,16 @@ pub async fn run(
     if executed == 0 {
         reporter.info("Nothing to do: every step is done already.");
     }
+    // The live progress view must be gone before data goes to stdout.
+    reporter.finish(true);
     let data = observed.extracted()?.ok_or_else(|| {
         anyhow!("the data sync finished but Secret uyuni-migration-data is empty")
     })?;
     print!("{}", summary(&params, &data));
+    if !params.prepare {
+        for note in uyuni_core::plan::exposure_notes(&params, &observed) {
+            println!("\n{note}");
+        }
+    }
     Ok(())
 }

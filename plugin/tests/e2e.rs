@@ -10,6 +10,8 @@ use uyuni_testdata::{JobScript, Scenario, SimCluster, SimConfig, scenarios};
 
 const SOURCE: &str = "uyuni.example.com";
 const NS: &str = "uyuni";
+/// The source CA's password, given through the environment.
+const CA_PASSWORD: &str = "ca secret #1";
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures/ssh")
@@ -38,6 +40,7 @@ fn secrets() -> Vec<String> {
         .collect();
     s.push("correct horse battery".into());
     s.push("another one with spaces".into());
+    s.push(CA_PASSWORD.into());
     s.push("MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQIc2ltdWxhdGVkAgIIADAMBggqhkiG".into());
     s
 }
@@ -85,6 +88,7 @@ impl Env {
         cmd.env("PATH", path)
             .env("KUBECACHEDIR", self.cache.path())
             .env_remove("KUBECONFIG")
+            .env("UYUNI_SSL_PASSWORD", CA_PASSWORD)
             .env("NO_COLOR", "1");
         cmd
     }
@@ -106,8 +110,13 @@ impl Env {
             .expect("kubectl runs")
     }
 
+    /// The data-sync Jobs (the database Jobs that follow are tested in e2e_migration.rs).
     fn jobs(&self) -> Vec<Value> {
-        self.sim.objects("batch/v1", "Job", Some(NS))
+        self.sim
+            .objects("batch/v1", "Job", Some(NS))
+            .into_iter()
+            .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == "data-sync")
+            .collect()
     }
 }
 

@@ -16,15 +16,16 @@ pub fn builtin(name: &str) -> Option<Scenario> {
     }
 }
 
-/// The source server's CA as the data-sync job finds it (generated once per process).
+/// The source server's CA and its (decrypted) key, generated once per process.
+fn source_ca() -> (String, String) {
+    static CA: OnceLock<(String, String)> = OnceLock::new();
+    CA.get_or_init(|| crate::certs::scenario_ca("uyuni.example.com CA").unwrap_or_default())
+        .clone()
+}
+
+/// The source server's CA as the data-sync job finds it.
 fn source_ca_pem() -> String {
-    static CA: OnceLock<String> = OnceLock::new();
-    CA.get_or_init(|| {
-        crate::certs::scenario_ca("uyuni.example.com CA")
-            .map(|(cert, _)| cert)
-            .unwrap_or_default()
-    })
-    .clone()
+    source_ca().0
 }
 
 /// What an encrypted CA key from `rhn-ssl-tool` looks like. The content is not a real key:
@@ -118,13 +119,49 @@ pub fn migration() -> Scenario {
     };
     scenario.jobs.insert("data-sync".to_string(), data_sync);
     scenario.jobs.insert(
+        "db-fixup".to_string(),
+        JobScript::succeed(
+            300,
+            &[
+                "The synced database is PostgreSQL 16",
+                "Pointing rhn.conf at the db and reportdb Services",
+                "Moving the setup marker from /root to /var/spacewalk",
+                "DONE",
+            ],
+        ),
+    );
+    scenario.jobs.insert(
         "db-upgrade".to_string(),
         JobScript::succeed(
             1000,
             &[
-                "Upgrading the database from PostgreSQL 14 to 16",
+                "Upgrading the database from PostgreSQL 16 to 18",
                 "Performing Consistency Checks",
                 "Upgrade Complete",
+                "Upgrade to PostgreSQL 18 complete; the source volume is left as it was",
+            ],
+        ),
+    );
+    // The CA key Job writes the decrypted key into Secret uyuni-ca.
+    scenario.jobs.insert(
+        "ca-key".to_string(),
+        JobScript::succeed(
+            200,
+            &[
+                "Decrypting the CA key",
+                "Writing the CA key into Secret uyuni-ca",
+                "DONE",
+            ],
+        )
+        .patching_secret("uyuni-ca", &[("tls.key", source_ca().1.as_str())]),
+    );
+    scenario.jobs.insert(
+        "db-migration-sql".to_string(),
+        JobScript::succeed(
+            300,
+            &[
+                "Repointing auto-installable distributions and queueing a system overview update",
+                "DONE",
             ],
         ),
     );

@@ -4,6 +4,8 @@
 //! at those paths, so the two cannot drift apart.
 
 pub mod data_sync;
+pub mod database;
+pub mod tls;
 
 /// Where the data-sync Job finds the SSH private and public key (Secret `uyuni-migration-key`).
 /// Outside every synced path, so rsync `--delete` never meets a mount point (reference D33).

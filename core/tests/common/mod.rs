@@ -27,6 +27,17 @@ pub fn private_key(marker: &str) -> String {
     format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{b64}\n-----END OPENSSH PRIVATE KEY-----\n")
 }
 
+/// The source CA's password in the fixtures.
+pub const CA_PASSWORD: &str = "ca pass#word";
+
+/// An empty cluster with cert-manager installed (its CRDs served).
+pub fn empty_cluster() -> Observed {
+    let mut o = Observed::default();
+    o.serve(uyuni_core::object::CustomKind::Issuer);
+    o.serve(uyuni_core::object::CustomKind::Certificate);
+    o
+}
+
 pub const PUBLIC_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 root@admin\n";
 pub const KNOWN_HOSTS: &str = "uyuni.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5\n";
 
@@ -47,6 +58,7 @@ pub fn args_with_ssh(key: &str) -> MigrateArgs {
         ssh_key_private: file("id_ed25519", key),
         ssh_key_public: file("id_ed25519.pub", PUBLIC_KEY),
         ssh_known_hosts: file("known_hosts", KNOWN_HOSTS),
+        ssl_password: Some(SecretString::new(CA_PASSWORD)),
         ..MigrateArgs::default()
     }
 }
@@ -119,7 +131,7 @@ pub fn extracted_secret(job: &str, password: &str, ca_key: Option<&str>) -> Obje
 
 /// The state after a complete, successful run of `params`.
 pub fn after_sync(params: &MigrateParams) -> Observed {
-    let mut o = Observed::default();
+    let mut o = empty_cluster();
     o.insert(namespace());
     o.insert(Object::Secret(migration::ssh_key_secret(
         NAMESPACE,
@@ -154,3 +166,11 @@ pub fn pvc_of(params: &MigrateParams, name: &str) -> PersistentVolumeClaim {
 }
 
 pub const DATA_SECRET: &str = names::MIGRATION_DATA_SECRET;
+
+/// The state after a complete migration of `params`: the sync of [`after_sync`], then every
+/// later step carried out as the pure simulation models it.
+pub fn after_migration(params: &MigrateParams) -> Observed {
+    uyuni_core::preview(params, &after_sync(params))
+        .expect("the state after the sync plans")
+        .end
+}

@@ -32,6 +32,8 @@ pub enum Ev {
     Finished(bool),
     Warning(String),
     Retrying(String),
+    /// Deployment events, as the plugin prints them.
+    Deployment(String),
 }
 
 #[derive(Default)]
@@ -100,6 +102,11 @@ impl Progress for Recorder {
             ProgressEvent::Retrying {
                 what, error, delay, ..
             } => Ev::Retrying(format!("{what} in {delay:?}: {error}")),
+            e @ (ProgressEvent::WaitingForDeployment { .. }
+            | ProgressEvent::DeploymentPod { .. }
+            | ProgressEvent::DeploymentReady { .. }
+            | ProgressEvent::WaitingForReady { .. }
+            | ProgressEvent::Scaled { .. }) => Ev::Deployment(e.to_string()),
         };
         self.0.lock().unwrap().push(ev);
     }

@@ -1,0 +1,396 @@
+//! The database: its credentials, the `db` Deployment and its Services, and the Jobs that make
+//! the synced data fit for today's DB image (images-today §E.1–E.3, reference §7.2).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, PersistentVolumeClaimVolumeSource,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector, Service,
+    ServicePort, ServiceSpec, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::builders::job::{ClaimMount, ScriptJob, env, script_job};
+use crate::builders::{components, meta, names};
+use crate::labels;
+use crate::observed::ExtractedData;
+use crate::params::MigrateParams;
+use crate::pg;
+use crate::ports;
+use crate::scripts::database as scripts;
+use crate::volumes::{self, VolumeClaim};
+
+pub const FIXUP_STEP: &str = "db-fixup";
+pub const UPGRADE_STEP: &str = "db-upgrade";
+pub const MIGRATION_SQL_STEP: &str = "db-migration-sql";
+
+/// Environment variable carrying the data-sync Job a step Job works on: part of the spec, so a
+/// new sync gets new fix-up, upgrade and SQL Jobs.
+pub const SYNC_JOB_ENV: &str = "UYUNI_DATA_SYNC_JOB";
+
+/// The claim the upgraded data goes to, named as the chart names it (`var-pgsql18`), with the
+/// size and class of the synced claim.
+pub fn upgraded_claim(params: &MigrateParams) -> VolumeClaim {
+    let synced = params
+        .volumes
+        .iter()
+        .find(|v| v.name == volumes::DATABASE_VOLUME);
+    VolumeClaim {
+        name: volumes::upgraded_database_volume(),
+        mount_path: scripts::PGDATA.to_owned(),
+        size: synced
+            .map(|v| v.size.clone())
+            .unwrap_or_else(|| "50Gi".to_owned()),
+        storage_class: synced.and_then(|v| v.storage_class.clone()),
+        role: volumes::VolumeRole::Database,
+    }
+}
+
+/// The claim the `db` Deployment runs on.
+pub fn data_claim(upgrade: pg::Upgrade) -> String {
+    match upgrade {
+        pg::Upgrade::NotNeeded => volumes::DATABASE_VOLUME.to_owned(),
+        pg::Upgrade::Needed { .. } | pg::Upgrade::Unknown => volumes::upgraded_database_volume(),
+    }
+}
+
+/// A `kubernetes.io/basic-auth` Secret (the chart's credential Secrets, images-today §C.1).
+pub fn credentials_secret(namespace: &str, name: &str, username: &str, password: &str) -> Secret {
+    Secret {
+        metadata: meta(name, namespace, components::DB),
+        type_: Some("kubernetes.io/basic-auth".to_owned()),
+        data: Some(BTreeMap::from([
+            (
+                "username".to_owned(),
+                ByteString(username.as_bytes().to_vec()),
+            ),
+            (
+                "password".to_owned(),
+                ByteString(password.as_bytes().to_vec()),
+            ),
+        ])),
+        ..Secret::default()
+    }
+}
+
+/// The three credential Secrets with the migrated values: the admin is the migrated `db_user`,
+/// as podman's migration does (images-today §D.1 step 6, reference D15).
+pub fn credential_secrets(namespace: &str, data: &ExtractedData) -> [Secret; 3] {
+    [
+        credentials_secret(
+            namespace,
+            names::DB_ADMIN_SECRET,
+            &data.db_user,
+            data.db_password.expose(),
+        ),
+        credentials_secret(
+            namespace,
+            names::DB_SECRET,
+            &data.db_user,
+            data.db_password.expose(),
+        ),
+        credentials_secret(
+            namespace,
+            names::REPORTDB_SECRET,
+            &data.report_db_user,
+            data.report_db_password.expose(),
+        ),
+    ]
+}
+
+/// `name` from key `key` of Secret `secret`.
+pub fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.to_owned(),
+                key: key.to_owned(),
+                ..SecretKeySelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+/// The environment of the `db` container (images-today §E.3): both spellings of the manager and
+/// report variables, until it is known which ones today's init scripts read (§E.5 #3).
+fn db_env(timezone: &str) -> Vec<EnvVar> {
+    vec![
+        env("TZ", timezone),
+        secret_env("POSTGRES_USER", names::DB_ADMIN_SECRET, "username"),
+        secret_env("POSTGRES_PASSWORD", names::DB_ADMIN_SECRET, "password"),
+        secret_env("MANAGER_USER", names::DB_SECRET, "username"),
+        secret_env("MANAGER_PASS", names::DB_SECRET, "password"),
+        secret_env("MANAGER_PASSWORD", names::DB_SECRET, "password"),
+        secret_env("REPORT_DB_USER", names::REPORTDB_SECRET, "username"),
+        secret_env("REPORT_DB_PASS", names::REPORTDB_SECRET, "password"),
+        secret_env("REPORTDB_USER", names::REPORTDB_SECRET, "username"),
+        secret_env("REPORTDB_PASSWORD", names::REPORTDB_SECRET, "password"),
+    ]
+}
+
+/// `pg_isready` against TCP on localhost: false while the image's upgrade hooks run with the
+/// server on the Unix socket only (images-today §B.3), true once clients can connect.
+fn pg_isready(period: i32, failures: i32) -> Probe {
+    Probe {
+        exec: Some(ExecAction {
+            command: Some(
+                ["pg_isready", "-h", "localhost", "-p", "5432"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            ),
+        }),
+        period_seconds: Some(period),
+        timeout_seconds: Some(5),
+        failure_threshold: Some(failures),
+        ..Probe::default()
+    }
+}
+
+/// Seconds the DB may take to accept connections on its first start: the image's
+/// compatibility bootstrap (collation refresh, `evr_t`) runs on the migrated data first.
+pub const DB_STARTUP_SECONDS: i32 = 3600;
+
+pub fn selector(component: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (labels::PART_OF.to_owned(), labels::PART_OF_VALUE.to_owned()),
+        (labels::COMPONENT.to_owned(), component.to_owned()),
+    ])
+}
+
+/// The `db` Deployment (chart `db.yaml`, reference §7.2 with its R fixes: created on migration,
+/// probes, container port, the migrated credentials).
+pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) -> Deployment {
+    let ports = ports::of_component(components::DB, ports::Features::default())
+        .into_iter()
+        .map(|p| ContainerPort {
+            name: Some(p.name.to_owned()),
+            container_port: p.port,
+            protocol: Some(p.protocol.as_str().to_owned()),
+            ..ContainerPort::default()
+        })
+        .collect();
+    let container = Container {
+        name: "db".to_owned(),
+        image: Some(params.image.database.clone()),
+        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        env: Some(db_env(&data.timezone)),
+        ports: Some(ports),
+        startup_probe: Some(pg_isready(10, DB_STARTUP_SECONDS / 10)),
+        readiness_probe: Some(pg_isready(10, 3)),
+        liveness_probe: Some(pg_isready(30, 5)),
+        volume_mounts: Some(vec![VolumeMount {
+            name: volumes::DATABASE_VOLUME.to_owned(),
+            mount_path: scripts::PGDATA.to_owned(),
+            ..VolumeMount::default()
+        }]),
+        ..Container::default()
+    };
+    Deployment {
+        metadata: meta(names::DB_DEPLOYMENT, &params.namespace, components::DB),
+        spec: Some(DeploymentSpec {
+            replicas: Some(1),
+            // Two PostgreSQL servers must never share the data.
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".to_owned()),
+                ..DeploymentStrategy::default()
+            }),
+            selector: LabelSelector {
+                match_labels: Some(selector(components::DB)),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels::labels(components::DB)),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    security_context: Some(PodSecurityContext {
+                        fs_group: Some(i64::from(scripts::POSTGRES_UID)),
+                        ..PodSecurityContext::default()
+                    }),
+                    // A clean shutdown spares the next start a crash recovery.
+                    termination_grace_period_seconds: Some(120),
+                    containers: vec![container],
+                    volumes: Some(vec![Volume {
+                        name: volumes::DATABASE_VOLUME.to_owned(),
+                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                            claim_name: claim.to_owned(),
+                            ..PersistentVolumeClaimVolumeSource::default()
+                        }),
+                        ..Volume::default()
+                    }]),
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    }
+}
+
+/// A Service of the port catalogue: its ports, selecting the pods of their component.
+pub fn service(namespace: &str, name: &str, features: ports::Features) -> Service {
+    let ports = ports::of_service(name, features);
+    let component = ports
+        .first()
+        .map(|p| p.component)
+        .unwrap_or(components::SERVER);
+    Service {
+        metadata: meta(name, namespace, component),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".to_owned()),
+            selector: Some(selector(component)),
+            ports: Some(
+                ports
+                    .iter()
+                    .map(|p| ServicePort {
+                        name: Some(p.name.to_owned()),
+                        port: p.port,
+                        target_port: Some(IntOrString::Int(p.port)),
+                        protocol: Some(p.protocol.as_str().to_owned()),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+pub fn fixup_description() -> String {
+    "fix up the synced data: database layout and owner, postgresql.conf, rhn.conf, setup marker"
+        .to_owned()
+}
+
+/// The fix-up Job of the synced data (images-today §E.1 #3), in the server image.
+pub fn fixup_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgrade) -> Job {
+    let expected = match upgrade {
+        pg::Upgrade::NotNeeded => Some(pg::TARGET_MAJOR),
+        pg::Upgrade::Needed { from } => Some(from),
+        pg::Upgrade::Unknown => None,
+    };
+    script_job(
+        params,
+        &ScriptJob {
+            step: FIXUP_STEP,
+            description: fixup_description(),
+            component: components::DB,
+            image: &params.image.server,
+            script: scripts::render_fixup(expected, ""),
+            claims: vec![
+                ClaimMount {
+                    claim: volumes::DATABASE_VOLUME,
+                    path: scripts::PGDATA,
+                },
+                ClaimMount {
+                    claim: "etc-rhn",
+                    path: "/etc/rhn",
+                },
+                ClaimMount {
+                    claim: "var-spacewalk",
+                    path: "/var/spacewalk",
+                },
+                ClaimMount {
+                    claim: "root",
+                    path: "/root",
+                },
+            ],
+            tmpfs_tmp: false,
+            env: vec![env(SYNC_JOB_ENV, &data.job)],
+            extra_volumes: Vec::new(),
+            service_account: None,
+        },
+    )
+}
+
+pub fn upgrade_description(from: Option<u32>) -> String {
+    match from {
+        Some(from) => format!(
+            "upgrade the database from PostgreSQL {from} to {} into {}; {} stays as the backup",
+            pg::TARGET_MAJOR,
+            volumes::upgraded_database_volume(),
+            volumes::DATABASE_VOLUME
+        ),
+        None => format!(
+            "upgrade the database to PostgreSQL {} into {} when the synced data is older (its version is known after data-sync)",
+            pg::TARGET_MAJOR,
+            volumes::upgraded_database_volume()
+        ),
+    }
+}
+
+/// The major upgrade Job (images-today §E.1 #4): the synced claim as the source, the new claim
+/// as the target. With the version unknown (dry run before the sync), the most recent supported
+/// source stands in.
+pub fn upgrade_job(params: &MigrateParams, data: &ExtractedData, from: Option<u32>) -> Job {
+    let shown_from = from.unwrap_or_else(|| {
+        pg::SUPPORTED_SOURCE_MAJORS
+            .last()
+            .copied()
+            .unwrap_or(pg::TARGET_MAJOR)
+    });
+    let target = volumes::upgraded_database_volume();
+    script_job(
+        params,
+        &ScriptJob {
+            step: UPGRADE_STEP,
+            description: upgrade_description(from),
+            component: components::DB,
+            image: &params.image.database_upgrade,
+            script: scripts::render_upgrade(shown_from, ""),
+            claims: vec![
+                ClaimMount {
+                    claim: volumes::DATABASE_VOLUME,
+                    path: scripts::UPGRADE_SOURCE,
+                },
+                ClaimMount {
+                    claim: &target,
+                    path: scripts::UPGRADE_TARGET,
+                },
+                ClaimMount {
+                    claim: "etc-sysconfig",
+                    path: "/etc/sysconfig",
+                },
+            ],
+            tmpfs_tmp: true,
+            env: vec![env(SYNC_JOB_ENV, &data.job)],
+            extra_volumes: Vec::new(),
+            service_account: None,
+        },
+    )
+}
+
+pub fn migration_sql_description() -> String {
+    "repoint auto-installable distributions and queue a system overview update in the database"
+        .to_owned()
+}
+
+/// The migration-only SQL Job (images-today §E.1 #6), in the server image, once `db` is up.
+pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
+    script_job(
+        params,
+        &ScriptJob {
+            step: MIGRATION_SQL_STEP,
+            description: migration_sql_description(),
+            component: components::DB,
+            image: &params.image.server,
+            script: scripts::render_migration_sql(""),
+            claims: vec![ClaimMount {
+                claim: "etc-rhn",
+                path: "/etc/rhn",
+            }],
+            tmpfs_tmp: false,
+            env: vec![env(SYNC_JOB_ENV, &data.job)],
+            extra_volumes: Vec::new(),
+            service_account: None,
+        },
+    )
+}

@@ -1,0 +1,380 @@
+//! Exposing the server (reference §6.3–6.5 with D12, D13, D23, D24, D53 fixed): the Ingresses
+//! for the detected controller with `ingressClassName`, Traefik's redirect middleware and TCP/UDP
+//! routes (traefik.io), and the controllers' HelmChartConfig objects through the API.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
+    IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::json;
+
+use crate::builders::{components, meta, names};
+use crate::object::{CustomKind, CustomObject};
+use crate::observed::Observed;
+use crate::params::{IngressMode, MigrateParams};
+use crate::ports::{self, Features, PortDef, Protocol};
+
+/// The ingress controllers the tool knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Controller {
+    Traefik,
+    Nginx,
+}
+
+/// The controller and IngressClass to use: the flag, else the cluster's default class (or its
+/// only one), known by its controller string. `None`: no Ingress.
+pub fn choose(params: &MigrateParams, observed: &Observed) -> Option<(Controller, Option<String>)> {
+    let of = |controller: &str| match controller {
+        "traefik.io/ingress-controller" => Some(Controller::Traefik),
+        "k8s.io/ingress-nginx" => Some(Controller::Nginx),
+        _ => None,
+    };
+    let classes = &observed.ingress_classes;
+    let detected = classes
+        .iter()
+        .find(|c| c.default)
+        .or_else(|| (classes.len() == 1).then(|| &classes[0]));
+    let class_of = |controller: Controller| {
+        params.ingress.class.clone().or_else(|| {
+            classes
+                .iter()
+                .find(|c| of(&c.controller) == Some(controller))
+                .map(|c| c.name.clone())
+        })
+    };
+    let controller = match params.ingress.mode {
+        IngressMode::None => return None,
+        IngressMode::Traefik => Controller::Traefik,
+        IngressMode::Nginx => Controller::Nginx,
+        IngressMode::Auto => detected.and_then(|c| of(&c.controller))?,
+    };
+    Some((controller, class_of(controller)))
+}
+
+/// Paths that must stay reachable over plain HTTP (clients, PXE). The reference's two regular
+/// expressions are expanded into prefixes (D53); `/rhn/<name>/DownloadFile` has no prefix form
+/// and goes over HTTPS.
+pub const PLAIN_HTTP_PATHS: &[&str] = &[
+    "/pub",
+    "/rpc/api",
+    "/rhn/rpc/api",
+    "/rhn/errors",
+    "/rhn/ty/TinyUrl",
+    "/rhn/websocket",
+    "/rhn/metrics",
+    "/cobbler_api",
+    "/cblr",
+    "/httpboot",
+    "/images",
+    "/cobbler",
+    "/os-images",
+    "/tftp",
+    "/docs",
+];
+
+fn web_path(path: &str) -> HTTPIngressPath {
+    HTTPIngressPath {
+        path: Some(path.to_owned()),
+        path_type: "Prefix".to_owned(),
+        backend: IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: "web".to_owned(),
+                port: Some(ServiceBackendPort {
+                    number: Some(ports::HTTP_PORT),
+                    ..ServiceBackendPort::default()
+                }),
+            }),
+            ..IngressBackend::default()
+        },
+    }
+}
+
+fn ingress(
+    namespace: &str,
+    name: &str,
+    class: Option<&str>,
+    fqdn: &str,
+    paths: &[&str],
+    tls: bool,
+    annotations: BTreeMap<String, String>,
+) -> Ingress {
+    let mut metadata: ObjectMeta = meta(name, namespace, components::SERVER);
+    metadata.annotations = (!annotations.is_empty()).then_some(annotations);
+    Ingress {
+        metadata,
+        spec: Some(IngressSpec {
+            ingress_class_name: class.map(str::to_owned),
+            tls: tls.then(|| {
+                vec![IngressTLS {
+                    hosts: Some(vec![fqdn.to_owned()]),
+                    secret_name: Some(names::SERVER_CERT_SECRET.to_owned()),
+                }]
+            }),
+            rules: Some(vec![IngressRule {
+                host: Some(fqdn.to_owned()),
+                http: Some(HTTPIngressRuleValue {
+                    paths: paths.iter().map(|p| web_path(p)).collect(),
+                }),
+            }]),
+            ..IngressSpec::default()
+        }),
+        ..Ingress::default()
+    }
+}
+
+fn annotations(pairs: &[(&str, String)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+/// The Ingresses for the controller, in order.
+pub fn ingresses(
+    namespace: &str,
+    fqdn: &str,
+    controller: Controller,
+    class: Option<&str>,
+) -> Vec<Ingress> {
+    let traefik = "traefik.ingress.kubernetes.io/router";
+    match controller {
+        Controller::Traefik => vec![
+            ingress(
+                namespace,
+                names::INGRESS_SSL,
+                class,
+                fqdn,
+                &["/"],
+                true,
+                annotations(&[
+                    (&format!("{traefik}.entrypoints"), "websecure".to_owned()),
+                    (&format!("{traefik}.tls"), "true".to_owned()),
+                ]),
+            ),
+            ingress(
+                namespace,
+                names::INGRESS_NOSSL,
+                class,
+                fqdn,
+                PLAIN_HTTP_PATHS,
+                false,
+                annotations(&[(&format!("{traefik}.entrypoints"), "web".to_owned())]),
+            ),
+            ingress(
+                namespace,
+                names::INGRESS_REDIRECT,
+                class,
+                fqdn,
+                &["/"],
+                false,
+                annotations(&[
+                    (&format!("{traefik}.entrypoints"), "web".to_owned()),
+                    // The middleware of this namespace (D24: not `default`).
+                    (
+                        &format!("{traefik}.middlewares"),
+                        format!("{namespace}-{}@kubernetescrd", names::HTTPS_REDIRECT),
+                    ),
+                ]),
+            ),
+        ],
+        Controller::Nginx => vec![
+            ingress(
+                namespace,
+                names::INGRESS_SSL,
+                class,
+                fqdn,
+                &["/"],
+                true,
+                BTreeMap::new(),
+            ),
+            ingress(
+                namespace,
+                names::INGRESS_NOSSL,
+                class,
+                fqdn,
+                PLAIN_HTTP_PATHS,
+                false,
+                annotations(&[(
+                    "nginx.ingress.kubernetes.io/ssl-redirect",
+                    "false".to_owned(),
+                )]),
+            ),
+        ],
+    }
+}
+
+/// Traefik's permanent redirect to HTTPS.
+pub fn https_redirect(namespace: &str) -> CustomObject {
+    CustomObject {
+        kind: CustomKind::Middleware,
+        metadata: meta(names::HTTPS_REDIRECT, namespace, components::SERVER),
+        spec: json!({"redirectScheme": {"scheme": "https", "permanent": true}}),
+        status: None,
+    }
+}
+
+/// The Traefik entrypoint of a port: at most 15 characters (a Traefik limit).
+pub fn endpoint(p: &PortDef) -> String {
+    let service = match p.service {
+        "taskomatic" => "tasko",
+        other => other,
+    };
+    let name = if service.ends_with(p.name) {
+        service.to_owned()
+    } else {
+        format!("{service}-{}", p.name)
+    };
+    name.chars().take(15).collect()
+}
+
+/// The name of the route object of a port.
+pub fn route_name(p: &PortDef) -> String {
+    format!("{}-route", endpoint(p))
+}
+
+/// The ports reached from outside through the controller, with these features.
+pub fn external_ports(features: Features) -> Vec<PortDef> {
+    ports::services(features)
+        .into_iter()
+        .flat_map(|s| ports::of_service(s, features))
+        .filter(|p| p.external)
+        .collect()
+}
+
+/// A Traefik TCP or UDP route from the port's entrypoint to its Service.
+pub fn route(namespace: &str, p: &PortDef) -> CustomObject {
+    let service = json!({"name": p.service, "port": p.port});
+    let (kind, spec) = match p.protocol {
+        Protocol::Tcp => (
+            CustomKind::IngressRouteTcp,
+            json!({"entryPoints": [endpoint(p)], "routes": [{"match": "HostSNI(`*`)", "services": [service]}]}),
+        ),
+        Protocol::Udp => (
+            CustomKind::IngressRouteUdp,
+            json!({"entryPoints": [endpoint(p)], "routes": [{"services": [service]}]}),
+        ),
+    };
+    CustomObject {
+        kind,
+        metadata: meta(&route_name(p), namespace, components::SERVER),
+        spec,
+        status: None,
+    }
+}
+
+/// Traefik's entrypoints for the ports, as k3s's bundled chart takes them (chart ≥ 27).
+pub fn traefik_values(ports: &[PortDef]) -> String {
+    let mut out = String::from("ports:\n");
+    for p in ports {
+        out.push_str(&format!(
+            "  {}:\n    port: {}\n    expose:\n      default: true\n    exposedPort: {}\n    protocol: {}\n",
+            endpoint(p),
+            p.port,
+            p.port,
+            p.protocol.as_str()
+        ));
+    }
+    out
+}
+
+/// ingress-nginx's TCP/UDP exposure, each port to its real Service (D13).
+pub fn nginx_values(namespace: &str, ports: &[PortDef]) -> String {
+    let mut out = String::from("controller:\n  config:\n    hsts: \"false\"\n");
+    for (section, protocol) in [("tcp", Protocol::Tcp), ("udp", Protocol::Udp)] {
+        let of: Vec<&PortDef> = ports.iter().filter(|p| p.protocol == protocol).collect();
+        if of.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("{section}:\n"));
+        for p in of {
+            out.push_str(&format!(
+                "  \"{}\": \"{namespace}/{}:{}\"\n",
+                p.port, p.service, p.port
+            ));
+        }
+    }
+    out
+}
+
+/// The controller's HelmChartConfig in kube-system.
+pub fn helm_chart_config(name: &str, values: String) -> CustomObject {
+    CustomObject {
+        kind: CustomKind::HelmChartConfig,
+        metadata: meta(name, "kube-system", components::SERVER),
+        spec: json!({"valuesContent": values}),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observed::IngressClassInfo;
+
+    fn params(mode: Option<&str>) -> MigrateParams {
+        let mut args = crate::params::tests::args();
+        args.ingress = mode.map(str::to_owned);
+        MigrateParams::from_args(&args).expect("valid")
+    }
+
+    fn cluster(classes: &[(&str, &str, bool)]) -> Observed {
+        Observed {
+            ingress_classes: classes
+                .iter()
+                .map(|(n, c, d)| IngressClassInfo {
+                    name: (*n).into(),
+                    controller: (*c).into(),
+                    default: *d,
+                })
+                .collect(),
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn the_default_class_decides_and_the_flag_wins() {
+        let k3s = cluster(&[("traefik", "traefik.io/ingress-controller", true)]);
+        assert_eq!(
+            choose(&params(None), &k3s),
+            Some((Controller::Traefik, Some("traefik".into())))
+        );
+        assert_eq!(choose(&params(Some("none")), &k3s), None);
+        assert_eq!(choose(&params(None), &cluster(&[])), None);
+        let two = cluster(&[
+            ("a", "k8s.io/ingress-nginx", false),
+            ("b", "traefik.io/ingress-controller", false),
+        ]);
+        assert_eq!(choose(&params(None), &two), None, "no default: no guess");
+        assert_eq!(
+            choose(&params(Some("nginx")), &two),
+            Some((Controller::Nginx, Some("a".into())))
+        );
+    }
+
+    #[test]
+    fn entrypoints_fit_traefik_and_values_route_to_real_services() {
+        let all = Features {
+            debug: true,
+            hub: true,
+        };
+        let external = external_ports(all);
+        for p in &external {
+            assert!(endpoint(p).len() <= 15, "{}", endpoint(p));
+            assert_ne!(p.port, ports::HTTP_PORT, "HTTP goes through the Ingress");
+        }
+        let mut names: Vec<String> = external.iter().map(endpoint).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), external.len());
+        let nginx = nginx_values("uyuni", &external);
+        assert!(nginx.contains("\"4506\": \"uyuni/salt:4506\""), "{nginx}");
+        assert!(
+            nginx.contains("\"2830\": \"uyuni/hub-xmlrpc:2830\""),
+            "{nginx}"
+        );
+        assert!(traefik_values(&external).contains("tasko-debug:"));
+    }
+}

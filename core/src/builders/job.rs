@@ -1,0 +1,144 @@
+//! The shape every step Job shares with the data-sync Job: named `uyuni-<step>-<run id>`, step
+//! label and annotation, description, spec hash and run annotations, `backoffLimit: 0` (a retry
+//! is a new, visible Job), no TTL (the log stays readable), `restartPolicy: Never`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    Container, EmptyDirVolumeSource, EnvVar, PersistentVolumeClaimVolumeSource, PodSpec,
+    PodTemplateSpec, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::builders::{data_sync, meta};
+use crate::labels;
+use crate::params::MigrateParams;
+
+/// The name of the Job of `step` created by run `run_id`.
+pub fn job_name(step: &str, run_id: &str) -> String {
+    format!("uyuni-{step}-{run_id}")
+}
+
+/// A volume mount of a claim: (volume and claim name, mount path).
+pub struct ClaimMount<'a> {
+    pub claim: &'a str,
+    pub path: &'a str,
+}
+
+/// What varies between script Jobs.
+pub struct ScriptJob<'a> {
+    pub step: &'a str,
+    pub description: String,
+    pub component: &'a str,
+    pub image: &'a str,
+    pub script: String,
+    pub claims: Vec<ClaimMount<'a>>,
+    /// A memory-backed `/tmp`, for tools that want a fast scratch space.
+    pub tmpfs_tmp: bool,
+    pub env: Vec<EnvVar>,
+    /// Other volumes (Secrets, emptyDirs) with their mounts.
+    pub extra_volumes: Vec<(Volume, VolumeMount)>,
+    pub service_account: Option<&'a str>,
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+/// A plain value environment variable.
+pub fn env(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        ..EnvVar::default()
+    }
+}
+
+fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
+    let mut volumes: Vec<Volume> = job
+        .claims
+        .iter()
+        .map(|c| Volume {
+            name: c.claim.to_owned(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: c.claim.to_owned(),
+                ..PersistentVolumeClaimVolumeSource::default()
+            }),
+            ..Volume::default()
+        })
+        .collect();
+    let mut mounts: Vec<VolumeMount> = job.claims.iter().map(|c| mount(c.claim, c.path)).collect();
+    for (volume, mount) in &job.extra_volumes {
+        volumes.push(volume.clone());
+        mounts.push(mount.clone());
+    }
+    if job.tmpfs_tmp {
+        volumes.push(Volume {
+            name: "tmp".to_owned(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                medium: Some("Memory".to_owned()),
+                ..EmptyDirVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+        mounts.push(mount("tmp", "/tmp"));
+    }
+    JobSpec {
+        backoff_limit: Some(0),
+        template: PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(labels::labels(job.component)),
+                ..ObjectMeta::default()
+            }),
+            spec: Some(PodSpec {
+                restart_policy: Some("Never".to_owned()),
+                service_account_name: job.service_account.map(str::to_owned),
+                containers: vec![Container {
+                    name: job.step.to_owned(),
+                    image: Some(job.image.to_owned()),
+                    image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+                    command: Some(vec!["bash".to_owned(), "-c".to_owned(), job.script.clone()]),
+                    env: (!job.env.is_empty()).then(|| job.env.clone()),
+                    volume_mounts: Some(mounts),
+                    ..Container::default()
+                }],
+                volumes: Some(volumes),
+                ..PodSpec::default()
+            }),
+        },
+        ..JobSpec::default()
+    }
+}
+
+/// The Job of a step for this run.
+pub fn script_job(params: &MigrateParams, job: &ScriptJob<'_>) -> Job {
+    let spec = spec(params, job);
+    let hash = data_sync::spec_hash(&spec);
+    let mut metadata = meta(
+        &job_name(job.step, &params.run_id),
+        &params.namespace,
+        job.component,
+    );
+    if let Some(l) = metadata.labels.as_mut() {
+        l.insert(labels::STEP_LABEL.to_owned(), job.step.to_owned());
+    }
+    metadata.annotations = Some(BTreeMap::from([
+        (labels::STEP_ANNOTATION.to_owned(), job.step.to_owned()),
+        (
+            labels::DESCRIPTION_ANNOTATION.to_owned(),
+            job.description.clone(),
+        ),
+        (labels::SPEC_HASH_ANNOTATION.to_owned(), hash),
+        (labels::RUN_ANNOTATION.to_owned(), params.run_id.clone()),
+    ]));
+    Job {
+        metadata,
+        spec: Some(spec),
+        ..Job::default()
+    }
+}

@@ -1,0 +1,296 @@
+//! The database phase of a migration, after a complete final sync: fix-up of the synced data,
+//! the PostgreSQL major upgrade when the data is older than the DB image, the credentials, the
+//! `db` Deployment and its Services, the wait for it, and the migration-only SQL.
+//!
+//! Order (nothing starts PostgreSQL on data that has not been upgraded): a running `db` is
+//! stopped before its data is worked on; fix-up → upgrade → `db` Deployment → ready → SQL. Each
+//! step has an action until it is done, and only the first step with an action is carried out,
+//! so a later step never runs before an earlier one is complete.
+
+use k8s_openapi::api::batch::v1::Job;
+
+use super::{PlanError, apply_step, job_label, keep_step, unique_job_name};
+use crate::builders::{database, names, pvc, server};
+use crate::labels;
+use crate::object::{Kind, Object, ObjectRef};
+use crate::observed::{
+    ExtractedData, JobState, Observed, deployment_ready, deployment_stopped, desired_replicas,
+    job_state,
+};
+use crate::params::MigrateParams;
+use crate::pg;
+use crate::plan::{Action, DeploymentWait, JobWait, Op, Step};
+
+/// The fix-up and the SQL are short; the limit still allows for pulling the image.
+pub(super) const SHORT_JOB: JobWait = JobWait {
+    timeout_seconds: Some(1800),
+    log_tail_lines: 20,
+};
+/// `pg_upgrade` copies the whole database: its time grows with the data.
+const UPGRADE_JOB: JobWait = JobWait {
+    timeout_seconds: None,
+    log_tail_lines: 30,
+};
+/// The DB image's bootstrap on migrated data can take a while; pods that cannot start end the
+/// wait earlier.
+pub const DB_READY_WAIT: DeploymentWait = DeploymentWait {
+    timeout_seconds: Some(3900),
+};
+const STOP_WAIT: DeploymentWait = DeploymentWait {
+    timeout_seconds: Some(600),
+};
+
+/// The step of a Job that must have succeeded with exactly this spec: done when it did, awaited
+/// while a Job of the step runs, otherwise (never run, failed, or a different spec) run anew
+/// under a name no earlier attempt has.
+pub(super) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step {
+    let annotation = |key: &str| job_label(&job, key).unwrap_or_default();
+    let step_id = annotation(labels::STEP_ANNOTATION);
+    let hash = annotation(labels::SPEC_HASH_ANNOTATION);
+    let description = annotation(labels::DESCRIPTION_ANNOTATION);
+    let jobs = observed.jobs_for_step(&step_id);
+    let name_of = |j: &Job| j.metadata.name.clone().unwrap_or_default();
+    let step = |op, name: &str, reason: String, action| Step {
+        id: step_id.clone(),
+        description: description.clone(),
+        op,
+        target: ObjectRef::new(Kind::Job, name),
+        reason,
+        action,
+    };
+    // Two Jobs of one step must never work on the same volumes at once.
+    if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
+        let name = name_of(running);
+        return step(
+            Op::AwaitJob,
+            &name,
+            format!("Job {name} is still running; waiting for it"),
+            Action::AwaitJob {
+                name: name.clone(),
+                wait,
+            },
+        );
+    }
+    let same: Vec<&&Job> = jobs
+        .iter()
+        .filter(|j| job_label(j, labels::SPEC_HASH_ANNOTATION).as_deref() == Some(hash.as_str()))
+        .collect();
+    if let Some(done) = same.iter().find(|j| job_state(j) == JobState::Succeeded) {
+        let name = name_of(done);
+        return step(
+            Op::Done,
+            &name,
+            format!("Job {name} succeeded"),
+            Action::None,
+        );
+    }
+    let base = job.metadata.name.clone().unwrap_or_default();
+    let name = unique_job_name(base, observed);
+    job.metadata.name = Some(name.clone());
+    let reason = match same.last() {
+        Some(failed) => format!("Job {} failed; running a new attempt", name_of(failed)),
+        None if jobs.is_empty() => "has not run yet".to_owned(),
+        None => "has not run for this data sync and these parameters yet".to_owned(),
+    };
+    step(
+        Op::RunJob,
+        &name,
+        reason,
+        Action::RunJob {
+            job: Box::new(job),
+            wait,
+        },
+    )
+}
+
+fn is_done(step: &Step) -> bool {
+    step.action == Action::None
+}
+
+/// The claim steps keep what exists, as for the synced claims.
+fn claim_step(params: &MigrateParams, observed: &Observed) -> Step {
+    let claim = database::upgraded_claim(params);
+    let id = format!("pvc-{}", claim.name);
+    let description = format!(
+        "volume {} for the database upgraded to PostgreSQL {}",
+        claim.name,
+        pg::TARGET_MAJOR
+    );
+    let target = ObjectRef::new(Kind::PersistentVolumeClaim, claim.name.clone());
+    if observed.objects.contains_key(&target) {
+        return keep_step(
+            &id,
+            description,
+            target,
+            "exists; existing claims are never recreated".into(),
+        );
+    }
+    apply_step(
+        &id,
+        description,
+        Object::PersistentVolumeClaim(pvc::pvc(&params.namespace, &claim)),
+        observed,
+    )
+}
+
+pub(super) fn steps(
+    params: &MigrateParams,
+    observed: &Observed,
+    data: &ExtractedData,
+) -> Result<Vec<Step>, PlanError> {
+    let ns = &params.namespace;
+    let upgrade = if data.placeholder {
+        pg::Upgrade::Unknown
+    } else {
+        pg::decide(Some(&data.pg_version)).map_err(|source| PlanError::PgVersion {
+            job: data.job.clone(),
+            namespace: ns.clone(),
+            source,
+        })?
+    };
+
+    let fixup = job_step(
+        observed,
+        database::fixup_job(params, data, upgrade),
+        SHORT_JOB,
+    );
+    let upgrade_steps = match upgrade {
+        pg::Upgrade::NotNeeded => Vec::new(),
+        pg::Upgrade::Needed { from } => vec![
+            claim_step(params, observed),
+            job_step(
+                observed,
+                database::upgrade_job(params, data, Some(from)),
+                UPGRADE_JOB,
+            ),
+        ],
+        pg::Upgrade::Unknown => vec![
+            claim_step(params, observed),
+            job_step(
+                observed,
+                database::upgrade_job(params, data, None),
+                UPGRADE_JOB,
+            ),
+        ],
+    };
+
+    let mut steps = Vec::new();
+    // PostgreSQL must not run on data a Job is about to change.
+    let pending = !is_done(&fixup) || upgrade_steps.iter().any(|s| !is_done(s));
+    // The database's consumers go first (images-today §D.3 ordering), then the database.
+    for (name, id) in [
+        (server::SERVER_DEPLOYMENT, "server-stop"),
+        (server::HUB_DEPLOYMENT, "hub-xmlrpc-stop"),
+        (server::COCO_DEPLOYMENT, "coco-stop"),
+    ] {
+        if let Some(d) = observed.deployment(name).filter(|_| pending)
+            && !deployment_stopped(d)
+        {
+            steps.push(Step {
+                id: id.to_owned(),
+                description: format!("stop {name} while the database is worked on"),
+                op: Op::Scale,
+                target: ObjectRef::new(Kind::Deployment, name),
+                reason: format!(
+                    "{} replica(s) running and database Jobs pending",
+                    desired_replicas(d)
+                ),
+                action: Action::Scale {
+                    name: name.to_owned(),
+                    replicas: 0,
+                    wait: STOP_WAIT,
+                },
+            });
+        }
+    }
+    if let Some(db) = observed
+        .deployment(names::DB_DEPLOYMENT)
+        .filter(|_| pending)
+    {
+        let target = ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT);
+        let description = "stop the database while its data is worked on".to_owned();
+        if pending && !deployment_stopped(db) {
+            steps.push(Step {
+                id: "db-stop".to_owned(),
+                description,
+                op: Op::Scale,
+                target,
+                reason: format!(
+                    "{} replica(s) running and database Jobs pending",
+                    desired_replicas(db)
+                ),
+                action: Action::Scale {
+                    name: names::DB_DEPLOYMENT.to_owned(),
+                    replicas: 0,
+                    wait: STOP_WAIT,
+                },
+            });
+        } else {
+            steps.push(keep_step("db-stop", description, target, "stopped".into()));
+        }
+    }
+    steps.push(fixup);
+    steps.extend(upgrade_steps);
+
+    for secret in database::credential_secrets(ns, data) {
+        let name = secret.metadata.name.clone().unwrap_or_default();
+        let description = format!("{name} with the credentials migrated from the source");
+        steps.push(apply_step(
+            &name,
+            description,
+            Object::Secret(secret),
+            observed,
+        ));
+    }
+    for service in [names::DB_SERVICE, names::REPORTDB_SERVICE] {
+        steps.push(apply_step(
+            &format!("service-{service}"),
+            format!("Service {service} of the database"),
+            Object::Service(database::service(
+                ns,
+                service,
+                crate::ports::Features::default(),
+            )),
+            observed,
+        ));
+    }
+    let claim = database::data_claim(upgrade);
+    steps.push(apply_step(
+        "db-deployment",
+        format!(
+            "the PostgreSQL {} database on volume {claim}",
+            pg::TARGET_MAJOR
+        ),
+        Object::Deployment(database::db_deployment(params, data, &claim)),
+        observed,
+    ));
+    let target = ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT);
+    let ready_description = "wait until the database accepts connections".to_owned();
+    match observed.deployment(names::DB_DEPLOYMENT) {
+        Some(db) if deployment_ready(db) => {
+            steps.push(keep_step(
+                "db-ready",
+                ready_description,
+                target,
+                "ready".into(),
+            ));
+        }
+        _ => steps.push(Step {
+            id: "db-ready".to_owned(),
+            description: ready_description,
+            op: Op::Wait,
+            target,
+            reason: "not ready yet".to_owned(),
+            action: Action::WaitDeployment {
+                name: names::DB_DEPLOYMENT.to_owned(),
+                wait: DB_READY_WAIT,
+            },
+        }),
+    }
+    steps.push(job_step(
+        observed,
+        database::migration_sql_job(params, data),
+        SHORT_JOB,
+    ));
+    Ok(steps)
+}

@@ -1,0 +1,245 @@
+//! The TLS phase of a migration (reference §5, images-today §A.7): after the database, the
+//! server's certificates from the reused CA (through cert-manager) or from third-party
+//! material, and the CA ConfigMaps. The preflight refuses to start without cert-manager when the
+//! migration will need it.
+
+use super::database::{SHORT_JOB, job_step};
+use super::{PlanError, apply_step, keep_step};
+use crate::builders::{names, tls};
+use crate::object::{CustomKind, Kind, Object, ObjectRef};
+use crate::observed::{ExtractedData, Observed, custom_ready};
+use crate::params::{CertBundle, MigrateParams};
+use crate::plan::{Action, DeploymentWait, Op, Step};
+
+/// cert-manager issues within seconds; the limit allows for a slow webhook.
+const READY_WAIT: DeploymentWait = DeploymentWait {
+    timeout_seconds: Some(300),
+};
+
+/// Before any write: cert-manager must be there unless the certificates come from elsewhere.
+/// Before the sync it is not known whether the source has its CA key, so it is required then
+/// unless third-party files are given.
+pub(super) fn preflight(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
+    if params.tls.third_party.is_some() {
+        return Ok(());
+    }
+    let migrated_third_party = matches!(
+        observed.extracted(),
+        Ok(Some(data)) if !data.placeholder
+            && tls::mode(params, &data) == Ok(tls::TlsMode::ThirdPartyMigrated)
+    );
+    let served = observed.serves(CustomKind::Issuer) && observed.serves(CustomKind::Certificate);
+    if served || migrated_third_party {
+        Ok(())
+    } else {
+        Err(PlanError::CertManagerMissing)
+    }
+}
+
+fn wait_ready(observed: &Observed, id: &str, target: ObjectRef, what: &str) -> Step {
+    let description = format!("wait until {what} is ready");
+    match observed.objects.get(&target) {
+        Some(Object::Custom(o)) if custom_ready(o) => {
+            keep_step(id, description, target, "ready".into())
+        }
+        _ => Step {
+            id: id.to_owned(),
+            description,
+            op: Op::Wait,
+            target: target.clone(),
+            reason: "not ready yet".to_owned(),
+            action: Action::WaitReady {
+                target,
+                wait: READY_WAIT,
+            },
+        },
+    }
+}
+
+fn third_party_steps(
+    params: &MigrateParams,
+    observed: &Observed,
+    server: &CertBundle,
+    db: &CertBundle,
+) -> Vec<Step> {
+    let ns = &params.namespace;
+    vec![
+        apply_step(
+            "server-cert",
+            "TLS Secret uyuni-cert of the server (third-party certificate)".into(),
+            Object::Secret(tls::tls_secret(ns, names::SERVER_CERT_SECRET, server)),
+            observed,
+        ),
+        apply_step(
+            "db-cert",
+            "TLS Secret db-cert of the database (third-party certificate)".into(),
+            Object::Secret(tls::tls_secret(ns, names::DB_CERT_SECRET, db)),
+            observed,
+        ),
+        apply_step(
+            "ca-config-map",
+            "ConfigMap uyuni-ca: the CA the server and its clients trust".into(),
+            Object::ConfigMap(tls::ca_config_map(ns, names::CA_CONFIG_MAP, &server.root)),
+            observed,
+        ),
+        apply_step(
+            "db-ca-config-map",
+            "ConfigMap db-ca: the CA of the database certificate".into(),
+            Object::ConfigMap(tls::ca_config_map(ns, names::DB_CA_CONFIG_MAP, &db.root)),
+            observed,
+        ),
+    ]
+}
+
+fn reused_ca_steps(
+    params: &MigrateParams,
+    observed: &Observed,
+    data: &ExtractedData,
+) -> Result<Vec<Step>, PlanError> {
+    let ns = &params.namespace;
+    let ca = tls::ca_cert(data);
+    let mut steps = Vec::new();
+    let ca_target = ObjectRef::new(Kind::Secret, names::CA_SECRET);
+    let ca_description = "TLS Secret uyuni-ca: the migrated CA, the issuer's key pair".to_owned();
+    let live_ca = observed.secret(names::CA_SECRET);
+    if live_ca.is_some_and(|s| tls::ca_secret_complete(s, &ca)) {
+        steps.push(keep_step(
+            "ca-secret",
+            ca_description,
+            ca_target,
+            "holds the key of the migrated CA".into(),
+        ));
+    } else {
+        // The key has to be decrypted: that takes the password.
+        match &params.tls.ca_password {
+            Some(password) => steps.push(apply_step(
+                "ca-password",
+                "Secret with the CA password, for the CA key Job".into(),
+                Object::Secret(tls::ca_password_secret(ns, password.expose())),
+                observed,
+            )),
+            None if observed.secret(names::CA_PASSWORD_SECRET).is_some() && !data.placeholder => {
+                steps.push(keep_step(
+                    "ca-password",
+                    "Secret with the CA password, for the CA key Job".into(),
+                    ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
+                    "exists; reused (no password given)".into(),
+                ));
+            }
+            None if data.placeholder => {}
+            None => return Err(PlanError::CaPasswordNeeded),
+        }
+        match live_ca {
+            Some(s) if tls::ca_secret_matches(s, &ca) => steps.push(keep_step(
+                "ca-secret",
+                ca_description,
+                ca_target,
+                "exists; its key comes from the CA key Job".into(),
+            )),
+            _ => steps.push(apply_step(
+                "ca-secret",
+                ca_description,
+                Object::Secret(tls::ca_secret(ns, &ca)),
+                observed,
+            )),
+        }
+        steps.push(apply_step(
+            "ca-key-role",
+            "permission to get and patch Secret uyuni-ca only".into(),
+            Object::Role(tls::ca_key_role(ns)),
+            observed,
+        ));
+        steps.push(apply_step(
+            "ca-key-role-binding",
+            "grants it to the migration's ServiceAccount".into(),
+            Object::RoleBinding(tls::ca_key_role_binding(ns)),
+            observed,
+        ));
+        steps.push(job_step(observed, tls::ca_key_job(params, data), SHORT_JOB));
+    }
+    steps.push(apply_step(
+        "ca-issuer",
+        "cert-manager CA Issuer uyuni-ca-issuer signing with the migrated CA".into(),
+        Object::Custom(tls::ca_issuer(ns)),
+        observed,
+    ));
+    let server_names = tls::server_dns_names(params, data);
+    steps.push(apply_step(
+        "server-certificate",
+        format!("Certificate uyuni-cert for {}", server_names.join(", ")),
+        Object::Custom(tls::certificate(
+            ns,
+            names::SERVER_CERT_SECRET,
+            &server_names,
+        )),
+        observed,
+    ));
+    let db_names = tls::db_dns_names(&server_names);
+    steps.push(apply_step(
+        "db-certificate",
+        format!("Certificate db-cert for {}", db_names.join(", ")),
+        Object::Custom(tls::certificate(ns, names::DB_CERT_SECRET, &db_names)),
+        observed,
+    ));
+    for (id, name, what) in [
+        (
+            "ca-config-map",
+            names::CA_CONFIG_MAP,
+            "the CA the server and its clients trust",
+        ),
+        (
+            "db-ca-config-map",
+            names::DB_CA_CONFIG_MAP,
+            "the CA of the database certificate",
+        ),
+    ] {
+        steps.push(apply_step(
+            id,
+            format!("ConfigMap {name}: {what}"),
+            Object::ConfigMap(tls::ca_config_map(ns, name, &ca)),
+            observed,
+        ));
+    }
+    steps.push(wait_ready(
+        observed,
+        "ca-issuer-ready",
+        ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::CA_ISSUER),
+        "the CA issuer",
+    ));
+    for (id, name) in [
+        ("server-certificate-ready", names::SERVER_CERT_SECRET),
+        ("db-certificate-ready", names::DB_CERT_SECRET),
+    ] {
+        steps.push(wait_ready(
+            observed,
+            id,
+            ObjectRef::new(Kind::Custom(CustomKind::Certificate), name),
+            &format!("Certificate {name}"),
+        ));
+    }
+    Ok(steps)
+}
+
+pub(super) fn steps(
+    params: &MigrateParams,
+    observed: &Observed,
+    data: &ExtractedData,
+) -> Result<Vec<Step>, PlanError> {
+    match tls::mode(params, data)? {
+        tls::TlsMode::ThirdPartyFiles => {
+            let Some(tp) = &params.tls.third_party else {
+                return Ok(Vec::new());
+            };
+            Ok(third_party_steps(params, observed, &tp.server, &tp.db))
+        }
+        tls::TlsMode::ThirdPartyMigrated => {
+            let bundle = CertBundle {
+                chain: data.server_cert.clone().unwrap_or_default(),
+                key: data.server_key.clone().unwrap_or_default(),
+                root: tls::ca_cert(data),
+            };
+            Ok(third_party_steps(params, observed, &bundle, &bundle))
+        }
+        tls::TlsMode::ReusedCa => reused_ca_steps(params, observed, data),
+    }
+}

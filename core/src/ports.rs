@@ -1,0 +1,305 @@
+//! The one catalogue of network ports (reference §6.1, images-today §A.5, §C.2): it drives the
+//! containers' ports and the Services, so the two cannot disagree. Service and port names are the
+//! official chart's.
+//!
+//! Choices kept here: monitoring ports are exposed as the chart does by default; the postgres
+//! exporter runs in the server container, so its port is on a server-side Service `db-exporter`
+//! instead of on `db` (reference D23); the TFTP port is not here, TFTP is a separate container
+//! in today's images.
+
+use serde::Serialize;
+
+use crate::builders::components;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        }
+    }
+}
+
+/// When a port exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum When {
+    Always,
+    /// Java debugging is on (the source had it).
+    Debug,
+    /// The hub XML-RPC API runs.
+    Hub,
+}
+
+/// What decides the conditional ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Features {
+    pub debug: bool,
+    pub hub: bool,
+}
+
+impl Features {
+    fn has(self, when: When) -> bool {
+        match when {
+            When::Always => true,
+            When::Debug => self.debug,
+            When::Hub => self.hub,
+        }
+    }
+}
+
+/// One port of one Service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PortDef {
+    /// The Service exposing it.
+    pub service: &'static str,
+    /// The port's name on the Service and on the container.
+    pub name: &'static str,
+    pub port: i32,
+    pub protocol: Protocol,
+    /// The component whose pods serve it (the Service's selector).
+    pub component: &'static str,
+    pub when: When,
+    /// Reached from outside the cluster through the ingress controller's TCP/UDP routing (HTTP
+    /// goes through the Ingress).
+    pub external: bool,
+}
+
+const fn port(
+    service: &'static str,
+    name: &'static str,
+    port: i32,
+    component: &'static str,
+    when: When,
+    external: bool,
+) -> PortDef {
+    PortDef {
+        service,
+        name,
+        port,
+        protocol: Protocol::Tcp,
+        component,
+        when,
+        external,
+    }
+}
+
+/// PostgreSQL, as the DB image serves it.
+pub const PGSQL_PORT: i32 = 5432;
+/// HTTP of the server; TLS ends at the ingress.
+pub const HTTP_PORT: i32 = 80;
+pub const HUB_XMLRPC_PORT: i32 = 2830;
+
+/// Every port, grouped by Service in the order Services are created.
+pub const CATALOGUE: &[PortDef] = &[
+    port(
+        "db",
+        "pgsql",
+        PGSQL_PORT,
+        components::DB,
+        When::Always,
+        false,
+    ),
+    // The only database port reached from outside: report database clients.
+    port(
+        "reportdb",
+        "pgsql",
+        PGSQL_PORT,
+        components::DB,
+        When::Always,
+        true,
+    ),
+    port(
+        "web",
+        "http",
+        HTTP_PORT,
+        components::SERVER,
+        When::Always,
+        false,
+    ),
+    port(
+        "salt",
+        "publish",
+        4505,
+        components::SERVER,
+        When::Always,
+        true,
+    ),
+    port(
+        "salt",
+        "request",
+        4506,
+        components::SERVER,
+        When::Always,
+        true,
+    ),
+    port(
+        "cobbler",
+        "cobbler",
+        25151,
+        components::SERVER,
+        When::Always,
+        false,
+    ),
+    port(
+        "tomcat",
+        "node-exporter",
+        9100,
+        components::SERVER,
+        When::Always,
+        false,
+    ),
+    port(
+        "tomcat",
+        "jmx",
+        5557,
+        components::SERVER,
+        When::Always,
+        false,
+    ),
+    port(
+        "tomcat",
+        "debug",
+        8003,
+        components::SERVER,
+        When::Debug,
+        true,
+    ),
+    port(
+        "taskomatic",
+        "jmx",
+        5556,
+        components::SERVER,
+        When::Always,
+        false,
+    ),
+    port(
+        "taskomatic",
+        "mtrx",
+        9800,
+        components::SERVER,
+        When::Always,
+        false,
+    ),
+    port(
+        "taskomatic",
+        "debug",
+        8001,
+        components::SERVER,
+        When::Debug,
+        true,
+    ),
+    port(
+        "search",
+        "debug",
+        8002,
+        components::SERVER,
+        When::Debug,
+        true,
+    ),
+    port(
+        "db-exporter",
+        "exporter",
+        9187,
+        components::SERVER,
+        When::Always,
+        false,
+    ),
+    port(
+        "hub-xmlrpc",
+        "xmlrpc",
+        HUB_XMLRPC_PORT,
+        components::HUB_XMLRPC,
+        When::Hub,
+        true,
+    ),
+];
+
+/// The ports of one Service, with these features.
+pub fn of_service(service: &str, features: Features) -> Vec<PortDef> {
+    CATALOGUE
+        .iter()
+        .filter(|p| p.service == service && features.has(p.when))
+        .copied()
+        .collect()
+}
+
+/// The Services that exist with these features, in catalogue order.
+pub fn services(features: Features) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for p in CATALOGUE.iter().filter(|p| features.has(p.when)) {
+        if !out.contains(&p.service) {
+            out.push(p.service);
+        }
+    }
+    out
+}
+
+/// The ports a component's container declares (once per port number and protocol).
+pub fn of_component(component: &str, features: Features) -> Vec<PortDef> {
+    let mut out: Vec<PortDef> = Vec::new();
+    for p in CATALOGUE
+        .iter()
+        .filter(|p| p.component == component && features.has(p.when))
+    {
+        if !out
+            .iter()
+            .any(|o| o.port == p.port && o.protocol == p.protocol)
+        {
+            out.push(*p);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: Features = Features {
+        debug: true,
+        hub: true,
+    };
+
+    #[test]
+    fn a_service_selects_one_component_and_names_its_ports_uniquely() {
+        for service in services(ALL) {
+            let ports = of_service(service, ALL);
+            assert!(ports.iter().all(|p| p.component == ports[0].component));
+            let mut names: Vec<&str> = ports.iter().map(|p| p.name).collect();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), ports.len(), "{service}");
+            assert!(names.iter().all(|n| n.len() <= 15), "IANA port names");
+        }
+        assert_eq!(of_component(components::DB, ALL).len(), 1);
+    }
+
+    #[test]
+    fn debug_and_hub_ports_follow_the_features() {
+        let plain = Features::default();
+        assert!(!services(plain).contains(&"search"));
+        assert!(!services(plain).contains(&"hub-xmlrpc"));
+        assert!(services(ALL).contains(&"search"));
+        assert!(
+            of_service("tomcat", plain)
+                .iter()
+                .all(|p| p.name != "debug")
+        );
+        assert!(
+            of_component(components::SERVER, ALL)
+                .iter()
+                .any(|p| p.port == 8003)
+        );
+        assert!(
+            of_component(components::SERVER, ALL)
+                .iter()
+                .all(|p| p.port != PGSQL_PORT)
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! The database phase of the planner: the version decision, the order of its steps, the
+//! credentials, re-runs and resumption.
+
+mod common;
+
+use k8s_openapi::ByteString;
+use uyuni_core::builders::database;
+use uyuni_core::object::Kind;
+use uyuni_core::observed::deployment_ready;
+use uyuni_core::plan::PlanError;
+use uyuni_core::scripts::data_keys;
+use uyuni_core::{Action, Object, Observed, Op, Step, plan, preview, simulate};
+
+fn with_pg_version(mut o: Observed, version: &str) -> Observed {
+    if let Some(Object::Secret(s)) = o.objects.get_mut(&uyuni_core::ObjectRef::new(
+        Kind::Secret,
+        common::DATA_SECRET,
+    )) && let Some(d) = s.data.as_mut()
+    {
+        d.insert(
+            data_keys::PG_VERSION.into(),
+            ByteString(version.as_bytes().to_vec()),
+        );
+    }
+    o
+}
+
+fn ids(steps: &[Step]) -> Vec<&str> {
+    steps.iter().map(|s| s.id.as_str()).collect()
+}
+
+#[test]
+fn after_the_sync_the_database_steps_run_in_order() {
+    let params = common::params();
+    let p = preview(&params, &common::after_sync(&params)).expect("preview");
+    assert_eq!(
+        ids(&p.executed)[..11],
+        [
+            "db-fixup",
+            "pvc-var-pgsql18",
+            "db-upgrade",
+            "db-admin-credentials",
+            "db-credentials",
+            "reportdb-credentials",
+            "service-db",
+            "service-reportdb",
+            "db-deployment",
+            "db-ready",
+            "db-migration-sql",
+        ]
+    );
+    let deployment = p.end.deployment("db").expect("db");
+    assert!(deployment_ready(deployment));
+    let claim = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.volumes.as_ref())
+        .and_then(|v| v.first())
+        .and_then(|v| v.persistent_volume_claim.as_ref())
+        .map(|c| c.claim_name.clone());
+    assert_eq!(claim.as_deref(), Some("var-pgsql18"));
+    let Some(Action::RunJob { job, .. }) = p
+        .executed
+        .iter()
+        .find(|s| s.id == "db-upgrade")
+        .map(|s| &s.action)
+    else {
+        panic!("upgrade Job");
+    };
+    let pod = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod");
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some("registry.opensuse.org/uyuni/server-database-migration:latest")
+    );
+    let claims: Vec<(String, String)> = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| (m.name.clone(), m.mount_path.clone()))
+        .collect();
+    assert!(claims.contains(&("var-pgsql".into(), "/migration/source".into())));
+    assert!(claims.contains(&("var-pgsql18".into(), "/migration/target".into())));
+    assert_eq!(job.spec.as_ref().and_then(|s| s.backoff_limit), Some(0));
+}
+
+#[test]
+fn data_of_the_target_major_is_not_upgraded() {
+    let params = common::params();
+    let o = with_pg_version(common::after_sync(&params), "18");
+    let p = preview(&params, &o).expect("preview");
+    assert!(!ids(&p.executed).contains(&"db-upgrade"));
+    assert!(!ids(&p.executed).contains(&"pvc-var-pgsql18"));
+    let deployment = p.end.deployment("db").expect("db");
+    let volumes = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.volumes.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        volumes[0]
+            .persistent_volume_claim
+            .as_ref()
+            .map(|c| c.claim_name.as_str()),
+        Some("var-pgsql")
+    );
+}
+
+#[test]
+fn a_downgrade_or_an_unsupported_source_is_refused_before_any_write() {
+    let params = common::params();
+    for (version, words) in [
+        ("19", "downgrade"),
+        ("17", "14 and 16"),
+        ("12", "14 and 16"),
+    ] {
+        let o = with_pg_version(common::after_sync(&params), version);
+        let err = plan(&params, &o).expect_err(version);
+        assert!(matches!(err, PlanError::PgVersion { .. }), "{err}");
+        let message = err.to_string();
+        assert!(message.contains(words), "{message}");
+        assert!(message.contains("Nothing was changed"), "{message}");
+    }
+}
+
+#[test]
+fn credentials_are_the_migrated_ones() {
+    let params = common::params();
+    let p = preview(&params, &common::after_sync(&params)).expect("preview");
+    let secret = |name: &str| p.end.secret(name).cloned().expect(name);
+    let value = |name: &str, key: &str| {
+        String::from_utf8(secret(name).data.expect("data")[key].0.clone()).expect("text")
+    };
+    assert_eq!(value("db-admin-credentials", "username"), "spacewalk");
+    assert_eq!(value("db-admin-credentials", "password"), "s3cret pass#1");
+    assert_eq!(value("db-credentials", "username"), "spacewalk");
+    assert_eq!(
+        value("reportdb-credentials", "username"),
+        "pythia_susemanager"
+    );
+    assert_eq!(
+        secret("db-credentials").type_.as_deref(),
+        Some("kubernetes.io/basic-auth")
+    );
+}
+
+#[test]
+fn prepare_stops_after_the_sync() {
+    let mut args = common::args_with_ssh(&common::private_key("k"));
+    args.prepare = true;
+    let params = uyuni_core::MigrateParams::from_args(&args).expect("valid");
+    let p = preview(&params, &common::empty_cluster()).expect("preview");
+    assert!(
+        !p.steps.iter().any(|s| s.id.starts_with("db-")),
+        "{:?}",
+        ids(&p.steps)
+    );
+}
+
+#[test]
+fn a_running_database_is_stopped_before_a_new_sync_is_worked_on() {
+    let params = common::params();
+    let mut o = common::after_migration(&params);
+    // A later final sync (another run) brought new data.
+    let mut sync = uyuni_core::builders::data_sync::data_sync_job(&params);
+    sync.metadata.name = Some("uyuni-data-sync-20261201000000".into());
+    sync.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::from_second(4_000_000_000).expect("time"),
+    ));
+    o.insert(Object::Job(common::finished(sync, true)));
+    o.insert(common::extracted_secret(
+        "uyuni-data-sync-20261201000000",
+        "s3cret pass#1",
+        Some("-----BEGIN ENCRYPTED PRIVATE KEY-----\nK\n-----END ENCRYPTED PRIVATE KEY-----\n"),
+    ));
+    let plan = plan(&params, &o).expect("plan");
+    let next = plan.next_step().expect("work to do");
+    assert_eq!((next.id.as_str(), next.op), ("server-stop", Op::Scale));
+    let o = simulate(&o, &params.namespace, next);
+    let plan = uyuni_core::plan(&params, &o).expect("plan");
+    let next = plan.next_step().expect("work to do");
+    assert_eq!(next.id, "db-stop");
+    assert_eq!(next.op, Op::Scale);
+    let after = simulate(&o, &params.namespace, next);
+    let plan = uyuni_core::plan(&params, &after).expect("plan");
+    assert_eq!(plan.next_step().map(|s| s.id.as_str()), Some("db-fixup"));
+}
+
+#[test]
+fn a_failed_database_job_is_retried_under_a_new_name_and_the_failed_one_kept() {
+    let params = common::params();
+    let mut o = common::after_sync(&params);
+    let data = o.extracted().expect("data").expect("data");
+    let failed = common::finished(
+        database::fixup_job(&params, &data, uyuni_core::pg::Upgrade::Needed { from: 16 }),
+        false,
+    );
+    let failed_name = failed.metadata.name.clone().expect("name");
+    o.insert(Object::Job(failed));
+    let plan = plan(&params, &o).expect("plan");
+    let next = plan.next_step().expect("next");
+    assert_eq!(next.id, "db-fixup");
+    assert_eq!(next.op, Op::RunJob);
+    assert!(next.reason.contains(&failed_name), "{}", next.reason);
+    assert_ne!(next.target.name, failed_name);
+}
+
+#[test]
+fn a_running_database_job_is_awaited() {
+    let params = common::params();
+    let mut o = common::after_sync(&params);
+    let data = o.extracted().expect("data").expect("data");
+    o.insert(Object::Job(database::upgrade_job(&params, &data, Some(16))));
+    o.insert(Object::PersistentVolumeClaim(
+        uyuni_core::builders::pvc::pvc(common::NAMESPACE, &database::upgraded_claim(&params)),
+    ));
+    let fixup = common::finished(
+        database::fixup_job(&params, &data, uyuni_core::pg::Upgrade::Needed { from: 16 }),
+        true,
+    );
+    o.insert(Object::Job(fixup));
+    let plan = plan(&params, &o).expect("plan");
+    let next = plan.next_step().expect("next");
+    assert_eq!((next.id.as_str(), next.op), ("db-upgrade", Op::AwaitJob));
+}

@@ -1,0 +1,471 @@
+//! Tests of the database Jobs' scripts: ShellCheck, and runs under bash against stub commands on
+//! PATH and a temporary directory standing in for the volumes, checking what they call, what
+//! they write, and how they fail.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use uyuni_core::scripts::database::{
+    MIGRATION_SQL, render_fixup, render_migration_sql, render_upgrade,
+};
+
+/// Every stub appends its name and arguments to $STUB_LOG.
+const LOGGING: &str = "printf '%s' \"$(basename \"$0\")\" >>\"$STUB_LOG\"; printf ' %s' \"$@\" >>\"$STUB_LOG\"; echo >>\"$STUB_LOG\"\n";
+
+fn write_exe(path: &Path, body: &str) {
+    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    fs::write(path, format!("#!/bin/bash\n{LOGGING}{body}")).expect("write stub");
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let s = Sandbox {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        // Ownership changes need root; the stub records them instead.
+        write_exe(&s.bin().join("chown"), "exit 0\n");
+        // Dropping privileges is the image's business; the stub runs the command as is.
+        write_exe(
+            &s.bin().join("setpriv"),
+            "while [ \"$1\" != -- ]; do shift; done; shift; exec \"$@\"\n",
+        );
+        s
+    }
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+    fn bin(&self) -> PathBuf {
+        self.dir.path().join("bin")
+    }
+    fn path(&self, p: &str) -> PathBuf {
+        self.root().join(p.trim_start_matches('/'))
+    }
+    fn write(&self, p: &str, content: &str) {
+        let path = self.path(p);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, content).expect("write");
+    }
+    fn read(&self, p: &str) -> String {
+        fs::read_to_string(self.path(p)).unwrap_or_else(|e| panic!("{p}: {e}"))
+    }
+    fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("stub.log")).unwrap_or_default()
+    }
+    fn run(&self, script: &str) -> Output {
+        let path = format!(
+            "{}:{}",
+            self.bin().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .env("PATH", path)
+            .env("STUB_LOG", self.dir.path().join("stub.log"))
+            .env("TMPDIR", self.dir.path())
+            .env_remove("LC_CTYPE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("bash runs")
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn shellcheck(name: &str, script: &str) {
+    let available = Command::new("shellcheck")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "shellcheck is not on PATH, and CI is set"
+        );
+        println!("shellcheck not found: {name} was not checked");
+        return;
+    }
+    let mut child = Command::new("shellcheck")
+        .args(["-s", "bash", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("shellcheck runs");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(script.as_bytes()).expect("write");
+    }
+    let out = child.wait_with_output().expect("shellcheck ends");
+    assert!(out.status.success(), "shellcheck {name}:\n{}", text(&out));
+}
+
+#[test]
+fn scripts_are_shellcheck_clean() {
+    shellcheck("fix-up", &render_fixup(Some(16), ""));
+    shellcheck("fix-up (unknown major)", &render_fixup(None, ""));
+    shellcheck("upgrade", &render_upgrade(14, ""));
+    shellcheck("migration SQL", &render_migration_sql(""));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fix-up
+
+const CLASSIC_PG_CONF: &str = "# classic\nlisten_addresses = 'localhost'\n#ssl = off\nssl = on\nssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\nmax_connections = 400\n";
+const RHN_CONF: &str = "db_backend = postgresql\ndb_user = spacewalk\ndb_password = p@ss #1\ndb_host = localhost\ndb_port = 5433\nreport_db_host = localhost\nserver.no_ssl = 0\n";
+
+fn fixup_sandbox(legacy_layout: bool) -> Sandbox {
+    let s = Sandbox::new();
+    let data = if legacy_layout {
+        "/var/lib/pgsql/data/data"
+    } else {
+        "/var/lib/pgsql/data"
+    };
+    s.write(&format!("{data}/PG_VERSION"), "16\n");
+    s.write(&format!("{data}/postgresql.conf"), CLASSIC_PG_CONF);
+    s.write(&format!("{data}/base/1/1234"), "table data");
+    s.write("/etc/rhn/rhn.conf", RHN_CONF);
+    s.write("/root/.MANAGER_SETUP_COMPLETE", "");
+    fs::create_dir_all(s.path("/var/spacewalk")).expect("mkdir");
+    s
+}
+
+#[test]
+fn fixup_flattens_fixes_the_configuration_and_moves_the_marker() {
+    let s = fixup_sandbox(true);
+    let script = render_fixup(Some(16), &s.root().display().to_string());
+    let out = s.run(&script);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Flattening"), "{}", text(&out));
+    assert_eq!(s.read("/var/lib/pgsql/data/PG_VERSION"), "16\n");
+    assert_eq!(s.read("/var/lib/pgsql/data/base/1/1234"), "table data");
+    assert!(!s.path("/var/lib/pgsql/data/data").exists());
+
+    let pg = s.read("/var/lib/pgsql/data/postgresql.conf");
+    assert!(pg.contains("listen_addresses = '*'\n"), "{pg}");
+    assert!(
+        pg.contains("ssl = off\n") && !pg.contains("ssl = on"),
+        "{pg}"
+    );
+    assert!(pg.contains("#ssl = off\n"), "comments stay: {pg}");
+    assert!(pg.contains("max_connections = 400"), "{pg}");
+
+    let rhn = s.read("/etc/rhn/rhn.conf");
+    for line in [
+        "db_host = db\n",
+        "db_port = 5432\n",
+        "report_db_host = reportdb\n",
+        "report_db_port = 5432\n",
+        "db_ssl_enabled = 0\n",
+        "report_db_ssl_enabled = 0\n",
+        "server.no_ssl = 1\n",
+        "db_password = p@ss #1\n",
+    ] {
+        assert!(rhn.contains(line), "{line:?} missing:\n{rhn}");
+    }
+    assert_eq!(
+        rhn.lines().filter(|l| l.starts_with("db_host ")).count(),
+        1,
+        "{rhn}"
+    );
+
+    assert!(s.path("/var/spacewalk/.MANAGER_SETUP_COMPLETE").exists());
+    assert!(!s.path("/root/.MANAGER_SETUP_COMPLETE").exists());
+    assert!(
+        s.log().contains(&format!(
+            "chown -R 999:999 -- {}",
+            s.path("/var/lib/pgsql/data").display()
+        )),
+        "{}",
+        s.log()
+    );
+
+    // A second run changes nothing.
+    let before = (
+        s.read("/var/lib/pgsql/data/postgresql.conf"),
+        s.read("/etc/rhn/rhn.conf"),
+    );
+    let again = s.run(&script);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(!text(&again).contains("Flattening"));
+    assert_eq!(
+        before,
+        (
+            s.read("/var/lib/pgsql/data/postgresql.conf"),
+            s.read("/etc/rhn/rhn.conf"),
+        )
+    );
+    assert!(text(&again).contains("The setup marker exists"));
+}
+
+#[test]
+fn fixup_writes_the_marker_when_the_source_had_none() {
+    let s = fixup_sandbox(false);
+    fs::remove_file(s.path("/root/.MANAGER_SETUP_COMPLETE")).expect("rm");
+    let out = s.run(&render_fixup(None, &s.root().display().to_string()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(s.path("/var/spacewalk/.MANAGER_SETUP_COMPLETE").exists());
+}
+
+#[test]
+fn fixup_fails_on_missing_or_unexpected_data() {
+    let s = fixup_sandbox(false);
+    let out = s.run(&render_fixup(Some(14), &s.root().display().to_string()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("PostgreSQL 16, the data sync reported 14"),
+        "{}",
+        text(&out)
+    );
+
+    let s = fixup_sandbox(false);
+    fs::remove_file(s.path("/var/lib/pgsql/data/PG_VERSION")).expect("rm");
+    let out = s.run(&render_fixup(Some(16), &s.root().display().to_string()));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("no PG_VERSION"), "{}", text(&out));
+    assert!(
+        s.path("/root/.MANAGER_SETUP_COMPLETE").exists(),
+        "nothing else is touched after a failure"
+    );
+
+    let s = fixup_sandbox(false);
+    fs::remove_file(s.path("/etc/rhn/rhn.conf")).expect("rm");
+    let out = s.run(&render_fixup(Some(16), &s.root().display().to_string()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("no /etc/rhn/rhn.conf"),
+        "{}",
+        text(&out)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Upgrade
+
+fn upgrade_sandbox(from: u32) -> Sandbox {
+    let s = Sandbox::new();
+    let source = "/migration/source";
+    s.write(&format!("{source}/PG_VERSION"), &format!("{from}\n"));
+    s.write(
+        &format!("{source}/postgresql.conf"),
+        "listen_addresses = '*'\n",
+    );
+    s.write(&format!("{source}/pg_hba.conf"), "local all all peer\n");
+    s.write(
+        &format!("{source}/postgresql.conf.d/x.conf"),
+        "work_mem = 4MB\n",
+    );
+    s.write(&format!("{source}/base/1/1"), "old data");
+    s.write("/migration/target/stale-from-an-earlier-attempt", "x");
+    s.write(
+        "/etc/sysconfig/postgresql",
+        "POSTGRES_LANG=\"de_DE.UTF-8\"\n",
+    );
+    let old = s.path(&format!("/usr/lib/postgresql{from}/bin"));
+    let new = s.path("/usr/lib/postgresql18/bin");
+    write_exe(&old.join("postgres"), "exit 0\n");
+    write_exe(
+        &old.join("pg_controldata"),
+        "echo 'Data page checksum version:           0'\n",
+    );
+    write_exe(&new.join("postgres"), "exit 0\n");
+    write_exe(
+        &new.join("initdb"),
+        "for a; do case $a in -D) next=1 ;; *) [ -n \"${next:-}\" ] && d=$a; next= ;; esac; done\n[ -z \"$(ls -A \"$d\")\" ] || { echo 'initdb: directory not empty' >&2; exit 1; }\necho 18 >\"$d/PG_VERSION\"\necho 'listen_addresses = localhost' >\"$d/postgresql.conf\"\n",
+    );
+    write_exe(&new.join("pg_checksums"), "exit 0\n");
+    write_exe(
+        &new.join("pg_upgrade"),
+        "for a; do case $a in --new-datadir=*) d=${a#*=} ;; esac; done\necho upgraded >\"$d/upgraded\"\n",
+    );
+    s
+}
+
+fn tree(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).expect("readdir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((
+                    p.display().to_string(),
+                    fs::read_to_string(&p).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn upgrade_empties_the_target_copies_and_never_writes_the_source() {
+    let s = upgrade_sandbox(16);
+    let source_before = tree(&s.path("/migration/source"));
+    let out = s.run(&render_upgrade(16, &s.root().display().to_string()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(tree(&s.path("/migration/source")), source_before);
+    assert!(
+        !s.path("/migration/target/stale-from-an-earlier-attempt")
+            .exists()
+    );
+    assert_eq!(s.read("/migration/target/upgraded"), "upgraded\n");
+    assert_eq!(s.read("/migration/target/PG_VERSION"), "18\n");
+    assert_eq!(
+        s.read("/migration/target/postgresql.conf"),
+        "listen_addresses = '*'\n",
+        "the source's configuration goes with the data"
+    );
+    assert_eq!(
+        s.read("/migration/target/postgresql.conf.d/x.conf"),
+        "work_mem = 4MB\n"
+    );
+
+    let log = s.log();
+    let calls: Vec<&str> = log
+        .lines()
+        .map(|l| l.split(' ').next().unwrap_or_default())
+        .filter(|c| !["chown", "setpriv"].contains(c))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "initdb",
+            "pg_controldata",
+            "pg_checksums",
+            "pg_upgrade",
+            "pg_checksums"
+        ],
+        "{log}"
+    );
+    assert!(log.contains("--locale=de_DE.UTF-8"), "{log}");
+    assert!(log.contains("pg_checksums --disable"), "{log}");
+    assert!(log.contains("pg_checksums --enable"), "{log}");
+    let upgrade = log
+        .lines()
+        .find(|l| l.starts_with("pg_upgrade"))
+        .expect("pg_upgrade");
+    assert!(upgrade.contains("-c ssl=off"), "{upgrade}");
+    assert!(!upgrade.contains("--link"), "copy mode: {upgrade}");
+    assert!(log.contains("setpriv --reuid=999"), "{log}");
+
+    // Re-runnable: the target is emptied again.
+    let again = s.run(&render_upgrade(16, &s.root().display().to_string()));
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(tree(&s.path("/migration/source")), source_before);
+}
+
+#[test]
+fn upgrade_failures_name_the_cause_and_leave_the_source() {
+    // The image lacks the old binaries.
+    let s = upgrade_sandbox(14);
+    let out = s.run(
+        &render_upgrade(14, &s.root().display().to_string())
+            .replace("postgresql$FROM", "postgresql13"),
+    );
+    assert!(!out.status.success());
+    assert!(text(&out).contains("is missing"), "{}", text(&out));
+
+    // The volume holds another major than the sync reported.
+    let s = upgrade_sandbox(16);
+    let out = s.run(&render_upgrade(14, &s.root().display().to_string()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("holds PostgreSQL 16, expected 14"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        s.path("/migration/target/stale-from-an-earlier-attempt")
+            .exists(),
+        "nothing is touched before the checks pass"
+    );
+
+    // pg_upgrade itself fails.
+    let s = upgrade_sandbox(16);
+    let source_before = tree(&s.path("/migration/source"));
+    write_exe(
+        &s.path("/usr/lib/postgresql18/bin/pg_upgrade"),
+        "echo 'There seems to be a postmaster servicing the old cluster.' >&2; exit 1\n",
+    );
+    let out = s.run(&render_upgrade(16, &s.root().display().to_string()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("postmaster servicing"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("complete"), "{}", text(&out));
+    assert_eq!(tree(&s.path("/migration/source")), source_before);
+}
+
+#[test]
+fn upgrade_defaults_the_locale() {
+    let s = upgrade_sandbox(14);
+    fs::remove_file(s.path("/etc/sysconfig/postgresql")).expect("rm");
+    let out = s.run(&render_upgrade(14, &s.root().display().to_string()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(s.log().contains("--locale=en_US.UTF-8"), "{}", s.log());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Migration SQL
+
+#[test]
+fn migration_sql_feeds_spacewalk_sql_and_fails_with_it() {
+    let s = Sandbox::new();
+    s.write("/etc/rhn/rhn.conf", RHN_CONF);
+    let received = s.dir.path().join("sql.txt");
+    write_exe(
+        &s.bin().join("spacewalk-sql"),
+        &format!("cat >{}\n", received.display()),
+    );
+    let script = render_migration_sql(&s.root().display().to_string());
+    let out = s.run(&script);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fs::read_to_string(&received).expect("sql"), MIGRATION_SQL);
+    assert!(
+        s.log().contains("spacewalk-sql --select-mode -"),
+        "{}",
+        s.log()
+    );
+    assert!(MIGRATION_SQL.contains("ON_ERROR_STOP"));
+    assert!(MIGRATION_SQL.contains("/srv/www/distributions/"));
+    assert!(MIGRATION_SQL.contains("update-system-overview-bunch"));
+
+    write_exe(
+        &s.bin().join("spacewalk-sql"),
+        "cat >/dev/null; echo 'psql: error: connection to server at \"db\" failed' >&2; exit 2\n",
+    );
+    let out = s.run(&script);
+    assert!(!out.status.success());
+    assert!(!text(&out).contains("DONE"), "{}", text(&out));
+
+    let s = Sandbox::new();
+    let out = s.run(&render_migration_sql(&s.root().display().to_string()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("no /etc/rhn/rhn.conf"),
+        "{}",
+        text(&out)
+    );
+}

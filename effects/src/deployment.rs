@@ -1,0 +1,436 @@
+//! Waiting for a Deployment, and scaling one: watches on the Deployment and its pods, with the
+//! failures that would otherwise make the wait hang (image pulls, crash loops, missing Secrets,
+//! pods no node can take) ending it with the reason (reference §7.7 R, D38).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, LogParams, Patch, PatchParams};
+use kube::runtime::watcher::{self, Event};
+use tokio::time::Instant;
+use uyuni_core::observed::{deployment_ready, deployment_stopped};
+use uyuni_core::plan::DeploymentWait;
+
+use crate::error::{EffectsError, Target, Verb};
+use crate::job::{FATAL_WAITING_REASONS, tail_lines, unschedulable};
+use crate::progress::{Progress, ProgressEvent};
+use crate::retry::{self, with_retry};
+
+/// A pod no node takes for this long ends the wait; shorter spells are normal while volumes
+/// are being provisioned and bound.
+const UNSCHEDULABLE_GRACE: Duration = Duration::from_secs(120);
+/// Lines of a failing container's log shown with the error.
+const LOG_TAIL: u32 = 20;
+
+/// Why a Deployment's pod will not become ready by waiting, if it will not.
+pub fn deployment_pod_failure(pod: &Pod) -> Option<(String, String)> {
+    let status = pod.status.as_ref()?;
+    let init = status.init_container_statuses.iter().flatten();
+    let main = status.container_statuses.iter().flatten();
+    init.chain(main).find_map(|cs| {
+        let waiting = cs.state.as_ref()?.waiting.as_ref()?;
+        let reason = waiting.reason.as_deref()?;
+        let fatal = FATAL_WAITING_REASONS.contains(&reason) || reason == "CrashLoopBackOff";
+        fatal.then(|| {
+            let message = waiting
+                .message
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            (
+                cs.name.clone(),
+                format!("{reason}: container {}{message}", cs.name),
+            )
+        })
+    })
+}
+
+/// `ProgressDeadlineExceeded`: the controller gave up on the rollout.
+pub fn rollout_stalled(deployment: &Deployment) -> Option<String> {
+    deployment
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| {
+            c.type_ == "Progressing"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+        })
+        .map(|c| {
+            format!(
+                "ProgressDeadlineExceeded: {}",
+                c.message.clone().unwrap_or_default()
+            )
+        })
+}
+
+fn short_state(pod: &Pod) -> String {
+    let status = pod.status.as_ref();
+    let waiting = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .find_map(|cs| cs.state.as_ref()?.waiting.as_ref()?.reason.clone());
+    let phase = status
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_else(|| "Pending".to_owned());
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    match (waiting, ready) {
+        (_, true) => format!("{phase}, ready"),
+        (Some(reason), false) => format!("{phase} ({reason})"),
+        (None, false) => phase,
+    }
+}
+
+fn watcher<K>(api: Api<K>, config: watcher::Config) -> BoxStream<'static, watcher::Result<Event<K>>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher::watcher(api, config).boxed()
+}
+
+/// What the wait waits for.
+#[derive(Clone, Copy)]
+enum Goal {
+    Ready,
+    Stopped,
+}
+
+fn reached(goal: Goal, deployment: &Deployment) -> bool {
+    match goal {
+        Goal::Ready => deployment_ready(deployment),
+        Goal::Stopped => deployment_stopped(deployment),
+    }
+}
+
+async fn previous_log(api: &Api<Pod>, pod: &str, container: &str) -> Vec<String> {
+    for previous in [true, false] {
+        let params = LogParams {
+            container: Some(container.to_owned()),
+            previous,
+            tail_lines: Some(i64::from(LOG_TAIL)),
+            ..LogParams::default()
+        };
+        if let Ok(text) = api.logs(pod, &params).await
+            && !text.is_empty()
+        {
+            return tail_lines(&text, LOG_TAIL as usize);
+        }
+    }
+    Vec::new()
+}
+
+pub(crate) struct DeploymentWaitContext<'a> {
+    pub client: &'a kube::Client,
+    pub namespace: &'a str,
+    pub step: &'a str,
+    pub deployment: &'a str,
+    pub wait: DeploymentWait,
+    pub progress: &'a dyn Progress,
+}
+
+/// Waits until the Deployment is ready; see the module documentation.
+pub(crate) async fn await_ready(ctx: DeploymentWaitContext<'_>) -> Result<(), EffectsError> {
+    ctx.progress.event(ProgressEvent::WaitingForDeployment {
+        deployment: ctx.deployment,
+        namespace: ctx.namespace,
+        timeout: ctx.wait.timeout_seconds.map(Duration::from_secs),
+    });
+    watch_until(&ctx, Goal::Ready).await?;
+    ctx.progress.event(ProgressEvent::DeploymentReady {
+        deployment: ctx.deployment,
+    });
+    Ok(())
+}
+
+/// Sets the replicas (a merge patch of `spec.replicas` only: the rest of the object stays as
+/// applied) and waits until the Deployment has them.
+pub(crate) async fn scale(
+    ctx: DeploymentWaitContext<'_>,
+    replicas: i32,
+) -> Result<(), EffectsError> {
+    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), ctx.namespace);
+    let target = Target::named("deployment", ctx.deployment, Some(ctx.namespace));
+    let patch = serde_json::json!({"spec": {"replicas": replicas}});
+    let params = PatchParams::default();
+    let merge = Patch::Merge(&patch);
+    let patched = with_retry(ctx.progress, Verb::Scale, &target, || {
+        api.patch(ctx.deployment, &params, &merge)
+    })
+    .await;
+    match patched {
+        Err(EffectsError::Api { source, .. }) if matches!(&*source, kube::Error::Api(s) if s.code == 404) =>
+        {
+            return Err(EffectsError::DeploymentNotFound {
+                step: ctx.step.to_owned(),
+                deployment: ctx.deployment.to_owned(),
+                namespace: ctx.namespace.to_owned(),
+            });
+        }
+        other => {
+            other?;
+        }
+    }
+    let goal = if replicas == 0 {
+        Goal::Stopped
+    } else {
+        Goal::Ready
+    };
+    watch_until(&ctx, goal).await?;
+    ctx.progress.event(ProgressEvent::Scaled {
+        deployment: ctx.deployment,
+        replicas,
+    });
+    Ok(())
+}
+
+async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), EffectsError> {
+    let DeploymentWaitContext {
+        client,
+        namespace,
+        step,
+        deployment: name,
+        wait,
+        progress,
+    } = *ctx;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let what = Target::named("deployment", name, Some(namespace));
+    let not_found = || EffectsError::DeploymentNotFound {
+        step: step.to_owned(),
+        deployment: name.to_owned(),
+        namespace: namespace.to_owned(),
+    };
+    let current = with_retry(progress, Verb::Get, &what, || deployments.get_opt(name))
+        .await?
+        .ok_or_else(not_found)?;
+    if reached(goal, &current) {
+        return Ok(());
+    }
+    let selector = current
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.match_labels.as_ref())
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+
+    let started = Instant::now();
+    let deadline = wait
+        .timeout_seconds
+        .map(|t| started + Duration::from_secs(t));
+    let mut dep_stream = watcher(
+        deployments,
+        watcher::Config::default().fields(&format!("metadata.name={name}")),
+    );
+    let mut pod_stream = watcher(
+        pods_api.clone(),
+        watcher::Config::default().labels(&selector),
+    );
+    let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
+    let mut states: BTreeMap<String, String> = BTreeMap::new();
+    let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    let mut watch_failures = 0u32;
+    let fail = |pod: Option<String>, reason: String, log_tail: Vec<String>| {
+        EffectsError::DeploymentFailed {
+            step: step.to_owned(),
+            deployment: name.to_owned(),
+            namespace: namespace.to_owned(),
+            pod,
+            reason,
+            log_tail,
+        }
+    };
+    loop {
+        let sleep_deadline = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => futures::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = sleep_deadline => {
+                return Err(EffectsError::DeploymentTimeout {
+                    step: step.to_owned(),
+                    deployment: name.to_owned(),
+                    namespace: namespace.to_owned(),
+                    waited: started.elapsed(),
+                });
+            }
+            _ = tick.tick() => {
+                if matches!(goal, Goal::Ready) {
+                    let stuck = unschedulable_since
+                        .iter()
+                        .find(|(_, since)| since.elapsed() >= UNSCHEDULABLE_GRACE)
+                        .map(|(pod, _)| pod.clone());
+                    if let Some(pod) = stuck {
+                        let message = pods.get(&pod).and_then(unschedulable).unwrap_or_default();
+                        return Err(fail(Some(pod), format!("Unschedulable: {message}"), Vec::new()));
+                    }
+                }
+            }
+            event = dep_stream.next() => {
+                match event {
+                    Some(Ok(Event::Apply(d) | Event::InitApply(d))) => {
+                        watch_failures = 0;
+                        if reached(goal, &d) {
+                            return Ok(());
+                        }
+                        if matches!(goal, Goal::Ready)
+                            && let Some(reason) = rollout_stalled(&d)
+                        {
+                            return Err(fail(None, reason, Vec::new()));
+                        }
+                    }
+                    Some(Ok(Event::Delete(_))) => return Err(not_found()),
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => {
+                        watch_failures += 1;
+                        if watch_failures >= retry::MAX_ATTEMPTS {
+                            return Err(EffectsError::Watch {
+                                verb: Verb::Watch,
+                                target: what.clone(),
+                                attempts: watch_failures,
+                                source: Box::new(err),
+                            });
+                        }
+                        tokio::time::sleep(retry::delay(retry::classify_watch(&err), watch_failures)).await;
+                    }
+                    None => futures::future::pending::<()>().await,
+                }
+            }
+            event = pod_stream.next() => {
+                match event {
+                    Some(Ok(Event::Apply(pod) | Event::InitApply(pod))) => {
+                        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+                        if pod.metadata.deletion_timestamp.is_some() {
+                            pods.remove(&pod_name);
+                            unschedulable_since.remove(&pod_name);
+                            continue;
+                        }
+                        let state = short_state(&pod);
+                        if states.get(&pod_name) != Some(&state) {
+                            progress.event(ProgressEvent::DeploymentPod { deployment: name, pod: &pod_name, state: &state });
+                            states.insert(pod_name.clone(), state);
+                        }
+                        if matches!(goal, Goal::Ready) {
+                            if let Some((container, reason)) = deployment_pod_failure(&pod) {
+                                let log_tail = if reason.starts_with("CrashLoopBackOff") {
+                                    previous_log(&pods_api, &pod_name, &container).await
+                                } else {
+                                    Vec::new()
+                                };
+                                return Err(fail(Some(pod_name), reason, log_tail));
+                            }
+                            if unschedulable(&pod).is_some() {
+                                unschedulable_since.entry(pod_name.clone()).or_insert_with(Instant::now);
+                            } else {
+                                unschedulable_since.remove(&pod_name);
+                            }
+                        }
+                        pods.insert(pod_name, pod);
+                    }
+                    Some(Ok(Event::Delete(pod))) => {
+                        if let Some(n) = &pod.metadata.name {
+                            pods.remove(n);
+                            unschedulable_since.remove(n);
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => {
+                        watch_failures += 1;
+                        if watch_failures >= retry::MAX_ATTEMPTS {
+                            return Err(EffectsError::Watch {
+                                verb: Verb::Watch,
+                                target: Target::selected("pod", &selector, namespace),
+                                attempts: watch_failures,
+                                source: Box::new(err),
+                            });
+                        }
+                        tokio::time::sleep(retry::delay(retry::classify_watch(&err), watch_failures)).await;
+                    }
+                    None => futures::future::pending::<()>().await,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateWaiting, ContainerStatus, PodStatus,
+    };
+
+    fn pod_waiting(reason: &str) -> Pod {
+        Pod {
+            status: Some(PodStatus {
+                container_statuses: Some(vec![ContainerStatus {
+                    name: "db".into(),
+                    state: Some(ContainerState {
+                        waiting: Some(ContainerStateWaiting {
+                            reason: Some(reason.into()),
+                            message: Some("back-off 40s".into()),
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn crash_loops_and_pull_errors_end_the_wait_creating_does_not() {
+        let (container, reason) =
+            deployment_pod_failure(&pod_waiting("CrashLoopBackOff")).expect("fatal");
+        assert_eq!(container, "db");
+        assert!(
+            reason.starts_with("CrashLoopBackOff: container db"),
+            "{reason}"
+        );
+        assert!(deployment_pod_failure(&pod_waiting("ImagePullBackOff")).is_some());
+        assert!(deployment_pod_failure(&pod_waiting("ContainerCreating")).is_none());
+        assert!(deployment_pod_failure(&Pod::default()).is_none());
+    }
+
+    #[test]
+    fn a_stalled_rollout_is_reported() {
+        let d = Deployment {
+            status: Some(DeploymentStatus {
+                conditions: Some(vec![DeploymentCondition {
+                    type_: "Progressing".into(),
+                    status: "False".into(),
+                    reason: Some("ProgressDeadlineExceeded".into()),
+                    message: Some("ReplicaSet \"db-1\" has timed out progressing.".into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(rollout_stalled(&d).expect("stalled").contains("timed out"));
+        assert!(rollout_stalled(&Deployment::default()).is_none());
+    }
+}

@@ -1,0 +1,999 @@
+//! End to end, the whole migration: the built plugin, run through the real `kubectl`, against
+//! the simulated cluster of each flavour, from an empty namespace to a running database (the
+//! phases built so far), re-runs that plan nothing, failures in later steps that name the step
+//! and resume, and the set of objects against a golden list.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use uyuni_testdata::{
+    DeploymentScript, Flavour, JobScript, Scenario, SideEffect, SimCluster, SimConfig, scenarios,
+};
+
+const SOURCE: &str = "uyuni.example.com";
+const NS: &str = "uyuni";
+/// The source CA's password, given through the environment unless a test says otherwise.
+const CA_PASSWORD: &str = "ca secret #1";
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures/ssh")
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden")
+}
+
+fn ssh_flags() -> Vec<String> {
+    let f = fixtures();
+    [
+        ("--ssh-key-private", "id_ed25519"),
+        ("--ssh-key-public", "id_ed25519.pub"),
+        ("--ssh-knownhosts", "known_hosts"),
+        ("--ssh-config", "config"),
+    ]
+    .iter()
+    .flat_map(|(flag, file)| [flag.to_string(), f.join(file).display().to_string()])
+    .collect()
+}
+
+/// Secret values that must never reach the plugin's output.
+fn secrets() -> Vec<String> {
+    let key = std::fs::read_to_string(fixtures().join("id_ed25519")).expect("fixture key");
+    let mut s: Vec<String> = key
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .map(str::to_owned)
+        .collect();
+    s.push("correct horse battery".into());
+    s.push("another one with spaces".into());
+    s.push(CA_PASSWORD.into());
+    s.push("MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQIc2ltdWxhdGVkAgIIADAMBggqhkiG".into());
+    s
+}
+
+/// The realistic migration scenario, quick, with the synced PostgreSQL major `pg_version`.
+fn migration(pg_version: &str) -> Scenario {
+    let mut s = scenarios::migration();
+    if let Some(job) = s.jobs.get_mut("data-sync") {
+        job.duration_ms = 300;
+        for effect in &mut job.side_effects {
+            let SideEffect::PatchSecret(p) = effect;
+            p.string_data
+                .insert("pg_version".into(), pg_version.to_owned());
+        }
+    }
+    s
+}
+
+struct Env {
+    sim: SimCluster,
+    bin: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    password_env: bool,
+}
+
+impl Env {
+    fn new(scenario: Scenario, flavour: Flavour) -> Env {
+        Env::with(scenario, flavour, true)
+    }
+
+    fn with(scenario: Scenario, flavour: Flavour, cert_manager: bool) -> Env {
+        let sim = SimCluster::start_blocking(SimConfig {
+            scenario,
+            flavour,
+            cert_manager,
+            ..SimConfig::default()
+        })
+        .expect("simulated cluster");
+        let bin = tempfile::tempdir().expect("tempdir");
+        let plugin = assert_cmd::cargo::cargo_bin("kubectl-uyuni");
+        std::os::unix::fs::symlink(&plugin, bin.path().join("kubectl-uyuni")).expect("symlink");
+        Env {
+            sim,
+            bin,
+            cache: tempfile::tempdir().expect("tempdir"),
+            password_env: true,
+        }
+    }
+
+    fn kubectl(&self) -> Command {
+        let mut cmd = Command::new("kubectl");
+        let path = format!(
+            "{}:{}",
+            self.bin.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path)
+            .env("KUBECACHEDIR", self.cache.path())
+            .env_remove("KUBECONFIG")
+            .env_remove("UYUNI_SSL_PASSWORD")
+            .env("NO_COLOR", "1");
+        if self.password_env {
+            cmd.env("UYUNI_SSL_PASSWORD", CA_PASSWORD);
+        }
+        cmd
+    }
+
+    fn migrate(&self, args: &[String]) -> Output {
+        self.kubectl()
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(self.sim.kubeconfig_path())
+            .args(["-n", NS, "migrate", SOURCE])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("kubectl runs")
+    }
+
+    fn jobs_of(&self, step: &str) -> Vec<Value> {
+        self.sim
+            .objects("batch/v1", "Job", Some(NS))
+            .into_iter()
+            .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == step)
+            .collect()
+    }
+
+    /// `kind/name` of every object the tool manages in the namespace, sorted.
+    fn managed_objects(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (api, kind) in [
+            ("v1", "Secret"),
+            ("v1", "ConfigMap"),
+            ("v1", "PersistentVolumeClaim"),
+            ("v1", "ServiceAccount"),
+            ("rbac.authorization.k8s.io/v1", "Role"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            ("v1", "Service"),
+            ("apps/v1", "Deployment"),
+            ("batch/v1", "Job"),
+            ("networking.k8s.io/v1", "Ingress"),
+            ("cert-manager.io/v1", "Issuer"),
+            ("cert-manager.io/v1", "Certificate"),
+            ("traefik.io/v1alpha1", "Middleware"),
+            ("traefik.io/v1alpha1", "IngressRouteTCP"),
+            ("traefik.io/v1alpha1", "IngressRouteUDP"),
+        ] {
+            for o in self.sim.objects(api, kind, Some(NS)) {
+                if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] != "kubectl-uyuni" {
+                    continue;
+                }
+                let name = o["metadata"]["name"].as_str().unwrap_or_default();
+                // Job names carry the run id: the step stands for them.
+                let name = match o["metadata"]["annotations"]["kubectl-uyuni.io/step"].as_str() {
+                    Some(step) if kind == "Job" => format!("<{step}>"),
+                    _ => name.to_owned(),
+                };
+                out.push(format!("{kind}/{name}"));
+            }
+        }
+        for o in self
+            .sim
+            .objects("helm.cattle.io/v1", "HelmChartConfig", Some("kube-system"))
+        {
+            if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kubectl-uyuni" {
+                let name = o["metadata"]["name"].as_str().unwrap_or_default();
+                out.push(format!("HelmChartConfig/kube-system/{name}"));
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn assert_no_secret(out: &Output) {
+    let (stdout, stderr) = text(out);
+    for secret in secrets() {
+        assert!(!stdout.contains(&secret), "secret {secret:?} on stdout");
+        assert!(!stderr.contains(&secret), "secret {secret:?} on stderr");
+    }
+}
+
+fn check_golden(name: &str, actual: &str) {
+    let path = golden_dir().join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
+    assert_eq!(
+        expected, actual,
+        "{name} differs (UPDATE_GOLDEN=1 rewrites it)"
+    );
+}
+
+/// Every custom resource the plugin wrote passes its CRD's schema (strictly: no unknown
+/// fields), checked with Python's jsonschema from the project venv (scripts/test.sh).
+fn validate_custom_resources(sim: &SimCluster) {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let works = python.exists()
+        && Command::new(&python)
+            .args(["-c", "import jsonschema, yaml"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !works {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide .venv with jsonschema and PyYAML (kubernetes-validate's)"
+        );
+        eprintln!("note: no python with jsonschema; custom resources not schema-checked");
+        return;
+    }
+    let objects: Vec<Value> = sim
+        .written()
+        .iter()
+        .map(|w| w.body.clone())
+        .filter(|b| b["apiVersion"].as_str().is_some_and(|a| a.contains(".io/")))
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("objects.json");
+    std::fs::write(&file, serde_json::to_string(&objects).expect("json")).expect("write");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/crd_validate.py");
+    let crds = uyuni_testdata::cluster::default_crds_dir();
+    let out = Command::new(&python)
+        .arg(script)
+        .arg(crds)
+        .arg(&file)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "custom resources rejected by their CRD schemas:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every object the plugin wrote passes `kubernetes-validate --strict` (as e2e.rs does).
+fn validate_written(sim: &SimCluster) {
+    let tool = std::env::var("UYUNI_KUBERNETES_VALIDATE").ok();
+    let Some(tool) = tool.filter(|t| Path::new(t).exists()) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set UYUNI_KUBERNETES_VALIDATE (scripts/test.sh does)"
+        );
+        eprintln!("note: kubernetes-validate not available; written objects not schema-checked");
+        return;
+    };
+    let docs: Vec<String> = sim
+        .written()
+        .iter()
+        .filter(|w| w.body.get("kind").is_some())
+        .map(|w| serde_json::to_string(&w.body).expect("json"))
+        .collect();
+    assert!(!docs.is_empty(), "nothing was written");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("written.yaml");
+    std::fs::write(&file, docs.join("\n---\n")).expect("write");
+    let out = Command::new(tool)
+        .args(["--strict", "-k", "1.33", "--quiet"])
+        .arg(&file)
+        .output()
+        .expect("kubernetes-validate runs");
+    assert!(
+        out.status.success(),
+        "kubernetes-validate rejected written objects:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn deployment_ready(d: &Value) -> bool {
+    let want = d["spec"]["replicas"].as_i64().unwrap_or(1);
+    d["status"]["readyReplicas"].as_i64() == Some(want)
+        && d["status"]["observedGeneration"] == d["metadata"]["generation"]
+}
+
+fn claim_of(d: &Value) -> String {
+    d["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The whole run on one flavour: every Deployment ready, the objects as the golden list says,
+/// and a second run that writes nothing.
+fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
+    let flavour_name = format!("{flavour:?}").to_ascii_lowercase();
+    let golden = golden.replace("{flavour}", &flavour_name);
+    let golden = golden.as_str();
+    let env = Env::new(migration(pg_version), flavour);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success(),
+        "{flavour:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_no_secret(&out);
+    assert!(stdout.contains("Database now:"), "{stdout}");
+
+    for d in env.sim.objects("apps/v1", "Deployment", Some(NS)) {
+        assert!(deployment_ready(&d), "not ready: {d:#}");
+    }
+    let db = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "db")
+        .expect("db");
+    let upgraded = pg_version != "18";
+    assert_eq!(
+        claim_of(&db),
+        if upgraded { "var-pgsql18" } else { "var-pgsql" }
+    );
+    assert_eq!(
+        db["spec"]["template"]["spec"]["securityContext"]["fsGroup"],
+        999
+    );
+    for step in ["data-sync", "db-fixup", "db-migration-sql"] {
+        assert_eq!(env.jobs_of(step).len(), 1, "{step}");
+    }
+    assert_eq!(env.jobs_of("db-upgrade").len(), usize::from(upgraded));
+    for name in [
+        "db-admin-credentials",
+        "db-credentials",
+        "reportdb-credentials",
+    ] {
+        let s = env.sim.get("v1", "Secret", Some(NS), name).expect(name);
+        assert_eq!(s["type"], "kubernetes.io/basic-auth", "{name}");
+    }
+    for name in ["db", "reportdb"] {
+        let s = env.sim.get("v1", "Service", Some(NS), name).expect(name);
+        assert_eq!(s["spec"]["ports"][0]["port"], 5432);
+        assert_eq!(s["spec"]["selector"]["app.kubernetes.io/component"], "db");
+    }
+    check_golden(golden, &(env.managed_objects().join("\n") + "\n"));
+    validate_written(&env.sim);
+    validate_custom_resources(&env.sim);
+
+    // Again, without the SSH flags: nothing to do, nothing written.
+    env.sim.clear_request_log();
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    let writes: Vec<_> = env
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.is_successful_write())
+        .collect();
+    assert!(writes.is_empty(), "second run wrote: {writes:?}");
+}
+
+#[test]
+fn migration_with_a_postgresql_upgrade_on_k3s() {
+    full_migration(
+        Flavour::K3s,
+        "16",
+        "e2e-migration-objects-{flavour}-upgrade.txt",
+    );
+}
+
+#[test]
+fn migration_with_a_postgresql_upgrade_on_rke2() {
+    full_migration(
+        Flavour::Rke2,
+        "14",
+        "e2e-migration-objects-{flavour}-upgrade.txt",
+    );
+}
+
+#[test]
+fn migration_with_a_postgresql_upgrade_on_a_plain_cluster() {
+    full_migration(
+        Flavour::Plain,
+        "16",
+        "e2e-migration-objects-{flavour}-upgrade.txt",
+    );
+}
+
+#[test]
+fn migration_without_a_postgresql_upgrade() {
+    for flavour in [Flavour::K3s, Flavour::Plain] {
+        full_migration(
+            flavour,
+            "18",
+            "e2e-migration-objects-{flavour}-no-upgrade.txt",
+        );
+    }
+}
+
+#[test]
+fn a_downgrade_is_refused_after_the_sync_before_any_other_write() {
+    let env = Env::new(migration("19"), Flavour::K3s);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(stderr.contains("downgrade"), "{stderr}");
+    assert!(env.jobs_of("db-fixup").is_empty());
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "db")
+            .is_none()
+    );
+    assert!(
+        env.sim
+            .get("v1", "Secret", Some(NS), "db-credentials")
+            .is_none()
+    );
+    assert_no_secret(&out);
+}
+
+#[test]
+fn a_failed_upgrade_names_the_step_shows_its_log_and_resumes() {
+    let mut scenario = migration("16");
+    scenario.jobs.insert(
+        "db-upgrade".into(),
+        JobScript::fail(
+            1,
+            &[
+                "Upgrading the database from PostgreSQL 16 to 18",
+                "pg_upgrade: old cluster does not use data checksums but the new one does",
+            ],
+        ),
+    );
+    let env = Env::new(scenario, Flavour::Rke2);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(stderr.contains("db-upgrade"), "{stderr}");
+    assert!(stderr.contains("does not use data checksums"), "{stderr}");
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "db")
+            .is_none(),
+        "no PostgreSQL on data that was not upgraded"
+    );
+
+    env.sim.set_scenario(migration("16"));
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(env.jobs_of("db-upgrade").len(), 2, "the failed Job is kept");
+    assert_eq!(
+        env.jobs_of("db-fixup").len(),
+        1,
+        "the fix-up is not run again"
+    );
+    assert_eq!(
+        env.jobs_of("data-sync").len(),
+        1,
+        "the sync is not run again"
+    );
+    let db = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "db")
+        .expect("db");
+    assert!(deployment_ready(&db));
+}
+
+#[test]
+fn a_database_that_cannot_start_ends_the_wait_with_the_reason_and_resumes() {
+    let mut scenario = migration("16");
+    scenario
+        .deployments
+        .insert("db".into(), DeploymentScript::stuck("CrashLoopBackOff"));
+    let env = Env::new(scenario, Flavour::Plain);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stderr.contains("db-ready") && stderr.contains("CrashLoopBackOff"),
+        "{stderr}"
+    );
+    assert!(
+        env.jobs_of("db-migration-sql").is_empty(),
+        "no SQL without a database"
+    );
+
+    env.sim.set_scenario(migration("16"));
+    // The controller acts on spec changes: a restart stands for the fixed cause.
+    let mut db = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "db")
+        .expect("db");
+    db["spec"]["template"]["metadata"]["annotations"] =
+        serde_json::json!({"kubectl.kubernetes.io/restartedAt": "now"});
+    env.sim.put(db).expect("restart");
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(env.jobs_of("db-migration-sql").len(), 1);
+}
+
+#[test]
+fn dry_run_before_the_sync_shows_the_database_phase_with_placeholders() {
+    let env = Env::new(migration("16"), Flavour::K3s);
+    let out = env.migrate(&[ssh_flags(), vec!["--dry-run".into()]].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_no_secret(&out);
+    for expected in [
+        "job/uyuni-db-fixup-",
+        "persistentvolumeclaim/var-pgsql18",
+        "job/uyuni-db-upgrade-",
+        "secret/db-admin-credentials",
+        "service/reportdb",
+        "deployment/db",
+        "job/uyuni-db-migration-sql-",
+        "<known after data-sync>",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "dry run lacks {expected:?}:\n{stdout}"
+        );
+    }
+    assert!(env.sim.request_log().iter().all(|r| !r.write));
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS modes
+
+fn secret_text(env: &Env, name: &str, key: &str) -> Option<String> {
+    use base64::Engine as _;
+    let s = env.sim.get("v1", "Secret", Some(NS), name)?;
+    let b64 = s["data"][key].as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+#[test]
+fn the_reused_ca_issues_the_server_certificates_through_cert_manager() {
+    let env = Env::new(migration("16"), Flavour::K3s);
+    let out = env.migrate(
+        &[
+            ssh_flags(),
+            vec!["--ssl-cname".into(), "alias.example.com".into()],
+        ]
+        .concat(),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_no_secret(&out);
+    assert!(
+        secret_text(&env, "uyuni-ca", "tls.key").is_some_and(|k| k.contains("PRIVATE KEY")),
+        "the CA key Job filled the key"
+    );
+    let issuer = env
+        .sim
+        .get("cert-manager.io/v1", "Issuer", Some(NS), "uyuni-ca-issuer")
+        .expect("issuer");
+    assert_eq!(issuer["spec"]["ca"]["secretName"], "uyuni-ca");
+    let cert = env
+        .sim
+        .get("cert-manager.io/v1", "Certificate", Some(NS), "uyuni-cert")
+        .expect("certificate");
+    assert_eq!(
+        cert["spec"]["dnsNames"],
+        serde_json::json!(["uyuni.example.com", "alias.example.com"])
+    );
+    let issued = env
+        .sim
+        .get("v1", "Secret", Some(NS), "uyuni-cert")
+        .expect("uyuni-cert");
+    assert_eq!(issued["type"], "kubernetes.io/tls");
+    assert_eq!(
+        issued["metadata"]["labels"]["app.kubernetes.io/part-of"], "uyuni",
+        "secretTemplate labels"
+    );
+    assert!(env.sim.get("v1", "Secret", Some(NS), "db-cert").is_some());
+    let ca = env
+        .sim
+        .get("v1", "ConfigMap", Some(NS), "uyuni-ca")
+        .expect("uyuni-ca");
+    assert!(
+        ca["data"]["ca.crt"]
+            .as_str()
+            .is_some_and(|c| c.contains("BEGIN CERTIFICATE"))
+    );
+    assert!(env.sim.get("v1", "ConfigMap", Some(NS), "db-ca").is_some());
+    assert_eq!(env.jobs_of("ca-key").len(), 1);
+    validate_custom_resources(&env.sim);
+    validate_written(&env.sim);
+}
+
+#[test]
+fn without_the_ca_password_the_run_stops_with_instructions_and_resumes_with_it() {
+    let mut env = Env::new(migration("16"), Flavour::Rke2);
+    env.password_env = false;
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stderr.contains("--ssl-password-file") && stderr.contains("UYUNI_SSL_PASSWORD"),
+        "{stderr}"
+    );
+    assert!(
+        env.jobs_of("db-fixup").is_empty(),
+        "the password is asked for at the first plan after the sync, before the database work"
+    );
+    assert!(env.jobs_of("ca-key").is_empty());
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ca-password");
+    std::fs::write(&file, format!("{CA_PASSWORD}\n")).expect("write");
+    let again = env.migrate(&["--ssl-password-file".into(), file.display().to_string()]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_no_secret(&again);
+    assert_eq!(
+        secret_text(&env, "uyuni-ca-password", "password").as_deref(),
+        Some(CA_PASSWORD),
+        "the first line of the file, exactly"
+    );
+    assert_eq!(
+        env.jobs_of("db-fixup").len(),
+        1,
+        "nothing done before is repeated"
+    );
+}
+
+#[test]
+fn without_cert_manager_the_run_stops_before_any_write() {
+    let env = Env::with(migration("16"), Flavour::Plain, false);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stderr.contains("cert-manager") && stderr.contains("--ssl-server-cert"),
+        "{stderr}"
+    );
+    assert!(
+        env.sim.request_log().iter().all(|r| !r.write),
+        "wrote before the preflight"
+    );
+}
+
+#[test]
+fn third_party_certificates_need_no_cert_manager() {
+    use uyuni_testdata::certs::{Signer, issue};
+    let issued = issue(
+        &serde_json::json!({"dnsNames": ["uyuni.example.com"]}),
+        Signer::SelfSigned,
+    )
+    .expect("certificate");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, content: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, content).expect("write");
+        p.display().to_string()
+    };
+    let flags = vec![
+        "--ssl-server-cert".to_owned(),
+        write("server.crt", &issued.tls_crt),
+        "--ssl-server-key".to_owned(),
+        write("server.key", &issued.tls_key),
+        "--ssl-ca-root".to_owned(),
+        write("ca.crt", &issued.ca_crt),
+    ];
+    let mut env = Env::with(migration("16"), Flavour::Plain, false);
+    env.password_env = false;
+    let out = env.migrate(&[ssh_flags(), flags].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let key_body = issued.tls_key.lines().nth(1).expect("key line").to_owned();
+    assert!(
+        !stdout.contains(&key_body) && !stderr.contains(&key_body),
+        "the key leaked"
+    );
+    assert_eq!(
+        secret_text(&env, "uyuni-cert", "tls.key").as_deref(),
+        Some(issued.tls_key.trim_end())
+            .map(|k| format!("{k}\n"))
+            .as_deref()
+    );
+    assert!(
+        secret_text(&env, "db-cert", "tls.crt").is_some_and(|c| c.contains("BEGIN CERTIFICATE"))
+    );
+    assert!(env.sim.get("v1", "ConfigMap", Some(NS), "db-ca").is_some());
+    assert!(env.jobs_of("ca-key").is_empty());
+    validate_written(&env.sim);
+}
+
+#[test]
+fn a_third_party_certificate_found_on_the_source_is_kept() {
+    let mut scenario = migration("16");
+    let (cert, key) = {
+        use uyuni_testdata::certs::{Signer, issue};
+        let i = issue(
+            &serde_json::json!({"dnsNames": ["uyuni.example.com"]}),
+            Signer::SelfSigned,
+        )
+        .expect("certificate");
+        (i.tls_crt, i.tls_key)
+    };
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        for effect in &mut job.side_effects {
+            let SideEffect::PatchSecret(p) = effect;
+            p.string_data.remove("ca.key");
+            p.string_data.insert("server.crt".into(), cert.clone());
+            p.string_data.insert("server.key".into(), key.clone());
+        }
+    }
+    let mut env = Env::with(scenario, Flavour::K3s, true);
+    env.password_env = false;
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        secret_text(&env, "uyuni-cert", "tls.crt").as_deref(),
+        Some(cert.as_str())
+    );
+    assert!(
+        env.sim
+            .get("cert-manager.io/v1", "Issuer", Some(NS), "uyuni-ca-issuer")
+            .is_none()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+#[test]
+fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
+    let mut scenario = migration("16");
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        for effect in &mut job.side_effects {
+            let SideEffect::PatchSecret(p) = effect;
+            p.string_data.insert("has_hubxmlrpc".into(), "true".into());
+            p.string_data.insert("debug".into(), "true".into());
+        }
+    }
+    let env = Env::new(scenario, Flavour::K3s);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let hub = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "uyuni-hub-xmlrpc-api")
+        .expect("hub");
+    assert!(deployment_ready(&hub));
+    let svc = env
+        .sim
+        .get("v1", "Service", Some(NS), "hub-xmlrpc")
+        .expect("service");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 2830);
+    assert!(
+        env.sim.get("v1", "Service", Some(NS), "search").is_some(),
+        "debug port"
+    );
+    let server = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "uyuni")
+        .expect("server");
+    assert!(deployment_ready(&server));
+    assert_eq!(server["spec"]["strategy"]["type"], "Recreate");
+    let container = &server["spec"]["template"]["spec"]["containers"][0];
+    let env_value = |name: &str| {
+        container["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["name"] == name)
+            .cloned()
+    };
+    assert_eq!(
+        env_value("UYUNI_HOSTNAME").expect("hostname")["value"],
+        "uyuni.example.com"
+    );
+    assert_eq!(
+        env_value("MANAGER_DB_NAME").expect("db name")["value"],
+        "susemanager"
+    );
+    assert_eq!(env_value("DEBUG_JAVA").expect("debug")["value"], "true");
+    assert_eq!(
+        env_value("MANAGER_PASS").expect("pass")["valueFrom"]["secretKeyRef"]["name"],
+        "db-credentials"
+    );
+    assert!(
+        env_value("container").is_none(),
+        "never override `container`"
+    );
+    assert!(container["startupProbe"]["failureThreshold"].as_i64() >= Some(8640));
+    validate_written(&env.sim);
+}
+
+#[test]
+fn a_server_that_cannot_start_ends_the_wait_with_the_step_named() {
+    let mut scenario = migration("16");
+    scenario
+        .deployments
+        .insert("uyuni".into(), DeploymentScript::stuck("ImagePullBackOff"));
+    let env = Env::new(scenario, Flavour::Rke2);
+    let out = env.migrate(&[ssh_flags(), vec!["--tag".into(), "no-such-tag".into()]].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stderr.contains("server-ready") && stderr.contains("ImagePullBackOff"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kubectl describe pod"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Networking
+
+#[test]
+fn on_k3s_traefik_routes_and_with_the_flag_its_helmchartconfig() {
+    let env = Env::new(migration("16"), Flavour::K3s);
+    let out = env.migrate(&[ssh_flags(), vec!["--configure-ingress-controller".into()]].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let ssl = env
+        .sim
+        .get(
+            "networking.k8s.io/v1",
+            "Ingress",
+            Some(NS),
+            "uyuni-ingress-ssl",
+        )
+        .expect("ingress");
+    assert_eq!(ssl["spec"]["ingressClassName"], "traefik");
+    assert_eq!(ssl["spec"]["tls"][0]["secretName"], "uyuni-cert");
+    let redirect = env
+        .sim
+        .get(
+            "networking.k8s.io/v1",
+            "Ingress",
+            Some(NS),
+            "uyuni-ingress-ssl-redirect",
+        )
+        .expect("redirect");
+    assert_eq!(
+        redirect["metadata"]["annotations"]["traefik.ingress.kubernetes.io/router.middlewares"],
+        "uyuni-uyuni-https-redirect@kubernetescrd",
+        "the middleware of this namespace (D24)"
+    );
+    let route = env
+        .sim
+        .get(
+            "traefik.io/v1alpha1",
+            "IngressRouteTCP",
+            Some(NS),
+            "salt-publish-route",
+        )
+        .expect("route");
+    assert_eq!(route["spec"]["entryPoints"][0], "salt-publish");
+    let config = env
+        .sim
+        .get(
+            "helm.cattle.io/v1",
+            "HelmChartConfig",
+            Some("kube-system"),
+            "traefik",
+        )
+        .expect("HelmChartConfig");
+    let values = config["spec"]["valuesContent"].as_str().unwrap_or_default();
+    assert!(
+        values.contains("salt-publish:") && values.contains("exposedPort: 4505"),
+        "{values}"
+    );
+    assert!(
+        !values.contains("web-http"),
+        "HTTP goes through the Ingress (D24)"
+    );
+    assert!(
+        !stdout.contains("--configure-ingress-controller"),
+        "{stdout}"
+    );
+    validate_custom_resources(&env.sim);
+    validate_written(&env.sim);
+}
+
+#[test]
+fn on_rke2_without_the_flag_the_nginx_configuration_is_printed_and_a_users_config_is_kept() {
+    let env = Env::new(migration("16"), Flavour::Rke2);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("--configure-ingress-controller"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\"4505\": \"uyuni/salt:4505\""),
+        "real Services (D13):\n{stdout}"
+    );
+    let nossl = env
+        .sim
+        .get(
+            "networking.k8s.io/v1",
+            "Ingress",
+            Some(NS),
+            "uyuni-ingress-nossl",
+        )
+        .expect("ingress");
+    assert_eq!(nossl["spec"]["ingressClassName"], "nginx");
+    assert_eq!(
+        nossl["metadata"]["annotations"]["nginx.ingress.kubernetes.io/ssl-redirect"],
+        "false"
+    );
+    assert!(
+        nossl["spec"]["rules"][0]["http"]["paths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|p| p["pathType"] == "Prefix"
+                && !p["path"].as_str().unwrap_or_default().contains('(')),
+        "no regular expressions in Prefix paths (D53)"
+    );
+    assert!(
+        env.sim
+            .get(
+                "helm.cattle.io/v1",
+                "HelmChartConfig",
+                Some("kube-system"),
+                "rke2-ingress-nginx"
+            )
+            .is_none()
+    );
+
+    // The user has their own configuration: it is left alone, the values are printed.
+    env.sim
+        .put(serde_json::json!({
+            "apiVersion": "helm.cattle.io/v1",
+            "kind": "HelmChartConfig",
+            "metadata": {"name": "rke2-ingress-nginx", "namespace": "kube-system"},
+            "spec": {"valuesContent": "controller:\n  replicaCount: 2\n"},
+        }))
+        .expect("user config");
+    let again = env.migrate(&["--configure-ingress-controller".into()]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let config = env
+        .sim
+        .get(
+            "helm.cattle.io/v1",
+            "HelmChartConfig",
+            Some("kube-system"),
+            "rke2-ingress-nginx",
+        )
+        .expect("config");
+    assert_eq!(
+        config["spec"]["valuesContent"],
+        "controller:\n  replicaCount: 2\n"
+    );
+    assert!(stdout.contains("merge these values"), "{stdout}");
+}
+
+#[test]
+fn without_an_ingress_controller_the_run_completes_and_says_how_to_expose_the_server() {
+    let env = Env::new(migration("16"), Flavour::Plain);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("No ingress controller was detected"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("salt 4505/TCP"), "{stdout}");
+    assert!(
+        env.sim
+            .objects("networking.k8s.io/v1", "Ingress", Some(NS))
+            .is_empty()
+    );
+}
