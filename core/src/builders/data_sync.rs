@@ -224,11 +224,6 @@ pub fn spec_hash(spec: &JobSpec) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The spec hash the data-sync Job of these parameters carries.
-pub fn current_spec_hash(params: &MigrateParams) -> String {
-    spec_hash(&spec(params))
-}
-
 /// The data-sync Job, named for this run. Kept after it ends (no TTL) so its log stays readable;
 /// `backoffLimit: 0` because a retry is a new, visible Job.
 pub fn data_sync_job(params: &MigrateParams) -> Job {

@@ -78,6 +78,9 @@ pub fn server_dns_names(params: &MigrateParams, data: &ExtractedData) -> Vec<Str
 
 /// The CA certificate the source trusts (for the placeholder state: the placeholder).
 pub fn ca_cert(data: &ExtractedData) -> String {
+    if data.placeholder {
+        return crate::observed::PLACEHOLDER.to_owned();
+    }
     data.ca_cert.clone().unwrap_or_default()
 }
 

@@ -103,12 +103,55 @@ fn reused_ca_steps(
     let ca_description = "TLS Secret uyuni-ca: the migrated CA, the issuer's key pair".to_owned();
     let live_ca = observed.secret(names::CA_SECRET);
     if live_ca.is_some_and(|s| tls::ca_secret_complete(s, &ca)) {
+        // Done: the same steps, as no-ops, so that a plan shows how the key got there.
+        if observed.secret(names::CA_PASSWORD_SECRET).is_some() {
+            steps.push(keep_step(
+                "ca-password",
+                "Secret with the CA password, for the CA key Job".into(),
+                ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
+                "exists".into(),
+            ));
+        }
         steps.push(keep_step(
             "ca-secret",
             ca_description,
             ca_target,
             "holds the key of the migrated CA".into(),
         ));
+        steps.push(apply_step(
+            "ca-key-role",
+            "permission to get and patch Secret uyuni-ca only".into(),
+            Object::Role(tls::ca_key_role(ns)),
+            observed,
+        ));
+        steps.push(apply_step(
+            "ca-key-role-binding",
+            "grants it to the migration's ServiceAccount".into(),
+            Object::RoleBinding(tls::ca_key_role_binding(ns)),
+            observed,
+        ));
+        let done = observed
+            .jobs_for_step(tls::CA_KEY_STEP)
+            .into_iter()
+            .rev()
+            .find(|j| crate::observed::job_state(j) == crate::observed::JobState::Succeeded)
+            .and_then(|j| j.metadata.name.clone());
+        steps.push(match done {
+            Some(name) => Step {
+                id: tls::CA_KEY_STEP.to_owned(),
+                description: tls::ca_key_description(),
+                op: Op::Done,
+                target: ObjectRef::new(Kind::Job, name.clone()),
+                reason: format!("Job {name} succeeded"),
+                action: Action::None,
+            },
+            None => keep_step(
+                tls::CA_KEY_STEP,
+                tls::ca_key_description(),
+                ObjectRef::new(Kind::Secret, names::CA_SECRET),
+                "the key is in place".into(),
+            ),
+        });
     } else {
         // The key has to be decrypted: that takes the password.
         match &params.tls.ca_password {
