@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the plugin and the simulated cluster, starts the cluster, and runs
-# `kubectl uyuni migrate` against it through the real kubectl: first --dry-run, then for real,
-# then once more to show that a finished run plans nothing.
+# `kubectl uyuni migrate` against it through the real kubectl: first --dry-run, then for real
+# (data sync, database, TLS, networking, server), then once more to show that a finished run
+# plans nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -36,6 +37,10 @@ chmod 600 "$ssh_dir/id_ed25519"
 flags=(--ssh-key-private "$ssh_dir/id_ed25519" --ssh-key-public "$ssh_dir/id_ed25519.pub"
        --ssh-knownhosts "$ssh_dir/known_hosts" --ssh-config "$ssh_dir/config")
 
+# The source's CA key is encrypted; its password never goes on a command line. The simulated
+# CA-key Job accepts any password; for a real migration use --ssl-password-file or the prompt.
+export UYUNI_SSL_PASSWORD='demo CA password'
+
 log "kubectl plugin list"
 kubectl plugin list
 
@@ -46,10 +51,10 @@ log "kubectl uyuni migrate"
 kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com "${flags[@]}"
 
 log "what is in the namespace now"
-kubectl "${kc[@]}" -n uyuni get jobs,pvc,secrets,configmaps
+kubectl "${kc[@]}" -n uyuni get deployments,services,ingresses,jobs,pvc,secrets,configmaps
 
 log "kubectl logs of the data-sync Job (tail)"
-kubectl "${kc[@]}" -n uyuni logs "job/$(kubectl "${kc[@]}" -n uyuni get jobs -o name | head -n1 | cut -d/ -f2)" --tail 5
+kubectl "${kc[@]}" -n uyuni logs "job/$(kubectl "${kc[@]}" -n uyuni get jobs -l kubectl-uyuni.io/step=data-sync -o name | head -n1 | cut -d/ -f2)" --tail 5
 
 log "running migrate again: nothing to do"
 kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com

@@ -151,6 +151,15 @@ fn main() -> ExitCode {
     let cli_color = cli.color;
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`… | head`): stop quietly, as kubectl does.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             let color = output::use_color(
                 cli_color,

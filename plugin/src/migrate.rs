@@ -150,11 +150,17 @@ async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
 fn summary(params: &MigrateParams, data: &ExtractedData) -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let mut out = String::new();
-    out.push_str(&format!(
-        "Data sync complete (Job {}), {} mode.\n",
-        data.job,
-        if params.prepare { "prepare" } else { "final" }
-    ));
+    if params.prepare {
+        out.push_str(&format!(
+            "Data copied while the source keeps serving (Job {}).\n",
+            data.job
+        ));
+    } else {
+        out.push_str(&format!(
+            "Migration of {} complete (data synced by Job {}).\n",
+            params.source_fqdn, data.job
+        ));
+    }
     out.push_str(&format!("  Source:           {}\n", params.source_fqdn));
     if let Some(fqdn) = data.fqdn.as_deref().filter(|f| *f != params.source_fqdn) {
         out.push_str(&format!(

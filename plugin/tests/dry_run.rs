@@ -1,127 +1,32 @@
 //! `--dry-run` in every output format, through the real kubectl, against the simulated cluster.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod support;
 
 use serde_json::Value;
-use uyuni_testdata::{
-    ErrorFault, FaultTarget, Faults, Scenario, SimCluster, SimConfig, Verb, scenarios,
-};
+use support::{Env, NS, SOURCE, private_key_lines, ssh_flags, stderr, stdout};
+use uyuni_testdata::{ErrorFault, FaultTarget, Faults, SimConfig, Verb, scenarios};
 
-const SOURCE: &str = "uyuni.example.com";
-const NS: &str = "uyuni";
+/// What `du -s -b` prints on the source, as the stand-in ssh answers it.
+const DU: &str = "4096\\t/var/lib/cobbler\\n7340032\\t/root\\n60000000000\\t/var/lib/pgsql/data\\n";
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures/ssh")
+fn env() -> Env {
+    Env::new(SimConfig {
+        scenario: scenarios::migration(),
+        ..SimConfig::default()
+    })
+    .with_ssh_stub(DU)
 }
 
-fn ssh_flags() -> Vec<String> {
-    let f = fixtures();
-    [
-        ("--ssh-key-private", "id_ed25519"),
-        ("--ssh-key-public", "id_ed25519.pub"),
-        ("--ssh-knownhosts", "known_hosts"),
-    ]
-    .iter()
-    .flat_map(|(flag, file)| [flag.to_string(), f.join(file).display().to_string()])
-    .collect()
+/// `kubectl uyuni … migrate SOURCE --ssh-… EXTRA…`
+fn migrate(env: &Env, extra: &[&str]) -> std::process::Output {
+    let mut all = vec!["migrate", SOURCE];
+    all.extend_from_slice(extra);
+    let flags = ssh_flags();
+    all.extend(flags.iter().map(String::as_str));
+    env.uyuni(&all)
 }
 
-fn private_key_lines() -> Vec<String> {
-    std::fs::read_to_string(fixtures().join("id_ed25519"))
-        .expect("key")
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .map(str::to_owned)
-        .collect()
-}
-
-struct Env {
-    sim: SimCluster,
-    bin: tempfile::TempDir,
-    cache: tempfile::TempDir,
-}
-
-impl Env {
-    fn new(scenario: Scenario) -> Env {
-        let sim = SimCluster::start_blocking(SimConfig {
-            scenario,
-            ..SimConfig::default()
-        })
-        .expect("simulated cluster");
-        let bin = tempfile::tempdir().expect("tempdir");
-        let plugin = assert_cmd::cargo::cargo_bin("kubectl-uyuni");
-        std::os::unix::fs::symlink(&plugin, bin.path().join("kubectl-uyuni")).expect("symlink");
-        // A stand-in for ssh: the dry run measures the source with `ssh … du -s -b PATHS`.
-        let ssh = bin.path().join("ssh");
-        std::fs::write(
-            &ssh,
-            "#!/bin/sh\nprintf '4096\\t/var/lib/cobbler\\n7340032\\t/root\\n60000000000\\t/var/lib/pgsql/data\\n'\n",
-        )
-        .expect("ssh stub");
-        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
-        Env {
-            sim,
-            bin,
-            cache: tempfile::tempdir().expect("tempdir"),
-        }
-    }
-
-    fn kubectl(&self) -> Command {
-        let mut cmd = Command::new("kubectl");
-        let path = format!(
-            "{}:{}",
-            self.bin.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        cmd.env("PATH", path)
-            .env("KUBECACHEDIR", self.cache.path())
-            .env_remove("KUBECONFIG")
-            .env("UYUNI_SSL_PASSWORD", "ca secret #1")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    fn kubeconfig(&self) -> &Path {
-        self.sim.kubeconfig_path()
-    }
-
-    fn uyuni(&self, args: &[&str], extra: &[String]) -> Output {
-        self.kubectl()
-            .arg("uyuni")
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig())
-            .args(["-n", NS])
-            .args(args)
-            .args(extra)
-            .output()
-            .expect("kubectl runs")
-    }
-
-    fn migrate(&self, extra: &[&str]) -> Output {
-        let mut args = vec!["migrate", SOURCE];
-        args.extend_from_slice(extra);
-        self.uyuni(&args, &ssh_flags())
-    }
-
-    fn create_namespace(&self) {
-        self.sim
-            .put(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
-            .expect("namespace");
-    }
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn assert_no_key(out: &Output) {
+fn assert_no_key(out: &std::process::Output) {
     for line in private_key_lines() {
         assert!(
             !stdout(out).contains(&line) && !stderr(out).contains(&line),
@@ -132,9 +37,9 @@ fn assert_no_key(out: &Output) {
 
 #[test]
 fn yaml_output_is_a_stream_kubectl_applies_with_a_server_dry_run() {
-    let env = Env::new(scenarios::migration());
+    let env = env();
     env.create_namespace();
-    let out = env.migrate(&["--dry-run", "-o", "yaml"]);
+    let out = migrate(&env, &["--dry-run", "-o", "yaml"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_no_key(&out);
     let yaml = stdout(&out);
@@ -172,8 +77,8 @@ fn yaml_output_is_a_stream_kubectl_applies_with_a_server_dry_run() {
 
 #[test]
 fn json_output_is_the_plan_as_data() {
-    let env = Env::new(scenarios::migration());
-    let out = env.migrate(&["--dry-run", "-o", "json"]);
+    let env = env();
+    let out = migrate(&env, &["--dry-run", "-o", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_no_key(&out);
     let plan: Value = serde_json::from_str(&stdout(&out)).expect("valid JSON");
@@ -211,8 +116,8 @@ fn json_output_is_the_plan_as_data() {
 
 #[test]
 fn human_output_shows_the_data_plane_and_warns_about_small_volumes() {
-    let env = Env::new(scenarios::migration());
-    let out = env.migrate(&["--dry-run"]);
+    let env = env();
+    let out = migrate(&env, &["--dry-run"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -227,7 +132,7 @@ fn human_output_shows_the_data_plane_and_warns_about_small_volumes() {
         stderr(&out)
     );
     assert!(!text.contains("\u{1b}["), "no colours with NO_COLOR");
-    let coloured = env.migrate(&["--dry-run", "--color", "always"]);
+    let coloured = migrate(&env, &["--dry-run", "--color", "always"]);
     assert!(
         stdout(&coloured).contains("\u{1b}[32m+"),
         "colours on request"
@@ -236,25 +141,25 @@ fn human_output_shows_the_data_plane_and_warns_about_small_volumes() {
 
 #[test]
 fn exit_code_follows_kubectl_diff() {
-    let env = Env::new(scenarios::migration());
+    let env = env();
     assert_eq!(
-        env.migrate(&["--dry-run", "--exit-code"]).status.code(),
+        migrate(&env, &["--dry-run", "--exit-code"]).status.code(),
         Some(1)
     );
-    let run = env.migrate(&[]);
+    let run = migrate(&env, &[]);
     assert!(run.status.success(), "{}", stderr(&run));
-    let nothing = env.uyuni(&["migrate", SOURCE, "--dry-run", "--exit-code"], &[]);
+    let nothing = env.uyuni(&["migrate", SOURCE, "--dry-run", "--exit-code"]);
     assert_eq!(nothing.status.code(), Some(0), "{}", stderr(&nothing));
-    let broken = env.uyuni(&["migrate", "not-a-fqdn", "--dry-run", "--exit-code"], &[]);
+    let broken = env.uyuni(&["migrate", "not-a-fqdn", "--dry-run", "--exit-code"]);
     assert_eq!(broken.status.code(), Some(2), "{}", stderr(&broken));
 }
 
 #[test]
 fn show_secrets_reveals_values_only_when_asked_and_warns() {
-    let env = Env::new(scenarios::migration());
-    let masked = env.migrate(&["--dry-run"]);
+    let env = env();
+    let masked = migrate(&env, &["--dry-run"]);
     assert_no_key(&masked);
-    let shown = env.migrate(&["--dry-run", "--show-secrets"]);
+    let shown = migrate(&env, &["--dry-run", "--show-secrets"]);
     assert!(shown.status.success());
     assert!(stderr(&shown).contains("--show-secrets"));
     let key_line = private_key_lines().into_iter().next().expect("a key line");
@@ -266,9 +171,9 @@ fn show_secrets_reveals_values_only_when_asked_and_warns() {
 
 #[test]
 fn server_dry_run_checks_each_write_and_reports_rejections() {
-    let env = Env::new(scenarios::migration());
+    let env = env();
     // No namespace yet: the namespaced objects can only be checked client-side.
-    let out = env.migrate(&["--dry-run=server"]);
+    let out = migrate(&env, &["--dry-run=server"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -295,7 +200,7 @@ fn server_dry_run_checks_each_write_and_reports_rejections() {
         ..Faults::default()
     });
     env.sim.clear_request_log();
-    let out = env.migrate(&["--dry-run=server"]);
+    let out = migrate(&env, &["--dry-run=server"]);
     assert!(!out.status.success());
     assert!(
         stdout(&out).contains("persistentvolumeclaim/var-pgsql")
@@ -331,8 +236,8 @@ fn without_run_id(target: &str) -> String {
 
 #[test]
 fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
-    let env = Env::new(scenarios::migration());
-    let preview = env.migrate(&["--dry-run", "-o", "json"]);
+    let env = env();
+    let preview = migrate(&env, &["--dry-run", "-o", "json"]);
     let plan: Value = serde_json::from_str(&stdout(&preview)).expect("json");
     let execution = plan["execution"].as_array().expect("execution");
     let target = |s: &Value| without_run_id(s["target"].as_str().unwrap_or_default());
@@ -348,7 +253,7 @@ fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
         .filter(|s| s["op"] == "wait")
         .map(target)
         .collect();
-    let run = env.migrate(&[]);
+    let run = migrate(&env, &[]);
     assert!(run.status.success(), "{}", stderr(&run));
     // Progress lines: `[   1.2s] step 3/40: + create    configmap/uyuni-migration-ssh  …`
     let steps: Vec<(bool, String)> = stderr(&run)

@@ -3,54 +3,16 @@
 //! phases built so far), re-runs that plan nothing, failures in later steps that name the step
 //! and resume, and the set of objects against a golden list.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod support;
 
 use serde_json::Value;
-use uyuni_testdata::{
-    DeploymentScript, Flavour, JobScript, Scenario, SideEffect, SimCluster, SimConfig, scenarios,
+use support::{
+    CA_PASSWORD, Env, NS, assert_no_secret, check_golden, ssh_flags, text,
+    validate_custom_resources, validate_written,
 };
-
-const SOURCE: &str = "uyuni.example.com";
-const NS: &str = "uyuni";
-/// The source CA's password, given through the environment unless a test says otherwise.
-const CA_PASSWORD: &str = "ca secret #1";
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures/ssh")
-}
-
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden")
-}
-
-fn ssh_flags() -> Vec<String> {
-    let f = fixtures();
-    [
-        ("--ssh-key-private", "id_ed25519"),
-        ("--ssh-key-public", "id_ed25519.pub"),
-        ("--ssh-knownhosts", "known_hosts"),
-        ("--ssh-config", "config"),
-    ]
-    .iter()
-    .flat_map(|(flag, file)| [flag.to_string(), f.join(file).display().to_string()])
-    .collect()
-}
-
-/// Secret values that must never reach the plugin's output.
-fn secrets() -> Vec<String> {
-    let key = std::fs::read_to_string(fixtures().join("id_ed25519")).expect("fixture key");
-    let mut s: Vec<String> = key
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .map(str::to_owned)
-        .collect();
-    s.push("correct horse battery".into());
-    s.push("another one with spaces".into());
-    s.push(CA_PASSWORD.into());
-    s.push("MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQIc2ltdWxhdGVkAgIIADAMBggqhkiG".into());
-    s
-}
+use uyuni_testdata::{
+    DeploymentScript, Flavour, JobScript, Scenario, SideEffect, SimConfig, scenarios,
+};
 
 /// The realistic migration scenario, quick, with the synced PostgreSQL major `pg_version`.
 fn migration(pg_version: &str) -> Scenario {
@@ -66,225 +28,63 @@ fn migration(pg_version: &str) -> Scenario {
     s
 }
 
-struct Env {
-    sim: SimCluster,
-    bin: tempfile::TempDir,
-    cache: tempfile::TempDir,
-    password_env: bool,
+fn env_with(scenario: Scenario, flavour: Flavour, cert_manager: bool) -> Env {
+    Env::new(SimConfig {
+        scenario,
+        flavour,
+        cert_manager,
+        ..SimConfig::default()
+    })
 }
 
-impl Env {
-    fn new(scenario: Scenario, flavour: Flavour) -> Env {
-        Env::with(scenario, flavour, true)
-    }
+fn env(scenario: Scenario, flavour: Flavour) -> Env {
+    env_with(scenario, flavour, true)
+}
 
-    fn with(scenario: Scenario, flavour: Flavour, cert_manager: bool) -> Env {
-        let sim = SimCluster::start_blocking(SimConfig {
-            scenario,
-            flavour,
-            cert_manager,
-            ..SimConfig::default()
-        })
-        .expect("simulated cluster");
-        let bin = tempfile::tempdir().expect("tempdir");
-        let plugin = assert_cmd::cargo::cargo_bin("kubectl-uyuni");
-        std::os::unix::fs::symlink(&plugin, bin.path().join("kubectl-uyuni")).expect("symlink");
-        Env {
-            sim,
-            bin,
-            cache: tempfile::tempdir().expect("tempdir"),
-            password_env: true,
-        }
-    }
-
-    fn kubectl(&self) -> Command {
-        let mut cmd = Command::new("kubectl");
-        let path = format!(
-            "{}:{}",
-            self.bin.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        cmd.env("PATH", path)
-            .env("KUBECACHEDIR", self.cache.path())
-            .env_remove("KUBECONFIG")
-            .env_remove("UYUNI_SSL_PASSWORD")
-            .env("NO_COLOR", "1");
-        if self.password_env {
-            cmd.env("UYUNI_SSL_PASSWORD", CA_PASSWORD);
-        }
-        cmd
-    }
-
-    fn migrate(&self, args: &[String]) -> Output {
-        self.kubectl()
-            .arg("uyuni")
-            .arg("--kubeconfig")
-            .arg(self.sim.kubeconfig_path())
-            .args(["-n", NS, "migrate", SOURCE])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("kubectl runs")
-    }
-
-    fn jobs_of(&self, step: &str) -> Vec<Value> {
-        self.sim
-            .objects("batch/v1", "Job", Some(NS))
-            .into_iter()
-            .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == step)
-            .collect()
-    }
-
-    /// `kind/name` of every object the tool manages in the namespace, sorted.
-    fn managed_objects(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (api, kind) in [
-            ("v1", "Secret"),
-            ("v1", "ConfigMap"),
-            ("v1", "PersistentVolumeClaim"),
-            ("v1", "ServiceAccount"),
-            ("rbac.authorization.k8s.io/v1", "Role"),
-            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-            ("v1", "Service"),
-            ("apps/v1", "Deployment"),
-            ("batch/v1", "Job"),
-            ("networking.k8s.io/v1", "Ingress"),
-            ("cert-manager.io/v1", "Issuer"),
-            ("cert-manager.io/v1", "Certificate"),
-            ("traefik.io/v1alpha1", "Middleware"),
-            ("traefik.io/v1alpha1", "IngressRouteTCP"),
-            ("traefik.io/v1alpha1", "IngressRouteUDP"),
-        ] {
-            for o in self.sim.objects(api, kind, Some(NS)) {
-                if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] != "kubectl-uyuni" {
-                    continue;
-                }
-                let name = o["metadata"]["name"].as_str().unwrap_or_default();
-                // Job names carry the run id: the step stands for them.
-                let name = match o["metadata"]["annotations"]["kubectl-uyuni.io/step"].as_str() {
-                    Some(step) if kind == "Job" => format!("<{step}>"),
-                    _ => name.to_owned(),
-                };
-                out.push(format!("{kind}/{name}"));
+/// `kind/name` of every object the tool manages in the namespace, sorted.
+fn managed_objects(env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    for (api, kind) in [
+        ("v1", "Secret"),
+        ("v1", "ConfigMap"),
+        ("v1", "PersistentVolumeClaim"),
+        ("v1", "ServiceAccount"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        ("v1", "Service"),
+        ("apps/v1", "Deployment"),
+        ("batch/v1", "Job"),
+        ("networking.k8s.io/v1", "Ingress"),
+        ("cert-manager.io/v1", "Issuer"),
+        ("cert-manager.io/v1", "Certificate"),
+        ("traefik.io/v1alpha1", "Middleware"),
+        ("traefik.io/v1alpha1", "IngressRouteTCP"),
+        ("traefik.io/v1alpha1", "IngressRouteUDP"),
+    ] {
+        for o in env.sim.objects(api, kind, Some(NS)) {
+            if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] != "kubectl-uyuni" {
+                continue;
             }
+            let name = o["metadata"]["name"].as_str().unwrap_or_default();
+            // Job names carry the run id: the step stands for them.
+            let name = match o["metadata"]["annotations"]["kubectl-uyuni.io/step"].as_str() {
+                Some(step) if kind == "Job" => format!("<{step}>"),
+                _ => name.to_owned(),
+            };
+            out.push(format!("{kind}/{name}"));
         }
-        for o in self
-            .sim
-            .objects("helm.cattle.io/v1", "HelmChartConfig", Some("kube-system"))
-        {
-            if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kubectl-uyuni" {
-                let name = o["metadata"]["name"].as_str().unwrap_or_default();
-                out.push(format!("HelmChartConfig/kube-system/{name}"));
-            }
+    }
+    for o in env
+        .sim
+        .objects("helm.cattle.io/v1", "HelmChartConfig", Some("kube-system"))
+    {
+        if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kubectl-uyuni" {
+            let name = o["metadata"]["name"].as_str().unwrap_or_default();
+            out.push(format!("HelmChartConfig/kube-system/{name}"));
         }
-        out.sort();
-        out
     }
-}
-
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn assert_no_secret(out: &Output) {
-    let (stdout, stderr) = text(out);
-    for secret in secrets() {
-        assert!(!stdout.contains(&secret), "secret {secret:?} on stdout");
-        assert!(!stderr.contains(&secret), "secret {secret:?} on stderr");
-    }
-}
-
-fn check_golden(name: &str, actual: &str) {
-    let path = golden_dir().join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
-    assert_eq!(
-        expected, actual,
-        "{name} differs (UPDATE_GOLDEN=1 rewrites it)"
-    );
-}
-
-/// Every custom resource the plugin wrote passes its CRD's schema (strictly: no unknown
-/// fields), checked with Python's jsonschema from the project venv (scripts/test.sh).
-fn validate_custom_resources(sim: &SimCluster) {
-    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    let works = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import jsonschema, yaml"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if !works {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must provide .venv with jsonschema and PyYAML (kubernetes-validate's)"
-        );
-        eprintln!("note: no python with jsonschema; custom resources not schema-checked");
-        return;
-    }
-    let objects: Vec<Value> = sim
-        .written()
-        .iter()
-        .map(|w| w.body.clone())
-        .filter(|b| b["apiVersion"].as_str().is_some_and(|a| a.contains(".io/")))
-        .collect();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("objects.json");
-    std::fs::write(&file, serde_json::to_string(&objects).expect("json")).expect("write");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/crd_validate.py");
-    let crds = uyuni_testdata::cluster::default_crds_dir();
-    let out = Command::new(&python)
-        .arg(script)
-        .arg(crds)
-        .arg(&file)
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "custom resources rejected by their CRD schemas:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Every object the plugin wrote passes `kubernetes-validate --strict` (as e2e.rs does).
-fn validate_written(sim: &SimCluster) {
-    let tool = std::env::var("UYUNI_KUBERNETES_VALIDATE").ok();
-    let Some(tool) = tool.filter(|t| Path::new(t).exists()) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must set UYUNI_KUBERNETES_VALIDATE (scripts/test.sh does)"
-        );
-        eprintln!("note: kubernetes-validate not available; written objects not schema-checked");
-        return;
-    };
-    let docs: Vec<String> = sim
-        .written()
-        .iter()
-        .filter(|w| w.body.get("kind").is_some())
-        .map(|w| serde_json::to_string(&w.body).expect("json"))
-        .collect();
-    assert!(!docs.is_empty(), "nothing was written");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("written.yaml");
-    std::fs::write(&file, docs.join("\n---\n")).expect("write");
-    let out = Command::new(tool)
-        .args(["--strict", "-k", "1.33", "--quiet"])
-        .arg(&file)
-        .output()
-        .expect("kubernetes-validate runs");
-    assert!(
-        out.status.success(),
-        "kubernetes-validate rejected written objects:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    out.sort();
+    out
 }
 
 fn deployment_ready(d: &Value) -> bool {
@@ -306,7 +106,7 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
     let flavour_name = format!("{flavour:?}").to_ascii_lowercase();
     let golden = golden.replace("{flavour}", &flavour_name);
     let golden = golden.as_str();
-    let env = Env::new(migration(pg_version), flavour);
+    let env = env(migration(pg_version), flavour);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(
@@ -349,7 +149,7 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
         assert_eq!(s["spec"]["ports"][0]["port"], 5432);
         assert_eq!(s["spec"]["selector"]["app.kubernetes.io/component"], "db");
     }
-    check_golden(golden, &(env.managed_objects().join("\n") + "\n"));
+    check_golden(golden, &(managed_objects(&env).join("\n") + "\n"));
     validate_written(&env.sim);
     validate_custom_resources(&env.sim);
 
@@ -411,7 +211,7 @@ fn migration_without_a_postgresql_upgrade() {
 
 #[test]
 fn a_downgrade_is_refused_after_the_sync_before_any_other_write() {
-    let env = Env::new(migration("19"), Flavour::K3s);
+    let env = env(migration("19"), Flavour::K3s);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "stdout:\n{stdout}");
@@ -443,7 +243,7 @@ fn a_failed_upgrade_names_the_step_shows_its_log_and_resumes() {
             ],
         ),
     );
-    let env = Env::new(scenario, Flavour::Rke2);
+    let env = env(scenario, Flavour::Rke2);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "stdout:\n{stdout}");
@@ -488,7 +288,7 @@ fn a_database_that_cannot_start_ends_the_wait_with_the_reason_and_resumes() {
     scenario
         .deployments
         .insert("db".into(), DeploymentScript::stuck("CrashLoopBackOff"));
-    let env = Env::new(scenario, Flavour::Plain);
+    let env = env(scenario, Flavour::Plain);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "stdout:\n{stdout}");
@@ -521,7 +321,7 @@ fn a_database_that_cannot_start_ends_the_wait_with_the_reason_and_resumes() {
 
 #[test]
 fn dry_run_before_the_sync_shows_the_database_phase_with_placeholders() {
-    let env = Env::new(migration("16"), Flavour::K3s);
+    let env = env(migration("16"), Flavour::K3s);
     let out = env.migrate(&[ssh_flags(), vec!["--dry-run".into()]].concat());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -557,7 +357,7 @@ fn secret_text(env: &Env, name: &str, key: &str) -> Option<String> {
 
 #[test]
 fn the_reused_ca_issues_the_server_certificates_through_cert_manager() {
-    let env = Env::new(migration("16"), Flavour::K3s);
+    let env = env(migration("16"), Flavour::K3s);
     let out = env.migrate(
         &[
             ssh_flags(),
@@ -612,7 +412,7 @@ fn the_reused_ca_issues_the_server_certificates_through_cert_manager() {
 
 #[test]
 fn without_the_ca_password_the_run_stops_with_instructions_and_resumes_with_it() {
-    let mut env = Env::new(migration("16"), Flavour::Rke2);
+    let mut env = env(migration("16"), Flavour::Rke2);
     env.password_env = false;
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
@@ -651,7 +451,7 @@ fn without_the_ca_password_the_run_stops_with_instructions_and_resumes_with_it()
 
 #[test]
 fn without_cert_manager_the_run_stops_before_any_write() {
-    let env = Env::with(migration("16"), Flavour::Plain, false);
+    let env = env_with(migration("16"), Flavour::Plain, false);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "stdout:\n{stdout}");
@@ -687,7 +487,7 @@ fn third_party_certificates_need_no_cert_manager() {
         "--ssl-ca-root".to_owned(),
         write("ca.crt", &issued.ca_crt),
     ];
-    let mut env = Env::with(migration("16"), Flavour::Plain, false);
+    let mut env = env_with(migration("16"), Flavour::Plain, false);
     env.password_env = false;
     let out = env.migrate(&[ssh_flags(), flags].concat());
     let (stdout, stderr) = text(&out);
@@ -731,7 +531,7 @@ fn a_third_party_certificate_found_on_the_source_is_kept() {
             p.string_data.insert("server.key".into(), key.clone());
         }
     }
-    let mut env = Env::with(scenario, Flavour::K3s, true);
+    let mut env = env_with(scenario, Flavour::K3s, true);
     env.password_env = false;
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
@@ -760,7 +560,7 @@ fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
             p.string_data.insert("debug".into(), "true".into());
         }
     }
-    let env = Env::new(scenario, Flavour::K3s);
+    let env = env(scenario, Flavour::K3s);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -820,7 +620,7 @@ fn a_server_that_cannot_start_ends_the_wait_with_the_step_named() {
     scenario
         .deployments
         .insert("uyuni".into(), DeploymentScript::stuck("ImagePullBackOff"));
-    let env = Env::new(scenario, Flavour::Rke2);
+    let env = env(scenario, Flavour::Rke2);
     let out = env.migrate(&[ssh_flags(), vec!["--tag".into(), "no-such-tag".into()]].concat());
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "stdout:\n{stdout}");
@@ -836,7 +636,7 @@ fn a_server_that_cannot_start_ends_the_wait_with_the_step_named() {
 
 #[test]
 fn on_k3s_traefik_routes_and_with_the_flag_its_helmchartconfig() {
-    let env = Env::new(migration("16"), Flavour::K3s);
+    let env = env(migration("16"), Flavour::K3s);
     let out = env.migrate(&[ssh_flags(), vec!["--configure-ingress-controller".into()]].concat());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -903,7 +703,7 @@ fn on_k3s_traefik_routes_and_with_the_flag_its_helmchartconfig() {
 
 #[test]
 fn on_rke2_without_the_flag_the_nginx_configuration_is_printed_and_a_users_config_is_kept() {
-    let env = Env::new(migration("16"), Flavour::Rke2);
+    let env = env(migration("16"), Flavour::Rke2);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -982,7 +782,7 @@ fn on_rke2_without_the_flag_the_nginx_configuration_is_printed_and_a_users_confi
 
 #[test]
 fn without_an_ingress_controller_the_run_completes_and_says_how_to_expose_the_server() {
-    let env = Env::new(migration("16"), Flavour::Plain);
+    let env = env(migration("16"), Flavour::Plain);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -1000,7 +800,7 @@ fn without_an_ingress_controller_the_run_completes_and_says_how_to_expose_the_se
 
 #[test]
 fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
-    let env = Env::new(migration("16"), Flavour::K3s);
+    let env = env(migration("16"), Flavour::K3s);
     let out = env.migrate(&[ssh_flags(), vec!["--prepare".into()]].concat());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
