@@ -147,3 +147,22 @@ fn a_changed_secret_is_marked_before_and_after_without_values() {
     assert!(human.contains("   key.pub: \"***\""), "{human}");
     assert!(!human.contains("fixture-private-key") && !human.contains("OLDKEYMARKER"));
 }
+
+#[test]
+fn preview_after_the_sync_of_a_postgresql_16_server() {
+    let params = common::params();
+    let observed = common::after_sync(&params);
+    let preview = preview(&params, &observed).expect("preview");
+    let plane = uyuni_core::dataplane::data_plane(&params, &observed, Err("not measured"));
+    assert!(
+        plane.database.contains("PostgreSQL 16") && plane.database.contains("upgraded to 18"),
+        "{}",
+        plane.database
+    );
+    assert!(
+        preview.executed.iter().any(|s| s.id.contains("upgrade")),
+        "the upgrade Job is planned"
+    );
+    let text = render::steps_text(&preview.steps) + "\n" + &plane.render();
+    check_golden("preview-after-sync-pg16.txt", &text);
+}
