@@ -267,11 +267,76 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     let data = observed.extracted()?.ok_or_else(|| {
         anyhow!("the data sync finished but Secret uyuni-migration-data is empty")
     })?;
-    print!("{}", summary(&params, &data));
-    if !params.prepare {
-        for note in uyuni_core::plan::exposure_notes(&params, &observed) {
-            println!("\n{note}");
+    let notes = if params.prepare {
+        Vec::new()
+    } else {
+        uyuni_core::plan::exposure_notes(&params, &observed)
+    };
+    let result = MigrationResult {
+        source: params.source_fqdn.clone(),
+        namespace: params.namespace.clone(),
+        mode: if params.prepare { "prepare" } else { "final" },
+        sync_job: data.job.clone(),
+        server_hostname: data.fqdn.clone(),
+        timezone: data.timezone.clone(),
+        source_postgresql: data.pg_version.clone(),
+        database: DatabaseResult {
+            name: data.db_name.clone(),
+            port: data.db_port.clone(),
+            user: data.db_user.clone(),
+            report_user: data.report_db_user.clone(),
+            volume: (!params.prepare).then(|| {
+                match uyuni_core::pg::decide(Some(&data.pg_version)) {
+                    Ok(uyuni_core::pg::Upgrade::Needed { .. }) => {
+                        uyuni_core::volumes::upgraded_database_volume()
+                    }
+                    _ => uyuni_core::volumes::DATABASE_VOLUME.to_owned(),
+                }
+            }),
+        },
+        hub_xmlrpc: data.has_hubxmlrpc,
+        java_debug: data.debug,
+        tls: data.ssl_summary(),
+        notes,
+        not_built: NOT_BUILT,
+    };
+    crate::output::print_data(cli.output, &result, |r| {
+        let mut text = summary(&params, &data);
+        for note in &r.notes {
+            text.push_str(&format!("\n{note}\n"));
         }
-    }
-    Ok(())
+        text
+    })
+}
+
+/// What `migrate` prints on stdout at its end (`-o json|yaml` field names are stable; no secret
+/// value is part of it).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MigrationResult {
+    source: String,
+    namespace: String,
+    /// `prepare` or `final`.
+    mode: &'static str,
+    sync_job: String,
+    server_hostname: Option<String>,
+    timezone: String,
+    source_postgresql: String,
+    database: DatabaseResult,
+    hub_xmlrpc: bool,
+    java_debug: bool,
+    tls: String,
+    notes: Vec<String>,
+    not_built: &'static str,
+}
+
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DatabaseResult {
+    name: String,
+    port: String,
+    user: String,
+    report_user: String,
+    /// The claim the database runs on now (absent after a --prepare run).
+    volume: Option<String>,
 }

@@ -283,3 +283,33 @@ fn an_interrupted_run_resumes_by_waiting_for_the_running_job() {
     assert_eq!(jobs.len(), 1, "no second sync while one runs");
     assert_eq!(name(&jobs[0]), job.name);
 }
+
+#[test]
+fn the_result_is_printed_as_data_with_o_json_and_yaml() {
+    let env = env(quick_migration());
+    let mut flags = ssh_flags();
+    flags.extend(["-o".to_owned(), "json".to_owned()]);
+    let out = env.migrate(&flags);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_no_secret(&out);
+    let result: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is JSON");
+    assert_eq!(result["source"], SOURCE);
+    assert_eq!(result["mode"], "final");
+    assert_eq!(result["timezone"], "Europe/Berlin");
+    assert_eq!(result["sourcePostgresql"], "16");
+    assert_eq!(result["database"]["volume"], "var-pgsql18");
+    assert!(
+        result["syncJob"]
+            .as_str()
+            .is_some_and(|j| j.starts_with("uyuni-data-sync-"))
+    );
+
+    let again = env.migrate(&["-o".to_owned(), "yaml".to_owned()]);
+    assert!(again.status.success(), "{}", text(&again).1);
+    let yaml = text(&again).0;
+    assert!(
+        yaml.contains("mode: final") && yaml.contains("sourcePostgresql:"),
+        "{yaml}"
+    );
+}
