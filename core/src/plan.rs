@@ -55,7 +55,13 @@ pub struct JobWait {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct DeploymentWait {
     pub timeout_seconds: Option<u64>,
+    /// How long a pod may stay unschedulable before the wait ends with the reason (an autoscaler
+    /// may still add a node within it).
+    pub unschedulable_grace_seconds: u64,
 }
+
+/// The unschedulable grace of every Deployment wait.
+pub const UNSCHEDULABLE_GRACE_SECONDS: u64 = 120;
 
 /// What `effects` carries out for a step. Serializing masks Secret data (a serialized plan is for
 /// people); `effects` sends the [`Object`] itself.

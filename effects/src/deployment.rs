@@ -20,9 +20,6 @@ use crate::job::{FATAL_WAITING_REASONS, tail_lines, unschedulable};
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, with_retry};
 
-/// A pod no node takes for this long ends the wait; shorter spells are normal while volumes
-/// are being provisioned and bound.
-const UNSCHEDULABLE_GRACE: Duration = Duration::from_secs(120);
 /// Lines of a failing container's log shown with the error.
 const LOG_TAIL: u32 = 20;
 
@@ -278,7 +275,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                 if matches!(goal, Goal::Ready) {
                     let stuck = unschedulable_since
                         .iter()
-                        .find(|(_, since)| since.elapsed() >= UNSCHEDULABLE_GRACE)
+                        .find(|(_, since)| since.elapsed() >= Duration::from_secs(wait.unschedulable_grace_seconds))
                         .map(|(pod, _)| pod.clone());
                     if let Some(pod) = stuck {
                         let message = pods.get(&pod).and_then(unschedulable).unwrap_or_default();

@@ -35,9 +35,11 @@ const UPGRADE_JOB: JobWait = JobWait {
 /// wait earlier.
 pub const DB_READY_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(3900),
+    unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
 };
 const STOP_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(600),
+    unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
 };
 
 /// The step of a Job that must have succeeded with exactly this spec: done when it did, awaited

@@ -17,9 +17,11 @@ use crate::ports;
 /// still end the wait.
 const SERVER_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: None,
+    unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
 };
 const SIDECAR_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(900),
+    unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
 };
 
 fn wait_step(observed: &Observed, id: &str, name: &str, what: &str, wait: DeploymentWait) -> Step {

@@ -14,6 +14,7 @@ use crate::plan::{Action, DeploymentWait, Op, Step};
 /// cert-manager issues within seconds; the limit allows for a slow webhook.
 const READY_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(300),
+    unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
 };
 
 /// Before any write: cert-manager must be there unless the certificates come from elsewhere.
