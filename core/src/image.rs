@@ -101,6 +101,51 @@ pub fn reference(registry: &str, name: &str, tag: Option<&str>) -> Result<String
     Ok(full.to_ascii_lowercase())
 }
 
+/// The first release line whose images a migration can target: the server image runs its own
+/// setup, schema update and reindex at start, and the database image is PostgreSQL 18
+/// (images-today §E.4). Kept here, the one place the rule lives.
+pub const FIRST_SUPPORTED_TARGET: (u32, u32) = (5, 2);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{role} image {reference} is release {found}, older than {}.{}: its images do not set the server up by themselves and run PostgreSQL 16, which this tool does not target; use {}.{} or later (or the default `latest`) with --tag{}",
+    FIRST_SUPPORTED_TARGET.0, FIRST_SUPPORTED_TARGET.1, FIRST_SUPPORTED_TARGET.0, FIRST_SUPPORTED_TARGET.1,
+    if *role == "database" { " or --pgsql-tag" } else { "" }
+)]
+pub struct UnsupportedTarget {
+    pub role: &'static str,
+    pub reference: String,
+    pub found: String,
+}
+
+/// The `MAJOR.MINOR[.PATCH…]` release of a tag like `5.1.3`, if it is one. Other tags (`latest`,
+/// Uyuni's `2025.10`, digests) say nothing certain about the release and return `None`.
+fn release_of(reference: &str) -> Option<(u32, u32)> {
+    if reference.contains('@') {
+        return None;
+    }
+    let last = reference.rsplit('/').next()?;
+    let (_, tag) = last.split_once(':')?;
+    let mut parts = tag.split(['.', '-']);
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next()?.parse().ok()?;
+    // Uyuni's calendar tags (YYYY.MM) are not release numbers.
+    (major < 1000).then_some((major, minor))
+}
+
+/// Refuses target images that certainly predate [`FIRST_SUPPORTED_TARGET`]; everything else is
+/// accepted (an image whose tag says nothing is checked by its behaviour at start).
+pub fn check_target(role: &'static str, reference: &str) -> Result<(), UnsupportedTarget> {
+    match release_of(reference) {
+        Some(found) if found < FIRST_SUPPORTED_TARGET => Err(UnsupportedTarget {
+            role,
+            reference: reference.to_owned(),
+            found: format!("{}.{}", found.0, found.1),
+        }),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +202,34 @@ mod tests {
             reference(DEFAULT_REGISTRY, "uyuni/server", Some("a:b")),
             Err(ImageError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn pre_5_2_targets_are_refused_and_other_tags_accepted() {
+        let old = "registry.suse.com/suse/manager/5.1/x86_64/server:5.1.2";
+        let e = check_target("server", old).expect_err("5.1 is not a target");
+        assert!(
+            e.to_string().contains("5.1") && e.to_string().contains("--tag"),
+            "{e}"
+        );
+        assert!(
+            check_target(
+                "database",
+                "registry.opensuse.org/uyuni/server-postgresql:5.0.9"
+            )
+            .expect_err("5.0")
+            .to_string()
+            .contains("--pgsql-tag")
+        );
+        for ok in [
+            "registry.opensuse.org/uyuni/server:latest",
+            "registry.opensuse.org/uyuni/server:2025.10",
+            "registry.suse.com/suse/multi-linux-manager/5.2/x86_64/server:5.2.1",
+            "localhost:5000/uyuni/server:6.0",
+            "registry.opensuse.org/uyuni/server@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        ] {
+            assert_eq!(check_target("server", ok), Ok(()), "{ok}");
+        }
     }
 
     #[test]

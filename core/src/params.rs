@@ -188,6 +188,8 @@ pub enum ParamsError {
     RunId(String),
     #[error(transparent)]
     Image(#[from] ImageError),
+    #[error(transparent)]
+    UnsupportedTarget(#[from] image::UnsupportedTarget),
     #[error(
         "--ssh-key-private and --ssh-key-public go together: give both, or neither to reuse Secret uyuni-migration-key"
     )]
@@ -541,6 +543,10 @@ impl MigrateParams {
             args.db_image.as_deref().unwrap_or(image::DEFAULT_DB_IMAGE),
             args.db_tag.as_deref().or(tag),
         )?;
+        // A target that certainly predates today's images is refused before anything is
+        // written (images-today §E.4).
+        image::check_target("server", &server)?;
+        image::check_target("database", &database)?;
         let database_upgrade = image::reference(
             registry,
             args.dbupgrade_image

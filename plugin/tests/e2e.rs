@@ -313,3 +313,21 @@ fn the_result_is_printed_as_data_with_o_json_and_yaml() {
         "{yaml}"
     );
 }
+
+#[test]
+fn a_target_image_older_than_5_2_is_refused_before_any_write() {
+    let env = env(quick_migration());
+    let mut flags = ssh_flags();
+    flags.extend(["--tag".to_owned(), "5.1.2".to_owned()]);
+    let out = env.migrate(&flags);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("release 5.1") && stderr.contains("--tag"),
+        "{stderr}"
+    );
+    assert!(
+        env.sim.request_log().iter().all(|r| !r.write),
+        "wrote before refusing"
+    );
+}
