@@ -4,14 +4,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath,
-    ObjectFieldSelector, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec,
-    SecretVolumeSource, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector, PodSpec,
+    PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use sha2::{Digest, Sha256};
 
-use crate::builders::{components, meta, names};
+use crate::builders::{components, config_map_volume, meta, names, pvc_volume};
 use crate::labels;
 use crate::params::MigrateParams;
 use crate::scripts::{self, data_sync};
@@ -61,10 +60,8 @@ fn env_from_field(name: &str, path: &str) -> EnvVar {
 
 fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
         read_only: read_only.then_some(true),
-        ..VolumeMount::default()
+        ..super::mount(name, path)
     }
 }
 
@@ -112,14 +109,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
     let mut volumes: Vec<Volume> = params
         .volumes
         .iter()
-        .map(|v| Volume {
-            name: v.name.clone(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: v.name.clone(),
-                ..PersistentVolumeClaimVolumeSource::default()
-            }),
-            ..Volume::default()
-        })
+        .map(|v| pvc_volume(&v.name, &v.name))
         .collect();
     volumes.push(Volume {
         name: "ssh-key".to_owned(),
@@ -142,14 +132,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
         }),
         ..Volume::default()
     });
-    volumes.push(Volume {
-        name: "ssh-conf".to_owned(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: names::SSH_CONFIG_MAP.to_owned(),
-            ..ConfigMapVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
+    volumes.push(config_map_volume("ssh-conf", names::SSH_CONFIG_MAP));
     volumes.push(Volume {
         name: "scratch".to_owned(),
         empty_dir: Some(EmptyDirVolumeSource {

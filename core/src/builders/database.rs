@@ -7,9 +7,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, PersistentVolumeClaimVolumeSource,
-    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector, Service,
-    ServicePort, ServiceSpec, Volume, VolumeMount,
+    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, Secret, SecretKeySelector, Service, ServicePort, ServiceSpec,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -218,14 +218,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
                     // A clean shutdown spares the next start a crash recovery.
                     termination_grace_period_seconds: Some(120),
                     containers: vec![container],
-                    volumes: Some(vec![Volume {
-                        name: volumes::DATABASE_VOLUME.to_owned(),
-                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                            claim_name: claim.to_owned(),
-                            ..PersistentVolumeClaimVolumeSource::default()
-                        }),
-                        ..Volume::default()
-                    }]),
+                    volumes: Some(vec![super::pvc_volume(volumes::DATABASE_VOLUME, claim)]),
                     ..PodSpec::default()
                 }),
             },

@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, PersistentVolumeClaimVolumeSource, PodSpec,
-    PodTemplateSpec, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, PodSpec, PodTemplateSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::builders::{data_sync, meta};
+use crate::builders::{data_sync, meta, mount};
 use crate::labels;
 use crate::params::MigrateParams;
 
@@ -42,14 +41,6 @@ pub struct ScriptJob<'a> {
     pub service_account: Option<&'a str>,
 }
 
-fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        ..VolumeMount::default()
-    }
-}
-
 /// A plain value environment variable.
 pub fn env(name: &str, value: &str) -> EnvVar {
     EnvVar {
@@ -63,14 +54,7 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
     let mut volumes: Vec<Volume> = job
         .claims
         .iter()
-        .map(|c| Volume {
-            name: c.claim.to_owned(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: c.claim.to_owned(),
-                ..PersistentVolumeClaimVolumeSource::default()
-            }),
-            ..Volume::default()
-        })
+        .map(|c| super::pvc_volume(c.claim, c.claim))
         .collect();
     let mut mounts: Vec<VolumeMount> = job.claims.iter().map(|c| mount(c.claim, c.path)).collect();
     for (volume, mount) in &job.extra_volumes {

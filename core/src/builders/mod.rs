@@ -13,6 +13,9 @@ pub mod tls;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::{
+    ConfigMapVolumeSource, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::labels;
@@ -82,4 +85,37 @@ pub(crate) fn string_map<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<S
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
+}
+
+/// A pod volume for a claim, named after it (`volume_name`) or otherwise.
+pub(crate) fn pvc_volume(volume_name: &str, claim: &str) -> Volume {
+    Volume {
+        name: volume_name.to_owned(),
+        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+            claim_name: claim.to_owned(),
+            ..PersistentVolumeClaimVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+/// A pod volume for a ConfigMap.
+pub(crate) fn config_map_volume(volume_name: &str, config_map: &str) -> Volume {
+    Volume {
+        name: volume_name.to_owned(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: config_map.to_owned(),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+/// A read-write mount of a whole volume.
+pub(crate) fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
 }

@@ -4,10 +4,9 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    ExecAction, HTTPGetAction, Lifecycle, LifecycleHandler, PersistentVolumeClaimVolumeSource,
-    PodSpec, PodTemplateSpec, Probe, SELinuxOptions, SecretVolumeSource, SecurityContext,
-    TCPSocketAction, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction,
+    HTTPGetAction, Lifecycle, LifecycleHandler, PodSpec, PodTemplateSpec, Probe, SELinuxOptions,
+    SecretVolumeSource, SecurityContext, TCPSocketAction, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -15,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::builders::database::{secret_env, selector};
 use crate::builders::job::env;
-use crate::builders::{components, meta, names};
+use crate::builders::{components, config_map_volume, meta, mount, names, pvc_volume};
 use crate::labels;
 use crate::observed::ExtractedData;
 use crate::params::MigrateParams;
@@ -44,14 +43,6 @@ const CA_PATHS: &[&str] = &[
     "/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT",
 ];
 const DB_CA_PATH: &str = "/etc/pki/trust/anchors/DB-RHN-ORG-TRUSTED-SSL-CERT";
-
-fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        ..VolumeMount::default()
-    }
-}
 
 fn sub_path(name: &str, path: &str, key: &str) -> VolumeMount {
     VolumeMount {
@@ -129,36 +120,15 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
         .collect();
     let mut volumes: Vec<Volume> = server_volumes
         .iter()
-        .map(|v| Volume {
-            name: v.name.clone(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: v.name.clone(),
-                ..PersistentVolumeClaimVolumeSource::default()
-            }),
-            ..Volume::default()
-        })
+        .map(|v| pvc_volume(&v.name, &v.name))
         .collect();
     let mut mounts: Vec<VolumeMount> = server_volumes
         .iter()
         .map(|v| mount(&v.name, v.mount_path.trim_end_matches('/')))
         .collect();
     // Distinct names for the CA ConfigMap volumes (D09).
-    volumes.push(Volume {
-        name: "uyuni-ca".to_owned(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: names::CA_CONFIG_MAP.to_owned(),
-            ..ConfigMapVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
-    volumes.push(Volume {
-        name: "db-ca".to_owned(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: names::DB_CA_CONFIG_MAP.to_owned(),
-            ..ConfigMapVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
+    volumes.push(config_map_volume("uyuni-ca", names::CA_CONFIG_MAP));
+    volumes.push(config_map_volume("db-ca", names::DB_CA_CONFIG_MAP));
     // The server certificate as single files: a Secret volume at /etc/pki would hide the
     // image's trust store (D36).
     volumes.push(Volume {
