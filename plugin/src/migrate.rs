@@ -147,7 +147,8 @@ async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
     crate::dry_run::run(cmd, cli, &conn, &params, &observed, reporter).await
 }
 
-fn summary(params: &MigrateParams, data: &ExtractedData) -> String {
+/// The human form of the result; `db_volume`: the claim the database runs on now (final runs).
+fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>) -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let mut out = String::new();
     if params.prepare {
@@ -169,21 +170,19 @@ fn summary(params: &MigrateParams, data: &ExtractedData) -> String {
     }
     out.push_str(&format!("  Timezone:         {}\n", data.timezone));
     out.push_str(&format!("  PostgreSQL:       {}\n", data.pg_version));
-    if !params.prepare {
-        let line = match uyuni_core::pg::decide(Some(&data.pg_version)) {
-            Ok(uyuni_core::pg::Upgrade::Needed { .. }) => format!(
-                "PostgreSQL {} in Deployment db on volume {}; {} is kept unchanged as the backup",
-                uyuni_core::pg::TARGET_MAJOR,
-                uyuni_core::volumes::upgraded_database_volume(),
+    if let Some(volume) = db_volume {
+        let backup = if volume == uyuni_core::volumes::DATABASE_VOLUME {
+            String::new()
+        } else {
+            format!(
+                "; {} is kept unchanged as the backup",
                 uyuni_core::volumes::DATABASE_VOLUME
-            ),
-            _ => format!(
-                "PostgreSQL {} in Deployment db on volume {}",
-                uyuni_core::pg::TARGET_MAJOR,
-                uyuni_core::volumes::DATABASE_VOLUME
-            ),
+            )
         };
-        out.push_str(&format!("  Database now:     {line}\n"));
+        out.push_str(&format!(
+            "  Database now:     PostgreSQL {} in Deployment db on volume {volume}{backup}\n",
+            uyuni_core::pg::TARGET_MAJOR
+        ));
     }
     out.push_str(&format!(
         "  Database:         {} (port {}, user {})\n",
@@ -301,7 +300,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         not_built: NOT_BUILT,
     };
     crate::output::print_data(cli.output, &result, |r| {
-        let mut text = summary(&params, &data);
+        let mut text = summary(&params, &data, r.database.volume.as_deref());
         for note in &r.notes {
             text.push_str(&format!("\n{note}\n"));
         }
