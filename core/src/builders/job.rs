@@ -50,6 +50,15 @@ pub fn env(name: &str, value: &str) -> EnvVar {
     }
 }
 
+/// The labels of a step Job's pod. Its component is the step, never a Deployment's component:
+/// the Services select pods by component, and a Job pod labelled `db` would receive the `db`
+/// Service's traffic while it runs — the migration SQL Job's own connections included.
+pub fn pod_labels(step: &str) -> BTreeMap<String, String> {
+    let mut labels = labels::labels(step);
+    labels.insert(labels::STEP_LABEL.to_owned(), step.to_owned());
+    labels
+}
+
 fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
     let mut volumes: Vec<Volume> = job
         .claims
@@ -76,7 +85,7 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
         backoff_limit: Some(0),
         template: PodTemplateSpec {
             metadata: Some(ObjectMeta {
-                labels: Some(labels::labels(job.component)),
+                labels: Some(pod_labels(job.step)),
                 ..ObjectMeta::default()
             }),
             spec: Some(PodSpec {
