@@ -8,7 +8,7 @@
 use k8s_openapi::api::batch::v1::Job;
 use serde::{Serialize, Serializer};
 
-use crate::builders::{data_sync, migration, names, namespace, pvc};
+use crate::builders::{data_sync, image_check, migration, names, namespace, pvc};
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractError, JobState, Observed, job_state};
 use crate::params::MigrateParams;
@@ -396,6 +396,13 @@ pub(crate) fn unique_job_name(base: String, observed: &Observed) -> String {
         .unwrap_or(base)
 }
 
+/// An image check takes seconds; the limit allows for pulling a large image over a slow link.
+/// Pods that cannot pull or start end the wait earlier, with the reason.
+const IMAGE_CHECK_WAIT: JobWait = JobWait {
+    timeout_seconds: Some(1800),
+    log_tail_lines: 10,
+};
+
 const SYNC_WAIT: JobWait = JobWait {
     timeout_seconds: None,
     log_tail_lines: 20,
@@ -557,6 +564,13 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         )),
     }
 
+    // Before anything else is written: an image the migration cannot use is refused while the
+    // source still serves.
+    steps.extend(
+        image_check::jobs(params)
+            .into_iter()
+            .map(|job| database::job_step(observed, job, IMAGE_CHECK_WAIT)),
+    );
     steps.push(ssh_key_step(params, observed)?);
     steps.push(ssh_config_step(params, observed)?);
     steps.extend(pvc_steps(params, observed));

@@ -5,8 +5,9 @@
 //! 2. From any generated cluster state where planning succeeds, iterating `plan`/`simulate`
 //!    reaches a plan with nothing to do within `MAX_STEPS` steps.
 //! 3. Re-planning that end state plans nothing.
-//! 4. Order: the namespace comes before every other write, every write of the sync phase comes
-//!    before the data-sync Job, and at most one data-sync Job is run or awaited. The database
+//! 4. Order: the namespace comes before every other write, the image checks come next and
+//!    before every other write, every write of the sync phase comes before the data-sync Job,
+//!    and at most one data-sync Job is run or awaited. The database
 //!    phase comes after the sync, in the order fix-up → upgrade → `db` Deployment → ready →
 //!    migration SQL, and a running database is stopped before a Job works on its data.
 //! 5. An existing PersistentVolumeClaim is never written (never recreated, never resized).
@@ -44,6 +45,8 @@ struct State {
     key_marker: String,
     password: String,
     db: DbState,
+    /// Per image check Job (server, database, upgrade): 0 none, 1 running, 2 failed, 3 succeeded.
+    image_checks: [u8; 3],
 }
 
 /// The database phase, when a final sync has succeeded: the synced major, what exists of the
@@ -96,7 +99,7 @@ fn state() -> impl Strategy<Value = State> {
         any::<bool>(),
         "[A-Za-z0-9]{12,24}",
         "[ -~]{8,24}",
-        db_state(),
+        (db_state(), [0u8..4, 0u8..4, 0u8..4]),
     )
         .prop_map(
             |(
@@ -108,7 +111,7 @@ fn state() -> impl Strategy<Value = State> {
                 prepare,
                 key_marker,
                 password,
-                db,
+                (db, image_checks),
             )| State {
                 namespace,
                 // Without flags, the objects must exist (else planning refuses, tested elsewhere).
@@ -122,6 +125,7 @@ fn state() -> impl Strategy<Value = State> {
                 prepare,
                 key_marker: format!("KEY{key_marker}"),
                 db,
+                image_checks,
                 password: format!("PW{password}"),
             },
         )
@@ -172,6 +176,17 @@ fn build(state: &State) -> (MigrateParams, Observed) {
                 );
             }
             o.insert(Object::PersistentVolumeClaim(pvc));
+        }
+    }
+    for (job, check) in uyuni_core::builders::image_check::jobs(&params)
+        .into_iter()
+        .zip(state.image_checks)
+    {
+        match check {
+            1 => o.insert(Object::Job(job)),
+            2 => o.insert(Object::Job(common::finished(job, false))),
+            3 => o.insert(Object::Job(common::finished(job, true))),
+            _ => {}
         }
     }
     if state.rbac[0] {
@@ -315,8 +330,18 @@ proptest! {
         if let Some(pos) = ids.iter().position(|i| *i == "namespace") {
             prop_assert_eq!(pos, 0);
         }
+        let is_check = |id: &str| id.starts_with("image-check-");
+        if let Some(last_check) = ids.iter().rposition(|i| is_check(i)) {
+            prop_assert!(
+                ids[..last_check].iter().all(|i| is_check(i) || *i == "namespace"),
+                "a write before the image checks: {ids:?}"
+            );
+        }
         let sync_end = ids.iter().rposition(|i| *i == "data-sync").map_or(0, |p| p + 1);
-        let sync_phase = &preview.executed[..sync_end];
+        let sync_phase: Vec<&uyuni_core::Step> = preview.executed[..sync_end]
+            .iter()
+            .filter(|s| !is_check(&s.id))
+            .collect();
         let jobs = sync_phase.iter().filter(|s| matches!(s.op, Op::RunJob | Op::AwaitJob)).count();
         let first_job = sync_phase.iter().position(|s| matches!(s.op, Op::RunJob | Op::AwaitJob));
         if let Some(first) = first_job {

@@ -210,6 +210,78 @@ fn migration_without_a_postgresql_upgrade() {
 }
 
 #[test]
+fn an_unsupported_database_image_is_refused_before_anything_else_is_written_and_resumes() {
+    let mut scenario = migration("16");
+    scenario.jobs.insert(
+        "image-check-db".into(),
+        JobScript::fail(
+            1,
+            &["UNSUPPORTED: database image registry.opensuse.org/uyuni/server-postgresql:latest runs PostgreSQL 16; the migration targets PostgreSQL 18"],
+        ),
+    );
+    let env = env(scenario, Flavour::K3s);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(stderr.contains("image-check-db"), "{stderr}");
+    assert!(stderr.contains("runs PostgreSQL 16"), "{stderr}");
+    // Only the namespace and the checks were written: no SSH material, no volume, no sync.
+    assert!(
+        env.sim
+            .objects("v1", "PersistentVolumeClaim", Some(NS))
+            .is_empty()
+    );
+    assert!(env.sim.objects("v1", "Secret", Some(NS)).is_empty());
+    assert!(env.jobs_of("data-sync").is_empty());
+    assert!(
+        env.jobs_of("image-check-db-upgrade").is_empty(),
+        "checks stop at the first refusal"
+    );
+    assert_no_secret(&out);
+
+    env.sim.set_scenario(migration("16"));
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
+    let again = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        env.jobs_of("image-check-server").len(),
+        1,
+        "a passed check is not repeated"
+    );
+    assert_eq!(
+        env.jobs_of("image-check-db").len(),
+        2,
+        "the refused check is kept"
+    );
+    assert_eq!(env.jobs_of("data-sync").len(), 1);
+}
+
+#[test]
+fn a_server_image_that_cannot_be_pulled_ends_the_run_with_the_reason_before_any_write() {
+    let mut scenario = migration("16");
+    scenario.jobs.insert(
+        "image-check-server".into(),
+        JobScript::stuck("ErrImagePull"),
+    );
+    let env = env(scenario, Flavour::Plain);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(stderr.contains("ErrImagePull"), "{stderr}");
+    assert!(stderr.contains("image-check-server"), "{stderr}");
+    assert!(
+        env.sim
+            .objects("v1", "PersistentVolumeClaim", Some(NS))
+            .is_empty()
+    );
+    assert!(env.jobs_of("data-sync").is_empty());
+}
+
+#[test]
 fn a_downgrade_is_refused_after_the_sync_before_any_other_write() {
     let env = env(migration("19"), Flavour::K3s);
     let out = env.migrate(&ssh_flags());

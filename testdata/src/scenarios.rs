@@ -118,6 +118,25 @@ pub fn migration() -> Scenario {
         ..JobScript::default()
     };
     scenario.jobs.insert("data-sync".to_string(), data_sync);
+    // The target images as today's releases are: supported.
+    for (step, line) in [
+        (
+            "image-check-server",
+            "SUPPORTED: server image registry.opensuse.org/uyuni/server:latest sets the server up by itself at start",
+        ),
+        (
+            "image-check-db",
+            "SUPPORTED: database image registry.opensuse.org/uyuni/server-postgresql:latest runs PostgreSQL 18 with its start-up hooks",
+        ),
+        (
+            "image-check-db-upgrade",
+            "SUPPORTED: database upgrade image registry.opensuse.org/uyuni/server-database-migration:latest upgrades PostgreSQL 14 16 to 18",
+        ),
+    ] {
+        scenario
+            .jobs
+            .insert(step.to_string(), JobScript::succeed(150, &[line]));
+    }
     scenario.jobs.insert(
         "db-fixup".to_string(),
         JobScript::succeed(

@@ -3,6 +3,7 @@
 
 pub mod data_sync;
 pub mod database;
+pub mod image_check;
 pub mod ingress;
 pub mod job;
 pub mod migration;

@@ -5,6 +5,7 @@
 
 pub mod data_sync;
 pub mod database;
+pub mod image_check;
 pub mod tls;
 
 /// Where the data-sync Job finds the SSH private and public key (Secret `uyuni-migration-key`).

@@ -141,6 +141,9 @@ pub fn after_sync(params: &MigrateParams) -> Observed {
         NAMESPACE,
         params.ssh_config.as_ref().expect("ssh"),
     )));
+    for job in uyuni_core::builders::image_check::jobs(params) {
+        o.insert(Object::Job(finished(job, true)));
+    }
     for claim in &params.volumes {
         o.insert(Object::PersistentVolumeClaim(pvc::pvc(NAMESPACE, claim)));
     }
@@ -173,4 +176,44 @@ pub fn after_migration(params: &MigrateParams) -> Observed {
     uyuni_core::preview(params, &after_sync(params))
         .expect("the state after the sync plans")
         .end
+}
+
+/// Runs ShellCheck on a rendered script; without ShellCheck on PATH the check is skipped, except
+/// in CI, where that fails.
+pub fn shellcheck(name: &str, script: &str) {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let available = Command::new("shellcheck")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "shellcheck is not on PATH, and CI is set"
+        );
+        println!("shellcheck not found: {name} was not checked");
+        return;
+    }
+    let mut child = Command::new("shellcheck")
+        .args(["-s", "bash", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("shellcheck runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("shellcheck ends");
+    assert!(
+        out.status.success(),
+        "shellcheck {name}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

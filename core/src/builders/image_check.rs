@@ -1,0 +1,62 @@
+//! The image checks (images-today §E.4): one short Job per target image, run before anything
+//! else of the migration is written, so that an image the migration cannot use is refused while
+//! the source still serves — not hours later, after the final sync stopped it. Each Job runs the
+//! image the cluster will run, pulled with the cluster's credentials, so a wrong name or a
+//! registry the nodes cannot reach is found then too.
+
+use k8s_openapi::api::batch::v1::Job;
+
+use crate::builders::components;
+use crate::builders::job::{ScriptJob, script_job};
+use crate::params::MigrateParams;
+use crate::scripts::image_check as scripts;
+
+pub const SERVER_STEP: &str = "image-check-server";
+pub const DATABASE_STEP: &str = "image-check-db";
+pub const DATABASE_UPGRADE_STEP: &str = "image-check-db-upgrade";
+
+/// The check Jobs, in the order they run.
+pub fn jobs(params: &MigrateParams) -> Vec<Job> {
+    let images = &params.image;
+    [
+        (
+            SERVER_STEP,
+            "server",
+            images.server.as_str(),
+            scripts::render_server(&images.server, ""),
+        ),
+        (
+            DATABASE_STEP,
+            "database",
+            images.database.as_str(),
+            scripts::render_database(&images.database, ""),
+        ),
+        (
+            DATABASE_UPGRADE_STEP,
+            "database upgrade",
+            images.database_upgrade.as_str(),
+            scripts::render_database_upgrade(&images.database_upgrade, ""),
+        ),
+    ]
+    .into_iter()
+    .map(|(step, role, image, script)| {
+        script_job(
+            params,
+            &ScriptJob {
+                step,
+                description: format!(
+                    "check that the {role} image {image} is one the migration supports"
+                ),
+                component: components::MIGRATION,
+                image,
+                script,
+                claims: Vec::new(),
+                tmpfs_tmp: false,
+                env: Vec::new(),
+                extra_volumes: Vec::new(),
+                service_account: None,
+            },
+        )
+    })
+    .collect()
+}

@@ -1,0 +1,195 @@
+//! Tests of the image checks' scripts: ShellCheck, and runs under bash against a temporary
+//! directory standing in for the image's file system, for each verdict.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use uyuni_core::scripts::image_check::{render_database, render_database_upgrade, render_server};
+
+const SERVER: &str = "registry.example.com/uyuni/server:5.2.7";
+const DB: &str = "registry.example.com/uyuni/server-postgresql:5.2.7";
+const UPGRADE: &str = "registry.example.com/uyuni/server-database-migration:5.2.7";
+
+struct Image {
+    dir: tempfile::TempDir,
+}
+
+impl Image {
+    fn new() -> Image {
+        let image = Image {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        image.file(
+            "/etc/os-release",
+            "NAME=\"SLES\"\nPRETTY_NAME=\"SUSE Linux Enterprise Server 16.0\"\n",
+        );
+        image
+    }
+    fn root(&self) -> String {
+        self.dir.path().join("root").display().to_string()
+    }
+    fn file(&self, path: &str, content: &str) {
+        let p = Path::new(&self.root()).join(path.trim_start_matches('/'));
+        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        fs::write(&p, content).expect("write");
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    fn dir(&self, path: &str) {
+        fs::create_dir_all(Path::new(&self.root()).join(path.trim_start_matches('/')))
+            .expect("mkdir");
+    }
+    /// A `postgres` on PATH that reports `version`.
+    fn postgres_binary(&self, version: &str) {
+        self.file(
+            "/stub-bin/postgres",
+            &format!("#!/bin/bash\necho 'postgres (PostgreSQL) {version}'\n"),
+        );
+    }
+    fn run(&self, script: &str, pg_major: Option<&str>) -> Output {
+        // Only the system's basic tools besides the stubs: a PostgreSQL of the machine running
+        // the tests must not answer for the image.
+        let path = format!("{}/stub-bin:/usr/bin:/bin", self.root());
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg(script)
+            .env("PATH", path)
+            .env_remove("PG_MAJOR")
+            .stdin(Stdio::null());
+        if let Some(major) = pg_major {
+            cmd.env("PG_MAJOR", major);
+        }
+        cmd.output().expect("bash runs")
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    format!(
+        "status {:?}\n{}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn scripts_are_shellcheck_clean() {
+    common::shellcheck("server check", &render_server(SERVER, ""));
+    common::shellcheck("database check", &render_database(DB, ""));
+    common::shellcheck("upgrade check", &render_database_upgrade(UPGRADE, ""));
+}
+
+#[test]
+fn a_server_image_that_sets_itself_up_is_supported() {
+    let image = Image::new();
+    image.file("/usr/lib/entrypoint-lib.sh", "");
+    image.file("/usr/bin/startup-check.sh", "");
+    let out = image.run(&render_server(SERVER, &image.root()), None);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("SUPPORTED: server image {SERVER}")),
+        "{text}"
+    );
+    assert!(text.contains("SUSE Linux Enterprise Server 16.0"), "{text}");
+}
+
+#[test]
+fn a_server_image_without_setup_inside_is_refused_with_what_it_lacks() {
+    let image = Image::new();
+    image.file("/usr/bin/startup-check.sh", "");
+    let out = image.run(&render_server(SERVER, &image.root()), None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("UNSUPPORTED: server image"), "{text}");
+    assert!(text.contains("/usr/lib/entrypoint-lib.sh"), "{text}");
+    assert!(!text.contains("lacks /usr/bin/startup-check.sh"), "{text}");
+    assert!(text.contains("--image/--tag"), "{text}");
+}
+
+fn database_image() -> Image {
+    let image = Image::new();
+    image.file("/uyuni-entrypoint.sh", "");
+    image.dir("/docker-entrypoint-upgdb.d");
+    image
+}
+
+#[test]
+fn a_postgresql_18_database_image_with_its_hooks_is_supported() {
+    let image = database_image();
+    let out = image.run(&render_database(DB, &image.root()), Some("18"));
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("runs PostgreSQL 18"), "{text}");
+}
+
+#[test]
+fn without_pg_major_the_postgres_binary_tells_the_version() {
+    let image = database_image();
+    image.postgres_binary("18.1");
+    let out = image.run(&render_database(DB, &image.root()), None);
+    assert!(out.status.success(), "{}", stdout(&out));
+
+    image.postgres_binary("16.9");
+    let out = image.run(&render_database(DB, &image.root()), None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("runs PostgreSQL 16"), "{text}");
+}
+
+#[test]
+fn a_postgresql_16_database_image_is_refused() {
+    let image = database_image();
+    let out = image.run(&render_database(DB, &image.root()), Some("16"));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("UNSUPPORTED: database image") && text.contains("runs PostgreSQL 16"),
+        "{text}"
+    );
+    assert!(text.contains("--db-image/--pgsql-tag"), "{text}");
+}
+
+#[test]
+fn a_database_image_without_version_or_hooks_is_refused() {
+    let image = Image::new();
+    let out = image.run(&render_database(DB, &image.root()), None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("tells no PostgreSQL version"), "{text}");
+
+    let out = image.run(&render_database(DB, &image.root()), Some("18"));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("/uyuni-entrypoint.sh") && text.contains("/docker-entrypoint-upgdb.d"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_upgrade_image_needs_pg_upgrade_of_the_target_and_a_supported_source() {
+    let image = Image::new();
+    let out = image.run(&render_database_upgrade(UPGRADE, &image.root()), None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("/usr/lib/postgresql18/bin/pg_upgrade"),
+        "{text}"
+    );
+
+    image.file("/usr/lib/postgresql18/bin/pg_upgrade", "");
+    let out = image.run(&render_database_upgrade(UPGRADE, &image.root()), None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("none of PostgreSQL 14 or 16"), "{text}");
+
+    image.file("/usr/lib/postgresql16/bin/postgres", "");
+    let out = image.run(&render_database_upgrade(UPGRADE, &image.root()), None);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("upgrades PostgreSQL 16 to 18"), "{text}");
+}
