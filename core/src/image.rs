@@ -101,6 +101,15 @@ pub fn reference(registry: &str, name: &str, tag: Option<&str>) -> Result<String
     Ok(full.to_ascii_lowercase())
 }
 
+/// The registry host of a full image reference (as [`reference`] returns it): its first path
+/// segment when that names a host, else Docker Hub's.
+pub fn host(reference: &str) -> &str {
+    match reference.split_once('/') {
+        Some((first, _)) if starts_with_host(reference) => first,
+        _ => "docker.io",
+    }
+}
+
 /// The first release line whose images a migration can target: the server image runs its own
 /// setup, schema update and reindex at start, and the database image is PostgreSQL 18
 /// (images-today §E.4). Kept here, the one place the rule lives.

@@ -37,7 +37,11 @@ pub fn observation(params: &MigrateParams) -> Observation {
         ObjectRef::new(Kind::Role, names::MIGRATION_ROLE),
         ObjectRef::new(Kind::RoleBinding, names::MIGRATION_ROLE_BINDING),
         ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET),
+        ObjectRef::new(Kind::Secret, names::REGISTRY_SECRET),
     ];
+    if let crate::params::PullSecret::Existing(name) = &params.pull_secret {
+        named.push(ObjectRef::new(Kind::Secret, name.clone()));
+    }
     named.extend(
         params
             .volumes

@@ -80,6 +80,11 @@ pub struct MigrateArgs {
     pub ssl_db_ca_intermediate: Vec<FileInput>,
     pub ssl_db_cert: Option<FileInput>,
     pub ssl_db_key: Option<FileInput>,
+    /// `--registry-user`, with the password from `--registry-password-file` or the environment.
+    pub registry_user: Option<String>,
+    pub registry_password: Option<SecretString>,
+    /// `--image-pull-secret`: a pull Secret of the user's, referenced and never written.
+    pub image_pull_secret: Option<String>,
 }
 
 /// A certificate with its chain and key, as a TLS Secret holds them.
@@ -152,6 +157,25 @@ pub struct MigrateParams {
     pub hubxmlrpc_replicas: Option<i32>,
     pub coco_replicas: i32,
     pub ingress: IngressParams,
+    pub pull_secret: PullSecret,
+}
+
+/// How the pods authenticate to the registry (reference §1.8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum PullSecret {
+    /// No pull Secret.
+    None,
+    /// Secret `registry-credentials`, written from `--registry-user` and its password for the
+    /// registry of the server image.
+    Credentials {
+        registry: String,
+        user: String,
+        password: SecretString,
+    },
+    /// Secret `registry-credentials` as an earlier run wrote it (no flag given this time).
+    Reused,
+    /// `--image-pull-secret NAME`: the user's Secret.
+    Existing(String),
 }
 
 /// Which ingress controller to expose the server through.
@@ -226,6 +250,52 @@ pub enum ParamsError {
     IngressClass(String),
     #[error("{flag} {value}: give 0 to 10 replicas")]
     Replicas { flag: &'static str, value: u32 },
+    #[error(
+        "--registry-user needs the registry password: give it with --registry-password-file FILE or the environment variable UYUNI_REGISTRY_PASSWORD (it is never accepted on the command line)"
+    )]
+    RegistryPasswordMissing,
+    #[error("a registry password was given without --registry-user: give the user too")]
+    RegistryUserMissing,
+    #[error("--registry-user {0:?} is not a valid user name (no ':' or control characters)")]
+    RegistryUser(String),
+    #[error(
+        "--image-pull-secret and --registry-user exclude each other: use your own Secret, or let the tool write registry-credentials from the user and password"
+    )]
+    PullSecretConflict,
+    #[error("--image-pull-secret {0:?} is not a valid Secret name")]
+    PullSecretName(String),
+}
+
+fn resolve_pull_secret(args: &MigrateArgs, server_image: &str) -> Result<PullSecret, ParamsError> {
+    let user = args
+        .registry_user
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty());
+    let password = args.registry_password.clone().filter(|p| !p.is_empty());
+    let existing = args
+        .image_pull_secret
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty());
+    match (existing, user, password) {
+        (Some(_), Some(_), _) => Err(ParamsError::PullSecretConflict),
+        (Some(name), None, _) if !is_dns_subdomain(name) => {
+            Err(ParamsError::PullSecretName(name.to_owned()))
+        }
+        (Some(name), None, _) => Ok(PullSecret::Existing(name.to_owned())),
+        (None, Some(user), _) if user.contains(':') || user.chars().any(char::is_control) => {
+            Err(ParamsError::RegistryUser(user.to_owned()))
+        }
+        (None, Some(_), None) => Err(ParamsError::RegistryPasswordMissing),
+        (None, Some(user), Some(password)) => Ok(PullSecret::Credentials {
+            registry: image::host(server_image).to_owned(),
+            user: user.to_owned(),
+            password,
+        }),
+        (None, None, Some(_)) => Err(ParamsError::RegistryUserMissing),
+        (None, None, None) => Ok(PullSecret::None),
+    }
 }
 
 fn replicas(flag: &'static str, value: Option<u32>) -> Result<Option<i32>, ParamsError> {
@@ -610,7 +680,7 @@ impl MigrateParams {
             prepare: args.prepare,
             run_id: args.run_id.clone(),
             image: ImageParams {
-                server,
+                server: server.clone(),
                 database,
                 database_upgrade,
                 hub_xmlrpc,
@@ -644,7 +714,19 @@ impl MigrateParams {
                 },
                 configure_controller: args.configure_ingress_controller,
             },
+            pull_secret: resolve_pull_secret(args, &server)?,
         })
+    }
+
+    /// The name of the pull Secret every pod references, if any.
+    pub fn pull_secret_name(&self) -> Option<&str> {
+        match &self.pull_secret {
+            PullSecret::None => None,
+            PullSecret::Credentials { .. } | PullSecret::Reused => {
+                Some(crate::builders::names::REGISTRY_SECRET)
+            }
+            PullSecret::Existing(name) => Some(name),
+        }
     }
 }
 

@@ -8,10 +8,10 @@
 use k8s_openapi::api::batch::v1::Job;
 use serde::{Serialize, Serializer};
 
-use crate::builders::{data_sync, image_check, migration, names, namespace, pvc};
+use crate::builders::{data_sync, image_check, migration, names, namespace, pvc, registry};
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractError, JobState, Observed, job_state};
-use crate::params::MigrateParams;
+use crate::params::{MigrateParams, PullSecret};
 use crate::render;
 use crate::ssh;
 use crate::{labels, volumes};
@@ -182,6 +182,18 @@ pub enum PlanError {
     CaPasswordNeeded,
     #[error("{0}")]
     Tls(#[from] crate::builders::tls::TlsError),
+    #[error(
+        "Secret {name} (--image-pull-secret) was not found in namespace {namespace}: create it first, for example `kubectl -n {namespace} create secret generic {name} --type=kubernetes.io/dockerconfigjson --from-file=.dockerconfigjson=$HOME/.docker/config.json` (create the namespace too if needed), or give --registry-user to let this tool write one"
+    )]
+    PullSecretMissing { name: String, namespace: String },
+    #[error(
+        "Secret {name} (--image-pull-secret) in namespace {namespace} has type {kind:?}, not kubernetes.io/dockerconfigjson: pods cannot pull with it; give a registry pull Secret"
+    )]
+    PullSecretType {
+        name: String,
+        namespace: String,
+        kind: String,
+    },
     /// Known at the first plan after the sync, before anything else is written.
     #[error(
         "{source}. Nothing was changed after the data sync (Job {job}); the synced volumes stay in namespace {namespace}"
@@ -396,6 +408,58 @@ pub(crate) fn unique_job_name(base: String, observed: &Observed) -> String {
         .unwrap_or(base)
 }
 
+/// The pull Secret comes first: every pod, the image checks' included, needs it.
+fn pull_secret_step(
+    params: &MigrateParams,
+    observed: &Observed,
+) -> Result<Option<Step>, PlanError> {
+    let ns = &params.namespace;
+    Ok(match &params.pull_secret {
+        PullSecret::None => None,
+        PullSecret::Credentials {
+            registry,
+            user,
+            password,
+        } => Some(apply_step(
+            "registry-credentials",
+            format!("pull Secret for {registry}, referenced by every pod"),
+            Object::Secret(registry::pull_secret(ns, registry, user, password.expose())),
+            observed,
+        )),
+        PullSecret::Reused => Some(keep_step(
+            "registry-credentials",
+            "pull Secret referenced by every pod".to_owned(),
+            ObjectRef::new(Kind::Secret, names::REGISTRY_SECRET),
+            "exists; reused (no registry flags given)".to_owned(),
+        )),
+        PullSecret::Existing(name) => {
+            let secret = observed
+                .secret(name)
+                .ok_or_else(|| PlanError::PullSecretMissing {
+                    name: name.clone(),
+                    namespace: ns.clone(),
+                })?;
+            let kind = secret.type_.clone().unwrap_or_default();
+            if !matches!(
+                kind.as_str(),
+                "kubernetes.io/dockerconfigjson" | "kubernetes.io/dockercfg"
+            ) {
+                return Err(PlanError::PullSecretType {
+                    name: name.clone(),
+                    namespace: ns.clone(),
+                    kind,
+                });
+            }
+            Some(keep_step(
+                "registry-credentials",
+                "your pull Secret, referenced by every pod".to_owned(),
+                ObjectRef::new(Kind::Secret, name.clone()),
+                "exists; never written (--image-pull-secret)".to_owned(),
+            ))
+        }
+    })
+}
+
 /// An image check takes seconds; the limit allows for pulling a large image over a slow link.
 /// Pods that cannot pull or start end the wait earlier, with the reason.
 const IMAGE_CHECK_WAIT: JobWait = JobWait {
@@ -533,6 +597,20 @@ fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, 
 
 /// Plans `migrate` from what was observed.
 pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
+    // A pull Secret written by an earlier run stays in use when no registry flag is given:
+    // the pods that run already reference it.
+    let reused;
+    let params = if params.pull_secret == PullSecret::None
+        && observed.contains(Kind::Secret, names::REGISTRY_SECRET)
+    {
+        reused = MigrateParams {
+            pull_secret: PullSecret::Reused,
+            ..params.clone()
+        };
+        &reused
+    } else {
+        params
+    };
     let ns = &params.namespace;
     tls::preflight(params, observed)?;
     let mut steps = Vec::new();
@@ -564,6 +642,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         )),
     }
 
+    steps.extend(pull_secret_step(params, observed)?);
     // Before anything else is written: an image the migration cannot use is refused while the
     // source still serves.
     steps.extend(

@@ -404,6 +404,20 @@ pub struct MigrateCmd {
     #[arg(long, alias = "pullPolicy", value_name = "POLICY", help_heading = IMAGE)]
     pub pull_policy: Option<String>,
 
+    /// User of the registry: the tool writes pull Secret `registry-credentials` for the server
+    /// image's registry; the password comes from --registry-password-file or
+    /// UYUNI_REGISTRY_PASSWORD (asked for on a terminal when neither is given).
+    #[arg(long, value_name = "USER", conflicts_with = "image_pull_secret", help_heading = IMAGE)]
+    pub registry_user: Option<String>,
+
+    /// File whose first line is the registry password (never accepted on the command line).
+    #[arg(long, value_name = "FILE", requires = "registry_user", help_heading = IMAGE)]
+    pub registry_password_file: Option<PathBuf>,
+
+    /// Your own pull Secret in the namespace, referenced by every pod and never written.
+    #[arg(long, value_name = "NAME", help_heading = IMAGE)]
+    pub image_pull_secret: Option<String>,
+
     /// PostgreSQL image of the `db` Deployment [default: uyuni/server-postgresql].
     #[arg(long = "db-image", alias = "pgsql-image", value_name = "IMAGE", help_heading = IMAGE)]
     pub db_image: Option<String>,

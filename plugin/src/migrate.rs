@@ -37,37 +37,65 @@ fn read_files(flag: &str, paths: &[std::path::PathBuf]) -> Result<Vec<FileInput>
 /// The environment variable that may hold the source CA's password.
 pub const SSL_PASSWORD_ENV: &str = "UYUNI_SSL_PASSWORD";
 
-/// The CA password from `--ssl-password-file` (its first line) or the environment; never from
-/// argv. `None`: ask on a terminal if the migration needs it.
-fn ssl_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
-    if let Some(path) = cmd.ssl_password_file.as_deref() {
-        let text = std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "cannot read --ssl-password-file {}: check the path",
-                path.display()
-            )
-        })?;
-        let first = text.lines().next().unwrap_or_default().to_owned();
-        return Ok(Some(SecretString::new(first)));
+/// A password from its file flag (the file's first line) or its environment variable; never
+/// from argv. `None` when neither is given.
+fn password(flag: &str, file: Option<&std::path::Path>, env: &str) -> Result<Option<SecretString>> {
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {flag} {}: check the path", path.display()))?;
+        return Ok(Some(SecretString::new(
+            text.lines().next().unwrap_or_default(),
+        )));
     }
-    Ok(std::env::var(SSL_PASSWORD_ENV)
+    Ok(std::env::var(env)
         .ok()
         .filter(|p| !p.is_empty())
         .map(SecretString::new))
 }
 
+/// The CA password; `None`: ask on a terminal if the migration needs it.
+fn ssl_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
+    password(
+        "--ssl-password-file",
+        cmd.ssl_password_file.as_deref(),
+        SSL_PASSWORD_ENV,
+    )
+}
+
 /// Asks for the CA password on the terminal, without echo; `None` when there is no terminal.
 fn prompt_ssl_password() -> Option<SecretString> {
+    prompt_secret("Password of the source server's CA key: ")
+}
+
+/// Asks for a secret on the terminal, without echo; `None` when there is no terminal.
+fn prompt_secret(prompt: &str) -> Option<SecretString> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return None;
     }
     let term = console::Term::stderr();
-    let _ = term.write_str("Password of the source server's CA key: ");
+    let _ = term.write_str(prompt);
     term.read_secure_line()
         .ok()
         .filter(|p| !p.is_empty())
         .map(SecretString::new)
+}
+
+/// The environment variable that may hold the registry password.
+pub const REGISTRY_PASSWORD_ENV: &str = "UYUNI_REGISTRY_PASSWORD";
+
+/// The registry password, when a registry user is given: from its file, the environment, or a
+/// prompt on a terminal.
+fn registry_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
+    if cmd.registry_user.is_none() {
+        return Ok(None);
+    }
+    Ok(password(
+        "--registry-password-file",
+        cmd.registry_password_file.as_deref(),
+        REGISTRY_PASSWORD_ENV,
+    )?
+    .or_else(|| prompt_secret("Password of the registry user: ")))
 }
 
 fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
@@ -106,6 +134,9 @@ fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
         ssh_known_hosts: read_file("--ssh-knownhosts", cmd.ssh_known_hosts.as_deref())?,
         ssh_config: read_file("--ssh-config", cmd.ssh_config.as_deref())?,
         ssl_password: ssl_password(cmd)?,
+        registry_user: cmd.registry_user.clone(),
+        registry_password: registry_password(cmd)?,
+        image_pull_secret: cmd.image_pull_secret.clone(),
         ssl_cnames: cmd.ssl_cname.clone(),
         ssl_ca_root: read_file("--ssl-ca-root", cmd.ssl_ca_root.as_deref())?,
         ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &cmd.ssl_ca_intermediate)?,

@@ -7,7 +7,7 @@ mod support;
 
 use serde_json::Value;
 use support::{
-    CA_PASSWORD, Env, NS, assert_no_secret, check_golden, ssh_flags, text,
+    CA_PASSWORD, Env, NS, REGISTRY_PASSWORD, assert_no_secret, check_golden, ssh_flags, text,
     validate_custom_resources, validate_written,
 };
 use uyuni_testdata::{
@@ -279,6 +279,62 @@ fn a_server_image_that_cannot_be_pulled_ends_the_run_with_the_reason_before_any_
             .is_empty()
     );
     assert!(env.jobs_of("data-sync").is_empty());
+}
+
+#[test]
+fn registry_credentials_become_a_pull_secret_that_every_pod_uses() {
+    let env = env(migration("16"), Flavour::K3s);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let password_file = dir.path().join("registry-password");
+    std::fs::write(&password_file, format!("{REGISTRY_PASSWORD}\n")).expect("write");
+    let mut flags = ssh_flags();
+    flags.extend([
+        "--registry-user".to_owned(),
+        "scc-user".to_owned(),
+        "--registry-password-file".to_owned(),
+        password_file.display().to_string(),
+    ]);
+    let mut preview_flags = flags.clone();
+    preview_flags.push("--dry-run".to_owned());
+    let preview = env.migrate(&preview_flags);
+    assert!(preview.status.success(), "{}", text(&preview).1);
+    assert!(text(&preview).0.contains("secret/registry-credentials"));
+    assert_no_secret(&preview);
+
+    let out = env.migrate(&flags);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_no_secret(&out);
+    let config = secret_text(&env, "registry-credentials", ".dockerconfigjson").expect("secret");
+    let config: Value = serde_json::from_str(&config).expect("docker config JSON");
+    assert_eq!(
+        config["auths"]["registry.opensuse.org"]["password"],
+        REGISTRY_PASSWORD
+    );
+    let mut pods = 0;
+    for (api, kind) in [("batch/v1", "Job"), ("apps/v1", "Deployment")] {
+        for object in env.sim.objects(api, kind, Some(NS)) {
+            let secrets = &object["spec"]["template"]["spec"]["imagePullSecrets"];
+            assert_eq!(
+                secrets,
+                &serde_json::json!([{"name": "registry-credentials"}]),
+                "{kind} {}",
+                object["metadata"]["name"]
+            );
+            pods += 1;
+        }
+    }
+    assert!(pods >= 10, "{pods}");
+    validate_written(&env.sim);
+
+    // A later run without the flags keeps using it, and changes nothing.
+    let again = env.migrate(&[]);
+    assert!(again.status.success(), "{}", text(&again).1);
+    assert!(
+        text(&again).1.contains("Nothing to do"),
+        "{}",
+        text(&again).1
+    );
 }
 
 #[test]

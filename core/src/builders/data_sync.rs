@@ -166,6 +166,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
                 ..ObjectMeta::default()
             }),
             spec: Some(PodSpec {
+                image_pull_secrets: super::registry::pod_pull_secrets(params),
                 restart_policy: Some("Never".to_owned()),
                 service_account_name: Some(names::MIGRATION_SERVICE_ACCOUNT.to_owned()),
                 init_containers: Some(vec![Container {
@@ -202,7 +203,13 @@ fn spec(params: &MigrateParams) -> JobSpec {
 
 /// Hash of a Job spec: first 16 hex digits of the SHA-256 of its JSON.
 pub fn spec_hash(spec: &JobSpec) -> String {
-    let bytes = serde_json::to_vec(spec).unwrap_or_default();
+    // How the image is pulled does not change what a Job does: a new pull Secret must not run
+    // the database Jobs again.
+    let mut spec = spec.clone();
+    if let Some(pod) = spec.template.spec.as_mut() {
+        pod.image_pull_secrets = None;
+    }
+    let bytes = serde_json::to_vec(&spec).unwrap_or_default();
     let digest = Sha256::digest(bytes);
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

@@ -211,6 +211,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
+                    image_pull_secrets: super::registry::pod_pull_secrets(params),
                     security_context: Some(PodSecurityContext {
                         fs_group: Some(i64::from(scripts::POSTGRES_UID)),
                         ..PodSecurityContext::default()

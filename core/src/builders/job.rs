@@ -89,6 +89,7 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
                 ..ObjectMeta::default()
             }),
             spec: Some(PodSpec {
+                image_pull_secrets: super::registry::pod_pull_secrets(params),
                 restart_policy: Some("Never".to_owned()),
                 service_account_name: job.service_account.map(str::to_owned),
                 containers: vec![Container {

@@ -9,6 +9,7 @@ pub mod job;
 pub mod migration;
 pub mod namespace;
 pub mod pvc;
+pub mod registry;
 pub mod server;
 pub mod tls;
 
@@ -59,6 +60,8 @@ pub mod names {
     /// The distributions' HelmChartConfig objects, in kube-system.
     pub const TRAEFIK_CONFIG: &str = "traefik";
     pub const NGINX_CONFIG: &str = "rke2-ingress-nginx";
+    /// The registry pull Secret the tool writes from `--registry-user` (reference §1.8).
+    pub const REGISTRY_SECRET: &str = "registry-credentials";
 }
 
 /// Components, as the `app.kubernetes.io/component` label says them.

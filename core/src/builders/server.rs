@@ -260,7 +260,10 @@ fn deployment(
                     labels: Some(labels::labels(component)),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod),
+                spec: Some(PodSpec {
+                    image_pull_secrets: super::registry::pod_pull_secrets(params),
+                    ..pod
+                }),
             },
             ..DeploymentSpec::default()
         }),

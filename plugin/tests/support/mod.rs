@@ -47,11 +47,15 @@ pub fn private_key_lines() -> Vec<String> {
 }
 
 /// Secret values that must never reach the plugin's output.
+/// The registry password the registry tests give in a file.
+pub const REGISTRY_PASSWORD: &str = "registry pass \"word\"";
+
 pub fn secrets() -> Vec<String> {
     let mut s = private_key_lines();
     s.push("correct horse battery".into());
     s.push("another one with spaces".into());
     s.push(CA_PASSWORD.into());
+    s.push(REGISTRY_PASSWORD.into());
     s.push("MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQIc2ltdWxhdGVkAgIIADAMBggqhkiG".into());
     s
 }

@@ -1,0 +1,68 @@
+//! The registry pull Secret (reference §1.8 with its R fixes): Secret `registry-credentials`
+//! of type `kubernetes.io/dockerconfigjson`, its JSON built with a serialiser (D41), rewritten
+//! when new credentials are given; and the `imagePullSecrets` every pod of the tool carries.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{LocalObjectReference, Secret};
+
+use crate::builders::{components, meta, names};
+use crate::params::MigrateParams;
+
+/// The pull Secret for `user` on `registry`.
+pub fn pull_secret(namespace: &str, registry: &str, user: &str, password: &str) -> Secret {
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let config = serde_json::json!({
+        "auths": {
+            registry: {
+                "username": user,
+                "password": password,
+                "auth": auth,
+            }
+        }
+    });
+    Secret {
+        metadata: meta(names::REGISTRY_SECRET, namespace, components::MIGRATION),
+        type_: Some("kubernetes.io/dockerconfigjson".to_owned()),
+        data: Some(BTreeMap::from([(
+            ".dockerconfigjson".to_owned(),
+            ByteString(config.to_string().into_bytes()),
+        )])),
+        ..Secret::default()
+    }
+}
+
+/// The `imagePullSecrets` of every pod the tool creates.
+pub fn pod_pull_secrets(params: &MigrateParams) -> Option<Vec<LocalObjectReference>> {
+    params.pull_secret_name().map(|name| {
+        vec![LocalObjectReference {
+            name: name.to_owned(),
+        }]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_docker_config_is_json_even_with_quotes_and_backslashes() {
+        let secret = pull_secret("uyuni", "registry.suse.com", "us\"er", "pa\\ss\"word");
+        let data = secret.data.expect("data");
+        let bytes = &data.get(".dockerconfigjson").expect("config").0;
+        let config: serde_json::Value = serde_json::from_slice(bytes).expect("valid JSON");
+        let entry = &config["auths"]["registry.suse.com"];
+        assert_eq!(entry["username"], "us\"er");
+        assert_eq!(entry["password"], "pa\\ss\"word");
+        let auth = base64::engine::general_purpose::STANDARD
+            .decode(entry["auth"].as_str().expect("auth"))
+            .expect("base64");
+        assert_eq!(auth, b"us\"er:pa\\ss\"word");
+        assert_eq!(
+            secret.type_.as_deref(),
+            Some("kubernetes.io/dockerconfigjson")
+        );
+    }
+}
