@@ -960,3 +960,59 @@ fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
         .expect("server");
     assert!(deployment_ready(&server));
 }
+
+#[test]
+fn a_wrong_ca_password_fails_the_ca_key_step_with_its_log_and_the_right_one_resumes() {
+    let mut scenario = migration("16");
+    let ok = scenario.jobs.get("ca-key").cloned().expect("ca-key script");
+    let mut wrong = JobScript::fail(
+        1,
+        &[
+            "Decrypting the CA key",
+            "ERROR: cannot decrypt the CA key: the CA password is wrong (give the right one with --ssl-password-file or UYUNI_SSL_PASSWORD, then run again)",
+        ],
+    );
+    wrong.later_attempts = vec![ok];
+    scenario.jobs.insert("ca-key".into(), wrong);
+    let env = env(scenario, Flavour::K3s);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(stderr.contains("step ca-key"), "{stderr}");
+    assert!(stderr.contains("the CA password is wrong"), "{stderr}");
+    assert_no_secret(&out);
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "uyuni")
+            .is_none(),
+        "the server does not start without its certificates"
+    );
+
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        env.jobs_of("ca-key").len(),
+        2,
+        "the failed Job is kept for its log"
+    );
+    assert_eq!(
+        env.jobs_of("data-sync").len(),
+        1,
+        "nothing done before is repeated"
+    );
+    assert_eq!(
+        env.jobs_of("db-upgrade").len(),
+        1,
+        "nothing done before is repeated"
+    );
+    let server = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "uyuni")
+        .expect("server");
+    assert!(deployment_ready(&server));
+}
