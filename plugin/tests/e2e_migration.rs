@@ -591,6 +591,24 @@ fn without_cert_manager_the_run_stops_before_any_write() {
         env.sim.request_log().iter().all(|r| !r.write),
         "wrote before the preflight"
     );
+
+    // A dry run shows the whole migration anyway, under a warning that a real run would stop.
+    let preview = env.migrate(&[ssh_flags(), vec!["--dry-run".to_owned()]].concat());
+    let (stdout, stderr) = text(&preview);
+    assert!(
+        preview.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("warning:") && stderr.contains("assumes cert-manager is installed"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("issuer/uyuni-ca-issuer"), "{stdout}");
+    assert!(stdout.contains("deployment/uyuni"), "{stdout}");
+    assert!(
+        env.sim.request_log().iter().all(|r| !r.write),
+        "a dry run wrote"
+    );
 }
 
 #[test]
