@@ -260,6 +260,9 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     let (conn, mut params) = start(cmd, cli).await?;
     let observation = uyuni_core::observed::observation(&params);
     let mut executed = 0usize;
+    // How many steps this run carries out, from the preview of the whole operation at its
+    // start: the plan itself only reaches past the data sync once the sync has run.
+    let mut expected_steps = None;
     let observed: Observed = loop {
         let observed = uyuni_effects::observe(&conn.client, &observation).await?;
         let plan: Plan = match uyuni_core::plan(&params, &observed) {
@@ -284,8 +287,18 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
                 "the plan did not converge after {executed} steps; this is a bug in kubectl-uyuni, please report it with the output of --dry-run"
             );
         }
-        let position = plan.steps.iter().position(|s| s.id == step.id).unwrap_or(0) + 1;
-        reporter.step(position, plan.steps.len(), step);
+        let expected = *expected_steps.get_or_insert_with(|| {
+            uyuni_core::preview(&params, &observed).map_or(0, |p| p.executed.len())
+        });
+        // A real run may take steps the preview could not foresee (a retried Job, a wait for
+        // something that stopped being ready); the total then grows with the current plan.
+        let remaining = plan
+            .steps
+            .iter()
+            .filter(|s| s.action != uyuni_core::Action::None)
+            .count();
+        let total = expected.max(executed + remaining - 1);
+        reporter.step(executed, total, step);
         reporter.set_job_context(&params.namespace);
         uyuni_effects::execute(&conn.client, &params.namespace, step, reporter).await?;
     };

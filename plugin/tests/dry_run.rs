@@ -266,6 +266,20 @@ fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
             Some((rest.contains("… wait"), without_run_id(target)))
         })
         .collect();
+    // Steps are numbered in the order they run, out of the total the preview foresaw.
+    let numbers: Vec<(usize, usize)> = stderr(&run)
+        .lines()
+        .filter_map(|l| l.split_once("] step ").map(|(_, rest)| rest))
+        .filter_map(|rest| {
+            let (k, n) = rest.split_once(':')?.0.split_once('/')?;
+            Some((k.parse().ok()?, n.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(numbers.len(), steps.len());
+    for (i, (k, n)) in numbers.iter().enumerate() {
+        assert_eq!(*k, i + 1, "step numbers: {numbers:?}");
+        assert_eq!(*n, execution.len(), "step totals: {numbers:?}");
+    }
     let executed: Vec<String> = steps
         .iter()
         .filter(|(wait, _)| !wait)
