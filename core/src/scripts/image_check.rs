@@ -109,6 +109,14 @@ pub fn render_database(image: &str, local_root: &str) -> String {
     o.0
 }
 
+fn source_majors(separator: &str) -> String {
+    pg::SUPPORTED_SOURCE_MAJORS
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
 /// The check of the database upgrade image.
 pub fn render_database_upgrade(image: &str, local_root: &str) -> String {
     let mut o = Out(String::new());
@@ -123,24 +131,13 @@ pub fn render_database_upgrade(image: &str, local_root: &str) -> String {
     o.line("  unsupported \"database upgrade image $IMAGE has no /usr/lib/postgresql$TO/bin/pg_upgrade: it cannot upgrade to PostgreSQL $TO. Use server-database-migration of the same release as the server (--dbupgrade-image/--dbupgrade-tag)\"");
     o.line("fi");
     o.line("from=()");
-    o.line(&format!(
-        "for v in {}; do",
-        pg::SUPPORTED_SOURCE_MAJORS
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
+    o.line(&format!("for v in {}; do", source_majors(" ")));
     o.line("  [ -x \"$ROOT/usr/lib/postgresql$v/bin/postgres\" ] && from+=(\"$v\")");
     o.line("done");
     o.line("if [ \"${#from[@]}\" -eq 0 ]; then");
     o.line(&format!(
         "  unsupported \"database upgrade image $IMAGE has the binaries of none of PostgreSQL {}: it cannot upgrade a migrated database. Use server-database-migration of the same release as the server (--dbupgrade-image/--dbupgrade-tag)\"",
-        pg::SUPPORTED_SOURCE_MAJORS
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" or ")
+        source_majors(" or ")
     ));
     o.line("fi");
     o.line(
