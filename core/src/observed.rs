@@ -42,6 +42,9 @@ pub fn observation(params: &MigrateParams) -> Observation {
     if let crate::params::PullSecret::Existing(name) = &params.pull_secret {
         named.push(ObjectRef::new(Kind::Secret, name.clone()));
     }
+    if let Some(claim) = &params.mirror_claim {
+        named.push(ObjectRef::new(Kind::PersistentVolumeClaim, claim.clone()));
+    }
     named.extend(
         params
             .volumes

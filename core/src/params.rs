@@ -85,6 +85,8 @@ pub struct MigrateArgs {
     pub registry_password: Option<SecretString>,
     /// `--image-pull-secret`: a pull Secret of the user's, referenced and never written.
     pub image_pull_secret: Option<String>,
+    /// `--mirror-claim`: the user's PersistentVolumeClaim holding a local mirror.
+    pub mirror_claim: Option<String>,
 }
 
 /// A certificate with its chain and key, as a TLS Secret holds them.
@@ -158,6 +160,8 @@ pub struct MigrateParams {
     pub coco_replicas: i32,
     pub ingress: IngressParams,
     pub pull_secret: PullSecret,
+    /// The user's claim mounted at `/mirror` in the server; checked, never written.
+    pub mirror_claim: Option<String>,
 }
 
 /// How the pods authenticate to the registry (reference §1.8).
@@ -264,6 +268,10 @@ pub enum ParamsError {
     PullSecretConflict,
     #[error("--image-pull-secret {0:?} is not a valid Secret name")]
     PullSecretName(String),
+    #[error(
+        "--mirror-claim {0:?} is not a valid PersistentVolumeClaim name, or names a claim of the server's own volumes"
+    )]
+    MirrorClaim(String),
 }
 
 fn resolve_pull_secret(args: &MigrateArgs, server_image: &str) -> Result<PullSecret, ParamsError> {
@@ -715,6 +723,11 @@ impl MigrateParams {
                 configure_controller: args.configure_ingress_controller,
             },
             pull_secret: resolve_pull_secret(args, &server)?,
+            mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
+                Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => Some(c.to_owned()),
+                Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
+                None => None,
+            },
         })
     }
 

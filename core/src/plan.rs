@@ -187,6 +187,10 @@ pub enum PlanError {
     )]
     PullSecretMissing { name: String, namespace: String },
     #[error(
+        "PersistentVolumeClaim {claim} (--mirror-claim) was not found in namespace {namespace}: create it first (bound to the volume holding your mirror), or leave the flag out"
+    )]
+    MirrorClaimMissing { claim: String, namespace: String },
+    #[error(
         "Secret {name} (--image-pull-secret) in namespace {namespace} has type {kind:?}, not kubernetes.io/dockerconfigjson: pods cannot pull with it; give a registry pull Secret"
     )]
     PullSecretType {
@@ -643,6 +647,24 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     }
 
     steps.extend(pull_secret_step(params, observed)?);
+    if let Some(claim) = &params.mirror_claim {
+        let target = ObjectRef::new(Kind::PersistentVolumeClaim, claim.clone());
+        if !observed.objects.contains_key(&target) {
+            return Err(PlanError::MirrorClaimMissing {
+                claim: claim.clone(),
+                namespace: ns.clone(),
+            });
+        }
+        steps.push(keep_step(
+            "mirror-claim",
+            format!(
+                "your mirror, mounted at {} in the server",
+                crate::builders::server::MIRROR_PATH
+            ),
+            target,
+            "exists; never written (--mirror-claim)".to_owned(),
+        ));
+    }
     // Before anything else is written: an image the migration cannot use is refused while the
     // source still serves.
     steps.extend(

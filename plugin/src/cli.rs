@@ -388,6 +388,11 @@ pub struct MigrateCmd {
     #[arg(long, value_name = "NAME=SIZE", help_heading = VOLUMES)]
     pub volume_size: Vec<String>,
 
+    /// Your PersistentVolumeClaim holding a local mirror: mounted at /mirror in the server
+    /// (MIRROR_PATH), where the migrated configuration points; never written.
+    #[arg(long, value_name = "CLAIM", help_heading = VOLUMES)]
+    pub mirror_claim: Option<String>,
+
     /// Server image [default: uyuni/server].
     #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
     pub image: Option<String>,

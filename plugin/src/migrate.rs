@@ -137,6 +137,7 @@ fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
         registry_user: cmd.registry_user.clone(),
         registry_password: registry_password(cmd)?,
         image_pull_secret: cmd.image_pull_secret.clone(),
+        mirror_claim: cmd.mirror_claim.clone(),
         ssl_cnames: cmd.ssl_cname.clone(),
         ssl_ca_root: read_file("--ssl-ca-root", cmd.ssl_ca_root.as_deref())?,
         ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &cmd.ssl_ca_intermediate)?,

@@ -110,6 +110,9 @@ fn server_env(data: &ExtractedData, fqdn: &str) -> Vec<EnvVar> {
     ]
 }
 
+/// Where the server finds a local mirror (images-today §A.6, `MIRROR_PATH`).
+pub const MIRROR_PATH: &str = "/mirror";
+
 /// The server Deployment.
 pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &str) -> Deployment {
     let features = features(params, data);
@@ -158,6 +161,13 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
     ));
     mounts.push(mount("run", "/run"));
     mounts.push(mount("cgroup", "/sys/fs/cgroup"));
+    let mut environment = server_env(data, fqdn);
+    // The data sync points `server.susemanager.fromdir` at the mirror's mount path.
+    if let Some(claim) = &params.mirror_claim {
+        volumes.push(pvc_volume("mirror", claim));
+        mounts.push(mount("mirror", MIRROR_PATH));
+        environment.push(env("MIRROR_PATH", MIRROR_PATH));
+    }
 
     let container_ports = ports::of_component(components::SERVER, features)
         .into_iter()
@@ -172,7 +182,7 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
         name: "uyuni".to_owned(),
         image: Some(params.image.server.clone()),
         image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
-        env: Some(server_env(data, fqdn)),
+        env: Some(environment),
         ports: Some(container_ports),
         volume_mounts: Some(mounts),
         startup_probe: Some(Probe {
