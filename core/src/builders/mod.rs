@@ -13,10 +13,12 @@ pub mod tls;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
+    ConfigMapVolumeSource, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Volume,
+    VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::labels;
 
@@ -77,6 +79,41 @@ pub fn meta(name: &str, namespace: &str, component: &str) -> ObjectMeta {
         namespace: Some(namespace.to_owned()),
         labels: Some(labels::labels(component)),
         ..ObjectMeta::default()
+    }
+}
+
+/// A Deployment of one component with the chart's labels and selector (images-today §C.2).
+/// Always `Recreate`: the server's volumes are ReadWriteOnce, so two server pods cannot run
+/// side by side.
+pub(crate) fn deployment(
+    params: &crate::params::MigrateParams,
+    name: &str,
+    component: &str,
+    replicas: i32,
+    pod: PodSpec,
+) -> Deployment {
+    Deployment {
+        metadata: meta(name, &params.namespace, component),
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".to_owned()),
+                ..DeploymentStrategy::default()
+            }),
+            selector: LabelSelector {
+                match_labels: Some(database::selector(component)),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels::labels(component)),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod),
+            },
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
     }
 }
 
