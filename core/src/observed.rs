@@ -58,6 +58,8 @@ pub fn observation(params: &MigrateParams) -> Observation {
         ObjectRef::new(Kind::Deployment, crate::builders::server::SERVER_DEPLOYMENT),
         ObjectRef::new(Kind::Deployment, crate::builders::server::HUB_DEPLOYMENT),
         ObjectRef::new(Kind::Deployment, crate::builders::server::COCO_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, crate::builders::tftp::DEPLOYMENT),
+        ObjectRef::new(Kind::Service, crate::builders::tftp::SERVICE),
         ObjectRef::new(Kind::Secret, names::CA_SECRET),
         ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
         ObjectRef::new(Kind::Secret, names::SERVER_CERT_SECRET),

@@ -9,6 +9,7 @@ pub mod migration;
 pub mod namespace;
 pub mod pvc;
 pub mod server;
+pub mod tftp;
 pub mod tls;
 
 use std::collections::BTreeMap;
@@ -70,6 +71,7 @@ pub mod components {
     pub const TLS: &str = "tls";
     pub const HUB_XMLRPC: &str = "hub-xmlrpc";
     pub const COCO: &str = "coco";
+    pub const TFTP: &str = "tftp";
 }
 
 /// Metadata of a namespaced object the tool owns.
@@ -83,8 +85,9 @@ pub fn meta(name: &str, namespace: &str, component: &str) -> ObjectMeta {
 }
 
 /// A Deployment of one component with the chart's labels and selector (images-today §C.2).
-/// Always `Recreate`: the server's volumes are ReadWriteOnce, so two server pods cannot run
-/// side by side.
+/// Always `Recreate`: the server's volumes are ReadWriteOnce, and a host-network pod (TFTP)
+/// cannot start next to its predecessor on the same node, so a rolling update would wait for
+/// ever with one replica.
 pub(crate) fn deployment(
     params: &crate::params::MigrateParams,
     name: &str,

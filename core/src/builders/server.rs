@@ -102,6 +102,9 @@ fn server_env(data: &ExtractedData, fqdn: &str) -> Vec<EnvVar> {
         env("REPORT_DB_PORT", &ports::PGSQL_PORT.to_string()),
         env("REPORT_DB_NAME", "reportdb"),
         env("DEBUG_JAVA", if data.debug { "true" } else { "false" }),
+        // TFTP is the `tftp` Deployment's (builders::tftp); the server must not serve it too.
+        // `n` is the image's default, said here so that no setup run turns it on.
+        env("MANAGER_ENABLE_TFTP", "n"),
         // The database may still be finishing its own start: wait for it, not 5 seconds.
         env("UYUNI_INIT_DB_CONN_RETRIES", "60"),
         env("UYUNI_INIT_DB_CONN_INTERVAL", "5"),
