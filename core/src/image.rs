@@ -13,6 +13,9 @@ pub const DEFAULT_DBUPGRADE_IMAGE: &str = "uyuni/server-database-migration";
 pub const DEFAULT_HUB_XMLRPC_IMAGE: &str = "uyuni/server-hub-xmlrpc-api";
 /// The confidential computing attestation image (reference §7.4).
 pub const DEFAULT_COCO_IMAGE: &str = "uyuni/server-attestation";
+/// The TFTP server, a separate container since server-image 5.2.5; the chart names it
+/// `proxy-tftpd` (images-today §A.5, §C.3).
+pub const DEFAULT_TFTP_IMAGE: &str = "uyuni/proxy-tftpd";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageError {

@@ -65,6 +65,8 @@ pub fn observation(params: &MigrateParams) -> Observation {
         ObjectRef::new(Kind::Deployment, crate::builders::server::SERVER_DEPLOYMENT),
         ObjectRef::new(Kind::Deployment, crate::builders::server::HUB_DEPLOYMENT),
         ObjectRef::new(Kind::Deployment, crate::builders::server::COCO_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, crate::builders::tftp::DEPLOYMENT),
+        ObjectRef::new(Kind::Service, crate::builders::tftp::SERVICE),
         ObjectRef::new(Kind::Secret, names::CA_SECRET),
         ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
         ObjectRef::new(Kind::Secret, names::SERVER_CERT_SECRET),
@@ -331,6 +333,9 @@ pub struct ExtractedData {
     pub report_db_password: SecretString,
     pub has_hubxmlrpc: bool,
     pub debug: bool,
+    /// Whether `tftp.socket` was enabled on the source. `None` for placeholders, and for data
+    /// written by a kubectl-uyuni that did not record it yet.
+    pub tftp: Option<bool>,
     pub fqdn: Option<String>,
     pub ca_cert: Option<String>,
     pub ca_key: Option<SecretString>,
@@ -388,6 +393,17 @@ impl ExtractedData {
             report_db_password: SecretString::new(req(data_keys::REPORT_DB_PASSWORD)?),
             has_hubxmlrpc: boolean(data_keys::HAS_HUBXMLRPC)?,
             debug: boolean(data_keys::DEBUG)?,
+            tftp: match get(data_keys::TFTP)?.as_deref().map(str::trim) {
+                None | Some(PLACEHOLDER) => None,
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                Some(other) => {
+                    return Err(ExtractError::NotBool {
+                        key: data_keys::TFTP,
+                        value: other.to_owned(),
+                    });
+                }
+            },
             fqdn: get(data_keys::FQDN)?,
             ca_cert: get(data_keys::CA_CERT)?,
             ca_key: get(data_keys::CA_KEY)?.map(SecretString::new),
@@ -410,5 +426,56 @@ impl ExtractedData {
             _ if self.ca_cert.is_some() => "CA certificate only (no CA key, no server key)".into(),
             _ => "none".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    fn secret(tftp: Option<&str>) -> Secret {
+        let mut data: BTreeMap<String, ByteString> = [
+            (data_keys::JOB, "uyuni-data-sync-1"),
+            (data_keys::TIMEZONE, "Etc/UTC"),
+            (data_keys::PG_VERSION, "16"),
+            (data_keys::DB_USER, "spacewalk"),
+            (data_keys::DB_PASSWORD, "pw"),
+            (data_keys::DB_NAME, "susemanager"),
+            (data_keys::DB_PORT, "5432"),
+            (data_keys::REPORT_DB_USER, "pythia"),
+            (data_keys::REPORT_DB_PASSWORD, "pw"),
+            (data_keys::HAS_HUBXMLRPC, "false"),
+            (data_keys::DEBUG, "false"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), ByteString(v.as_bytes().to_vec())))
+        .collect();
+        if let Some(v) = tftp {
+            data.insert(
+                data_keys::TFTP.to_owned(),
+                ByteString(v.as_bytes().to_vec()),
+            );
+        }
+        Secret {
+            data: Some(data),
+            ..Secret::default()
+        }
+    }
+
+    #[test]
+    fn tftp_is_read_and_absent_or_placeholder_means_unknown() {
+        let tftp = |v| ExtractedData::from_secret(&secret(v)).map(|d| d.expect("data").tftp);
+        assert_eq!(tftp(Some("true")), Ok(Some(true)));
+        assert_eq!(tftp(Some("false\n")), Ok(Some(false)));
+        assert_eq!(tftp(None), Ok(None), "synced by an older kubectl-uyuni");
+        assert_eq!(tftp(Some(PLACEHOLDER)), Ok(None));
+        assert_eq!(
+            tftp(Some("yes")),
+            Err(ExtractError::NotBool {
+                key: data_keys::TFTP,
+                value: "yes".into()
+            })
+        );
     }
 }

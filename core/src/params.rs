@@ -47,6 +47,14 @@ pub struct MigrateArgs {
     pub hubxmlrpc_replicas: Option<u32>,
     /// `--coco-replicas` (confidential computing attestation), default 0.
     pub coco_replicas: Option<u32>,
+    /// `--tftp[=true|false]`; `None`: deployed when `tftp.socket` was enabled on the source.
+    pub tftp: Option<bool>,
+    /// `--tftp-image`, `--tftp-tag`; the server's registry and tag apply when absent.
+    pub tftp_image: Option<String>,
+    pub tftp_tag: Option<String>,
+    /// `--tftp-host-network`: the TFTP pod on its node's network instead of behind a
+    /// LoadBalancer Service.
+    pub tftp_host_network: bool,
     /// `--ingress`: auto, traefik, nginx or none.
     pub ingress: Option<String>,
     /// `--ingress-class`: the IngressClass to use instead of the detected one.
@@ -123,6 +131,8 @@ pub struct ImageParams {
     pub database_upgrade: String,
     pub hub_xmlrpc: String,
     pub coco: String,
+    /// `proxy-tftpd`: the TFTP server.
+    pub tftp: String,
     pub pull_policy: PullPolicy,
 }
 
@@ -162,6 +172,15 @@ pub struct MigrateParams {
     pub pull_secret: PullSecret,
     /// The user's claim mounted at `/mirror` in the server; checked, never written.
     pub mirror_claim: Option<String>,
+    pub tftp: TftpParams,
+}
+
+/// The TFTP server (the chart's `tftp.enable` and `tftp.hostNetwork`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TftpParams {
+    /// `None`: what the source did (`tftp.socket` enabled), known after the data sync.
+    pub enabled: Option<bool>,
+    pub host_network: bool,
 }
 
 /// How the pods authenticate to the registry (reference §1.8).
@@ -272,6 +291,10 @@ pub enum ParamsError {
         "--mirror-claim {0:?} is not a valid PersistentVolumeClaim name, or names a claim of the server's own volumes"
     )]
     MirrorClaim(String),
+    #[error(
+        "--tftp-host-network places the TFTP server on its node's network, but --tftp=false turns TFTP off: drop one of them"
+    )]
+    TftpHostNetworkWithoutTftp,
 }
 
 fn resolve_pull_secret(args: &MigrateArgs, server_image: &str) -> Result<PullSecret, ParamsError> {
@@ -646,6 +669,17 @@ impl MigrateParams {
                 .unwrap_or(image::DEFAULT_COCO_IMAGE),
             tag,
         )?;
+        // As the chart's `<repository>/proxy-tftpd:<tag>`: the server's registry and tag.
+        let tftp = image::reference(
+            registry,
+            args.tftp_image
+                .as_deref()
+                .unwrap_or(image::DEFAULT_TFTP_IMAGE),
+            args.tftp_tag.as_deref().or(tag),
+        )?;
+        if args.tftp == Some(false) && args.tftp_host_network {
+            return Err(ParamsError::TftpHostNetworkWithoutTftp);
+        }
         let pull_policy = match &args.pull_policy {
             Some(p) => PullPolicy::parse(p)?,
             None => PullPolicy::Always,
@@ -693,6 +727,7 @@ impl MigrateParams {
                 database_upgrade,
                 hub_xmlrpc,
                 coco,
+                tftp,
                 pull_policy,
             },
             ssh_key,
@@ -727,6 +762,10 @@ impl MigrateParams {
                 Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => Some(c.to_owned()),
                 Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
                 None => None,
+            },
+            tftp: TftpParams {
+                enabled: args.tftp,
+                host_network: args.tftp_host_network,
             },
         })
     }
@@ -801,6 +840,40 @@ pub(crate) mod tests {
             MigrateParams::from_args(&a),
             Err(ParamsError::Image(_))
         ));
+    }
+
+    #[test]
+    fn the_tftp_image_follows_the_server_and_its_flags_are_checked() {
+        let mut a = args();
+        a.tag = Some("2026.02".into());
+        a.registry_host = Some("localhost:5000".into());
+        let p = MigrateParams::from_args(&a).expect("valid");
+        assert_eq!(p.image.tftp, "localhost:5000/uyuni/proxy-tftpd:2026.02");
+        assert_eq!(
+            p.tftp,
+            TftpParams {
+                enabled: None,
+                host_network: false
+            },
+            "the source decides unless told"
+        );
+        a.tftp_image = Some("registry.example.com/tftpd".into());
+        a.tftp_tag = Some("5.2.1".into());
+        a.tftp = Some(true);
+        a.tftp_host_network = true;
+        let p = MigrateParams::from_args(&a).expect("valid");
+        assert_eq!(p.image.tftp, "registry.example.com/tftpd:5.2.1");
+        assert_eq!(
+            p.tftp,
+            TftpParams {
+                enabled: Some(true),
+                host_network: true
+            }
+        );
+        a.tftp = Some(false);
+        let e = MigrateParams::from_args(&a).expect_err("contradiction");
+        assert_eq!(e, ParamsError::TftpHostNetworkWithoutTftp);
+        assert!(e.to_string().contains("--tftp=false"), "{e}");
     }
 
     #[test]

@@ -198,6 +198,11 @@ pub enum PlanError {
         namespace: String,
         kind: String,
     },
+    #[error(
+        "Secret {secret} (written by Job {job}) does not say whether the source served TFTP: an older kubectl-uyuni synced it. Pass --tftp=true or --tftp=false (`systemctl is-enabled tftp.socket` on the source tells), then run again. Nothing was changed after the data sync",
+        secret = names::MIGRATION_DATA_SECRET
+    )]
+    TftpNotRecorded { job: String },
     /// Known at the first plan after the sync, before anything else is written.
     #[error(
         "{source}. Nothing was changed after the data sync (Job {job}); the synced volumes stay in namespace {namespace}"
@@ -721,9 +726,16 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         && !params.prepare
         && let Ok(Some(data)) = observed.extracted()
     {
+        // Decided before the first write after the sync, so that a run that cannot decide
+        // changes nothing.
+        let tftp = crate::builders::tftp::decide(params, &data).map_err(|_| {
+            PlanError::TftpNotRecorded {
+                job: data.job.clone(),
+            }
+        })?;
         steps.extend(database::steps(params, observed, &data)?);
         steps.extend(tls::steps(params, observed, &data)?);
-        steps.extend(server::steps(params, observed, &data));
+        steps.extend(server::steps(params, observed, &data, tftp));
     }
     Ok(Plan {
         namespace: ns.clone(),

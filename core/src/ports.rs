@@ -4,8 +4,13 @@
 //!
 //! Choices kept here: monitoring ports are exposed as the chart does by default; the postgres
 //! exporter runs in the server container, so its port is on a server-side Service `db-exporter`
-//! instead of on `db` (reference D23); the TFTP port is not here, TFTP is a separate container
-//! in today's images.
+//! instead of on `db` (reference D23).
+//!
+//! TFTP's port 69/UDP is not here, and that keeps the catalogue the one source of the server's
+//! ports: TFTP is a container of its own in today's images (server-image 5.2.5), exposed by a
+//! LoadBalancer Service or the host network instead of a ClusterIP Service, and it must never be
+//! routed by the ingress controller, which every `external` port here is. Its port is
+//! [`crate::builders::tftp::PORT`], shared by its container and its Service.
 
 use serde::Serialize;
 

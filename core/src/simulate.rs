@@ -48,6 +48,7 @@ fn placeholder_data(namespace: &str, job: &str) -> Secret {
         data_keys::REPORT_DB_PASSWORD,
         data_keys::HAS_HUBXMLRPC,
         data_keys::DEBUG,
+        data_keys::TFTP,
         PLACEHOLDER_KEY,
     ]
     .into_iter()

@@ -252,6 +252,7 @@ fn secret_keys_are_the_shared_ones() {
         data_keys::REPORT_DB_PASSWORD,
         data_keys::HAS_HUBXMLRPC,
         data_keys::DEBUG,
+        data_keys::TFTP,
         data_keys::FQDN,
         data_keys::CA_CERT,
         data_keys::CA_KEY,
@@ -679,9 +680,12 @@ fn final_run_with_the_uyuni_ca() {
         "{cobbler}"
     );
     assert!(log.iter().any(|l| l == "local spacewalk-service enable"));
+    // TFTP is recorded, before the services stop, never enabled in the server container.
+    let tftp = remote("systemctl is-enabled --quiet tftp.socket").expect("tftp query");
+    assert!(tftp < sw_stop, "TFTP is asked before the services stop");
     assert!(
-        log.iter()
-            .any(|l| l == "local systemctl enable tftp.socket")
+        !log.iter().any(|l| l.starts_with("local systemctl")),
+        "{log:?}"
     );
     assert!(
         !log.iter()
@@ -807,6 +811,7 @@ fn final_run_with_the_uyuni_ca() {
         (data_keys::REPORT_DB_PASSWORD, REPORT_DB_PASSWORD),
         (data_keys::HAS_HUBXMLRPC, "true"),
         (data_keys::DEBUG, "true"),
+        (data_keys::TFTP, "true"),
         (data_keys::FQDN, "uyuni.example.com"),
         (data_keys::CA_CERT, CA_CERT),
         (data_keys::CA_KEY, CA_KEY),
@@ -931,6 +936,7 @@ fn third_party_certificates_are_sent_instead_of_the_ca_key() {
 fn optional_values_are_left_out_and_flags_are_false() {
     let w = World::new(true);
     fs::remove_file(w.state.join("is-active/hub-xmlrpc-api.service")).expect("rm");
+    fs::remove_file(w.state.join("is-enabled/tftp.socket")).expect("rm");
     fs::remove_file(rel(&w.src, "/etc/rhn/taskomatic.conf")).expect("rm");
     fs::remove_file(rel(&w.src, "/etc/tomcat/conf.d/options.conf")).expect("rm");
     let conf = fs::read_to_string(rel(&w.src, "/etc/rhn/rhn.conf")).expect("conf");
@@ -949,9 +955,44 @@ fn optional_values_are_left_out_and_flags_are_false() {
     let data = decoded_data(&w.patches()[1]);
     assert_eq!(data[data_keys::HAS_HUBXMLRPC], "false");
     assert_eq!(data[data_keys::DEBUG], "false");
+    assert_eq!(data[data_keys::TFTP], "false");
     assert_eq!(data[data_keys::REPORT_DB_PASSWORD], "");
     assert_eq!(data[data_keys::DB_PORT], "5432");
     assert!(!data.contains_key(data_keys::FQDN));
+}
+
+#[test]
+fn tftp_is_recorded_from_the_source_and_not_served_by_the_server() {
+    // A link an earlier version of the script made in the sockets volume.
+    let stale = "/etc/systemd/system/sockets.target.wants/tftp.socket";
+    for (enabled, active, expected) in [
+        (true, false, "true"),
+        (false, true, "true"),
+        (false, false, "false"),
+    ] {
+        let w = World::new(true);
+        if !enabled {
+            fs::remove_file(w.state.join("is-enabled/tftp.socket")).expect("rm");
+        }
+        if active {
+            write(&w.state.join("is-active/tftp.socket"), "");
+        }
+        write(&w.local(stale), "");
+        let out = w.run(false, "root");
+        assert_success(&out);
+        let data = decoded_data(&w.patches()[1]);
+        assert_eq!(
+            data[data_keys::TFTP],
+            expected,
+            "enabled={enabled} active={active}"
+        );
+        assert!(!w.local(stale).exists(), "the stale link is removed");
+        assert!(
+            !w.log().iter().any(|l| l.contains("enable tftp")),
+            "{:?}",
+            w.log()
+        );
+    }
 }
 
 #[test]

@@ -13,6 +13,8 @@
 //! 5. An existing PersistentVolumeClaim is never written (never recreated, never resized).
 //! 6. No secret value (SSH private key, database passwords, CA key) appears in any printable
 //!    output: the human preview, the manifests stream, the serialized plan.
+//! 7. After a final sync, the TFTP Deployment runs iff `--tftp` says so or, without the flag,
+//!    the source served TFTP; Service tftp is written iff it runs and not on the host network.
 
 mod common;
 
@@ -47,6 +49,38 @@ struct State {
     db: DbState,
     /// Per image check Job (server, database, upgrade): 0 none, 1 running, 2 failed, 3 succeeded.
     image_checks: [u8; 3],
+    tftp: TftpState,
+}
+
+/// The TFTP choice: the source's `tftp` value (`None`: not recorded), the flag, the host
+/// network. Unrecorded data only comes with a flag (planning refuses otherwise, tested in
+/// `tftp_plan.rs`).
+#[derive(Debug, Clone)]
+struct TftpState {
+    source: Option<bool>,
+    flag: Option<bool>,
+    host_network: bool,
+}
+
+fn tftp_state() -> impl Strategy<Value = TftpState> {
+    (
+        proptest::option::of(any::<bool>()),
+        proptest::option::of(any::<bool>()),
+        any::<bool>(),
+    )
+        .prop_map(|(source, flag, host_network)| {
+            let flag = if source.is_none() {
+                Some(flag.unwrap_or(true))
+            } else {
+                flag
+            };
+            TftpState {
+                source,
+                flag,
+                // --tftp=false with the host network is refused as contradictory.
+                host_network: host_network && flag != Some(false),
+            }
+        })
 }
 
 /// The database phase, when a final sync has succeeded: the synced major, what exists of the
@@ -100,6 +134,7 @@ fn state() -> impl Strategy<Value = State> {
         "[A-Za-z0-9]{12,24}",
         "[ -~]{8,24}",
         (db_state(), [0u8..4, 0u8..4, 0u8..4]),
+        tftp_state(),
     )
         .prop_map(
             |(
@@ -112,6 +147,7 @@ fn state() -> impl Strategy<Value = State> {
                 key_marker,
                 password,
                 (db, image_checks),
+                tftp,
             )| State {
                 namespace,
                 // Without flags, the objects must exist (else planning refuses, tested elsewhere).
@@ -127,6 +163,7 @@ fn state() -> impl Strategy<Value = State> {
                 db,
                 image_checks,
                 password: format!("PW{password}"),
+                tftp,
             },
         )
 }
@@ -135,6 +172,8 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     let key = common::private_key(&state.key_marker);
     let mut args = common::args_with_ssh(&key);
     args.prepare = state.prepare;
+    args.tftp = state.tftp.flag;
+    args.tftp_host_network = state.tftp.host_network;
     args.ssl_password = Some(uyuni_core::secret::SecretString::new(format!(
         "CAPW{}",
         state.password
@@ -235,6 +274,13 @@ fn build(state: &State) -> (MigrateParams, Observed) {
                     uyuni_core::scripts::data_keys::PG_VERSION.into(),
                     k8s_openapi::ByteString(state.db.pg_version.as_bytes().to_vec()),
                 );
+                match state.tftp.source {
+                    Some(v) => d.insert(
+                        uyuni_core::scripts::data_keys::TFTP.into(),
+                        k8s_openapi::ByteString(v.to_string().into_bytes()),
+                    ),
+                    None => d.remove(uyuni_core::scripts::data_keys::TFTP),
+                };
             }
             o.insert(data);
             if !state.prepare {
@@ -362,6 +408,27 @@ proptest! {
         }
         if params.prepare {
             prop_assert!(!ids.iter().any(|i| i.starts_with("db-")), "--prepare went past the sync");
+        }
+        // 7
+        let synced_final = !params.prepare
+            && matches!(s.job, JobFixture::Succeeded | JobFixture::SucceededOtherSpec);
+        if synced_final {
+            let wanted = s.tftp.flag.or(s.tftp.source).unwrap_or(false);
+            let running = preview
+                .end
+                .deployment(uyuni_core::builders::tftp::DEPLOYMENT)
+                .and_then(|d| d.spec.as_ref())
+                .and_then(|spec| spec.replicas)
+                .unwrap_or(0)
+                > 0;
+            prop_assert_eq!(running, wanted, "TFTP Deployment: {:?}", s.tftp);
+            let service_written = preview.executed.iter().any(|step| step.id == "service-tftp");
+            prop_assert_eq!(
+                service_written,
+                wanted && !s.tftp.host_network,
+                "Service tftp: {:?}",
+                s.tftp
+            );
         }
         // 5
         for step in &preview.executed {

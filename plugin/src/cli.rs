@@ -456,6 +456,26 @@ pub struct MigrateCmd {
     #[arg(long, value_name = "N", help_heading = IMAGE)]
     pub coco_replicas: Option<u32>,
 
+    /// Deploy the TFTP server (Deployment and LoadBalancer Service tftp): --tftp or
+    /// --tftp=true deploys it, --tftp=false does not [default: as the source, whose
+    /// tftp.socket is checked by the data sync].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "TFTP")]
+    pub tftp: Option<bool>,
+
+    /// TFTP server image [default: uyuni/proxy-tftpd, the server's registry].
+    #[arg(long, value_name = "IMAGE", help_heading = "TFTP")]
+    pub tftp_image: Option<String>,
+
+    /// Tag of the TFTP server image [default: the server's tag].
+    #[arg(long, value_name = "TAG", help_heading = "TFTP")]
+    pub tftp_tag: Option<String>,
+
+    /// Run the TFTP server on its node's network instead of behind a LoadBalancer Service,
+    /// for clusters without a LoadBalancer implementation (PXE clients then use that node's
+    /// address).
+    #[arg(long, help_heading = "TFTP")]
+    pub tftp_host_network: bool,
+
     /// Ingress controller to expose the server through: auto (the cluster's default
     /// IngressClass), traefik, nginx or none.
     #[arg(long, value_name = "CONTROLLER", help_heading = "Networking")]

@@ -126,6 +126,10 @@ fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
         coco_image: cmd.coco_image.clone(),
         hubxmlrpc_replicas: cmd.hubxmlrpc_replicas,
         coco_replicas: cmd.coco_replicas,
+        tftp: cmd.tftp,
+        tftp_image: cmd.tftp_image.clone(),
+        tftp_tag: cmd.tftp_tag.clone(),
+        tftp_host_network: cmd.tftp_host_network,
         ingress: cmd.ingress.clone(),
         ingress_class: cmd.ingress_class.clone(),
         configure_ingress_controller: cmd.configure_ingress_controller,
@@ -160,7 +164,7 @@ fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
 
 /// The steps of a migration that later versions add; said at the end so nobody mistakes the
 /// data sync for a finished migration.
-const NOT_BUILT: &str = "Not built yet: Gateway API routes, the TFTP container, saline, and LoadBalancer/NodePort Services as an alternative to the ingress controller.";
+const NOT_BUILT: &str = "Not built yet: Gateway API routes, saline, and LoadBalancer/NodePort Services for the server's ports as an alternative to the ingress controller.";
 
 /// Connects, and validates the flags into parameters: everything before the first request that
 /// depends on them.
@@ -229,6 +233,10 @@ fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>
         yes_no(data.has_hubxmlrpc)
     ));
     out.push_str(&format!("  Java debugging:   {}\n", yes_no(data.debug)));
+    out.push_str(&format!(
+        "  TFTP:             {}\n",
+        tftp_line(params, data)
+    ));
     out.push_str(&format!("  TLS material:     {}\n", data.ssl_summary()));
     if params.prepare {
         out.push_str(&format!(
@@ -238,6 +246,35 @@ fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>
     }
     out.push_str(&format!("\n{NOT_BUILT}\n"));
     out
+}
+
+/// What the source did about TFTP and, after a final run, what was deployed.
+fn tftp_result(params: &MigrateParams, data: &ExtractedData) -> TftpResult {
+    use uyuni_core::builders::tftp::{Decision, decide};
+    TftpResult {
+        source: data.tftp,
+        deployed: (!params.prepare)
+            .then(|| decide(params, data).ok())
+            .flatten()
+            .map(|d| d == Decision::On),
+        host_network: params.tftp.host_network,
+    }
+}
+
+fn tftp_line(params: &MigrateParams, data: &ExtractedData) -> String {
+    let r = tftp_result(params, data);
+    let source = match r.source {
+        Some(true) => "tftp.socket enabled on the source",
+        Some(false) => "tftp.socket not enabled on the source",
+        None => "the source's tftp.socket was not recorded",
+    };
+    let deployed = match (r.deployed, r.host_network) {
+        (Some(true), true) => "; Deployment tftp on its node's network",
+        (Some(true), false) => "; Deployment tftp behind LoadBalancer Service tftp",
+        (Some(false), _) => "; not deployed",
+        (None, _) => "",
+    };
+    format!("{source}{deployed}")
 }
 
 pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()> {
@@ -340,6 +377,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         },
         hub_xmlrpc: data.has_hubxmlrpc,
         java_debug: data.debug,
+        tftp: tftp_result(&params, &data),
         tls: data.ssl_summary(),
         notes,
         not_built: NOT_BUILT,
@@ -369,9 +407,20 @@ struct MigrationResult {
     database: DatabaseResult,
     hub_xmlrpc: bool,
     java_debug: bool,
+    tftp: TftpResult,
     tls: String,
     notes: Vec<String>,
     not_built: &'static str,
+}
+
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TftpResult {
+    /// Whether tftp.socket was enabled on the source (`null`: not recorded).
+    source: Option<bool>,
+    /// Whether the TFTP server was deployed (`null` after a --prepare run).
+    deployed: Option<bool>,
+    host_network: bool,
 }
 
 #[derive(Debug, serde::Serialize)]

@@ -162,6 +162,31 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
         assert_eq!(s["spec"]["ports"][0]["port"], 5432);
         assert_eq!(s["spec"]["selector"]["app.kubernetes.io/component"], "db");
     }
+    // The source served TFTP: its Deployment runs (checked ready above) behind a UDP
+    // LoadBalancer; only k3s's ServiceLB gives it an address, and the run says either way.
+    let tftp = env
+        .sim
+        .get("v1", "Service", Some(NS), "tftp")
+        .expect("Service tftp");
+    assert_eq!(tftp["spec"]["type"], "LoadBalancer");
+    assert_eq!(tftp["spec"]["ports"][0]["protocol"], "UDP");
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "tftp")
+            .is_some()
+    );
+    if flavour == Flavour::K3s {
+        assert!(
+            stdout.contains("TFTP answers at 10.0.0.10, port 69/UDP"),
+            "{stdout}"
+        );
+    } else {
+        assert!(
+            stdout.contains("Service tftp (LoadBalancer, port 69/UDP) has no external address yet")
+                && stdout.contains("MetalLB"),
+            "{stdout}"
+        );
+    }
     check_golden(golden, &(managed_objects(&env).join("\n") + "\n"));
     validate_written(&env.sim);
     validate_custom_resources(&env.sim);
@@ -465,6 +490,9 @@ fn dry_run_before_the_sync_shows_the_database_phase_with_placeholders() {
         "service/reportdb",
         "deployment/db",
         "job/uyuni-db-migration-sql-",
+        "service/tftp",
+        "deployment/tftp",
+        "if tftp.socket is enabled on the source: known after data-sync",
         "<known after data-sync>",
     ] {
         assert!(
@@ -761,6 +789,92 @@ fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
     );
     assert!(container["startupProbe"]["failureThreshold"].as_i64() >= Some(8640));
     validate_written(&env.sim);
+}
+
+/// The scenario's data sync with the source's `tftp` value.
+fn with_source_tftp(mut scenario: Scenario, value: &str) -> Scenario {
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        for effect in &mut job.side_effects {
+            let SideEffect::PatchSecret(p) = effect;
+            p.string_data.insert("tftp".into(), value.into());
+        }
+    }
+    scenario
+}
+
+#[test]
+fn tftp_follows_the_source_and_the_flags_move_it_to_the_host_network() {
+    let env = env(with_source_tftp(migration("16"), "false"), Flavour::Plain);
+    let out = env.migrate(&[ssh_flags(), vec!["-o".into(), "json".into()]].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let result: Value = serde_json::from_str(&stdout).expect("json result");
+    assert_eq!(
+        result["tftp"],
+        serde_json::json!({"source": false, "deployed": false, "hostNetwork": false})
+    );
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "tftp")
+            .is_none()
+    );
+    assert!(env.sim.get("v1", "Service", Some(NS), "tftp").is_none());
+
+    // The flags win over the source: TFTP on the node's network, no Service.
+    let again = env.migrate(&["--tftp".into(), "--tftp-host-network".into()]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("on its node's network"), "{stdout}");
+    assert!(stdout.contains("--tftp-host-network"), "{stdout}");
+    let d = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "tftp")
+        .expect("tftp");
+    assert!(deployment_ready(&d));
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["hostNetwork"], true);
+    assert_eq!(pod["dnsPolicy"], "ClusterFirstWithHostNet");
+    assert_eq!(
+        pod["containers"][0]["image"],
+        "registry.opensuse.org/uyuni/proxy-tftpd:latest"
+    );
+    assert_eq!(
+        pod["containers"][0]["command"][2], "web.uyuni.svc",
+        "it fetches from Service web"
+    );
+    assert!(env.sim.get("v1", "Service", Some(NS), "tftp").is_none());
+    assert_eq!(env.jobs_of("data-sync").len(), 1, "no new sync");
+    validate_written(&env.sim);
+}
+
+#[test]
+fn a_tftp_server_that_cannot_start_ends_the_wait_with_the_step_named() {
+    let mut scenario = migration("16");
+    scenario
+        .deployments
+        .insert("tftp".into(), DeploymentScript::stuck("ImagePullBackOff"));
+    let env = env(scenario, Flavour::K3s);
+    let out = env.migrate(
+        &[
+            ssh_flags(),
+            vec!["--tftp-image".into(), "example.com/no-such-tftpd".into()],
+        ]
+        .concat(),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stderr.contains("tftp-ready") && stderr.contains("ImagePullBackOff"),
+        "{stderr}"
+    );
+    let server = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "uyuni")
+        .expect("server");
+    assert!(deployment_ready(&server), "the server came up first");
 }
 
 #[test]

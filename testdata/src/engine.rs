@@ -14,7 +14,7 @@ use crate::patch;
 use crate::resources::ResourceType;
 use crate::rng::Rng;
 use crate::scenario::{Faults, Scenario};
-use crate::sim::{JobCreated, RequestRecord, SimConfig};
+use crate::sim::{Flavour, JobCreated, RequestRecord, SimConfig};
 use crate::store::{Key, State, WrittenObject};
 use crate::validate;
 
@@ -582,8 +582,39 @@ impl Shared {
                         port["targetPort"] = port["port"].clone();
                     }
                 }
-                if spec["type"] == json!("LoadBalancer") {
-                    // k3s's servicelb and RKE2's klipper give LoadBalancers the node's IP.
+                let external = matches!(spec["type"].as_str(), Some("LoadBalancer" | "NodePort"));
+                if external {
+                    // As the API server: node ports for every port, the Cluster policy by
+                    // default, and a health check port for Local LoadBalancers.
+                    if spec["externalTrafficPolicy"].is_null() {
+                        spec["externalTrafficPolicy"] = json!("Cluster");
+                    }
+                    for port in spec["ports"].as_array_mut().into_iter().flatten() {
+                        if port["nodePort"].is_null() {
+                            port["nodePort"] = json!(30000 + lock(&self.rng).next_u64() % 2768);
+                        }
+                    }
+                    if spec["type"] == json!("LoadBalancer") {
+                        if spec["allocateLoadBalancerNodePorts"].is_null() {
+                            spec["allocateLoadBalancerNodePorts"] = json!(true);
+                        }
+                        if spec["externalTrafficPolicy"] == json!("Local")
+                            && spec["healthCheckNodePort"].is_null()
+                        {
+                            spec["healthCheckNodePort"] =
+                                json!(30000 + lock(&self.rng).next_u64() % 2768);
+                        }
+                    }
+                }
+                if spec["sessionAffinity"] == json!("ClientIP")
+                    && spec["sessionAffinityConfig"].is_null()
+                {
+                    spec["sessionAffinityConfig"] = json!({"clientIP": {"timeoutSeconds": 10800}});
+                }
+                if spec["type"] == json!("LoadBalancer") && self.config.flavour == Flavour::K3s {
+                    // k3s's ServiceLB gives LoadBalancers the node's IP at once; RKE2 (ServiceLB
+                    // off by default) and a plain cluster have no LoadBalancer implementation,
+                    // so the address stays pending there.
                     obj["status"] = json!({"loadBalancer": {"ingress": [{"ip": crate::cluster::NODE_IP, "ipMode": "VIP"}]}});
                 } else {
                     obj["status"] = json!({"loadBalancer": {}});

@@ -101,6 +101,7 @@ pub fn migration() -> Scenario {
         ("report_db_password", "another one with spaces".to_string()),
         ("has_hubxmlrpc", "false".to_string()),
         ("debug", "false".to_string()),
+        ("tftp", "true".to_string()),
         ("fqdn", "uyuni.example.com".to_string()),
         ("ca.crt", source_ca_pem()),
         ("ca.key", FAKE_ENCRYPTED_KEY.to_string()),

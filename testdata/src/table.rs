@@ -152,18 +152,28 @@ fn columns(rt: &ResourceType, obj: &Value) -> (Vec<&'static str>, Vec<Value>) {
                 .into_iter()
                 .flatten()
                 .map(|p| {
+                    // As the API server prints them: `port:nodePort/protocol` with a node port.
+                    let node_port = p["nodePort"]
+                        .as_i64()
+                        .map(|n| format!(":{n}"))
+                        .unwrap_or_default();
                     format!(
-                        "{}/{}",
+                        "{}{node_port}/{}",
                         s(&p["port"]),
                         p["protocol"].as_str().unwrap_or("TCP")
                     )
                 })
                 .collect();
+            let pending = if obj["spec"]["type"] == json!("LoadBalancer") {
+                "<pending>"
+            } else {
+                "<none>"
+            };
             let external = st["loadBalancer"]["ingress"]
                 .as_array()
                 .and_then(|a| a.first())
                 .and_then(|i| i["ip"].as_str())
-                .unwrap_or("<none>");
+                .unwrap_or(pending);
             (
                 vec!["Type", "Cluster-IP", "External-IP", "Ports"],
                 vec![

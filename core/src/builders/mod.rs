@@ -11,14 +11,17 @@ pub mod namespace;
 pub mod pvc;
 pub mod registry;
 pub mod server;
+pub mod tftp;
 pub mod tls;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
+    ConfigMapVolumeSource, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Volume,
+    VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::labels;
 
@@ -72,6 +75,7 @@ pub mod components {
     pub const TLS: &str = "tls";
     pub const HUB_XMLRPC: &str = "hub-xmlrpc";
     pub const COCO: &str = "coco";
+    pub const TFTP: &str = "tftp";
 }
 
 /// Metadata of a namespaced object the tool owns.
@@ -81,6 +85,45 @@ pub fn meta(name: &str, namespace: &str, component: &str) -> ObjectMeta {
         namespace: Some(namespace.to_owned()),
         labels: Some(labels::labels(component)),
         ..ObjectMeta::default()
+    }
+}
+
+/// A Deployment of one component with the chart's labels and selector (images-today §C.2).
+/// Always `Recreate`: the server's volumes are ReadWriteOnce, and a host-network pod (TFTP)
+/// cannot start next to its predecessor on the same node, so a rolling update would wait for
+/// ever with one replica.
+pub(crate) fn deployment(
+    params: &crate::params::MigrateParams,
+    name: &str,
+    component: &str,
+    replicas: i32,
+    pod: PodSpec,
+) -> Deployment {
+    Deployment {
+        metadata: meta(name, &params.namespace, component),
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".to_owned()),
+                ..DeploymentStrategy::default()
+            }),
+            selector: LabelSelector {
+                match_labels: Some(database::selector(component)),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels::labels(component)),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    image_pull_secrets: registry::pod_pull_secrets(params),
+                    ..pod
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
     }
 }
 

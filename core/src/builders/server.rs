@@ -2,20 +2,18 @@
 //! §A.4, §A.6, §A.7, §E.3), the hub XML-RPC API and the coco attestation Deployments, and the
 //! server-side Services of the port catalogue.
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction,
-    HTTPGetAction, Lifecycle, LifecycleHandler, PodSpec, PodTemplateSpec, Probe, SELinuxOptions,
-    SecretVolumeSource, SecurityContext, TCPSocketAction, Volume, VolumeMount,
+    HTTPGetAction, Lifecycle, LifecycleHandler, PodSpec, Probe, SELinuxOptions, SecretVolumeSource,
+    SecurityContext, TCPSocketAction, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::builders::database::{secret_env, selector};
+use crate::builders::database::secret_env;
 use crate::builders::job::env;
-use crate::builders::{components, config_map_volume, meta, mount, names, pvc_volume};
-use crate::labels;
+use crate::builders::{components, config_map_volume, deployment, mount, names, pvc_volume};
 use crate::observed::ExtractedData;
 use crate::params::MigrateParams;
 use crate::ports::{self, Features};
@@ -104,6 +102,9 @@ fn server_env(data: &ExtractedData, fqdn: &str) -> Vec<EnvVar> {
         env("REPORT_DB_PORT", &ports::PGSQL_PORT.to_string()),
         env("REPORT_DB_NAME", "reportdb"),
         env("DEBUG_JAVA", if data.debug { "true" } else { "false" }),
+        // TFTP is the `tftp` Deployment's (builders::tftp); the server must not serve it too.
+        // `n` is the image's default, said here so that no setup run turns it on.
+        env("MANAGER_ENABLE_TFTP", "n"),
         // The database may still be finishing its own start: wait for it, not 5 seconds.
         env("UYUNI_INIT_DB_CONN_RETRIES", "60"),
         env("UYUNI_INIT_DB_CONN_INTERVAL", "5"),
@@ -244,41 +245,6 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
             ..PodSpec::default()
         },
     )
-}
-
-fn deployment(
-    params: &MigrateParams,
-    name: &str,
-    component: &str,
-    replicas: i32,
-    pod: PodSpec,
-) -> Deployment {
-    Deployment {
-        metadata: meta(name, &params.namespace, component),
-        spec: Some(DeploymentSpec {
-            replicas: Some(replicas),
-            strategy: Some(DeploymentStrategy {
-                type_: Some("Recreate".to_owned()),
-                ..DeploymentStrategy::default()
-            }),
-            selector: LabelSelector {
-                match_labels: Some(selector(component)),
-                ..LabelSelector::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels::labels(component)),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    image_pull_secrets: super::registry::pod_pull_secrets(params),
-                    ..pod
-                }),
-            },
-            ..DeploymentSpec::default()
-        }),
-        ..Deployment::default()
-    }
 }
 
 fn tcp_probe(port: i32, period: i32, failures: i32) -> Probe {

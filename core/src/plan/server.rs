@@ -1,10 +1,12 @@
 //! The server phase of a migration, once the database runs and the TLS material exists: the
 //! server-side Services of the port catalogue, the server Deployment `uyuni`, the hub XML-RPC
-//! API and coco when asked for or detected, and the waits for them.
+//! API and coco when asked for or detected, the TFTP server when the source served TFTP or
+//! `--tftp` says so, and the waits for them.
 
 use super::{apply_step, keep_step};
 use crate::builders::ingress::{self, Controller};
-use crate::builders::{components, database, names, server, tls};
+use crate::builders::tftp::Decision;
+use crate::builders::{components, database, names, server, tftp, tls};
 use crate::object::CustomKind;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, deployment_ready};
@@ -97,6 +99,9 @@ fn ingress_steps(
             observed,
         ));
     }
+    // No IngressRouteUDP for TFTP (nor an ingress-nginx `udp` entry): a TFTP server answers
+    // from a new port, which a UDP proxy does not relay; Service tftp is a LoadBalancer instead
+    // (builders::tftp).
     if controller == Controller::Traefik && observed.serves(CustomKind::IngressRouteTcp) {
         for p in ingress::external_ports(features) {
             let route = ingress::route(ns, &p);
@@ -142,7 +147,13 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
     let Ok(Some(data)) = observed.extracted() else {
         return Vec::new();
     };
-    let features = server::features(params, &data);
+    let mut notes = ingress_notes(params, observed, &data);
+    notes.extend(tftp_notes(params, observed, &data));
+    notes
+}
+
+fn ingress_notes(params: &MigrateParams, observed: &Observed, data: &ExtractedData) -> Vec<String> {
+    let features = server::features(params, data);
     let external = ingress::external_ports(features);
     let list = external
         .iter()
@@ -168,10 +179,154 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
     )]
 }
 
+/// The address a LoadBalancer Service was given, if any.
+fn load_balancer_address(observed: &Observed, name: &str) -> Option<String> {
+    let Some(Object::Service(service)) = observed.get(Kind::Service, name) else {
+        return None;
+    };
+    service
+        .status
+        .as_ref()?
+        .load_balancer
+        .as_ref()?
+        .ingress
+        .as_ref()?
+        .iter()
+        .find_map(|i| i.ip.clone().or_else(|| i.hostname.clone()))
+}
+
+/// How PXE clients reach the TFTP server, and what is left to do for it. TFTP is never routed
+/// through the ingress controller (see [`crate::builders::tftp`]).
+fn tftp_notes(params: &MigrateParams, observed: &Observed, data: &ExtractedData) -> Vec<String> {
+    let ns = &params.namespace;
+    let service = ObjectRef::new(Kind::Service, tftp::SERVICE);
+    let leftover = ours(observed, &service);
+    let delete = format!("kubectl -n {ns} delete service {}", tftp::SERVICE);
+    let mut notes = Vec::new();
+    match tftp::decide(params, data) {
+        Ok(Decision::On) if params.tftp.host_network => {
+            notes.push(format!(
+                "TFTP runs on the network of its node (--tftp-host-network): PXE clients reach it at that node's address, port {port}/UDP. Find the node with `kubectl -n {ns} get pod -l app.kubernetes.io/component={component} -o wide` and point the DHCP server's next-server at its address; it changes if the pod moves to another node.",
+                port = tftp::PORT,
+                component = components::TFTP,
+            ));
+            if leftover {
+                notes.push(format!(
+                    "Service {svc} of an earlier run is not needed on the host network, and on k3s its ServiceLB holds port {port}/UDP on the nodes, which the TFTP pod needs: delete it with `{delete}`.",
+                    svc = tftp::SERVICE,
+                    port = tftp::PORT,
+                ));
+            }
+        }
+        Ok(Decision::On) => match load_balancer_address(observed, tftp::SERVICE) {
+            Some(address) => notes.push(format!(
+                "TFTP answers at {address}, port {port}/UDP (LoadBalancer Service {svc}): point the DHCP server's next-server at {address}. `kubectl -n {ns} get service {svc}` shows it.",
+                port = tftp::PORT,
+                svc = tftp::SERVICE,
+            )),
+            None => notes.push(format!(
+                "Service {svc} (LoadBalancer, port {port}/UDP) has no external address yet, and PXE clients need one: on k3s, its ServiceLB gives it a node's address; elsewhere the cluster needs a LoadBalancer implementation such as MetalLB, or run again with --tftp-host-network to serve TFTP on its node's network. The ingress controller cannot carry TFTP: the server answers from a new port, which a UDP proxy does not relay. Check with `kubectl -n {ns} get service {svc}` (EXTERNAL-IP), then point the DHCP server's next-server at that address.",
+                port = tftp::PORT,
+                svc = tftp::SERVICE,
+            )),
+        },
+        Ok(Decision::Off) if leftover => notes.push(format!(
+            "TFTP is off ({}); Service {} of an earlier run is left: delete it with `{delete}`.",
+            tftp::origin(params, Decision::Off),
+            tftp::SERVICE,
+        )),
+        Ok(Decision::Off | Decision::Unknown) | Err(_) => {}
+    }
+    notes
+}
+
+/// The TFTP Service, when TFTP is on and not on the host network. A Service this tool wrote and
+/// that is no longer wanted is left, with the command to delete it (the tool deletes nothing).
+fn tftp_service_step(
+    params: &MigrateParams,
+    observed: &Observed,
+    decision: Decision,
+) -> Option<Step> {
+    let ns = &params.namespace;
+    let description = format!(
+        "Service {} ({} {}/UDP, LoadBalancer): how PXE clients reach TFTP",
+        tftp::SERVICE,
+        tftp::SERVICE,
+        tftp::PORT
+    );
+    let wanted = decision != Decision::Off && !params.tftp.host_network;
+    if wanted {
+        let description = match decision {
+            Decision::Unknown => format!("{description} ({})", tftp::origin(params, decision)),
+            Decision::On | Decision::Off => description,
+        };
+        return Some(apply_step(
+            "service-tftp",
+            description,
+            Object::Service(tftp::tftp_service(ns)),
+            observed,
+        ));
+    }
+    let target = ObjectRef::new(Kind::Service, tftp::SERVICE);
+    ours(observed, &target).then(|| {
+        let why = if decision == Decision::Off {
+            "TFTP is off"
+        } else {
+            "TFTP runs on the host network"
+        };
+        keep_step(
+            "service-tftp",
+            description,
+            target,
+            format!(
+                "exists from an earlier run and is not needed ({why}): left; delete it with `kubectl -n {ns} delete service {}`",
+                tftp::SERVICE
+            ),
+        )
+    })
+}
+
+/// The TFTP Deployment: one replica when on; scaled to 0 when off and it exists (as the hub).
+fn tftp_deployment_step(
+    params: &MigrateParams,
+    observed: &Observed,
+    decision: Decision,
+    fqdn: &str,
+) -> Option<Step> {
+    let replicas = i32::from(decision != Decision::Off);
+    if replicas == 0 && observed.deployment(tftp::DEPLOYMENT).is_none() {
+        return None;
+    }
+    let network = if params.tftp.host_network {
+        "on its node's network"
+    } else {
+        "behind Service tftp"
+    };
+    let description = if replicas == 0 {
+        format!(
+            "the TFTP server, scaled to 0 ({})",
+            tftp::origin(params, decision)
+        )
+    } else {
+        format!(
+            "the TFTP server, {network}, serving files of Service {} ({})",
+            tftp::WEB_SERVICE,
+            tftp::origin(params, decision)
+        )
+    };
+    Some(apply_step(
+        "tftp-deployment",
+        description,
+        Object::Deployment(tftp::tftp_deployment(params, fqdn, replicas)),
+        observed,
+    ))
+}
+
 pub(super) fn steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
+    tftp_decision: Decision,
 ) -> Vec<Step> {
     let ns = &params.namespace;
     let features = server::features(params, data);
@@ -195,6 +350,7 @@ pub(super) fn steps(
             observed,
         ));
     }
+    steps.extend(tftp_service_step(params, observed, tftp_decision));
     let fqdn = tls::server_fqdn(params, data);
     steps.extend(ingress_steps(params, observed, features, &fqdn));
     steps.push(apply_step(
@@ -223,6 +379,7 @@ pub(super) fn steps(
             observed,
         ));
     }
+    steps.extend(tftp_deployment_step(params, observed, tftp_decision, &fqdn));
     steps.push(wait_step(
         observed,
         "server-ready",
@@ -245,6 +402,15 @@ pub(super) fn steps(
             "coco-ready",
             server::COCO_DEPLOYMENT,
             "the attestation",
+            SIDECAR_WAIT,
+        ));
+    }
+    if tftp_decision != Decision::Off {
+        steps.push(wait_step(
+            observed,
+            "tftp-ready",
+            tftp::DEPLOYMENT,
+            "the TFTP server",
             SIDECAR_WAIT,
         ));
     }

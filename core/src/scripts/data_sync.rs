@@ -464,6 +464,16 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line("  on_source 'systemctl is-enabled --quiet hub-xmlrpc-api.service 2>/dev/null'; then");
     o.line("  has_hubxmlrpc=true");
     o.line("fi");
+    o.line(
+        "# TFTP is a container of its own with today's images (server-image 5.2.5): whether the",
+    );
+    o.line("# source served it is only recorded, for the tool to deploy that container; the");
+    o.line("# reference enabled tftp.socket in the server instead (step 8).");
+    o.line("tftp=false");
+    o.line("if on_source 'systemctl is-enabled --quiet tftp.socket 2>/dev/null' ||");
+    o.line("  on_source 'systemctl is-active --quiet tftp.socket 2>/dev/null'; then");
+    o.line("  tftp=true");
+    o.line("fi");
     o.line("");
 
     o.line("# Step 2.");
@@ -536,10 +546,12 @@ pub fn render(script: &DataSyncScript) -> String {
 
     o.line("# Step 8: enable the services in the (volume-backed) systemd wants directories.");
     o.line("spacewalk-service enable");
-    o.line("if on_source 'systemctl is-enabled --quiet tftp.socket 2>/dev/null'; then");
-    o.line("  echo 'Enabling the tftp socket...'");
-    o.line("  systemctl enable tftp.socket");
-    o.line("fi");
+    o.line("# Not tftp.socket: TFTP runs in its own container. A link an earlier version of this");
+    o.line("# script made would start a second, unreachable TFTP server in the server container.");
+    o.line(&format!(
+        "rm -f -- {}",
+        local("/etc/systemd/system/sockets.target.wants/tftp.socket")
+    ));
     o.line("");
     o.line("# Step 9: paths that moved into the image.");
     o.line(&format!(
@@ -819,6 +831,7 @@ fn render_extraction(o: &mut Out, script: &DataSyncScript) {
         "values[{}]=$has_hubxmlrpc",
         q(data_keys::HAS_HUBXMLRPC)
     ));
+    o.line(&format!("values[{}]=$tftp", q(data_keys::TFTP)));
     o.line(&format!(
         "if on_source 'grep -rqs jdwp /etc/tomcat/conf.d /etc/rhn/taskomatic.conf'; then values[{k}]=true; else values[{k}]=false; fi",
         k = q(data_keys::DEBUG)

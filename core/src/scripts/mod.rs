@@ -35,6 +35,9 @@ pub mod data_keys {
     pub const REPORT_DB_PASSWORD: &str = "report_db_password";
     pub const HAS_HUBXMLRPC: &str = "has_hubxmlrpc";
     pub const DEBUG: &str = "debug";
+    /// `true` when `tftp.socket` was enabled (or active) on the source: the TFTP server is
+    /// deployed as its own Deployment then, unless `--tftp` says otherwise.
+    pub const TFTP: &str = "tftp";
     /// `java.hostname` of the source's rhn.conf.
     pub const FQDN: &str = "fqdn";
     /// The CA certificate the source trusts (`LOCAL-RHN-ORG-TRUSTED-SSL-CERT`).

@@ -111,6 +111,7 @@ pub fn extracted_secret(job: &str, password: &str, ca_key: Option<&str>) -> Obje
         (data_keys::REPORT_DB_PASSWORD, password),
         (data_keys::HAS_HUBXMLRPC, "false"),
         (data_keys::DEBUG, "false"),
+        (data_keys::TFTP, "true"),
         (
             data_keys::CA_CERT,
             "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",

@@ -549,6 +549,7 @@ fn kubectl_follows_logs_as_they_are_written() {
         "report_db_password",
         "has_hubxmlrpc",
         "debug",
+        "tftp",
         "fqdn",
         "ca.crt",
         "ca.key",
