@@ -29,37 +29,64 @@ fn ids(steps: &[Step]) -> Vec<&str> {
     steps.iter().map(|s| s.id.as_str()).collect()
 }
 
-#[test]
-fn after_the_sync_the_database_steps_run_in_order() {
-    let params = common::params();
-    let p = preview(&params, &common::after_sync(&params)).expect("preview");
-    assert_eq!(
-        ids(&p.executed)[..11],
-        [
-            "db-fixup",
-            "pvc-var-pgsql18",
-            "db-upgrade",
-            "db-admin-credentials",
-            "db-credentials",
-            "reportdb-credentials",
-            "service-db",
-            "service-reportdb",
-            "db-deployment",
-            "db-ready",
-            "db-migration-sql",
-        ]
-    );
-    let deployment = p.end.deployment("db").expect("db");
-    assert!(deployment_ready(deployment));
-    let claim = deployment
+/// The claim of the first volume backed by a PersistentVolumeClaim.
+fn claim_of(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<String> {
+    deployment
         .spec
         .as_ref()
         .and_then(|s| s.template.spec.as_ref())
         .and_then(|s| s.volumes.as_ref())
-        .and_then(|v| v.first())
-        .and_then(|v| v.persistent_volume_claim.as_ref())
-        .map(|c| c.claim_name.clone());
-    assert_eq!(claim.as_deref(), Some("var-pgsql18"));
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.persistent_volume_claim.as_ref())
+        .map(|c| c.claim_name.clone())
+}
+
+#[test]
+fn after_the_sync_the_database_steps_run_in_order() {
+    let params = common::params();
+    let p = preview(&params, &common::after_sync(&params)).expect("preview");
+    let executed = ids(&p.executed);
+    const DATABASE: [&str; 11] = [
+        "db-fixup",
+        "pvc-var-pgsql18",
+        "db-upgrade",
+        "db-admin-credentials",
+        "db-credentials",
+        "reportdb-credentials",
+        "service-db",
+        "service-reportdb",
+        "db-deployment",
+        "db-ready",
+        "db-migration-sql",
+    ];
+    let database: Vec<&str> = executed
+        .iter()
+        .copied()
+        .filter(|id| DATABASE.contains(id))
+        .collect();
+    assert_eq!(database, DATABASE);
+    // The db pod mounts Secret db-cert: the TLS phase goes between the upgrade and the db
+    // Deployment, the server after both.
+    let pos = |id: &str| {
+        executed
+            .iter()
+            .position(|i| *i == id)
+            .unwrap_or_else(|| panic!("{id}: {executed:?}"))
+    };
+    assert!(pos("db-upgrade") < pos("ca-secret"), "{executed:?}");
+    assert!(pos("db-certificate") < pos("db-deployment"), "{executed:?}");
+    assert!(
+        pos("db-certificate-ready") < pos("db-deployment"),
+        "{executed:?}"
+    );
+    assert!(
+        pos("db-migration-sql") < pos("server-deployment"),
+        "{executed:?}"
+    );
+    let deployment = p.end.deployment("db").expect("db");
+    assert!(deployment_ready(deployment));
+    assert_eq!(claim_of(deployment).as_deref(), Some("var-pgsql18"));
     let Some(Action::RunJob { job, .. }) = p
         .executed
         .iter()
@@ -96,19 +123,7 @@ fn data_of_the_target_major_is_not_upgraded() {
     assert!(!ids(&p.executed).contains(&"db-upgrade"));
     assert!(!ids(&p.executed).contains(&"pvc-var-pgsql18"));
     let deployment = p.end.deployment("db").expect("db");
-    let volumes = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.volumes.clone())
-        .unwrap_or_default();
-    assert_eq!(
-        volumes[0]
-            .persistent_volume_claim
-            .as_ref()
-            .map(|c| c.claim_name.as_str()),
-        Some("var-pgsql")
-    );
+    assert_eq!(claim_of(deployment).as_deref(), Some("var-pgsql"));
 }
 
 #[test]
@@ -227,4 +242,55 @@ fn a_running_database_job_is_awaited() {
     let plan = plan(&params, &o).expect("plan");
     let next = plan.next_step().expect("next");
     assert_eq!((next.id.as_str(), next.op), ("db-upgrade", Op::AwaitJob));
+}
+
+#[test]
+fn the_db_pod_mounts_db_cert_as_the_chart_does() {
+    let params = common::params();
+    let p = preview(&params, &common::after_sync(&params)).expect("preview");
+    let deployment = p.end.deployment("db").expect("db");
+    let pod = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod");
+    let secret = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find_map(|v| v.secret.as_ref().map(|s| (v.name.clone(), s)))
+        .expect("a Secret volume");
+    assert_eq!(secret.1.secret_name.as_deref(), Some("db-cert"));
+    let items: Vec<(&str, &str, Option<i32>)> = secret
+        .1
+        .items
+        .iter()
+        .flatten()
+        .map(|i| (i.key.as_str(), i.path.as_str(), i.mode))
+        .collect();
+    assert_eq!(
+        items,
+        [
+            ("tls.crt", "tls/certs/spacewalk.crt", None),
+            ("tls.key", "tls/private/pg-spacewalk.key", Some(0o440)),
+            (
+                "ca.crt",
+                "trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT",
+                None
+            ),
+        ]
+    );
+    // The key is readable through the group, which is postgres's: fsGroup.
+    assert_eq!(
+        pod.security_context.as_ref().and_then(|c| c.fs_group),
+        Some(999)
+    );
+    let mount = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == secret.0)
+        .expect("mounted");
+    assert_eq!(mount.mount_path, "/etc/pki");
+    assert_eq!(mount.read_only, Some(true));
 }

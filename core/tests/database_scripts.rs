@@ -127,7 +127,8 @@ fn scripts_are_shellcheck_clean() {
 // ---------------------------------------------------------------------------------------------
 // Fix-up
 
-const CLASSIC_PG_CONF: &str = "# classic\nlisten_addresses = 'localhost'\n#ssl = off\nssl = on\nssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\nmax_connections = 400\n";
+/// A classic configuration with SSL off and the key somewhere the `db` pod does not have it.
+const CLASSIC_PG_CONF: &str = "# classic\nlisten_addresses = 'localhost'\n#ssl = on\nssl = off\nssl_key_file = 'server.key'\nmax_connections = 400\n";
 const RHN_CONF: &str = "db_backend = postgresql\ndb_user = spacewalk\ndb_password = p@ss #1\ndb_host = localhost\ndb_port = 5433\nreport_db_host = localhost\nserver.no_ssl = 0\n";
 
 fn fixup_sandbox(legacy_layout: bool) -> Sandbox {
@@ -159,11 +160,21 @@ fn fixup_flattens_fixes_the_configuration_and_moves_the_marker() {
 
     let pg = s.read("/var/lib/pgsql/data/postgresql.conf");
     assert!(pg.contains("listen_addresses = '*'\n"), "{pg}");
+    // TLS for external report-database clients, with the files the db pod mounts from db-cert.
     assert!(
-        pg.contains("ssl = off\n") && !pg.contains("ssl = on"),
+        pg.contains("\nssl = on\n") && !pg.contains("\nssl = off"),
         "{pg}"
     );
-    assert!(pg.contains("#ssl = off\n"), "comments stay: {pg}");
+    assert!(
+        pg.contains("ssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\n"),
+        "{pg}"
+    );
+    assert!(
+        pg.contains("ssl_key_file = '/etc/pki/tls/private/pg-spacewalk.key'\n")
+            && !pg.contains("server.key"),
+        "{pg}"
+    );
+    assert!(pg.contains("#ssl = on\n"), "comments stay: {pg}");
     assert!(pg.contains("max_connections = 400"), "{pg}");
 
     let rhn = s.read("/etc/rhn/rhn.conf");
@@ -364,7 +375,15 @@ fn upgrade_empties_the_target_copies_and_never_writes_the_source() {
         .lines()
         .find(|l| l.starts_with("pg_upgrade"))
         .expect("pg_upgrade");
-    assert!(upgrade.contains("-c ssl=off"), "{upgrade}");
+    // The fixed-up source says `ssl = on`; neither server of the upgrade has the certificate.
+    for side in ["--old-options=", "--new-options="] {
+        let options = upgrade
+            .split(" --")
+            .map(|a| format!("--{}", a.trim_start_matches("--")))
+            .find(|a| a.starts_with(side))
+            .unwrap_or_else(|| panic!("{side} missing: {upgrade}"));
+        assert!(options.contains("-c ssl=off"), "{options}");
+    }
     assert!(!upgrade.contains("--link"), "copy mode: {upgrade}");
     assert!(log.contains("setpriv --reuid=999"), "{log}");
 

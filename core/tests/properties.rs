@@ -8,7 +8,8 @@
 //! 4. Order: the namespace comes before every other write, every write of the sync phase comes
 //!    before the data-sync Job, and at most one data-sync Job is run or awaited. The database
 //!    phase comes after the sync, in the order fix-up → upgrade → `db` Deployment → ready →
-//!    migration SQL, and a running database is stopped before a Job works on its data.
+//!    migration SQL, and a running database is stopped before a Job works on its data. Secret
+//!    `db-cert` (or its Certificate) is written and waited for before the `db` Deployment.
 //! 5. An existing PersistentVolumeClaim is never written (never recreated, never resized).
 //! 6. No secret value (SSH private key, database passwords, CA key) appears in any printable
 //!    output: the human preview, the manifests stream, the serialized plan.
@@ -332,6 +333,14 @@ proptest! {
             .filter_map(|id| ids.iter().rposition(|i| i == id))
             .collect();
         prop_assert!(positions.windows(2).all(|w| w[0] < w[1]), "database order: {ids:?}");
+        // The db pod mounts Secret db-cert: whatever writes or waits for it comes first.
+        if let Some(deployment) = ids.iter().rposition(|i| *i == "db-deployment") {
+            for tls in ["db-cert", "db-certificate", "db-certificate-ready"] {
+                if let Some(p) = ids.iter().rposition(|i| *i == tls) {
+                    prop_assert!(p < deployment, "{tls} after db-deployment: {ids:?}");
+                }
+            }
+        }
         if let Some(first_db) = ids.iter().position(|i| i.starts_with("db-")) {
             prop_assert!(first_db >= sync_end, "database step before the sync ended: {ids:?}");
         }

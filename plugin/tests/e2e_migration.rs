@@ -94,10 +94,22 @@ fn deployment_ready(d: &Value) -> bool {
 }
 
 fn claim_of(d: &Value) -> String {
-    d["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
-        .as_str()
+    d["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|v| v["persistentVolumeClaim"]["claimName"].as_str())
         .unwrap_or_default()
         .to_owned()
+}
+
+/// Where the client's first write of `kind/name` comes among all client writes.
+fn first_write(env: &Env, kind: &str, name: &str) -> usize {
+    env.sim
+        .written()
+        .iter()
+        .position(|w| w.object["kind"] == kind && w.object["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("{kind}/{name} was never written"))
 }
 
 /// The whole run on one flavour: every Deployment ready, the objects as the golden list says,
@@ -131,6 +143,30 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
     assert_eq!(
         db["spec"]["template"]["spec"]["securityContext"]["fsGroup"],
         999
+    );
+    // TLS for external report-database clients: Secret db-cert at /etc/pki, issued before the
+    // pod that mounts it was created.
+    let cert_volume = db["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["secret"]["secretName"] == "db-cert")
+        .expect("the db pod mounts Secret db-cert");
+    assert_eq!(
+        cert_volume["secret"]["items"][1],
+        serde_json::json!({"key": "tls.key", "path": "tls/private/pg-spacewalk.key", "mode": 0o440})
+    );
+    let cert_mount = db["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == cert_volume["name"])
+        .expect("mounted");
+    assert_eq!(cert_mount["mountPath"], "/etc/pki");
+    assert!(env.sim.get("v1", "Secret", Some(NS), "db-cert").is_some());
+    assert!(
+        first_write(&env, "Certificate", "db-cert") < first_write(&env, "Deployment", "db"),
+        "the db Deployment was written before its certificate"
     );
     for step in ["data-sync", "db-fixup", "db-migration-sql"] {
         assert_eq!(env.jobs_of(step).len(), 1, "{step}");
@@ -507,6 +543,10 @@ fn third_party_certificates_need_no_cert_manager() {
         secret_text(&env, "db-cert", "tls.crt").is_some_and(|c| c.contains("BEGIN CERTIFICATE"))
     );
     assert!(env.sim.get("v1", "ConfigMap", Some(NS), "db-ca").is_some());
+    assert!(
+        first_write(&env, "Secret", "db-cert") < first_write(&env, "Deployment", "db"),
+        "the db Deployment was written before the Secret it mounts"
+    );
     assert!(env.jobs_of("ca-key").is_empty());
     validate_written(&env.sim);
 }

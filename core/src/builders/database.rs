@@ -7,9 +7,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, Secret, SecretKeySelector, Service, ServicePort, ServiceSpec,
-    VolumeMount,
+    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, KeyToPath, PodSecurityContext,
+    PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector, SecretVolumeSource, Service,
+    ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -164,6 +164,55 @@ pub fn selector(component: &str) -> BTreeMap<String, String> {
     ])
 }
 
+/// The name of the `db` pod's volume of Secret `db-cert`.
+pub const DB_CERT_VOLUME: &str = "db-cert";
+
+/// Mode of the key file in the `db` pod. Secret volume files belong to root, group fsGroup (999,
+/// postgres): 0440 lets PostgreSQL, which the image runs as postgres, read the key, and nobody
+/// else. 0400 (the chart's mode, fine for podman's uid-999 secret) would leave it readable by
+/// root only, and the server would not start. PostgreSQL accepts a root-owned key up to 0640.
+pub const DB_KEY_MODE: i32 = 0o440;
+
+/// `path` relative to the `db-cert` mount point, for a Secret volume item.
+fn pki_item(key: &str, path: &str, mode: Option<i32>) -> KeyToPath {
+    KeyToPath {
+        key: key.to_owned(),
+        path: path
+            .strip_prefix(scripts::DB_PKI_DIR)
+            .unwrap_or(path)
+            .trim_start_matches('/')
+            .to_owned(),
+        mode,
+    }
+}
+
+/// Secret `db-cert` as the chart mounts it at `/etc/pki` (images-today §C.2): the certificate
+/// and key where the fixed-up `postgresql.conf` points, the CA in the trust anchors. The mount
+/// hides the image's own `/etc/pki`; PostgreSQL makes no outgoing TLS connection that would need
+/// its trust store, and the same layout keeps the pod interchangeable with the chart's.
+fn db_cert_volume() -> (Volume, VolumeMount) {
+    let volume = Volume {
+        name: DB_CERT_VOLUME.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(names::DB_CERT_SECRET.to_owned()),
+            items: Some(vec![
+                pki_item("tls.crt", scripts::DB_TLS_CERT_FILE, None),
+                pki_item("tls.key", scripts::DB_TLS_KEY_FILE, Some(DB_KEY_MODE)),
+                pki_item("ca.crt", scripts::DB_TLS_CA_FILE, None),
+            ]),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    };
+    let mount = VolumeMount {
+        name: DB_CERT_VOLUME.to_owned(),
+        mount_path: scripts::DB_PKI_DIR.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    };
+    (volume, mount)
+}
+
 /// The `db` Deployment (chart `db.yaml`, reference §7.2 with its R fixes: created on migration,
 /// probes, container port, the migrated credentials).
 pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) -> Deployment {
@@ -176,6 +225,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
             ..ContainerPort::default()
         })
         .collect();
+    let (cert_volume, cert_mount) = db_cert_volume();
     let container = Container {
         name: "db".to_owned(),
         image: Some(params.image.database.clone()),
@@ -185,11 +235,10 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
         startup_probe: Some(pg_isready(10, DB_STARTUP_SECONDS / 10)),
         readiness_probe: Some(pg_isready(10, 3)),
         liveness_probe: Some(pg_isready(30, 5)),
-        volume_mounts: Some(vec![VolumeMount {
-            name: volumes::DATABASE_VOLUME.to_owned(),
-            mount_path: scripts::PGDATA.to_owned(),
-            ..VolumeMount::default()
-        }]),
+        volume_mounts: Some(vec![
+            super::mount(volumes::DATABASE_VOLUME, scripts::PGDATA),
+            cert_mount,
+        ]),
         ..Container::default()
     };
     Deployment {
@@ -218,7 +267,10 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
                     // A clean shutdown spares the next start a crash recovery.
                     termination_grace_period_seconds: Some(120),
                     containers: vec![container],
-                    volumes: Some(vec![super::pvc_volume(volumes::DATABASE_VOLUME, claim)]),
+                    volumes: Some(vec![
+                        super::pvc_volume(volumes::DATABASE_VOLUME, claim),
+                        cert_volume,
+                    ]),
                     ..PodSpec::default()
                 }),
             },

@@ -21,13 +21,28 @@ pub const LEGACY_SETUP_MARKER: &str = "/root/.MANAGER_SETUP_COMPLETE";
 /// UID and GID of `postgres` in the DB and migration images (images-today §B.1, §B.4).
 pub const POSTGRES_UID: u32 = 999;
 
+/// Where the `db` pod mounts Secret `db-cert` (the official chart's layout, images-today §C.2),
+/// and the files in it that PostgreSQL reads: the image's own convention (§B.2
+/// `uyuni-postgres-config.sh`), also what a classic server used.
+pub const DB_PKI_DIR: &str = "/etc/pki";
+pub const DB_TLS_CERT_FILE: &str = "/etc/pki/tls/certs/spacewalk.crt";
+pub const DB_TLS_KEY_FILE: &str = "/etc/pki/tls/private/pg-spacewalk.key";
+pub const DB_TLS_CA_FILE: &str = "/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT";
+
 /// Settings the fix-up Job writes into the synced `postgresql.conf` (images-today §E.5 #2: it is
-/// not known whether the DB image accepts a classic configuration as it is). Safe side, in one
-/// place: the server reaches the database through the `db` Service, so it must listen on every
-/// address; the classic `ssl = on` points at certificate files the DB pod does not have, so SSL
-/// is off (internal connections run without SSL anyway, images-today §A.7).
-pub const POSTGRESQL_CONF_SETTINGS: &[(&str, &str)] =
-    &[("listen_addresses", "'*'"), ("ssl", "off")];
+/// not known whether the DB image accepts a classic configuration as it is). In one place: the
+/// server reaches the database through the `db` Service, so it must listen on every address;
+/// external report-database clients still connect with TLS (images-today §A.7), so SSL is on
+/// with the certificate and key the `db` pod mounts from Secret `db-cert` (whatever paths the
+/// source used). Internal connections run without SSL anyway (`RHN_CONF_SETTINGS`). Every other
+/// server started on the data (the upgrade, the password re-hash) has no certificate and starts
+/// with `-c ssl=off`.
+pub const POSTGRESQL_CONF_SETTINGS: &[(&str, &str)] = &[
+    ("listen_addresses", "'*'"),
+    ("ssl", "on"),
+    ("ssl_cert_file", "'/etc/pki/tls/certs/spacewalk.crt'"),
+    ("ssl_key_file", "'/etc/pki/tls/private/pg-spacewalk.key'"),
+];
 
 /// `rhn.conf` settings the fix-up Job makes sure of (the data-sync sets them already; checked
 /// again because a later sync or a hand edit may have changed them). The ports are the `db` and
@@ -251,14 +266,19 @@ pub fn render_upgrade(from: u32, local_root: &str) -> String {
     o.line("if ! as_postgres \"$OLD_BIN/pg_controldata\" \"$SOURCE\" | grep -Eq '^Data page checksum version:[[:space:]]+[1-9]'; then");
     o.line("  as_postgres \"$NEW_BIN/pg_checksums\" --disable -D \"$TARGET\"");
     o.line("fi");
-    o.line("# Local trust for the upgrade only, and no SSL: the old server must start without the");
-    o.line("# certificates it had on the source. Nothing of this is written into the source.");
+    o.line(
+        "# Local trust for the upgrade only, and no SSL: neither server has the certificate (the",
+    );
+    o.line(
+        "# fixed-up configuration turns SSL on for the db pod, which mounts it). Nothing of this",
+    );
+    o.line("# is written into the source.");
     o.line("printf 'local all all trust\\n' >\"$WORK/pg_hba.conf\"");
     o.line("chown \"$PG_UID:$PG_UID\" -- \"$WORK/pg_hba.conf\"");
     o.line("as_postgres \"$NEW_BIN/pg_upgrade\" --old-bindir=\"$OLD_BIN\" --new-bindir=\"$NEW_BIN\" \\");
     o.line("  --old-datadir=\"$SOURCE\" --new-datadir=\"$TARGET\" \\");
     o.line("  --old-options=\"-c hba_file=$WORK/pg_hba.conf -c ssl=off\" \\");
-    o.line("  --new-options=\"-c hba_file=$WORK/pg_hba.conf\"");
+    o.line("  --new-options=\"-c hba_file=$WORK/pg_hba.conf -c ssl=off\"");
     o.line("as_postgres \"$NEW_BIN/pg_checksums\" --enable -D \"$TARGET\"");
     o.line("");
     o.line("# The source's configuration, fixed up before, goes with the data.");
@@ -308,4 +328,33 @@ pub fn render_migration_sql(local_root: &str) -> String {
     ));
     o.line("echo DONE");
     o.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(key: &str) -> Option<&'static str> {
+        POSTGRESQL_CONF_SETTINGS
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    }
+
+    /// The settings are literal text; the paths are constants the `db` Deployment mounts at.
+    #[test]
+    fn the_ssl_settings_name_the_files_the_db_pod_mounts() {
+        assert_eq!(setting("ssl"), Some("on"));
+        assert_eq!(
+            setting("ssl_cert_file").map(str::to_owned),
+            Some(format!("'{DB_TLS_CERT_FILE}'"))
+        );
+        assert_eq!(
+            setting("ssl_key_file").map(str::to_owned),
+            Some(format!("'{DB_TLS_KEY_FILE}'"))
+        );
+        for file in [DB_TLS_CERT_FILE, DB_TLS_KEY_FILE, DB_TLS_CA_FILE] {
+            assert!(file.starts_with(&format!("{DB_PKI_DIR}/")), "{file}");
+        }
+    }
 }
