@@ -47,13 +47,14 @@ fn after_the_sync_the_database_steps_run_in_order() {
     let params = common::params();
     let p = preview(&params, &common::after_sync(&params)).expect("preview");
     let executed = ids(&p.executed);
-    const DATABASE: [&str; 11] = [
+    const DATABASE: [&str; 12] = [
         "db-fixup",
         "pvc-var-pgsql18",
         "db-upgrade",
         "db-admin-credentials",
         "db-credentials",
         "reportdb-credentials",
+        "db-passwords",
         "service-db",
         "service-reportdb",
         "db-deployment",
@@ -293,4 +294,106 @@ fn the_db_pod_mounts_db_cert_as_the_chart_does() {
         .expect("mounted");
     assert_eq!(mount.mount_path, "/etc/pki");
     assert_eq!(mount.read_only, Some(true));
+}
+
+/// The re-hash Job's pod.
+fn passwords_pod(p: &uyuni_core::preview::Preview) -> k8s_openapi::api::core::v1::PodSpec {
+    let Some(Action::RunJob { job, .. }) = p
+        .executed
+        .iter()
+        .find(|s| s.id == "db-passwords")
+        .map(|s| &s.action)
+    else {
+        panic!("db-passwords Job: {:?}", ids(&p.executed));
+    };
+    job.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .expect("pod")
+}
+
+#[test]
+fn md5_passwords_are_rehashed_as_postgres_on_the_db_claim_with_the_secrets_values() {
+    let params = common::params();
+    for (version, claim) in [("16", "var-pgsql18"), ("18", "var-pgsql")] {
+        let o = with_pg_version(common::after_sync(&params), version);
+        let p = preview(&params, &o).expect("preview");
+        let pod = passwords_pod(&p);
+        let c = &pod.containers[0];
+        assert_eq!(
+            c.image.as_deref(),
+            Some(params.image.database.as_str()),
+            "the DB image has pg_ctl and psql 18"
+        );
+        let sc = pod.security_context.as_ref().expect("security context");
+        assert_eq!(
+            (sc.run_as_user, sc.run_as_group, sc.fs_group),
+            (Some(999), Some(999), Some(999))
+        );
+        let mounts: Vec<(String, String)> = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| (m.name.clone(), m.mount_path.clone()))
+            .collect();
+        assert!(
+            mounts.contains(&(claim.to_owned(), "/var/lib/pgsql/data".to_owned())),
+            "{version}: {mounts:?}"
+        );
+        assert_eq!(
+            claim_of(p.end.deployment("db").expect("db")).as_deref(),
+            Some(claim),
+            "the claim the db Deployment runs on"
+        );
+        // The passwords come from the credential Secrets, never as values.
+        let from_secret = |name: &str| {
+            c.env
+                .iter()
+                .flatten()
+                .find(|e| e.name == name)
+                .and_then(|e| e.value_from.as_ref())
+                .and_then(|v| v.secret_key_ref.as_ref())
+                .map(|r| (r.name.clone(), r.key.clone()))
+        };
+        assert_eq!(
+            from_secret("MANAGER_PASS"),
+            Some(("db-credentials".into(), "password".into()))
+        );
+        assert_eq!(
+            from_secret("REPORT_DB_PASS"),
+            Some(("reportdb-credentials".into(), "password".into()))
+        );
+        let job_text = serde_json::to_string(&pod).expect("json");
+        assert!(!job_text.contains("s3cret pass#1"), "a password in the Job");
+    }
+}
+
+#[test]
+fn a_migration_done_before_the_rehash_existed_stops_the_database_for_it() {
+    let params = common::params();
+    let mut o = common::after_migration(&params);
+    let rehash: Vec<String> = o
+        .jobs_for_step("db-passwords")
+        .iter()
+        .filter_map(|j| j.metadata.name.clone())
+        .collect();
+    assert_eq!(rehash.len(), 1);
+    o.objects
+        .remove(&uyuni_core::ObjectRef::new(Kind::Job, rehash[0].clone()));
+    let p = preview(&params, &o).expect("preview");
+    let executed = ids(&p.executed);
+    assert_eq!(
+        executed,
+        [
+            "server-stop",
+            "db-stop",
+            "db-passwords",
+            "db-deployment",
+            "db-ready",
+            "server-deployment",
+            "server-ready"
+        ],
+        "stopped before, restarted after"
+    );
+    assert!(deployment_ready(p.end.deployment("db").expect("db")));
 }

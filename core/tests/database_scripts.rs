@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use uyuni_core::scripts::database::{
-    MIGRATION_SQL, render_fixup, render_migration_sql, render_upgrade,
+    MIGRATION_SQL, render_fixup, render_migration_sql, render_passwords, render_upgrade,
 };
 
 /// Every stub appends its name and arguments to $STUB_LOG.
@@ -59,6 +59,9 @@ impl Sandbox {
         fs::read_to_string(self.dir.path().join("stub.log")).unwrap_or_default()
     }
     fn run(&self, script: &str) -> Output {
+        self.run_with(script, &[])
+    }
+    fn run_with(&self, script: &str, env: &[(&str, &str)]) -> Output {
         let path = format!(
             "{}:{}",
             self.bin().display(),
@@ -67,6 +70,7 @@ impl Sandbox {
         Command::new("bash")
             .arg("-c")
             .arg(script)
+            .envs(env.iter().copied())
             .env("PATH", path)
             .env("STUB_LOG", self.dir.path().join("stub.log"))
             .env("TMPDIR", self.dir.path())
@@ -122,6 +126,7 @@ fn scripts_are_shellcheck_clean() {
     shellcheck("fix-up (unknown major)", &render_fixup(None, ""));
     shellcheck("upgrade", &render_upgrade(14, ""));
     shellcheck("migration SQL", &render_migration_sql(""));
+    shellcheck("password re-hash", &render_passwords(""));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -444,6 +449,295 @@ fn upgrade_defaults_the_locale() {
     let out = s.run(&render_upgrade(14, &s.root().display().to_string()));
     assert!(out.status.success(), "{}", text(&out));
     assert!(s.log().contains("--locale=en_US.UTF-8"), "{}", s.log());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Password re-hash
+
+const DB_PASSWORD: &str = "s3cret pass#1 'quoted'";
+const REPORT_PASSWORD: &str = "another one with spaces";
+
+/// The credentials as the Job's `secretKeyRef` environment carries them.
+fn credentials() -> [(&'static str, &'static str); 4] {
+    [
+        ("MANAGER_USER", "spacewalk"),
+        ("MANAGER_PASS", DB_PASSWORD),
+        ("REPORT_DB_USER", "pythia_susemanager"),
+        ("REPORT_DB_PASS", REPORT_PASSWORD),
+    ]
+}
+
+/// Upgraded data, and stubs of PostgreSQL: `pg_ctl` keeps a pid file while "running"; `psql`
+/// answers from a directory with a file per role holding its stored password, changes it on
+/// ALTER ROLE, and records the password it received (through its environment) per role.
+struct PgSandbox {
+    s: Sandbox,
+}
+
+impl PgSandbox {
+    fn new(roles: &[(&str, &str)]) -> PgSandbox {
+        let s = Sandbox::new();
+        s.write("/var/lib/pgsql/data/PG_VERSION", "18\n");
+        s.write("/var/lib/pgsql/data/postgresql.conf", "ssl = on\n");
+        fs::create_dir_all(s.dir.path().join("received")).expect("mkdir");
+        let p = PgSandbox { s };
+        for (role, stored) in roles {
+            p.set_role(role, stored);
+        }
+        p.pg_ctl("");
+        p.psql("");
+        p
+    }
+    fn roles(&self) -> PathBuf {
+        self.s.dir.path().join("roles")
+    }
+    fn set_role(&self, role: &str, stored: &str) {
+        fs::create_dir_all(self.roles()).expect("mkdir");
+        fs::write(self.roles().join(role), stored).expect("write");
+    }
+    fn stored(&self, role: &str) -> String {
+        fs::read_to_string(self.roles().join(role)).expect("role")
+    }
+    fn received(&self, role: &str) -> Option<String> {
+        fs::read_to_string(self.s.dir.path().join("received").join(role)).ok()
+    }
+    fn pid_file(&self) -> PathBuf {
+        self.s.path("/var/lib/pgsql/data/postmaster.pid")
+    }
+    /// `on_start` runs first when the server is started.
+    fn pg_ctl(&self, on_start: &str) {
+        write_exe(
+            &self.s.bin().join("pg_ctl"),
+            &format!(
+                r#"action=$1; shift
+while [ $# -gt 0 ]; do case $1 in -D) d=$2; shift 2 ;; -l) log=$2; shift 2 ;; *) shift ;; esac; done
+case $action in
+  start) {on_start}
+    echo 4242 >"$d/postmaster.pid"; echo 'LOG:  database system is ready to accept connections' >>"$log" ;;
+  status) [ -f "$d/postmaster.pid" ] || exit 3 ;;
+  stop) [ -f "$d/postmaster.pid" ] || exit 1; rm -f -- "$d/postmaster.pid" ;;
+esac
+"#
+            ),
+        );
+    }
+    /// `on_alter` runs first on ALTER ROLE.
+    fn psql(&self, on_alter: &str) {
+        write_exe(
+            &self.s.bin().join("psql"),
+            &format!(
+                r#"sql=$(cat)
+[ -f {pid} ] || {{ echo 'psql: error: connection to server failed: No such file or directory' >&2; exit 2; }}
+roles={roles}
+if [[ $sql == *'ALTER ROLE'* ]]; then
+  {on_alter}
+  [[ $sql == *"SET password_encryption = 'scram-sha-256'"* && $sql == *'\getenv role_password ROLE_PASSWORD'* ]] || {{ echo 'unexpected statement' >&2; exit 3; }}
+  [ -f "$roles/$ROLE_NAME" ] || {{ echo "ERROR:  role \"$ROLE_NAME\" does not exist" >&2; exit 1; }}
+  printf 'SCRAM-SHA-256$4096:c2FsdA==$stored:server' >"$roles/$ROLE_NAME"
+  printf '%s' "$ROLE_PASSWORD" >{received}/"$ROLE_NAME"
+else
+  [ -f "$roles/$ROLE_NAME" ] || exit 0
+  v=$(cat "$roles/$ROLE_NAME")
+  case $v in '') echo none ;; md5*) echo md5 ;; SCRAM-SHA-256\$*) echo scram ;; *) echo other ;; esac
+fi
+"#,
+                pid = self.pid_file().display(),
+                roles = self.roles().display(),
+                received = self.s.dir.path().join("received").display(),
+            ),
+        );
+    }
+    fn run(&self) -> Output {
+        self.s.run_with(
+            &render_passwords(&self.s.root().display().to_string()),
+            &credentials(),
+        )
+    }
+    /// Neither password in any stub's arguments nor in the Job's output.
+    fn assert_no_password(&self, out: &Output) {
+        for password in [DB_PASSWORD, REPORT_PASSWORD] {
+            assert!(!self.s.log().contains(password), "argv: {}", self.s.log());
+            assert!(!text(out).contains(password), "{}", text(out));
+        }
+    }
+}
+
+const MD5: &str = "md5a3556571e93b0d20722ba62be61e8c2d";
+const SCRAM: &str = "SCRAM-SHA-256$4096:b2xk$old:old";
+
+#[test]
+fn passwords_rehashes_md5_roles_and_leaves_scram_ones() {
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", SCRAM)]);
+    let out = p.run();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(p.stored("spacewalk").starts_with("SCRAM-SHA-256$"));
+    assert_eq!(
+        p.received("spacewalk").as_deref(),
+        Some(DB_PASSWORD),
+        "the migrated password, exactly, through psql's environment"
+    );
+    assert_eq!(p.stored("pythia_susemanager"), SCRAM, "left alone");
+    assert_eq!(p.received("pythia_susemanager"), None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Re-hashed the password of role spacewalk: md5 to scram-sha-256"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Role pythia_susemanager already has a scram-sha-256 password"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Re-hashed to scram-sha-256: spacewalk\n"),
+        "{stdout}"
+    );
+    assert!(!p.pid_file().exists(), "the server is stopped");
+    p.assert_no_password(&out);
+
+    let log = p.s.log();
+    let start = log
+        .lines()
+        .find(|l| l.starts_with("pg_ctl start"))
+        .expect("started");
+    for option in [
+        "-c listen_addresses=''",
+        "-c ssl=off",
+        "-c hba_file='",
+        "-c unix_socket_directories='",
+        "-c shared_preload_libraries=''",
+    ] {
+        assert!(start.contains(option), "{option} missing: {start}");
+    }
+    let calls: Vec<&str> = log
+        .lines()
+        .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .map(|c| match c.as_str() {
+            c if c.starts_with("psql") => "psql",
+            "pg_ctl start" => "pg_ctl start",
+            "pg_ctl stop" => "pg_ctl stop",
+            _ => "other",
+        })
+        .filter(|c| *c != "other")
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "pg_ctl start",
+            "psql",
+            "psql",
+            "psql",
+            "psql",
+            "pg_ctl stop"
+        ],
+        "query, alter, check for the md5 role; query for the scram one:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .filter(|l| l.starts_with("psql"))
+            .all(|l| l.contains(" -h ") && l.contains(" -U postgres ")),
+        "{log}"
+    );
+
+    // Again: nothing left to re-hash.
+    let again = p.run();
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("nothing re-hashed"),
+        "{}",
+        text(&again)
+    );
+    assert!(!p.pid_file().exists());
+}
+
+#[test]
+fn passwords_stop_the_server_when_its_start_fails() {
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    // The postmaster came up, but not in time: pg_ctl -w gives up.
+    p.pg_ctl(
+        "echo 4242 >\"$d/postmaster.pid\"; echo 'FATAL:  could not map anonymous shared memory' >>\"$log\"; echo 'pg_ctl: server did not start in time' >&2; exit 1",
+    );
+    let out = p.run();
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not start"), "{err}");
+    assert!(
+        err.contains("could not map anonymous shared memory"),
+        "its log: {err}"
+    );
+    assert!(!p.pid_file().exists(), "left running:\n{}", p.s.log());
+    assert!(p.s.log().contains("pg_ctl stop"), "{}", p.s.log());
+    assert_eq!(p.stored("spacewalk"), MD5, "nothing changed");
+    p.assert_no_password(&out);
+
+    // A start that fails without a server: nothing to stop, the same failure.
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    p.pg_ctl("echo 'pg_ctl: could not start server' >&2; exit 1");
+    let out = p.run();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("did not start"), "{}", text(&out));
+    assert!(!p.s.log().contains("pg_ctl stop"), "{}", p.s.log());
+}
+
+#[test]
+fn passwords_fail_and_stop_the_server_on_a_missing_role_or_a_failed_alter() {
+    // The report role is not in the data: the Secret and the data do not match.
+    let p = PgSandbox::new(&[("spacewalk", SCRAM)]);
+    let out = p.run();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "role pythia_susemanager (the username of Secret reportdb-credentials) does not exist"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.pid_file().exists(), "left running");
+    assert!(!text(&out).contains("DONE"));
+
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    p.psql("echo 'ERROR:  permission denied' >&2; exit 1");
+    let out = p.run();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("ALTER ROLE failed for role spacewalk"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.pid_file().exists(), "left running");
+    assert_eq!(p.stored("spacewalk"), MD5);
+    p.assert_no_password(&out);
+}
+
+#[test]
+fn passwords_never_start_postgresql_on_data_that_was_not_upgraded() {
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    p.s.write("/var/lib/pgsql/data/PG_VERSION", "16\n");
+    let out = p.run();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("holds PostgreSQL 16, not 18"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.s.log().contains("pg_ctl"), "{}", p.s.log());
+
+    // A credential Secret without its password.
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    let mut env = credentials();
+    env[3].1 = "";
+    let out =
+        p.s.run_with(&render_passwords(&p.s.root().display().to_string()), &env);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("REPORT_DB_PASS is empty: Secret reportdb-credentials"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !p.s.log().contains("pg_ctl"),
+        "checked before the start: {}",
+        p.s.log()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -103,12 +103,17 @@ fn claim_of(d: &Value) -> String {
         .to_owned()
 }
 
-/// Where the client's first write of `kind/name` comes among all client writes.
+/// Where the client's first write of `kind/name` comes among all client writes; for a Job,
+/// `name` is its step.
 fn first_write(env: &Env, kind: &str, name: &str) -> usize {
     env.sim
         .written()
         .iter()
-        .position(|w| w.object["kind"] == kind && w.object["metadata"]["name"] == name)
+        .position(|w| {
+            let m = &w.object["metadata"];
+            w.object["kind"] == kind
+                && (m["name"] == name || m["annotations"]["kubectl-uyuni.io/step"] == name)
+        })
         .unwrap_or_else(|| panic!("{kind}/{name} was never written"))
 }
 
@@ -168,7 +173,18 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
         first_write(&env, "Certificate", "db-cert") < first_write(&env, "Deployment", "db"),
         "the db Deployment was written before its certificate"
     );
-    for step in ["data-sync", "db-fixup", "db-migration-sql"] {
+    // The roles' passwords are re-hashed before PostgreSQL serves them with scram-only pg_hba.
+    let data_done = if upgraded {
+        first_write(&env, "Job", "db-upgrade")
+    } else {
+        first_write(&env, "Job", "db-fixup")
+    };
+    let rehash = first_write(&env, "Job", "db-passwords");
+    assert!(
+        data_done < rehash && rehash < first_write(&env, "Deployment", "db"),
+        "db-passwords out of order"
+    );
+    for step in ["data-sync", "db-fixup", "db-passwords", "db-migration-sql"] {
         assert_eq!(env.jobs_of(step).len(), 1, "{step}");
     }
     assert_eq!(env.jobs_of("db-upgrade").len(), usize::from(upgraded));
@@ -319,6 +335,62 @@ fn a_failed_upgrade_names_the_step_shows_its_log_and_resumes() {
 }
 
 #[test]
+fn a_failed_password_rehash_keeps_the_database_stopped_and_resumes() {
+    let mut scenario = migration("16");
+    scenario.jobs.insert(
+        "db-passwords".into(),
+        JobScript::fail(
+            1,
+            &[
+                "Starting a temporary PostgreSQL server, reachable only through a socket in this pod",
+                "ERROR: role pythia_susemanager (the username of Secret reportdb-credentials) does not exist in the migrated database",
+                "Stopping the temporary PostgreSQL server",
+            ],
+        ),
+    );
+    let env = env(scenario, Flavour::K3s);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(stderr.contains("db-passwords"), "{stderr}");
+    assert!(
+        stderr.contains("does not exist in the migrated database"),
+        "{stderr}"
+    );
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "db")
+            .is_none(),
+        "no database before its roles can log in"
+    );
+    assert_no_secret(&out);
+
+    env.sim.set_scenario(migration("16"));
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        env.jobs_of("db-passwords").len(),
+        2,
+        "the failed Job is kept"
+    );
+    assert_eq!(
+        env.jobs_of("db-upgrade").len(),
+        1,
+        "the upgrade is not run again"
+    );
+    let db = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "db")
+        .expect("db");
+    assert!(deployment_ready(&db));
+}
+
+#[test]
 fn a_database_that_cannot_start_ends_the_wait_with_the_reason_and_resumes() {
     let mut scenario = migration("16");
     scenario
@@ -367,6 +439,7 @@ fn dry_run_before_the_sync_shows_the_database_phase_with_placeholders() {
         "persistentvolumeclaim/var-pgsql18",
         "job/uyuni-db-upgrade-",
         "secret/db-admin-credentials",
+        "job/uyuni-db-passwords-",
         "service/reportdb",
         "deployment/db",
         "job/uyuni-db-migration-sql-",

@@ -26,6 +26,7 @@ use crate::volumes::{self, VolumeClaim};
 
 pub const FIXUP_STEP: &str = "db-fixup";
 pub const UPGRADE_STEP: &str = "db-upgrade";
+pub const PASSWORDS_STEP: &str = "db-passwords";
 pub const MIGRATION_SQL_STEP: &str = "db-migration-sql";
 
 /// Environment variable carrying the data-sync Job a step Job works on: part of the spec, so a
@@ -352,6 +353,7 @@ pub fn fixup_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgr
             env: vec![env(SYNC_JOB_ENV, &data.job)],
             extra_volumes: Vec::new(),
             service_account: None,
+            security_context: None,
         },
     )
 }
@@ -409,6 +411,57 @@ pub fn upgrade_job(params: &MigrateParams, data: &ExtractedData, from: Option<u3
             env: vec![env(SYNC_JOB_ENV, &data.job)],
             extra_volumes: Vec::new(),
             service_account: None,
+            security_context: None,
+        },
+    )
+}
+
+/// PostgreSQL's user and group in the DB image (images-today §B.1), for pods that run its tools
+/// directly instead of through the image's entrypoint.
+fn postgres_security_context() -> PodSecurityContext {
+    let id = i64::from(scripts::POSTGRES_UID);
+    PodSecurityContext {
+        run_as_user: Some(id),
+        run_as_group: Some(id),
+        fs_group: Some(id),
+        ..PodSecurityContext::default()
+    }
+}
+
+pub fn passwords_description(claim: &str) -> String {
+    format!(
+        "re-hash md5 passwords of the migrated database roles to scram-sha-256 on volume {claim}, which today's pg_hba requires"
+    )
+}
+
+/// The Job that re-hashes md5 passwords (see [`scripts::render_passwords`]), in the DB image
+/// on the claim the `db` Deployment runs on, as postgres. The passwords come from the
+/// credential Secrets, the ones the `db` Deployment and the server use.
+pub fn passwords_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgrade) -> Job {
+    let claim = data_claim(upgrade);
+    let mut env_vars = vec![env(SYNC_JOB_ENV, &data.job)];
+    for (user_var, password_var, secret) in scripts::REHASHED_ROLES {
+        env_vars.push(secret_env(user_var, secret, "username"));
+        env_vars.push(secret_env(password_var, secret, "password"));
+    }
+    script_job(
+        params,
+        &ScriptJob {
+            step: PASSWORDS_STEP,
+            description: passwords_description(&claim),
+            component: components::DB,
+            image: &params.image.database,
+            script: scripts::render_passwords(""),
+            claims: vec![ClaimMount {
+                claim: &claim,
+                path: scripts::PGDATA,
+            }],
+            // The temporary server's socket, hba file and log: private to the pod.
+            tmpfs_tmp: true,
+            env: env_vars,
+            extra_volumes: Vec::new(),
+            service_account: None,
+            security_context: Some(postgres_security_context()),
         },
     )
 }
@@ -436,6 +489,7 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             env: vec![env(SYNC_JOB_ENV, &data.job)],
             extra_volumes: Vec::new(),
             service_account: None,
+            security_context: None,
         },
     )
 }

@@ -1,13 +1,15 @@
 //! The database phase of a migration, after a complete final sync, in two parts around the TLS
 //! phase. The data part: fix-up of the synced data and the PostgreSQL major upgrade when the
-//! data is older than the DB image. The service part: the credentials, the `db` Deployment and
-//! its Services, the wait for it, and the migration-only SQL. The `db` pod mounts Secret
-//! `db-cert`, so it comes after the TLS phase; the data part does not need TLS and comes first.
+//! data is older than the DB image. The service part: the credentials, the re-hash of md5
+//! passwords, the `db` Deployment and its Services, the wait for it, and the migration-only SQL.
+//! The `db` pod mounts Secret `db-cert`, so it comes after the TLS phase; the data part does not
+//! need TLS and comes first.
 //!
-//! Order (nothing starts PostgreSQL on data that has not been upgraded): a running `db` is
-//! stopped before its data is worked on; fix-up → upgrade → (TLS) → `db` Deployment → ready →
-//! SQL. Each step has an action until it is done, and only the first step with an action is
-//! carried out, so a later step never runs before an earlier one is complete.
+//! Order (nothing starts PostgreSQL on data that has not been upgraded): a running server and
+//! `db` are stopped before a Job works on the data; fix-up → upgrade → (TLS) → credentials →
+//! password re-hash → `db` Deployment → ready → SQL. Each step has an action until it is done,
+//! and only the first step with an action is carried out, so a later step never runs before an
+//! earlier one is complete.
 
 use k8s_openapi::api::batch::v1::Job;
 
@@ -141,7 +143,8 @@ fn claim_step(params: &MigrateParams, observed: &Observed) -> Step {
 pub(super) struct DatabaseSteps {
     /// Stops, fix-up, upgrade: the data made fit for the DB image.
     pub data: Vec<Step>,
-    /// Credentials, Services, the `db` Deployment, its wait, the migration SQL.
+    /// Credentials, the password re-hash, Services, the `db` Deployment, its wait, the
+    /// migration SQL.
     pub service: Vec<Step>,
 }
 
@@ -186,9 +189,17 @@ pub(super) fn steps(
         ],
     };
 
+    // Planned here for `pending`; it runs in the service part, once the credentials exist.
+    let passwords = job_step(
+        observed,
+        database::passwords_job(params, data, upgrade),
+        SHORT_JOB,
+    );
+
     let mut steps = Vec::new();
     // PostgreSQL must not run on data a Job is about to change.
-    let pending = !is_done(&fixup) || upgrade_steps.iter().any(|s| !is_done(s));
+    let pending =
+        !is_done(&fixup) || upgrade_steps.iter().any(|s| !is_done(s)) || !is_done(&passwords);
     // The database's consumers go first (images-today §D.3 ordering), then the database.
     for (name, id) in [
         (server::SERVER_DEPLOYMENT, "server-stop"),
@@ -246,16 +257,18 @@ pub(super) fn steps(
 
     Ok(DatabaseSteps {
         data: steps,
-        service: service_steps(params, observed, data, upgrade),
+        service: service_steps(params, observed, data, upgrade, passwords),
     })
 }
 
-/// Credentials, Services, the `db` Deployment on the (upgraded) data, the wait, the SQL.
+/// Credentials, the password re-hash, Services, the `db` Deployment on the (upgraded) data, the
+/// wait, the SQL.
 fn service_steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
     upgrade: pg::Upgrade,
+    passwords: Step,
 ) -> Vec<Step> {
     let ns = &params.namespace;
     let mut steps = Vec::new();
@@ -269,6 +282,9 @@ fn service_steps(
             observed,
         ));
     }
+    // Its environment comes from the credential Secrets, written just before; the stops of the
+    // data part have stopped the database for it.
+    steps.push(passwords);
     for service in [names::DB_SERVICE, names::REPORTDB_SERVICE] {
         steps.push(apply_step(
             &format!("service-{service}"),
