@@ -169,9 +169,11 @@ pub fn selector(component: &str) -> BTreeMap<String, String> {
 pub const DB_CERT_VOLUME: &str = "db-cert";
 
 /// Mode of the key file in the `db` pod. Secret volume files belong to root, group fsGroup (999,
-/// postgres): 0440 lets PostgreSQL, which the image runs as postgres, read the key, and nobody
-/// else. 0400 (the chart's mode, fine for podman's uid-999 secret) would leave it readable by
-/// root only, and the server would not start. PostgreSQL accepts a root-owned key up to 0640.
+/// postgres), and the image runs PostgreSQL as postgres: 0440 lets it read the key through its
+/// group, and nobody else; PostgreSQL accepts a root-owned key up to 0640. 0400 by itself would
+/// leave the key to root. The chart asks 0400 (podman's secret belonged to uid 999), which ends
+/// as 0440 too only because the kubelet adds group read to Secret files when a pod has an
+/// fsGroup; written out, the spec says what PostgreSQL needs instead of relying on that.
 pub const DB_KEY_MODE: i32 = 0o440;
 
 /// `path` relative to the `db-cert` mount point, for a Secret volume item.
