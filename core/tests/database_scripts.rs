@@ -1,6 +1,7 @@
 //! Tests of the database Jobs' scripts: ShellCheck, and runs under bash against stub commands on
 //! PATH and a temporary directory standing in for the volumes, checking what they call, what
-//! they write, and how they fail.
+//! they write, and how they fail. The password re-hash also runs against a real PostgreSQL when
+//! the machine has one (15 or later): only a server shows that psql's quoting does its work.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -780,5 +781,196 @@ fn migration_sql_feeds_spacewalk_sql_and_fails_with_it() {
         text(&out).contains("no /etc/rhn/rhn.conf"),
         "{}",
         text(&out)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Password re-hash against a real PostgreSQL, where one is installed
+
+/// Runs shell commands as a user PostgreSQL accepts (it refuses root), in a directory that user
+/// owns, with the PostgreSQL tools of the machine.
+struct RealPg {
+    dir: tempfile::TempDir,
+    /// The user and group to become when running as root.
+    drop_to: Option<(u32, u32)>,
+    major: String,
+}
+
+impl RealPg {
+    /// `None` (and a note) when the machine has no PostgreSQL 15 or later: `\getenv` came in 15.
+    fn new() -> Option<RealPg> {
+        let version = |tool: &str| {
+            Command::new(tool)
+                .arg("--version")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| {
+                    let text = String::from_utf8_lossy(&o.stdout).to_string();
+                    text.split_whitespace()
+                        .find_map(|w| w.split('.').next()?.parse::<u32>().ok())
+                })
+        };
+        let majors = ["initdb", "pg_ctl", "postgres", "psql"].map(version);
+        let Some(major) = majors[0] else {
+            println!("no PostgreSQL on PATH: the re-hash was not run against a real server");
+            return None;
+        };
+        if majors.iter().any(|m| *m != Some(major)) || major < 15 {
+            println!("PostgreSQL tools {majors:?}: need one major, 15 or later; not run");
+            return None;
+        }
+        let id = |args: &[&str]| -> Option<u32> {
+            let o = Command::new("id").args(args).output().ok()?;
+            String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+        };
+        let drop_to = match id(&["-u"]) {
+            Some(0) => Some((
+                id(&["-u", "postgres"]).unwrap_or(65534),
+                id(&["-g", "postgres"]).unwrap_or(65534),
+            )),
+            _ => None,
+        };
+        // In /tmp when dropping privileges: the user must reach the directory.
+        let dir = match drop_to {
+            Some(_) => tempfile::tempdir_in("/tmp"),
+            None => tempfile::tempdir(),
+        }
+        .expect("tempdir");
+        if let Some((uid, gid)) = drop_to {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
+        }
+        Some(RealPg {
+            dir,
+            drop_to,
+            major: major.to_string(),
+        })
+    }
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+    fn data(&self) -> PathBuf {
+        self.root().join("var/lib/pgsql/data")
+    }
+    fn sh(&self, script: &str, env: &[(&str, &str)]) -> Output {
+        let mut cmd = match self.drop_to {
+            Some((uid, gid)) => {
+                let mut c = Command::new("setpriv");
+                c.args([
+                    format!("--reuid={uid}"),
+                    format!("--regid={gid}"),
+                    "--clear-groups".to_owned(),
+                    "--".to_owned(),
+                    "bash".to_owned(),
+                ]);
+                c
+            }
+            None => Command::new("bash"),
+        };
+        cmd.arg("-c")
+            .arg(script)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("TMPDIR", self.dir.path())
+            .env("LC_ALL", "C")
+            .envs(env.iter().copied())
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs")
+    }
+    fn ok(&self, script: &str) -> String {
+        let out = self.sh(&format!("set -euo pipefail\n{script}"), &[]);
+        assert!(out.status.success(), "{script}\n{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+    /// Runs SQL as the superuser on a server of its own on a socket, with `hba`.
+    fn with_server(&self, hba: &str, script: &str) -> String {
+        self.ok(&format!(
+            r#"D={data}
+S=$(mktemp -d)
+printf '{hba}' >"$S/hba"
+pg_ctl start -D "$D" -w -l "$S/log" -o "-c listen_addresses='' -c port=5432 -c unix_socket_directories='$S' -c hba_file='$S/hba' -c ssl=off" >/dev/null
+trap 'pg_ctl stop -D "$D" -m fast -w >/dev/null' EXIT
+{script}"#,
+            data = self.data().display(),
+        ))
+    }
+}
+
+#[test]
+fn passwords_rehash_against_a_real_postgresql() {
+    let Some(pg) = RealPg::new() else { return };
+    pg.ok(&format!(
+        "mkdir -p {data} && initdb -D {data} -U postgres -A trust --no-sync >/dev/null",
+        data = pg.data().display()
+    ));
+    // A classic configuration: SSL on with files this pod does not have, another port, and
+    // every statement logged.
+    pg.ok(&format!(
+        "cat >>{}/postgresql.conf <<'EOF'\nssl = on\nssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\nssl_key_file = '/etc/pki/tls/private/pg-spacewalk.key'\nport = 5433\nlog_statement = 'all'\nEOF",
+        pg.data().display()
+    ));
+    pg.with_server(
+        r"local all all trust\n",
+        r#"psql -X -q -v ON_ERROR_STOP=1 -h "$S" -U postgres -d postgres <<'SQL'
+SET password_encryption = 'md5';
+CREATE ROLE spacewalk LOGIN PASSWORD 'the old one';
+SET password_encryption = 'scram-sha-256';
+CREATE ROLE pythia_susemanager LOGIN PASSWORD 'another one with spaces';
+SQL"#,
+    );
+    let stored = |pg: &RealPg| {
+        pg.with_server(
+            r"local all all trust\n",
+            r#"psql -X -h "$S" -U postgres -d postgres -tA -c "SELECT rolname || ' ' || rolpassword FROM pg_authid WHERE rolname IN ('spacewalk', 'pythia_susemanager') ORDER BY 1""#,
+        )
+    };
+    let before = stored(&pg);
+    assert!(before.contains("spacewalk md5"), "{before}");
+
+    // The local tools' major stands for the image's.
+    let script = render_passwords(&pg.root().display().to_string())
+        .replace("TARGET_MAJOR='18'", &format!("TARGET_MAJOR='{}'", pg.major));
+    let out = pg.sh(&script, &credentials());
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Re-hashed to scram-sha-256: spacewalk\n"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains(DB_PASSWORD));
+    assert!(!pg.data().join("postmaster.pid").exists(), "left running");
+
+    let after = stored(&pg);
+    assert!(after.contains("spacewalk SCRAM-SHA-256$"), "{after}");
+    let report = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("pythia_susemanager "))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        report(&after),
+        report(&before),
+        "the scram role is left alone"
+    );
+    // The migrated password, with its quote and spaces, now logs in under scram-sha-256.
+    let login = pg.sh(
+        &format!(
+            r#"set -euo pipefail
+D={data}
+S=$(mktemp -d)
+printf 'local all postgres trust\nlocal all all scram-sha-256\n' >"$S/hba"
+pg_ctl start -D "$D" -w -l "$S/log" -o "-c listen_addresses='' -c port=5432 -c unix_socket_directories='$S' -c hba_file='$S/hba' -c ssl=off" >/dev/null
+trap 'pg_ctl stop -D "$D" -m fast -w >/dev/null' EXIT
+PGPASSWORD=$MANAGER_PASS psql -X -h "$S" -U spacewalk -d postgres -tA -c "SELECT 'logged in'""#,
+            data = pg.data().display()
+        ),
+        &credentials(),
+    );
+    assert!(
+        String::from_utf8_lossy(&login.stdout).contains("logged in"),
+        "{}",
+        text(&login)
     );
 }
