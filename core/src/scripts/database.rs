@@ -435,10 +435,8 @@ pub fn render_passwords(local_root: &str) -> String {
     o.line("major=$(pg_major \"$PGDATA\") || fail \"no PG_VERSION in the database volume: the fix-up or the upgrade did not complete; run the migration again\"");
     o.line("[ \"$major\" = \"$TARGET_MAJOR\" ] ||");
     o.line("  fail \"the database volume holds PostgreSQL $major, not $TARGET_MAJOR: it was not upgraded; run the migration again\"");
-    o.line(
-        "# An fsGroup may have made the directory group-writable, which PostgreSQL refuses; the",
-    );
-    o.line("# image's entrypoint fixes that as root at each start, the owner can too.");
+    o.line("# The kubelet's fsGroup handling may have made the directory group-writable on some");
+    o.line("# volume types, which PostgreSQL refuses; its owner can set it back.");
     o.line("chmod 0700 -- \"$PGDATA\" ||");
     o.line("  fail \"cannot set the mode of the database directory: it does not belong to postgres (UID 999); run the migration again so that the fix-up gives it back\"");
     o.0.push_str(REHASH_FUNCTIONS);
