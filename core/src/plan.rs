@@ -733,8 +733,14 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
                 job: data.job.clone(),
             }
         })?;
-        steps.extend(database::steps(params, observed, &data)?);
-        steps.extend(tls::steps(params, observed, &data)?);
+        // The `db` pod mounts Secret `db-cert`: the TLS phase goes between the database's data
+        // and its service. Planned in this order so that a refused PostgreSQL version is the
+        // error reported, before a missing CA password.
+        let database = database::steps(params, observed, &data)?;
+        let tls = tls::steps(params, observed, &data)?;
+        steps.extend(database.data);
+        steps.extend(tls);
+        steps.extend(database.service);
         steps.extend(server::steps(params, observed, &data, tftp));
     }
     Ok(Plan {

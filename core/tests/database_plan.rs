@@ -29,37 +29,65 @@ fn ids(steps: &[Step]) -> Vec<&str> {
     steps.iter().map(|s| s.id.as_str()).collect()
 }
 
-#[test]
-fn after_the_sync_the_database_steps_run_in_order() {
-    let params = common::params();
-    let p = preview(&params, &common::after_sync(&params)).expect("preview");
-    assert_eq!(
-        ids(&p.executed)[..11],
-        [
-            "db-fixup",
-            "pvc-var-pgsql18",
-            "db-upgrade",
-            "db-admin-credentials",
-            "db-credentials",
-            "reportdb-credentials",
-            "service-db",
-            "service-reportdb",
-            "db-deployment",
-            "db-ready",
-            "db-migration-sql",
-        ]
-    );
-    let deployment = p.end.deployment("db").expect("db");
-    assert!(deployment_ready(deployment));
-    let claim = deployment
+/// The claim of the first volume backed by a PersistentVolumeClaim.
+fn claim_of(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<String> {
+    deployment
         .spec
         .as_ref()
         .and_then(|s| s.template.spec.as_ref())
         .and_then(|s| s.volumes.as_ref())
-        .and_then(|v| v.first())
-        .and_then(|v| v.persistent_volume_claim.as_ref())
-        .map(|c| c.claim_name.clone());
-    assert_eq!(claim.as_deref(), Some("var-pgsql18"));
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.persistent_volume_claim.as_ref())
+        .map(|c| c.claim_name.clone())
+}
+
+#[test]
+fn after_the_sync_the_database_steps_run_in_order() {
+    let params = common::params();
+    let p = preview(&params, &common::after_sync(&params)).expect("preview");
+    let executed = ids(&p.executed);
+    const DATABASE: [&str; 12] = [
+        "db-fixup",
+        "pvc-var-pgsql18",
+        "db-upgrade",
+        "db-admin-credentials",
+        "db-credentials",
+        "reportdb-credentials",
+        "db-passwords",
+        "service-db",
+        "service-reportdb",
+        "db-deployment",
+        "db-ready",
+        "db-migration-sql",
+    ];
+    let database: Vec<&str> = executed
+        .iter()
+        .copied()
+        .filter(|id| DATABASE.contains(id))
+        .collect();
+    assert_eq!(database, DATABASE);
+    // The db pod mounts Secret db-cert: the TLS phase goes between the upgrade and the db
+    // Deployment, the server after both.
+    let pos = |id: &str| {
+        executed
+            .iter()
+            .position(|i| *i == id)
+            .unwrap_or_else(|| panic!("{id}: {executed:?}"))
+    };
+    assert!(pos("db-upgrade") < pos("ca-secret"), "{executed:?}");
+    assert!(pos("db-certificate") < pos("db-deployment"), "{executed:?}");
+    assert!(
+        pos("db-certificate-ready") < pos("db-deployment"),
+        "{executed:?}"
+    );
+    assert!(
+        pos("db-migration-sql") < pos("server-deployment"),
+        "{executed:?}"
+    );
+    let deployment = p.end.deployment("db").expect("db");
+    assert!(deployment_ready(deployment));
+    assert_eq!(claim_of(deployment).as_deref(), Some("var-pgsql18"));
     let Some(Action::RunJob { job, .. }) = p
         .executed
         .iter()
@@ -96,19 +124,7 @@ fn data_of_the_target_major_is_not_upgraded() {
     assert!(!ids(&p.executed).contains(&"db-upgrade"));
     assert!(!ids(&p.executed).contains(&"pvc-var-pgsql18"));
     let deployment = p.end.deployment("db").expect("db");
-    let volumes = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.volumes.clone())
-        .unwrap_or_default();
-    assert_eq!(
-        volumes[0]
-            .persistent_volume_claim
-            .as_ref()
-            .map(|c| c.claim_name.as_str()),
-        Some("var-pgsql")
-    );
+    assert_eq!(claim_of(deployment).as_deref(), Some("var-pgsql"));
 }
 
 #[test]
@@ -227,4 +243,157 @@ fn a_running_database_job_is_awaited() {
     let plan = plan(&params, &o).expect("plan");
     let next = plan.next_step().expect("next");
     assert_eq!((next.id.as_str(), next.op), ("db-upgrade", Op::AwaitJob));
+}
+
+#[test]
+fn the_db_pod_mounts_db_cert_as_the_chart_does() {
+    let params = common::params();
+    let p = preview(&params, &common::after_sync(&params)).expect("preview");
+    let deployment = p.end.deployment("db").expect("db");
+    let pod = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod");
+    let secret = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find_map(|v| v.secret.as_ref().map(|s| (v.name.clone(), s)))
+        .expect("a Secret volume");
+    assert_eq!(secret.1.secret_name.as_deref(), Some("db-cert"));
+    let items: Vec<(&str, &str, Option<i32>)> = secret
+        .1
+        .items
+        .iter()
+        .flatten()
+        .map(|i| (i.key.as_str(), i.path.as_str(), i.mode))
+        .collect();
+    assert_eq!(
+        items,
+        [
+            ("tls.crt", "tls/certs/spacewalk.crt", None),
+            ("tls.key", "tls/private/pg-spacewalk.key", Some(0o440)),
+            (
+                "ca.crt",
+                "trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT",
+                None
+            ),
+        ]
+    );
+    // The key is readable through the group, which is postgres's: fsGroup.
+    assert_eq!(
+        pod.security_context.as_ref().and_then(|c| c.fs_group),
+        Some(999)
+    );
+    let mount = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == secret.0)
+        .expect("mounted");
+    assert_eq!(mount.mount_path, "/etc/pki");
+    assert_eq!(mount.read_only, Some(true));
+}
+
+/// The re-hash Job's pod.
+fn passwords_pod(p: &uyuni_core::preview::Preview) -> k8s_openapi::api::core::v1::PodSpec {
+    let Some(Action::RunJob { job, .. }) = p
+        .executed
+        .iter()
+        .find(|s| s.id == "db-passwords")
+        .map(|s| &s.action)
+    else {
+        panic!("db-passwords Job: {:?}", ids(&p.executed));
+    };
+    job.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .expect("pod")
+}
+
+#[test]
+fn md5_passwords_are_rehashed_as_postgres_on_the_db_claim_with_the_secrets_values() {
+    let params = common::params();
+    for (version, claim) in [("16", "var-pgsql18"), ("18", "var-pgsql")] {
+        let o = with_pg_version(common::after_sync(&params), version);
+        let p = preview(&params, &o).expect("preview");
+        let pod = passwords_pod(&p);
+        let c = &pod.containers[0];
+        assert_eq!(
+            c.image.as_deref(),
+            Some(params.image.database.as_str()),
+            "the DB image has pg_ctl and psql 18"
+        );
+        let sc = pod.security_context.as_ref().expect("security context");
+        assert_eq!(
+            (sc.run_as_user, sc.run_as_group, sc.fs_group),
+            (Some(999), Some(999), Some(999))
+        );
+        let mounts: Vec<(String, String)> = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| (m.name.clone(), m.mount_path.clone()))
+            .collect();
+        assert!(
+            mounts.contains(&(claim.to_owned(), "/var/lib/pgsql/data".to_owned())),
+            "{version}: {mounts:?}"
+        );
+        assert_eq!(
+            claim_of(p.end.deployment("db").expect("db")).as_deref(),
+            Some(claim),
+            "the claim the db Deployment runs on"
+        );
+        // The passwords come from the credential Secrets, never as values.
+        let from_secret = |name: &str| {
+            c.env
+                .iter()
+                .flatten()
+                .find(|e| e.name == name)
+                .and_then(|e| e.value_from.as_ref())
+                .and_then(|v| v.secret_key_ref.as_ref())
+                .map(|r| (r.name.clone(), r.key.clone()))
+        };
+        assert_eq!(
+            from_secret("MANAGER_PASS"),
+            Some(("db-credentials".into(), "password".into()))
+        );
+        assert_eq!(
+            from_secret("REPORT_DB_PASS"),
+            Some(("reportdb-credentials".into(), "password".into()))
+        );
+        let job_text = serde_json::to_string(&pod).expect("json");
+        assert!(!job_text.contains("s3cret pass#1"), "a password in the Job");
+    }
+}
+
+#[test]
+fn a_migration_done_before_the_rehash_existed_stops_the_database_for_it() {
+    let params = common::params();
+    let mut o = common::after_migration(&params);
+    let rehash: Vec<String> = o
+        .jobs_for_step("db-passwords")
+        .iter()
+        .filter_map(|j| j.metadata.name.clone())
+        .collect();
+    assert_eq!(rehash.len(), 1);
+    o.objects
+        .remove(&uyuni_core::ObjectRef::new(Kind::Job, rehash[0].clone()));
+    let p = preview(&params, &o).expect("preview");
+    let executed = ids(&p.executed);
+    assert_eq!(
+        executed,
+        [
+            "server-stop",
+            "db-stop",
+            "db-passwords",
+            "db-deployment",
+            "db-ready",
+            "server-deployment",
+            "server-ready"
+        ],
+        "stopped before, restarted after"
+    );
+    assert!(deployment_ready(p.end.deployment("db").expect("db")));
 }

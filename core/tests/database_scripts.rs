@@ -1,6 +1,7 @@
 //! Tests of the database Jobs' scripts: ShellCheck, and runs under bash against stub commands on
 //! PATH and a temporary directory standing in for the volumes, checking what they call, what
-//! they write, and how they fail.
+//! they write, and how they fail. The password re-hash also runs against a real PostgreSQL when
+//! the machine has one (15 or later): only a server shows that psql's quoting does its work.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use uyuni_core::scripts::database::{
-    MIGRATION_SQL, render_fixup, render_migration_sql, render_upgrade,
+    MIGRATION_SQL, render_fixup, render_migration_sql, render_passwords, render_upgrade,
 };
 
 /// Every stub appends its name and arguments to $STUB_LOG.
@@ -59,6 +60,9 @@ impl Sandbox {
         fs::read_to_string(self.dir.path().join("stub.log")).unwrap_or_default()
     }
     fn run(&self, script: &str) -> Output {
+        self.run_with(script, &[])
+    }
+    fn run_with(&self, script: &str, env: &[(&str, &str)]) -> Output {
         let path = format!(
             "{}:{}",
             self.bin().display(),
@@ -67,6 +71,7 @@ impl Sandbox {
         Command::new("bash")
             .arg("-c")
             .arg(script)
+            .envs(env.iter().copied())
             .env("PATH", path)
             .env("STUB_LOG", self.dir.path().join("stub.log"))
             .env("TMPDIR", self.dir.path())
@@ -122,12 +127,14 @@ fn scripts_are_shellcheck_clean() {
     shellcheck("fix-up (unknown major)", &render_fixup(None, ""));
     shellcheck("upgrade", &render_upgrade(14, ""));
     shellcheck("migration SQL", &render_migration_sql(""));
+    shellcheck("password re-hash", &render_passwords(""));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Fix-up
 
-const CLASSIC_PG_CONF: &str = "# classic\nlisten_addresses = 'localhost'\n#ssl = off\nssl = on\nssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\nmax_connections = 400\n";
+/// A classic configuration with SSL off and the key somewhere the `db` pod does not have it.
+const CLASSIC_PG_CONF: &str = "# classic\nlisten_addresses = 'localhost'\n#ssl = on\nssl = off\nssl_key_file = 'server.key'\nmax_connections = 400\n";
 const RHN_CONF: &str = "db_backend = postgresql\ndb_user = spacewalk\ndb_password = p@ss #1\ndb_host = localhost\ndb_port = 5433\nreport_db_host = localhost\nserver.no_ssl = 0\n";
 
 fn fixup_sandbox(legacy_layout: bool) -> Sandbox {
@@ -159,11 +166,21 @@ fn fixup_flattens_fixes_the_configuration_and_moves_the_marker() {
 
     let pg = s.read("/var/lib/pgsql/data/postgresql.conf");
     assert!(pg.contains("listen_addresses = '*'\n"), "{pg}");
+    // TLS for external report-database clients, with the files the db pod mounts from db-cert.
     assert!(
-        pg.contains("ssl = off\n") && !pg.contains("ssl = on"),
+        pg.contains("\nssl = on\n") && !pg.contains("\nssl = off"),
         "{pg}"
     );
-    assert!(pg.contains("#ssl = off\n"), "comments stay: {pg}");
+    assert!(
+        pg.contains("ssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\n"),
+        "{pg}"
+    );
+    assert!(
+        pg.contains("ssl_key_file = '/etc/pki/tls/private/pg-spacewalk.key'\n")
+            && !pg.contains("server.key"),
+        "{pg}"
+    );
+    assert!(pg.contains("#ssl = on\n"), "comments stay: {pg}");
     assert!(pg.contains("max_connections = 400"), "{pg}");
 
     let rhn = s.read("/etc/rhn/rhn.conf");
@@ -364,7 +381,15 @@ fn upgrade_empties_the_target_copies_and_never_writes_the_source() {
         .lines()
         .find(|l| l.starts_with("pg_upgrade"))
         .expect("pg_upgrade");
-    assert!(upgrade.contains("-c ssl=off"), "{upgrade}");
+    // The fixed-up source says `ssl = on`; neither server of the upgrade has the certificate.
+    for side in ["--old-options=", "--new-options="] {
+        let options = upgrade
+            .split(" --")
+            .map(|a| format!("--{}", a.trim_start_matches("--")))
+            .find(|a| a.starts_with(side))
+            .unwrap_or_else(|| panic!("{side} missing: {upgrade}"));
+        assert!(options.contains("-c ssl=off"), "{options}");
+    }
     assert!(!upgrade.contains("--link"), "copy mode: {upgrade}");
     assert!(log.contains("setpriv --reuid=999"), "{log}");
 
@@ -428,6 +453,295 @@ fn upgrade_defaults_the_locale() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Password re-hash
+
+const DB_PASSWORD: &str = "s3cret pass#1 'quoted'";
+const REPORT_PASSWORD: &str = "another one with spaces";
+
+/// The credentials as the Job's `secretKeyRef` environment carries them.
+fn credentials() -> [(&'static str, &'static str); 4] {
+    [
+        ("MANAGER_USER", "spacewalk"),
+        ("MANAGER_PASS", DB_PASSWORD),
+        ("REPORT_DB_USER", "pythia_susemanager"),
+        ("REPORT_DB_PASS", REPORT_PASSWORD),
+    ]
+}
+
+/// Upgraded data, and stubs of PostgreSQL: `pg_ctl` keeps a pid file while "running"; `psql`
+/// answers from a directory with a file per role holding its stored password, changes it on
+/// ALTER ROLE, and records the password it received (through its environment) per role.
+struct PgSandbox {
+    s: Sandbox,
+}
+
+impl PgSandbox {
+    fn new(roles: &[(&str, &str)]) -> PgSandbox {
+        let s = Sandbox::new();
+        s.write("/var/lib/pgsql/data/PG_VERSION", "18\n");
+        s.write("/var/lib/pgsql/data/postgresql.conf", "ssl = on\n");
+        fs::create_dir_all(s.dir.path().join("received")).expect("mkdir");
+        let p = PgSandbox { s };
+        for (role, stored) in roles {
+            p.set_role(role, stored);
+        }
+        p.pg_ctl("");
+        p.psql("");
+        p
+    }
+    fn roles(&self) -> PathBuf {
+        self.s.dir.path().join("roles")
+    }
+    fn set_role(&self, role: &str, stored: &str) {
+        fs::create_dir_all(self.roles()).expect("mkdir");
+        fs::write(self.roles().join(role), stored).expect("write");
+    }
+    fn stored(&self, role: &str) -> String {
+        fs::read_to_string(self.roles().join(role)).expect("role")
+    }
+    fn received(&self, role: &str) -> Option<String> {
+        fs::read_to_string(self.s.dir.path().join("received").join(role)).ok()
+    }
+    fn pid_file(&self) -> PathBuf {
+        self.s.path("/var/lib/pgsql/data/postmaster.pid")
+    }
+    /// `on_start` runs first when the server is started.
+    fn pg_ctl(&self, on_start: &str) {
+        write_exe(
+            &self.s.bin().join("pg_ctl"),
+            &format!(
+                r#"action=$1; shift
+while [ $# -gt 0 ]; do case $1 in -D) d=$2; shift 2 ;; -l) log=$2; shift 2 ;; *) shift ;; esac; done
+case $action in
+  start) {on_start}
+    echo 4242 >"$d/postmaster.pid"; echo 'LOG:  database system is ready to accept connections' >>"$log" ;;
+  status) [ -f "$d/postmaster.pid" ] || exit 3 ;;
+  stop) [ -f "$d/postmaster.pid" ] || exit 1; rm -f -- "$d/postmaster.pid" ;;
+esac
+"#
+            ),
+        );
+    }
+    /// `on_alter` runs first on ALTER ROLE.
+    fn psql(&self, on_alter: &str) {
+        write_exe(
+            &self.s.bin().join("psql"),
+            &format!(
+                r#"sql=$(cat)
+[ -f {pid} ] || {{ echo 'psql: error: connection to server failed: No such file or directory' >&2; exit 2; }}
+roles={roles}
+if [[ $sql == *'ALTER ROLE'* ]]; then
+  {on_alter}
+  [[ $sql == *"SET password_encryption = 'scram-sha-256'"* && $sql == *'\getenv role_password ROLE_PASSWORD'* ]] || {{ echo 'unexpected statement' >&2; exit 3; }}
+  [ -f "$roles/$ROLE_NAME" ] || {{ echo "ERROR:  role \"$ROLE_NAME\" does not exist" >&2; exit 1; }}
+  printf 'SCRAM-SHA-256$4096:c2FsdA==$stored:server' >"$roles/$ROLE_NAME"
+  printf '%s' "$ROLE_PASSWORD" >{received}/"$ROLE_NAME"
+else
+  [ -f "$roles/$ROLE_NAME" ] || exit 0
+  v=$(cat "$roles/$ROLE_NAME")
+  case $v in '') echo none ;; md5*) echo md5 ;; SCRAM-SHA-256\$*) echo scram ;; *) echo other ;; esac
+fi
+"#,
+                pid = self.pid_file().display(),
+                roles = self.roles().display(),
+                received = self.s.dir.path().join("received").display(),
+            ),
+        );
+    }
+    fn run(&self) -> Output {
+        self.s.run_with(
+            &render_passwords(&self.s.root().display().to_string()),
+            &credentials(),
+        )
+    }
+    /// Neither password in any stub's arguments nor in the Job's output.
+    fn assert_no_password(&self, out: &Output) {
+        for password in [DB_PASSWORD, REPORT_PASSWORD] {
+            assert!(!self.s.log().contains(password), "argv: {}", self.s.log());
+            assert!(!text(out).contains(password), "{}", text(out));
+        }
+    }
+}
+
+const MD5: &str = "md5a3556571e93b0d20722ba62be61e8c2d";
+const SCRAM: &str = "SCRAM-SHA-256$4096:b2xk$old:old";
+
+#[test]
+fn passwords_rehashes_md5_roles_and_leaves_scram_ones() {
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", SCRAM)]);
+    let out = p.run();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(p.stored("spacewalk").starts_with("SCRAM-SHA-256$"));
+    assert_eq!(
+        p.received("spacewalk").as_deref(),
+        Some(DB_PASSWORD),
+        "the migrated password, exactly, through psql's environment"
+    );
+    assert_eq!(p.stored("pythia_susemanager"), SCRAM, "left alone");
+    assert_eq!(p.received("pythia_susemanager"), None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Re-hashed the password of role spacewalk: md5 to scram-sha-256"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Role pythia_susemanager already has a scram-sha-256 password"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Re-hashed to scram-sha-256: spacewalk\n"),
+        "{stdout}"
+    );
+    assert!(!p.pid_file().exists(), "the server is stopped");
+    p.assert_no_password(&out);
+
+    let log = p.s.log();
+    let start = log
+        .lines()
+        .find(|l| l.starts_with("pg_ctl start"))
+        .expect("started");
+    for option in [
+        "-c listen_addresses=''",
+        "-c ssl=off",
+        "-c hba_file='",
+        "-c unix_socket_directories='",
+        "-c shared_preload_libraries=''",
+    ] {
+        assert!(start.contains(option), "{option} missing: {start}");
+    }
+    let calls: Vec<&str> = log
+        .lines()
+        .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .map(|c| match c.as_str() {
+            c if c.starts_with("psql") => "psql",
+            "pg_ctl start" => "pg_ctl start",
+            "pg_ctl stop" => "pg_ctl stop",
+            _ => "other",
+        })
+        .filter(|c| *c != "other")
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "pg_ctl start",
+            "psql",
+            "psql",
+            "psql",
+            "psql",
+            "pg_ctl stop"
+        ],
+        "query, alter, check for the md5 role; query for the scram one:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .filter(|l| l.starts_with("psql"))
+            .all(|l| l.contains(" -h ") && l.contains(" -U postgres ")),
+        "{log}"
+    );
+
+    // Again: nothing left to re-hash.
+    let again = p.run();
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("nothing re-hashed"),
+        "{}",
+        text(&again)
+    );
+    assert!(!p.pid_file().exists());
+}
+
+#[test]
+fn passwords_stop_the_server_when_its_start_fails() {
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    // The postmaster came up, but not in time: pg_ctl -w gives up.
+    p.pg_ctl(
+        "echo 4242 >\"$d/postmaster.pid\"; echo 'FATAL:  could not map anonymous shared memory' >>\"$log\"; echo 'pg_ctl: server did not start in time' >&2; exit 1",
+    );
+    let out = p.run();
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not start"), "{err}");
+    assert!(
+        err.contains("could not map anonymous shared memory"),
+        "its log: {err}"
+    );
+    assert!(!p.pid_file().exists(), "left running:\n{}", p.s.log());
+    assert!(p.s.log().contains("pg_ctl stop"), "{}", p.s.log());
+    assert_eq!(p.stored("spacewalk"), MD5, "nothing changed");
+    p.assert_no_password(&out);
+
+    // A start that fails without a server: nothing to stop, the same failure.
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    p.pg_ctl("echo 'pg_ctl: could not start server' >&2; exit 1");
+    let out = p.run();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("did not start"), "{}", text(&out));
+    assert!(!p.s.log().contains("pg_ctl stop"), "{}", p.s.log());
+}
+
+#[test]
+fn passwords_fail_and_stop_the_server_on_a_missing_role_or_a_failed_alter() {
+    // The report role is not in the data: the Secret and the data do not match.
+    let p = PgSandbox::new(&[("spacewalk", SCRAM)]);
+    let out = p.run();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "role pythia_susemanager (the username of Secret reportdb-credentials) does not exist"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.pid_file().exists(), "left running");
+    assert!(!text(&out).contains("DONE"));
+
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    p.psql("echo 'ERROR:  permission denied' >&2; exit 1");
+    let out = p.run();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("ALTER ROLE failed for role spacewalk"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.pid_file().exists(), "left running");
+    assert_eq!(p.stored("spacewalk"), MD5);
+    p.assert_no_password(&out);
+}
+
+#[test]
+fn passwords_never_start_postgresql_on_data_that_was_not_upgraded() {
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    p.s.write("/var/lib/pgsql/data/PG_VERSION", "16\n");
+    let out = p.run();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("holds PostgreSQL 16, not 18"),
+        "{}",
+        text(&out)
+    );
+    assert!(!p.s.log().contains("pg_ctl"), "{}", p.s.log());
+
+    // A credential Secret without its password.
+    let p = PgSandbox::new(&[("spacewalk", MD5), ("pythia_susemanager", MD5)]);
+    let mut env = credentials();
+    env[3].1 = "";
+    let out =
+        p.s.run_with(&render_passwords(&p.s.root().display().to_string()), &env);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("REPORT_DB_PASS is empty: Secret reportdb-credentials"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !p.s.log().contains("pg_ctl"),
+        "checked before the start: {}",
+        p.s.log()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Migration SQL
 
 #[test]
@@ -467,5 +781,196 @@ fn migration_sql_feeds_spacewalk_sql_and_fails_with_it() {
         text(&out).contains("no /etc/rhn/rhn.conf"),
         "{}",
         text(&out)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Password re-hash against a real PostgreSQL, where one is installed
+
+/// Runs shell commands as a user PostgreSQL accepts (it refuses root), in a directory that user
+/// owns, with the PostgreSQL tools of the machine.
+struct RealPg {
+    dir: tempfile::TempDir,
+    /// The user and group to become when running as root.
+    drop_to: Option<(u32, u32)>,
+    major: String,
+}
+
+impl RealPg {
+    /// `None` (and a note) when the machine has no PostgreSQL 15 or later: `\getenv` came in 15.
+    fn new() -> Option<RealPg> {
+        let version = |tool: &str| {
+            Command::new(tool)
+                .arg("--version")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| {
+                    let text = String::from_utf8_lossy(&o.stdout).to_string();
+                    text.split_whitespace()
+                        .find_map(|w| w.split('.').next()?.parse::<u32>().ok())
+                })
+        };
+        let majors = ["initdb", "pg_ctl", "postgres", "psql"].map(version);
+        let Some(major) = majors[0] else {
+            println!("no PostgreSQL on PATH: the re-hash was not run against a real server");
+            return None;
+        };
+        if majors.iter().any(|m| *m != Some(major)) || major < 15 {
+            println!("PostgreSQL tools {majors:?}: need one major, 15 or later; not run");
+            return None;
+        }
+        let id = |args: &[&str]| -> Option<u32> {
+            let o = Command::new("id").args(args).output().ok()?;
+            String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+        };
+        let drop_to = match id(&["-u"]) {
+            Some(0) => Some((
+                id(&["-u", "postgres"]).unwrap_or(65534),
+                id(&["-g", "postgres"]).unwrap_or(65534),
+            )),
+            _ => None,
+        };
+        // In /tmp when dropping privileges: the user must reach the directory.
+        let dir = match drop_to {
+            Some(_) => tempfile::tempdir_in("/tmp"),
+            None => tempfile::tempdir(),
+        }
+        .expect("tempdir");
+        if let Some((uid, gid)) = drop_to {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
+        }
+        Some(RealPg {
+            dir,
+            drop_to,
+            major: major.to_string(),
+        })
+    }
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+    fn data(&self) -> PathBuf {
+        self.root().join("var/lib/pgsql/data")
+    }
+    fn sh(&self, script: &str, env: &[(&str, &str)]) -> Output {
+        let mut cmd = match self.drop_to {
+            Some((uid, gid)) => {
+                let mut c = Command::new("setpriv");
+                c.args([
+                    format!("--reuid={uid}"),
+                    format!("--regid={gid}"),
+                    "--clear-groups".to_owned(),
+                    "--".to_owned(),
+                    "bash".to_owned(),
+                ]);
+                c
+            }
+            None => Command::new("bash"),
+        };
+        cmd.arg("-c")
+            .arg(script)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("TMPDIR", self.dir.path())
+            .env("LC_ALL", "C")
+            .envs(env.iter().copied())
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs")
+    }
+    fn ok(&self, script: &str) -> String {
+        let out = self.sh(&format!("set -euo pipefail\n{script}"), &[]);
+        assert!(out.status.success(), "{script}\n{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+    /// Runs SQL as the superuser on a server of its own on a socket, with `hba`.
+    fn with_server(&self, hba: &str, script: &str) -> String {
+        self.ok(&format!(
+            r#"D={data}
+S=$(mktemp -d)
+printf '{hba}' >"$S/hba"
+pg_ctl start -D "$D" -w -l "$S/log" -o "-c listen_addresses='' -c port=5432 -c unix_socket_directories='$S' -c hba_file='$S/hba' -c ssl=off" >/dev/null
+trap 'pg_ctl stop -D "$D" -m fast -w >/dev/null' EXIT
+{script}"#,
+            data = self.data().display(),
+        ))
+    }
+}
+
+#[test]
+fn passwords_rehash_against_a_real_postgresql() {
+    let Some(pg) = RealPg::new() else { return };
+    pg.ok(&format!(
+        "mkdir -p {data} && initdb -D {data} -U postgres -A trust --no-sync >/dev/null",
+        data = pg.data().display()
+    ));
+    // A classic configuration: SSL on with files this pod does not have, another port, and
+    // every statement logged.
+    pg.ok(&format!(
+        "cat >>{}/postgresql.conf <<'EOF'\nssl = on\nssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\nssl_key_file = '/etc/pki/tls/private/pg-spacewalk.key'\nport = 5433\nlog_statement = 'all'\nEOF",
+        pg.data().display()
+    ));
+    pg.with_server(
+        r"local all all trust\n",
+        r#"psql -X -q -v ON_ERROR_STOP=1 -h "$S" -U postgres -d postgres <<'SQL'
+SET password_encryption = 'md5';
+CREATE ROLE spacewalk LOGIN PASSWORD 'the old one';
+SET password_encryption = 'scram-sha-256';
+CREATE ROLE pythia_susemanager LOGIN PASSWORD 'another one with spaces';
+SQL"#,
+    );
+    let stored = |pg: &RealPg| {
+        pg.with_server(
+            r"local all all trust\n",
+            r#"psql -X -h "$S" -U postgres -d postgres -tA -c "SELECT rolname || ' ' || rolpassword FROM pg_authid WHERE rolname IN ('spacewalk', 'pythia_susemanager') ORDER BY 1""#,
+        )
+    };
+    let before = stored(&pg);
+    assert!(before.contains("spacewalk md5"), "{before}");
+
+    // The local tools' major stands for the image's.
+    let script = render_passwords(&pg.root().display().to_string())
+        .replace("TARGET_MAJOR='18'", &format!("TARGET_MAJOR='{}'", pg.major));
+    let out = pg.sh(&script, &credentials());
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Re-hashed to scram-sha-256: spacewalk\n"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains(DB_PASSWORD));
+    assert!(!pg.data().join("postmaster.pid").exists(), "left running");
+
+    let after = stored(&pg);
+    assert!(after.contains("spacewalk SCRAM-SHA-256$"), "{after}");
+    let report = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("pythia_susemanager "))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        report(&after),
+        report(&before),
+        "the scram role is left alone"
+    );
+    // The migrated password, with its quote and spaces, now logs in under scram-sha-256.
+    let login = pg.sh(
+        &format!(
+            r#"set -euo pipefail
+D={data}
+S=$(mktemp -d)
+printf 'local all postgres trust\nlocal all all scram-sha-256\n' >"$S/hba"
+pg_ctl start -D "$D" -w -l "$S/log" -o "-c listen_addresses='' -c port=5432 -c unix_socket_directories='$S' -c hba_file='$S/hba' -c ssl=off" >/dev/null
+trap 'pg_ctl stop -D "$D" -m fast -w >/dev/null' EXIT
+PGPASSWORD=$MANAGER_PASS psql -X -h "$S" -U spacewalk -d postgres -tA -c "SELECT 'logged in'""#,
+            data = pg.data().display()
+        ),
+        &credentials(),
+    );
+    assert!(
+        String::from_utf8_lossy(&login.stdout).contains("logged in"),
+        "{}",
+        text(&login)
     );
 }

@@ -9,20 +9,26 @@
 //!    before every other write, every write of the sync phase comes before the data-sync Job,
 //!    and at most one data-sync Job is run or awaited. The database
 //!    phase comes after the sync, in the order fix-up → upgrade → `db` Deployment → ready →
-//!    migration SQL, and a running database is stopped before a Job works on its data.
+//!    migration SQL, with the password re-hash after the upgrade and before the `db`
+//!    Deployment. Secret `db-cert` (or its Certificate) is written and waited for before the
+//!    `db` Deployment.
 //! 5. An existing PersistentVolumeClaim is never written (never recreated, never resized).
 //! 6. No secret value (SSH private key, database passwords, CA key) appears in any printable
 //!    output: the human preview, the manifests stream, the serialized plan.
 //! 7. After a final sync, the TFTP Deployment runs iff `--tftp` says so or, without the flag,
 //!    the source served TFTP; Service tftp is written iff it runs and not on the host network.
+//! 8. No Job that works on the database's data (fix-up, upgrade, re-hash) is started while the
+//!    `db` Deployment or the server runs: replaying the executed steps, each such Job starts
+//!    with both absent or scaled to 0.
 
 mod common;
 
 use proptest::prelude::*;
 use uyuni_core::builders::{data_sync, database, migration};
 use uyuni_core::object::Kind;
+use uyuni_core::observed::deployment_stopped;
 use uyuni_core::preview::MAX_STEPS;
-use uyuni_core::{Action, MigrateParams, Object, Observed, Op, plan, preview, render};
+use uyuni_core::{Action, MigrateParams, Object, Observed, Op, plan, preview, render, simulate};
 
 #[derive(Debug, Clone)]
 enum JobFixture {
@@ -91,8 +97,8 @@ struct DbState {
     /// 0: absent, 1: running, 2: stopped.
     deployment: u8,
     upgraded_claim: bool,
-    /// Per Job (fix-up, upgrade, SQL): 0 none, 1 running, 2 failed, 3 succeeded.
-    jobs: [u8; 3],
+    /// Per Job (fix-up, upgrade, re-hash, SQL): 0 none, 1 running, 2 failed, 3 succeeded.
+    jobs: [u8; 4],
     /// The server Deployment exists (from an earlier complete run) and runs.
     server: bool,
 }
@@ -102,7 +108,7 @@ fn db_state() -> impl Strategy<Value = DbState> {
         prop_oneof![Just("14"), Just("16"), Just("18")],
         0u8..3,
         any::<bool>(),
-        [0u8..4, 0u8..4, 0u8..4],
+        [0u8..4, 0u8..4, 0u8..4, 0u8..4],
         any::<bool>(),
     )
         .prop_map(
@@ -332,6 +338,7 @@ fn insert_db_state(params: &MigrateParams, o: &mut Observed, db: &DbState) {
     let jobs = [
         Some(database::fixup_job(params, &data, upgrade)),
         from.map(|f| database::upgrade_job(params, &data, Some(f))),
+        Some(database::passwords_job(params, &data, upgrade)),
         Some(database::migration_sql_job(params, &data)),
     ];
     for (job, state) in jobs.into_iter().zip(db.jobs) {
@@ -361,7 +368,7 @@ proptest! {
     }
 
     #[test]
-    fn invariants_2_to_5_converge_in_order(s in state()) {
+    fn invariants_2_to_5_and_7_converge_in_order(s in state()) {
         let (params, observed) = build(&s);
         let preview = preview(&params, &observed).expect("plannable state");
         // 2
@@ -397,12 +404,20 @@ proptest! {
             }
         }
         prop_assert!(jobs <= 2, "jobs: {jobs}");
-        let db_order = ["server-stop", "db-stop", "db-fixup", "db-upgrade", "db-deployment", "db-ready", "db-migration-sql"];
+        let db_order = ["server-stop", "db-stop", "db-fixup", "db-upgrade", "db-passwords", "db-deployment", "db-ready", "db-migration-sql"];
         let positions: Vec<usize> = db_order
             .iter()
             .filter_map(|id| ids.iter().rposition(|i| i == id))
             .collect();
         prop_assert!(positions.windows(2).all(|w| w[0] < w[1]), "database order: {ids:?}");
+        // The db pod mounts Secret db-cert: whatever writes or waits for it comes first.
+        if let Some(deployment) = ids.iter().rposition(|i| *i == "db-deployment") {
+            for tls in ["db-cert", "db-certificate", "db-certificate-ready"] {
+                if let Some(p) = ids.iter().rposition(|i| *i == tls) {
+                    prop_assert!(p < deployment, "{tls} after db-deployment: {ids:?}");
+                }
+            }
+        }
         if let Some(first_db) = ids.iter().position(|i| i.starts_with("db-")) {
             prop_assert!(first_db >= sync_end, "database step before the sync ended: {ids:?}");
         }
@@ -429,6 +444,17 @@ proptest! {
                 "Service tftp: {:?}",
                 s.tftp
             );
+        }
+        // 8
+        let mut state = observed.clone();
+        for step in &preview.executed {
+            if step.op == Op::RunJob && ["db-fixup", "db-upgrade", "db-passwords"].contains(&step.id.as_str()) {
+                for name in ["db", "uyuni"] {
+                    let running = state.deployment(name).is_some_and(|d| !deployment_stopped(d));
+                    prop_assert!(!running, "{} started while {name} runs: {ids:?}", step.id);
+                }
+            }
+            state = simulate(&state, &params.namespace, step);
         }
         // 5
         for step in &preview.executed {

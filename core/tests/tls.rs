@@ -319,6 +319,13 @@ fn third_party_files_become_tls_secrets_with_the_chart_names() {
             .any(|i| i.starts_with("ca-key") || *i == "ca-issuer"),
         "{ids:?}"
     );
+    let pos = |id: &str| {
+        ids.iter()
+            .position(|i| *i == id)
+            .unwrap_or_else(|| panic!("{id}: {ids:?}"))
+    };
+    assert!(pos("db-cert") < pos("db-deployment"), "{ids:?}");
+    assert!(pos("db-upgrade") < pos("db-cert"), "{ids:?}");
     let secret = p.end.secret("uyuni-cert").expect("uyuni-cert");
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
     let out = uyuni_core::render::human_preview(&p.steps, &o, Default::default());
@@ -335,7 +342,9 @@ fn the_reused_ca_is_decrypted_before_the_issuer_and_the_certificates() {
             .position(|i| *i == id)
             .unwrap_or_else(|| panic!("{id}: {ids:?}"))
     };
-    assert!(pos("db-migration-sql") < pos("ca-password"));
+    // Between the database's upgrade and the db Deployment, which mounts db-cert.
+    assert!(pos("db-upgrade") < pos("ca-password"));
+    assert!(pos("db-certificate-ready") < pos("db-deployment"));
     assert!(pos("ca-password") < pos("ca-secret"));
     assert!(pos("ca-secret") < pos("ca-key"));
     assert!(pos("ca-key") < pos("ca-issuer"));

@@ -107,10 +107,27 @@ fn assert_resumed(env: &Env, jobs: &[(&str, usize)], deployment: &str) {
 }
 
 fn claim_of(d: &Value) -> String {
-    d["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
-        .as_str()
+    d["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|v| v["persistentVolumeClaim"]["claimName"].as_str())
         .unwrap_or_default()
         .to_owned()
+}
+
+/// Where the client's first write of `kind/name` comes among all client writes; for a Job,
+/// `name` is its step.
+fn first_write(env: &Env, kind: &str, name: &str) -> usize {
+    env.sim
+        .written()
+        .iter()
+        .position(|w| {
+            let m = &w.object["metadata"];
+            w.object["kind"] == kind
+                && (m["name"] == name || m["annotations"]["kubectl-uyuni.io/step"] == name)
+        })
+        .unwrap_or_else(|| panic!("{kind}/{name} was never written"))
 }
 
 /// The whole run on one flavour: every Deployment ready, the objects as the golden list says,
@@ -145,7 +162,42 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
         db["spec"]["template"]["spec"]["securityContext"]["fsGroup"],
         999
     );
-    for step in ["data-sync", "db-fixup", "db-migration-sql"] {
+    // TLS for external report-database clients: Secret db-cert at /etc/pki, issued before the
+    // pod that mounts it was created.
+    let cert_volume = db["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["secret"]["secretName"] == "db-cert")
+        .expect("the db pod mounts Secret db-cert");
+    assert_eq!(
+        cert_volume["secret"]["items"][1],
+        serde_json::json!({"key": "tls.key", "path": "tls/private/pg-spacewalk.key", "mode": 0o440})
+    );
+    let cert_mount = db["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == cert_volume["name"])
+        .expect("mounted");
+    assert_eq!(cert_mount["mountPath"], "/etc/pki");
+    assert!(env.sim.get("v1", "Secret", Some(NS), "db-cert").is_some());
+    assert!(
+        first_write(&env, "Certificate", "db-cert") < first_write(&env, "Deployment", "db"),
+        "the db Deployment was written before its certificate"
+    );
+    // The roles' passwords are re-hashed before PostgreSQL serves them with scram-only pg_hba.
+    let data_done = if upgraded {
+        first_write(&env, "Job", "db-upgrade")
+    } else {
+        first_write(&env, "Job", "db-fixup")
+    };
+    let rehash = first_write(&env, "Job", "db-passwords");
+    assert!(
+        data_done < rehash && rehash < first_write(&env, "Deployment", "db"),
+        "db-passwords out of order"
+    );
+    for step in ["data-sync", "db-fixup", "db-passwords", "db-migration-sql"] {
         assert_eq!(env.jobs_of(step).len(), 1, "{step}");
     }
     assert_eq!(env.jobs_of("db-upgrade").len(), usize::from(upgraded));
@@ -439,6 +491,62 @@ fn a_failed_upgrade_names_the_step_shows_its_log_and_resumes() {
 }
 
 #[test]
+fn a_failed_password_rehash_keeps_the_database_stopped_and_resumes() {
+    let mut scenario = migration("16");
+    scenario.jobs.insert(
+        "db-passwords".into(),
+        JobScript::fail(
+            1,
+            &[
+                "Starting a temporary PostgreSQL server, reachable only through a socket in this pod",
+                "ERROR: role pythia_susemanager (the username of Secret reportdb-credentials) does not exist in the migrated database",
+                "Stopping the temporary PostgreSQL server",
+            ],
+        ),
+    );
+    let env = env(scenario, Flavour::K3s);
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(stderr.contains("db-passwords"), "{stderr}");
+    assert!(
+        stderr.contains("does not exist in the migrated database"),
+        "{stderr}"
+    );
+    assert!(
+        env.sim
+            .get("apps/v1", "Deployment", Some(NS), "db")
+            .is_none(),
+        "no database before its roles can log in"
+    );
+    assert_no_secret(&out);
+
+    env.sim.set_scenario(migration("16"));
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        env.jobs_of("db-passwords").len(),
+        2,
+        "the failed Job is kept"
+    );
+    assert_eq!(
+        env.jobs_of("db-upgrade").len(),
+        1,
+        "the upgrade is not run again"
+    );
+    let db = env
+        .sim
+        .get("apps/v1", "Deployment", Some(NS), "db")
+        .expect("db");
+    assert!(deployment_ready(&db));
+}
+
+#[test]
 fn a_database_that_cannot_start_ends_the_wait_with_the_reason_and_resumes() {
     let mut scenario = migration("16");
     scenario
@@ -487,6 +595,7 @@ fn dry_run_before_the_sync_shows_the_database_phase_with_placeholders() {
         "persistentvolumeclaim/var-pgsql18",
         "job/uyuni-db-upgrade-",
         "secret/db-admin-credentials",
+        "job/uyuni-db-passwords-",
         "service/reportdb",
         "deployment/db",
         "job/uyuni-db-migration-sql-",
@@ -684,6 +793,10 @@ fn third_party_certificates_need_no_cert_manager() {
         secret_text(&env, "db-cert", "tls.crt").is_some_and(|c| c.contains("BEGIN CERTIFICATE"))
     );
     assert!(env.sim.get("v1", "ConfigMap", Some(NS), "db-ca").is_some());
+    assert!(
+        first_write(&env, "Secret", "db-cert") < first_write(&env, "Deployment", "db"),
+        "the db Deployment was written before the Secret it mounts"
+    );
     assert!(env.jobs_of("ca-key").is_empty());
     validate_written(&env.sim);
 }

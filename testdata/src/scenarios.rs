@@ -162,6 +162,21 @@ pub fn migration() -> Scenario {
             ],
         ),
     );
+    // A classic source keeps the DB user's md5 hash; the report user was created with scram.
+    scenario.jobs.insert(
+        "db-passwords".to_string(),
+        JobScript::succeed(
+            300,
+            &[
+                "Starting a temporary PostgreSQL server, reachable only through a socket in this pod",
+                "Re-hashed the password of role spacewalk: md5 to scram-sha-256",
+                "Role pythia_susemanager already has a scram-sha-256 password; left as it is",
+                "Stopping the temporary PostgreSQL server",
+                "Re-hashed to scram-sha-256: spacewalk",
+                "DONE",
+            ],
+        ),
+    );
     // The CA key Job writes the decrypted key into Secret uyuni-ca.
     scenario.jobs.insert(
         "ca-key".to_string(),

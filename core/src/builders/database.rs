@@ -7,9 +7,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, Secret, SecretKeySelector, Service, ServicePort, ServiceSpec,
-    VolumeMount,
+    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, KeyToPath, PodSecurityContext,
+    PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector, SecretVolumeSource, Service,
+    ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -26,6 +26,7 @@ use crate::volumes::{self, VolumeClaim};
 
 pub const FIXUP_STEP: &str = "db-fixup";
 pub const UPGRADE_STEP: &str = "db-upgrade";
+pub const PASSWORDS_STEP: &str = "db-passwords";
 pub const MIGRATION_SQL_STEP: &str = "db-migration-sql";
 
 /// Environment variable carrying the data-sync Job a step Job works on: part of the spec, so a
@@ -164,6 +165,57 @@ pub fn selector(component: &str) -> BTreeMap<String, String> {
     ])
 }
 
+/// The name of the `db` pod's volume of Secret `db-cert`.
+pub const DB_CERT_VOLUME: &str = "db-cert";
+
+/// Mode of the key file in the `db` pod. Secret volume files belong to root, group fsGroup (999,
+/// postgres), and the image runs PostgreSQL as postgres: 0440 lets it read the key through its
+/// group, and nobody else; PostgreSQL accepts a root-owned key up to 0640. 0400 by itself would
+/// leave the key to root. The chart asks 0400 (podman's secret belonged to uid 999), which ends
+/// as 0440 too only because the kubelet adds group read to Secret files when a pod has an
+/// fsGroup; written out, the spec says what PostgreSQL needs instead of relying on that.
+pub const DB_KEY_MODE: i32 = 0o440;
+
+/// `path` relative to the `db-cert` mount point, for a Secret volume item.
+fn pki_item(key: &str, path: &str, mode: Option<i32>) -> KeyToPath {
+    KeyToPath {
+        key: key.to_owned(),
+        path: path
+            .strip_prefix(scripts::DB_PKI_DIR)
+            .unwrap_or(path)
+            .trim_start_matches('/')
+            .to_owned(),
+        mode,
+    }
+}
+
+/// Secret `db-cert` as the chart mounts it at `/etc/pki` (images-today §C.2): the certificate
+/// and key where the fixed-up `postgresql.conf` points, the CA in the trust anchors. The mount
+/// hides the image's own `/etc/pki`; PostgreSQL makes no outgoing TLS connection that would need
+/// its trust store, and the same layout keeps the pod interchangeable with the chart's.
+fn db_cert_volume() -> (Volume, VolumeMount) {
+    let volume = Volume {
+        name: DB_CERT_VOLUME.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(names::DB_CERT_SECRET.to_owned()),
+            items: Some(vec![
+                pki_item("tls.crt", scripts::DB_TLS_CERT_FILE, None),
+                pki_item("tls.key", scripts::DB_TLS_KEY_FILE, Some(DB_KEY_MODE)),
+                pki_item("ca.crt", scripts::DB_TLS_CA_FILE, None),
+            ]),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    };
+    let mount = VolumeMount {
+        name: DB_CERT_VOLUME.to_owned(),
+        mount_path: scripts::DB_PKI_DIR.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    };
+    (volume, mount)
+}
+
 /// The `db` Deployment (chart `db.yaml`, reference §7.2 with its R fixes: created on migration,
 /// probes, container port, the migrated credentials).
 pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) -> Deployment {
@@ -176,6 +228,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
             ..ContainerPort::default()
         })
         .collect();
+    let (cert_volume, cert_mount) = db_cert_volume();
     let container = Container {
         name: "db".to_owned(),
         image: Some(params.image.database.clone()),
@@ -185,11 +238,10 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
         startup_probe: Some(pg_isready(10, DB_STARTUP_SECONDS / 10)),
         readiness_probe: Some(pg_isready(10, 3)),
         liveness_probe: Some(pg_isready(30, 5)),
-        volume_mounts: Some(vec![VolumeMount {
-            name: volumes::DATABASE_VOLUME.to_owned(),
-            mount_path: scripts::PGDATA.to_owned(),
-            ..VolumeMount::default()
-        }]),
+        volume_mounts: Some(vec![
+            super::mount(volumes::DATABASE_VOLUME, scripts::PGDATA),
+            cert_mount,
+        ]),
         ..Container::default()
     };
     Deployment {
@@ -219,7 +271,10 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
                     // A clean shutdown spares the next start a crash recovery.
                     termination_grace_period_seconds: Some(120),
                     containers: vec![container],
-                    volumes: Some(vec![super::pvc_volume(volumes::DATABASE_VOLUME, claim)]),
+                    volumes: Some(vec![
+                        super::pvc_volume(volumes::DATABASE_VOLUME, claim),
+                        cert_volume,
+                    ]),
                     ..PodSpec::default()
                 }),
             },
@@ -301,6 +356,7 @@ pub fn fixup_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgr
             env: vec![env(SYNC_JOB_ENV, &data.job)],
             extra_volumes: Vec::new(),
             service_account: None,
+            security_context: None,
         },
     )
 }
@@ -358,6 +414,57 @@ pub fn upgrade_job(params: &MigrateParams, data: &ExtractedData, from: Option<u3
             env: vec![env(SYNC_JOB_ENV, &data.job)],
             extra_volumes: Vec::new(),
             service_account: None,
+            security_context: None,
+        },
+    )
+}
+
+/// PostgreSQL's user and group in the DB image (images-today §B.1), for pods that run its tools
+/// directly instead of through the image's entrypoint.
+fn postgres_security_context() -> PodSecurityContext {
+    let id = i64::from(scripts::POSTGRES_UID);
+    PodSecurityContext {
+        run_as_user: Some(id),
+        run_as_group: Some(id),
+        fs_group: Some(id),
+        ..PodSecurityContext::default()
+    }
+}
+
+pub fn passwords_description(claim: &str) -> String {
+    format!(
+        "re-hash md5 passwords of the migrated database roles to scram-sha-256 on volume {claim}, which today's pg_hba requires"
+    )
+}
+
+/// The Job that re-hashes md5 passwords (see [`scripts::render_passwords`]), in the DB image
+/// on the claim the `db` Deployment runs on, as postgres. The passwords come from the
+/// credential Secrets, the ones the `db` Deployment and the server use.
+pub fn passwords_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgrade) -> Job {
+    let claim = data_claim(upgrade);
+    let mut env_vars = vec![env(SYNC_JOB_ENV, &data.job)];
+    for (user_var, password_var, secret) in scripts::REHASHED_ROLES {
+        env_vars.push(secret_env(user_var, secret, "username"));
+        env_vars.push(secret_env(password_var, secret, "password"));
+    }
+    script_job(
+        params,
+        &ScriptJob {
+            step: PASSWORDS_STEP,
+            description: passwords_description(&claim),
+            component: components::DB,
+            image: &params.image.database,
+            script: scripts::render_passwords(""),
+            claims: vec![ClaimMount {
+                claim: &claim,
+                path: scripts::PGDATA,
+            }],
+            // The temporary server's socket, hba file and log: private to the pod.
+            tmpfs_tmp: true,
+            env: env_vars,
+            extra_volumes: Vec::new(),
+            service_account: None,
+            security_context: Some(postgres_security_context()),
         },
     )
 }
@@ -385,6 +492,7 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             env: vec![env(SYNC_JOB_ENV, &data.job)],
             extra_volumes: Vec::new(),
             service_account: None,
+            security_context: None,
         },
     )
 }

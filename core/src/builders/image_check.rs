@@ -55,6 +55,7 @@ pub fn jobs(params: &MigrateParams) -> Vec<Job> {
                 env: Vec::new(),
                 extra_volumes: Vec::new(),
                 service_account: None,
+                security_context: None,
             },
         )
     })

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, PodSpec, PodTemplateSpec, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec, PodTemplateSpec, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -39,6 +40,8 @@ pub struct ScriptJob<'a> {
     /// Other volumes (Secrets, emptyDirs) with their mounts.
     pub extra_volumes: Vec<(Volume, VolumeMount)>,
     pub service_account: Option<&'a str>,
+    /// The pod's security context; `None`: the image's user.
+    pub security_context: Option<PodSecurityContext>,
 }
 
 /// A plain value environment variable.
@@ -92,6 +95,7 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
                 image_pull_secrets: super::registry::pod_pull_secrets(params),
                 restart_policy: Some("Never".to_owned()),
                 service_account_name: job.service_account.map(str::to_owned),
+                security_context: job.security_context.clone(),
                 containers: vec![Container {
                     name: job.step.to_owned(),
                     image: Some(job.image.to_owned()),

@@ -265,6 +265,7 @@ pub fn ca_key_job(params: &MigrateParams, data: &ExtractedData) -> Job {
                 scratch,
             ],
             service_account: Some(names::MIGRATION_SERVICE_ACCOUNT),
+            security_context: None,
         },
     )
 }

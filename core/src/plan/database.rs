@@ -1,11 +1,15 @@
-//! The database phase of a migration, after a complete final sync: fix-up of the synced data,
-//! the PostgreSQL major upgrade when the data is older than the DB image, the credentials, the
-//! `db` Deployment and its Services, the wait for it, and the migration-only SQL.
+//! The database phase of a migration, after a complete final sync, in two parts around the TLS
+//! phase. The data part: fix-up of the synced data and the PostgreSQL major upgrade when the
+//! data is older than the DB image. The service part: the credentials, the re-hash of md5
+//! passwords, the `db` Deployment and its Services, the wait for it, and the migration-only SQL.
+//! The `db` pod mounts Secret `db-cert`, so it comes after the TLS phase; the data part does not
+//! need TLS and comes first.
 //!
-//! Order (nothing starts PostgreSQL on data that has not been upgraded): a running `db` is
-//! stopped before its data is worked on; fix-up → upgrade → `db` Deployment → ready → SQL. Each
-//! step has an action until it is done, and only the first step with an action is carried out,
-//! so a later step never runs before an earlier one is complete.
+//! Order (nothing starts PostgreSQL on data that has not been upgraded): a running server and
+//! `db` are stopped before a Job works on the data; fix-up → upgrade → (TLS) → credentials →
+//! password re-hash → `db` Deployment → ready → SQL. Each step has an action until it is done,
+//! and only the first step with an action is carried out, so a later step never runs before an
+//! earlier one is complete.
 
 use k8s_openapi::api::batch::v1::Job;
 
@@ -135,11 +139,20 @@ fn claim_step(params: &MigrateParams, observed: &Observed) -> Step {
     )
 }
 
+/// The database phase's steps, split where the TLS phase goes (see the module comment).
+pub(super) struct DatabaseSteps {
+    /// Stops, fix-up, upgrade: the data made fit for the DB image.
+    pub data: Vec<Step>,
+    /// Credentials, the password re-hash, Services, the `db` Deployment, its wait, the
+    /// migration SQL.
+    pub service: Vec<Step>,
+}
+
 pub(super) fn steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
-) -> Result<Vec<Step>, PlanError> {
+) -> Result<DatabaseSteps, PlanError> {
     let ns = &params.namespace;
     let upgrade = if data.placeholder {
         pg::Upgrade::Unknown
@@ -176,9 +189,17 @@ pub(super) fn steps(
         ],
     };
 
+    // Planned here for `pending`; it runs in the service part, once the credentials exist.
+    let passwords = job_step(
+        observed,
+        database::passwords_job(params, data, upgrade),
+        SHORT_JOB,
+    );
+
     let mut steps = Vec::new();
     // PostgreSQL must not run on data a Job is about to change.
-    let pending = !is_done(&fixup) || upgrade_steps.iter().any(|s| !is_done(s));
+    let pending =
+        !is_done(&fixup) || upgrade_steps.iter().any(|s| !is_done(s)) || !is_done(&passwords);
     // The database's consumers go first (images-today §D.3 ordering), then the database.
     for (name, id) in [
         (server::SERVER_DEPLOYMENT, "server-stop"),
@@ -234,6 +255,23 @@ pub(super) fn steps(
     steps.push(fixup);
     steps.extend(upgrade_steps);
 
+    Ok(DatabaseSteps {
+        data: steps,
+        service: service_steps(params, observed, data, upgrade, passwords),
+    })
+}
+
+/// Credentials, the password re-hash, Services, the `db` Deployment on the (upgraded) data, the
+/// wait, the SQL.
+fn service_steps(
+    params: &MigrateParams,
+    observed: &Observed,
+    data: &ExtractedData,
+    upgrade: pg::Upgrade,
+    passwords: Step,
+) -> Vec<Step> {
+    let ns = &params.namespace;
+    let mut steps = Vec::new();
     for secret in database::credential_secrets(ns, data) {
         let name = secret.metadata.name.clone().unwrap_or_default();
         let description = format!("{name} with the credentials migrated from the source");
@@ -244,6 +282,9 @@ pub(super) fn steps(
             observed,
         ));
     }
+    // Its environment comes from the credential Secrets, written just before; the stops of the
+    // data part have stopped the database for it.
+    steps.push(passwords);
     for service in [names::DB_SERVICE, names::REPORTDB_SERVICE] {
         steps.push(apply_step(
             &format!("service-{service}"),
@@ -294,5 +335,5 @@ pub(super) fn steps(
         database::migration_sql_job(params, data),
         SHORT_JOB,
     ));
-    Ok(steps)
+    steps
 }

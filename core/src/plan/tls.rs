@@ -1,5 +1,6 @@
-//! The TLS phase of a migration (reference §5, images-today §A.7): after the database, the
-//! server's certificates from the reused CA (through cert-manager) or from third-party
+//! The TLS phase of a migration (reference §5, images-today §A.7): after the database's data is
+//! upgraded and before the `db` Deployment, which mounts Secret `db-cert`: the server's and the
+//! database's certificates from the reused CA (through cert-manager) or from third-party
 //! material, and the CA ConfigMaps. The preflight refuses to start without cert-manager when the
 //! migration will need it.
 

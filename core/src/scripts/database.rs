@@ -1,6 +1,7 @@
 //! The database Jobs' scripts (images-today §E.1 #3, #4, #6): the fix-up of the synced data,
-//! the PostgreSQL major upgrade, and the migration-only SQL. Rendered for `bash -c`; every
-//! rendered value goes through [`shell_quote`] into a variable first.
+//! the PostgreSQL major upgrade, the re-hash of md5 passwords, and the migration-only SQL.
+//! Rendered for `bash -c`; every rendered value goes through [`shell_quote`] into a variable
+//! first. No script holds a secret: passwords reach them as `secretKeyRef` environment.
 //!
 //! Like the data-sync script, each takes a `local_root` that prefixes every path of the pod's
 //! file system, so tests can run it against a temporary directory with stub commands on PATH.
@@ -21,13 +22,28 @@ pub const LEGACY_SETUP_MARKER: &str = "/root/.MANAGER_SETUP_COMPLETE";
 /// UID and GID of `postgres` in the DB and migration images (images-today §B.1, §B.4).
 pub const POSTGRES_UID: u32 = 999;
 
+/// Where the `db` pod mounts Secret `db-cert` (the official chart's layout, images-today §C.2),
+/// and the files in it that PostgreSQL reads: the image's own convention (§B.2
+/// `uyuni-postgres-config.sh`), also what a classic server used.
+pub const DB_PKI_DIR: &str = "/etc/pki";
+pub const DB_TLS_CERT_FILE: &str = "/etc/pki/tls/certs/spacewalk.crt";
+pub const DB_TLS_KEY_FILE: &str = "/etc/pki/tls/private/pg-spacewalk.key";
+pub const DB_TLS_CA_FILE: &str = "/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT";
+
 /// Settings the fix-up Job writes into the synced `postgresql.conf` (images-today §E.5 #2: it is
-/// not known whether the DB image accepts a classic configuration as it is). Safe side, in one
-/// place: the server reaches the database through the `db` Service, so it must listen on every
-/// address; the classic `ssl = on` points at certificate files the DB pod does not have, so SSL
-/// is off (internal connections run without SSL anyway, images-today §A.7).
-pub const POSTGRESQL_CONF_SETTINGS: &[(&str, &str)] =
-    &[("listen_addresses", "'*'"), ("ssl", "off")];
+/// not known whether the DB image accepts a classic configuration as it is). In one place: the
+/// server reaches the database through the `db` Service, so it must listen on every address;
+/// external report-database clients still connect with TLS (images-today §A.7), so SSL is on
+/// with the certificate and key the `db` pod mounts from Secret `db-cert` (whatever paths the
+/// source used). Internal connections run without SSL anyway (`RHN_CONF_SETTINGS`). Every other
+/// server started on the data (the upgrade, the password re-hash) has no certificate and starts
+/// with `-c ssl=off`.
+pub const POSTGRESQL_CONF_SETTINGS: &[(&str, &str)] = &[
+    ("listen_addresses", "'*'"),
+    ("ssl", "on"),
+    ("ssl_cert_file", "'/etc/pki/tls/certs/spacewalk.crt'"),
+    ("ssl_key_file", "'/etc/pki/tls/private/pg-spacewalk.key'"),
+];
 
 /// `rhn.conf` settings the fix-up Job makes sure of (the data-sync sets them already; checked
 /// again because a later sync or a hand edit may have changed them). The ports are the `db` and
@@ -251,14 +267,19 @@ pub fn render_upgrade(from: u32, local_root: &str) -> String {
     o.line("if ! as_postgres \"$OLD_BIN/pg_controldata\" \"$SOURCE\" | grep -Eq '^Data page checksum version:[[:space:]]+[1-9]'; then");
     o.line("  as_postgres \"$NEW_BIN/pg_checksums\" --disable -D \"$TARGET\"");
     o.line("fi");
-    o.line("# Local trust for the upgrade only, and no SSL: the old server must start without the");
-    o.line("# certificates it had on the source. Nothing of this is written into the source.");
+    o.line(
+        "# Local trust for the upgrade only, and no SSL: neither server has the certificate (the",
+    );
+    o.line(
+        "# fixed-up configuration turns SSL on for the db pod, which mounts it). Nothing of this",
+    );
+    o.line("# is written into the source.");
     o.line("printf 'local all all trust\\n' >\"$WORK/pg_hba.conf\"");
     o.line("chown \"$PG_UID:$PG_UID\" -- \"$WORK/pg_hba.conf\"");
     o.line("as_postgres \"$NEW_BIN/pg_upgrade\" --old-bindir=\"$OLD_BIN\" --new-bindir=\"$NEW_BIN\" \\");
     o.line("  --old-datadir=\"$SOURCE\" --new-datadir=\"$TARGET\" \\");
     o.line("  --old-options=\"-c hba_file=$WORK/pg_hba.conf -c ssl=off\" \\");
-    o.line("  --new-options=\"-c hba_file=$WORK/pg_hba.conf\"");
+    o.line("  --new-options=\"-c hba_file=$WORK/pg_hba.conf -c ssl=off\"");
     o.line("as_postgres \"$NEW_BIN/pg_checksums\" --enable -D \"$TARGET\"");
     o.line("");
     o.line("# The source's configuration, fixed up before, goes with the data.");
@@ -268,6 +289,206 @@ pub fn render_upgrade(from: u32, local_root: &str) -> String {
     o.line("fi");
     o.line("chown -R \"$PG_UID:$PG_UID\" -- \"$TARGET\"");
     o.line("echo \"Upgrade to PostgreSQL $TO complete; the source volume is left as it was\"");
+    o.0
+}
+
+/// The roles whose passwords the re-hash Job checks: the variable with the role's name, the
+/// variable with its password (both `secretKeyRef` environment of the Job), and the Secret they
+/// come from, for messages. The names are the `db` container's (images-today §E.3).
+pub const REHASHED_ROLES: [(&str, &str, &str); 2] = [
+    (
+        "MANAGER_USER",
+        "MANAGER_PASS",
+        crate::builders::names::DB_SECRET,
+    ),
+    (
+        "REPORT_DB_USER",
+        "REPORT_DB_PASS",
+        crate::builders::names::REPORTDB_SECRET,
+    ),
+];
+
+/// The superuser the re-hash connects as: the user `initdb` ran as, on a classic server and in
+/// the upgrade image alike.
+pub const PG_SUPERUSER: &str = "postgres";
+
+/// The re-hash's part of the script: static text, no rendered values.
+const REHASH_FUNCTIONS: &str = r#"
+# Prints how role ${!1} stores its password: md5, scram, none or other; nothing when there is no
+# such role. The name travels in the environment, and psql quotes it.
+password_kind() {
+  ROLE_NAME=${!1} "${PSQL[@]}" -tA <<'SQL'
+\getenv role_name ROLE_NAME
+SELECT CASE WHEN rolpassword IS NULL THEN 'none'
+            WHEN rolpassword LIKE 'md5%' THEN 'md5'
+            WHEN rolpassword LIKE 'SCRAM-SHA-256$%' THEN 'scram'
+            ELSE 'other' END
+  FROM pg_authid WHERE rolname = :'role_name';
+SQL
+}
+
+# Sets the password of role ${!1} to ${!2}, hashed with scram-sha-256 by the server. The password
+# goes from the environment into psql (\getenv) and into the statement as a quoted literal
+# (:'...'): never into an argument or this script. Nothing logs the statement: the session
+# turns statement logging off, and terse errors never echo the query.
+set_scram_password() {
+  ROLE_NAME=${!1} ROLE_PASSWORD=${!2} "${PSQL[@]}" <<'SQL'
+\set VERBOSITY terse
+\set SHOW_CONTEXT never
+\getenv role_name ROLE_NAME
+\getenv role_password ROLE_PASSWORD
+SET log_statement = 'none';
+SET log_min_error_statement = 'panic';
+SET log_min_duration_statement = -1;
+SET password_encryption = 'scram-sha-256';
+ALTER ROLE :"role_name" PASSWORD :'role_password';
+SQL
+}
+
+# $1, $2: the variables with a role's name and password; $3: the Secret they come from.
+require_credentials() {
+  [ -n "${!1:-}" ] || fail "$1 is empty: Secret $3 has no username; run the migration again to write it"
+  [ -n "${!2:-}" ] || fail "$2 is empty: Secret $3 has no password; run the migration again to write it"
+}
+
+# $1, $2: the variables with the role's name and password; $3: the Secret they come from.
+rehash_role() {
+  local user_var=$1 password_var=$2 secret=$3 role kind
+  role=${!user_var}
+  kind=$(password_kind "$user_var") ||
+    fail "cannot read how role $role stores its password (psql's error is above); run the migration again"
+  case $kind in
+    md5)
+      set_scram_password "$user_var" "$password_var" >/dev/null ||
+        fail "ALTER ROLE failed for role $role (psql's error is above); run the migration again"
+      kind=$(password_kind "$user_var") ||
+        fail "cannot read how role $role stores its password (psql's error is above); run the migration again"
+      [ "$kind" = scram ] ||
+        fail "role $role still has no scram-sha-256 password after ALTER ROLE ($kind); run the migration again"
+      echo "Re-hashed the password of role $role: md5 to scram-sha-256"
+      REHASHED+=("$role")
+      ;;
+    scram)
+      echo "Role $role already has a scram-sha-256 password; left as it is"
+      ;;
+    none)
+      echo "WARNING: role $role has no password and cannot log in over TCP; set the one of Secret $secret (ALTER ROLE ... PASSWORD) if the server fails to connect" >&2
+      ;;
+    '')
+      fail "role $role (the username of Secret $secret) does not exist in the migrated database: the Secret and the data do not match; check the data-sync Job's log, then run the migration again"
+      ;;
+    *)
+      echo "WARNING: role $role has a password that is neither md5 nor scram-sha-256; left as it is" >&2
+      ;;
+  esac
+}
+
+# Stops the temporary server when it may have started (also after a failed or timed-out start),
+# and shows its log after a failure. The log holds no statement: see set_scram_password.
+cleanup() {
+  local status=$?
+  if [ "$status" -ne 0 ] && [ -s "$WORK/server.log" ]; then
+    echo 'Last lines of the temporary server log:' >&2
+    tail -n 20 -- "$WORK/server.log" >&2 || true
+  fi
+  if [ "$STARTED" -eq 1 ] && pg_ctl status -D "$PGDATA" >/dev/null 2>&1; then
+    echo 'Stopping the temporary PostgreSQL server'
+    pg_ctl stop -D "$PGDATA" -m fast -w -t 300 >/dev/null ||
+      echo 'WARNING: the temporary PostgreSQL server did not stop cleanly; it ends with this pod, and the next start recovers the data' >&2
+  fi
+  rm -rf -- "$WORK"
+  exit "$status"
+}
+"#;
+
+/// Renders the re-hash of md5 passwords. Today's DB image enforces `host all all all
+/// scram-sha-256` in `pg_hba.conf` at every image change (images-today §B.3 `01-pg_hba.sh`);
+/// a classic source may store its roles' passwords as md5 hashes, which `pg_upgrade` copies,
+/// and such roles could not log in any more. Run as postgres (UID 999) in the DB image on the
+/// data the `db` Deployment will use, after the upgrade and with the database stopped: a
+/// temporary server without TCP, SSL or the data's `pg_hba.conf` (local trust, a socket in a
+/// private directory), and for each migrated role with an md5 password, `ALTER ROLE` with the
+/// migrated password under `password_encryption = 'scram-sha-256'`. Roles with a scram
+/// password are left alone. The server is stopped on every exit. Safe to run again.
+pub fn render_passwords(local_root: &str) -> String {
+    let q = shell_quote;
+    let mut o = Out(String::new());
+    prelude(
+        &mut o,
+        "re-hash of md5 database passwords to scram-sha-256",
+        local_root,
+    );
+    o.line(&format!("PGDATA=\"$ROOT\"{}", q(PGDATA)));
+    o.line(&format!(
+        "TARGET_MAJOR={}",
+        q(&pg::TARGET_MAJOR.to_string())
+    ));
+    o.line(&format!("PG_SUPERUSER={}", q(PG_SUPERUSER)));
+    o.line("PORT=5432");
+    o.line("# The image runs its tools by name; its versioned bin directory is the fallback.");
+    o.line("PATH=\"$PATH:$ROOT/usr/lib/postgresql$TARGET_MAJOR/bin\"");
+    o.line("for tool in pg_ctl psql; do");
+    o.line("  command -v \"$tool\" >/dev/null || fail \"$tool is not in this image: the re-hash needs the DB image (check --db-image)\"");
+    o.line("done");
+    o.line("");
+    o.line("# Nothing starts PostgreSQL on data that has not been upgraded.");
+    o.line("major=$(pg_major \"$PGDATA\") || fail \"no PG_VERSION in the database volume: the fix-up or the upgrade did not complete; run the migration again\"");
+    o.line("[ \"$major\" = \"$TARGET_MAJOR\" ] ||");
+    o.line("  fail \"the database volume holds PostgreSQL $major, not $TARGET_MAJOR: it was not upgraded; run the migration again\"");
+    o.line("# The kubelet's fsGroup handling may have made the directory group-writable on some");
+    o.line("# volume types, which PostgreSQL refuses; its owner can set it back.");
+    o.line("chmod 0700 -- \"$PGDATA\" ||");
+    o.line("  fail \"cannot set the mode of the database directory: it does not belong to postgres (UID 999); run the migration again so that the fix-up gives it back\"");
+    o.0.push_str(REHASH_FUNCTIONS);
+    o.line("");
+    for (user_var, password_var, secret) in REHASHED_ROLES {
+        o.line(&format!(
+            "require_credentials {} {} {}",
+            q(user_var),
+            q(password_var),
+            q(secret)
+        ));
+    }
+    o.line("");
+    o.line("WORK=$(mktemp -d)");
+    o.line("STARTED=0");
+    o.line("REHASHED=()");
+    o.line("PSQL=(psql -X -q -v ON_ERROR_STOP=1 -h \"$WORK\" -p \"$PORT\" -U \"$PG_SUPERUSER\" -d postgres)");
+    o.line("trap cleanup EXIT");
+    o.line("");
+    o.line(
+        "# Local trust on a socket in a private directory, no TCP, no SSL (the certificate is only",
+    );
+    o.line("# in the db pod), no preloaded library that could record a statement. The data's own");
+    o.line("# pg_hba.conf and settings are left as they are.");
+    o.line("printf 'local all all trust\\n' >\"$WORK/pg_hba.conf\"");
+    o.line("echo 'Starting a temporary PostgreSQL server, reachable only through a socket in this pod'");
+    o.line("STARTED=1");
+    o.line("pg_ctl start -D \"$PGDATA\" -w -t 600 -l \"$WORK/server.log\" \\");
+    o.line("  -o \"-c listen_addresses='' -c port=$PORT -c unix_socket_directories='$WORK' -c hba_file='$WORK/pg_hba.conf' -c ssl=off -c logging_collector=off -c shared_preload_libraries=''\" >/dev/null ||");
+    o.line("  fail 'the temporary PostgreSQL server did not start (its log follows); fix the cause, then run the migration again'");
+    o.line("");
+    for (user_var, password_var, secret) in REHASHED_ROLES {
+        o.line(&format!(
+            "rehash_role {} {} {}",
+            q(user_var),
+            q(password_var),
+            q(secret)
+        ));
+    }
+    o.line("");
+    o.line("echo 'Stopping the temporary PostgreSQL server'");
+    o.line("pg_ctl stop -D \"$PGDATA\" -m fast -w -t 300 >/dev/null ||");
+    o.line(
+        "  fail 'the temporary PostgreSQL server did not stop cleanly; run the migration again'",
+    );
+    o.line("STARTED=0");
+    o.line("if [ \"${#REHASHED[@]}\" -eq 0 ]; then");
+    o.line("  echo 'No md5 password found: nothing re-hashed'");
+    o.line("else");
+    o.line("  echo \"Re-hashed to scram-sha-256: ${REHASHED[*]}\"");
+    o.line("fi");
+    o.line("echo DONE");
     o.0
 }
 
@@ -308,4 +529,33 @@ pub fn render_migration_sql(local_root: &str) -> String {
     ));
     o.line("echo DONE");
     o.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(key: &str) -> Option<&'static str> {
+        POSTGRESQL_CONF_SETTINGS
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    }
+
+    /// The settings are literal text; the paths are constants the `db` Deployment mounts at.
+    #[test]
+    fn the_ssl_settings_name_the_files_the_db_pod_mounts() {
+        assert_eq!(setting("ssl"), Some("on"));
+        assert_eq!(
+            setting("ssl_cert_file").map(str::to_owned),
+            Some(format!("'{DB_TLS_CERT_FILE}'"))
+        );
+        assert_eq!(
+            setting("ssl_key_file").map(str::to_owned),
+            Some(format!("'{DB_TLS_KEY_FILE}'"))
+        );
+        for file in [DB_TLS_CERT_FILE, DB_TLS_KEY_FILE, DB_TLS_CA_FILE] {
+            assert!(file.starts_with(&format!("{DB_PKI_DIR}/")), "{file}");
+        }
+    }
 }
