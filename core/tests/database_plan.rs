@@ -296,6 +296,44 @@ fn the_db_pod_mounts_db_cert_as_the_chart_does() {
     assert_eq!(mount.read_only, Some(true));
 }
 
+#[test]
+fn the_data_directory_is_made_owner_only_before_postgresql_starts() {
+    let params = common::params();
+    let p = preview(&params, &common::after_sync(&params)).expect("preview");
+    let deployment = p.end.deployment("db").expect("db");
+    let pod = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod");
+    let init = pod.init_containers.as_ref().expect("init containers");
+    assert_eq!(init.len(), 1);
+    let c = &init[0];
+    assert_eq!(
+        c.command.as_deref(),
+        Some(
+            &[
+                "chmod".to_owned(),
+                "0700".to_owned(),
+                "/var/lib/pgsql/data".to_owned()
+            ][..]
+        )
+    );
+    assert_eq!(
+        c.image, pod.containers[0].image,
+        "the DB image: no other image to pull"
+    );
+    let ctx = c.security_context.as_ref().expect("security context");
+    assert_eq!((ctx.run_as_user, ctx.run_as_group), (Some(999), Some(999)));
+    assert!(
+        c.volume_mounts
+            .iter()
+            .flatten()
+            .any(|m| m.mount_path == "/var/lib/pgsql/data"),
+        "the data volume"
+    );
+}
+
 /// The re-hash Job's pod.
 fn passwords_pod(p: &uyuni_core::preview::Preview) -> k8s_openapi::api::core::v1::PodSpec {
     let Some(Action::RunJob { job, .. }) = p

@@ -8,8 +8,8 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy}
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, KeyToPath, PodSecurityContext,
-    PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector, SecretVolumeSource, Service,
-    ServicePort, ServiceSpec, Volume, VolumeMount,
+    PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector, SecretVolumeSource,
+    SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -216,6 +216,33 @@ fn db_cert_volume() -> (Volume, VolumeMount) {
     (volume, mount)
 }
 
+/// PostgreSQL refuses a data directory others than its owner may write, and the kubelet makes
+/// a volume's root group-writable (2770) for the pod's fsGroup on volume types that support
+/// ownership management. The DB image's own entrypoint does not restore 0700 on existing data,
+/// so this container does, as the data's owner, before PostgreSQL starts.
+fn data_permissions(params: &MigrateParams) -> Container {
+    Container {
+        name: "data-permissions".to_owned(),
+        image: Some(params.image.database.clone()),
+        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        command: Some(vec![
+            "chmod".to_owned(),
+            "0700".to_owned(),
+            scripts::PGDATA.to_owned(),
+        ]),
+        security_context: Some(SecurityContext {
+            run_as_user: Some(i64::from(scripts::POSTGRES_UID)),
+            run_as_group: Some(i64::from(scripts::POSTGRES_UID)),
+            ..SecurityContext::default()
+        }),
+        volume_mounts: Some(vec![super::mount(
+            volumes::DATABASE_VOLUME,
+            scripts::PGDATA,
+        )]),
+        ..Container::default()
+    }
+}
+
 /// The `db` Deployment (chart `db.yaml`, reference §7.2 with its R fixes: created on migration,
 /// probes, container port, the migrated credentials).
 pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) -> Deployment {
@@ -270,6 +297,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
                     }),
                     // A clean shutdown spares the next start a crash recovery.
                     termination_grace_period_seconds: Some(120),
+                    init_containers: Some(vec![data_permissions(params)]),
                     containers: vec![container],
                     volumes: Some(vec![
                         super::pvc_volume(volumes::DATABASE_VOLUME, claim),
