@@ -26,6 +26,9 @@ pub const SPEC_HASH_ANNOTATION: &str = "kubectl-uyuni.io/spec-hash";
 pub const SYNC_MODE_ANNOTATION: &str = "kubectl-uyuni.io/sync-mode";
 /// Annotation on Jobs: the id of the run (invocation) that created them.
 pub const RUN_ANNOTATION: &str = "kubectl-uyuni.io/run";
+/// On a TLS Secret written from certificate files (`--ssl-*` or found on the source), not
+/// issued by cert-manager: a later run without the files keeps it.
+pub const THIRD_PARTY_ANNOTATION: &str = "kubectl-uyuni.io/third-party-certificate";
 
 /// Selector matching everything the tool created.
 pub const MANAGED_SELECTOR: &str =

@@ -333,6 +333,41 @@ fn third_party_files_become_tls_secrets_with_the_chart_names() {
 }
 
 #[test]
+fn a_later_run_without_the_files_keeps_the_third_party_certificates() {
+    let params = MigrateParams::from_args(&third_party_args()).expect("valid");
+    let mut o = common::after_sync(&params);
+    o.served.clear();
+    let done = preview(&params, &o).expect("preview").end;
+    // The same command without the --ssl-* files, on a cluster without cert-manager: the
+    // certificates stay, no issuer replaces them, and nothing is to do.
+    let mut args = third_party_args();
+    args.ssl_server_cert = None;
+    args.ssl_server_key = None;
+    args.ssl_ca_root = None;
+    let plain = MigrateParams::from_args(&args).expect("valid");
+    let again = plan(&plain, &done).expect("no cert-manager needed");
+    assert!(again.is_done(), "{:?}", again.next_step());
+    let server_cert = again
+        .steps
+        .iter()
+        .find(|s| s.id == "server-cert")
+        .expect("server-cert step");
+    assert!(
+        server_cert.reason.contains("kept"),
+        "{}",
+        server_cert.reason
+    );
+    assert!(!again.steps.iter().any(|s| s.id == "ca-issuer"));
+
+    // With cert-manager there, still no issuer takes the Secrets over.
+    let mut with_cm = done.clone();
+    with_cm.serve(uyuni_core::object::CustomKind::Issuer);
+    with_cm.serve(uyuni_core::object::CustomKind::Certificate);
+    let again = plan(&plain, &with_cm).expect("plan");
+    assert!(again.is_done(), "{:?}", again.next_step());
+}
+
+#[test]
 fn the_reused_ca_is_decrypted_before_the_issuer_and_the_certificates() {
     let params = common::params();
     let p = preview(&params, &common::after_sync(&params)).expect("preview");

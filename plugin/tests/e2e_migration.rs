@@ -132,18 +132,74 @@ fn first_write(env: &Env, kind: &str, name: &str) -> usize {
 
 /// The whole run on one flavour: every Deployment ready, the objects as the golden list says,
 /// and a second run that writes nothing.
-fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
+/// How the migrated server gets its certificates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Tls {
+    /// The source's CA, reused through cert-manager (the CA password in the environment).
+    ReusedCa,
+    /// Certificate files given with --ssl-*, on a cluster without cert-manager.
+    ThirdParty,
+}
+
+/// `--ssl-server-cert`, `--ssl-server-key`, `--ssl-ca-root` of a freshly issued certificate,
+/// in files that live as long as the returned directory.
+fn third_party_flags() -> (tempfile::TempDir, Vec<String>, String) {
+    use uyuni_testdata::certs::{Signer, issue};
+    let issued = issue(
+        &serde_json::json!({"dnsNames": ["uyuni.example.com"]}),
+        Signer::SelfSigned,
+    )
+    .expect("certificate");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, content: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, content).expect("write");
+        p.display().to_string()
+    };
+    let flags = vec![
+        "--ssl-server-cert".to_owned(),
+        write("server.crt", &issued.tls_crt),
+        "--ssl-server-key".to_owned(),
+        write("server.key", &issued.tls_key),
+        "--ssl-ca-root".to_owned(),
+        write("ca.crt", &issued.ca_crt),
+    ];
+    (dir, flags, issued.tls_key)
+}
+
+fn full_migration(flavour: Flavour, pg_version: &str, tls: Tls) {
     let flavour_name = format!("{flavour:?}").to_ascii_lowercase();
-    let golden = golden.replace("{flavour}", &flavour_name);
+    let upgraded = pg_version != "18";
+    let golden = format!(
+        "e2e-migration-objects-{flavour_name}-{}-{}.txt",
+        match tls {
+            Tls::ReusedCa => "reused-ca",
+            Tls::ThirdParty => "third-party",
+        },
+        if upgraded { "upgrade" } else { "no-upgrade" }
+    );
     let golden = golden.as_str();
-    let env = env(migration(pg_version), flavour);
-    let out = env.migrate(&ssh_flags());
+    let (_certs, tls_flags, tls_key) = third_party_flags();
+    let (env, flags) = match tls {
+        Tls::ReusedCa => (env(migration(pg_version), flavour), ssh_flags()),
+        Tls::ThirdParty => {
+            let mut env = env_with(migration(pg_version), flavour, false);
+            env.password_env = false;
+            (env, [ssh_flags(), tls_flags].concat())
+        }
+    };
+    let out = env.migrate(&flags);
     let (stdout, stderr) = text(&out);
     assert!(
         out.status.success(),
         "{flavour:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert_no_secret(&out);
+    let key_body = tls_key.lines().nth(1).expect("key line");
+    assert!(
+        !stdout.contains(key_body) && !stderr.contains(key_body),
+        "the key leaked"
+    );
     assert!(stdout.contains("Database now:"), "{stdout}");
 
     for d in env.sim.objects("apps/v1", "Deployment", Some(NS)) {
@@ -153,7 +209,6 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
         .sim
         .get("apps/v1", "Deployment", Some(NS), "db")
         .expect("db");
-    let upgraded = pg_version != "18";
     assert_eq!(
         claim_of(&db),
         if upgraded { "var-pgsql18" } else { "var-pgsql" }
@@ -182,9 +237,18 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
         .expect("mounted");
     assert_eq!(cert_mount["mountPath"], "/etc/pki");
     assert!(env.sim.get("v1", "Secret", Some(NS), "db-cert").is_some());
+    let cert_kind = match tls {
+        Tls::ReusedCa => "Certificate",
+        Tls::ThirdParty => "Secret",
+    };
     assert!(
-        first_write(&env, "Certificate", "db-cert") < first_write(&env, "Deployment", "db"),
+        first_write(&env, cert_kind, "db-cert") < first_write(&env, "Deployment", "db"),
         "the db Deployment was written before its certificate"
+    );
+    assert_eq!(
+        env.jobs_of("ca-key").len(),
+        usize::from(tls == Tls::ReusedCa),
+        "the CA key is decrypted only when the CA is reused"
     );
     // The roles' passwords are re-hashed before PostgreSQL serves them with scram-only pg_hba.
     let data_done = if upgraded {
@@ -243,7 +307,8 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
     validate_written(&env.sim);
     validate_custom_resources(&env.sim);
 
-    // Again, without the SSH flags: nothing to do, nothing written.
+    // Again, without any flag (the SSH material and the certificates are kept): nothing to
+    // do, nothing written.
     env.sim.clear_request_log();
     let again = env.migrate(&[]);
     let (stdout, stderr) = text(&again);
@@ -261,42 +326,31 @@ fn full_migration(flavour: Flavour, pg_version: &str, golden: &str) {
     assert!(writes.is_empty(), "second run wrote: {writes:?}");
 }
 
-#[test]
-fn migration_with_a_postgresql_upgrade_on_k3s() {
-    full_migration(
-        Flavour::K3s,
-        "16",
-        "e2e-migration-objects-{flavour}-upgrade.txt",
-    );
+/// Every flavour with each TLS mode, with and without a PostgreSQL major upgrade.
+macro_rules! full_migrations {
+    ($($name:ident: $flavour:expr, $pg:literal, $tls:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                full_migration($flavour, $pg, $tls);
+            }
+        )*
+    };
 }
 
-#[test]
-fn migration_with_a_postgresql_upgrade_on_rke2() {
-    full_migration(
-        Flavour::Rke2,
-        "14",
-        "e2e-migration-objects-{flavour}-upgrade.txt",
-    );
-}
-
-#[test]
-fn migration_with_a_postgresql_upgrade_on_a_plain_cluster() {
-    full_migration(
-        Flavour::Plain,
-        "16",
-        "e2e-migration-objects-{flavour}-upgrade.txt",
-    );
-}
-
-#[test]
-fn migration_without_a_postgresql_upgrade() {
-    for flavour in [Flavour::K3s, Flavour::Plain] {
-        full_migration(
-            flavour,
-            "18",
-            "e2e-migration-objects-{flavour}-no-upgrade.txt",
-        );
-    }
+full_migrations! {
+    k3s_reused_ca_with_upgrade_from_16: Flavour::K3s, "16", Tls::ReusedCa;
+    k3s_reused_ca_without_upgrade: Flavour::K3s, "18", Tls::ReusedCa;
+    k3s_third_party_with_upgrade_from_16: Flavour::K3s, "16", Tls::ThirdParty;
+    k3s_third_party_without_upgrade: Flavour::K3s, "18", Tls::ThirdParty;
+    rke2_reused_ca_with_upgrade_from_14: Flavour::Rke2, "14", Tls::ReusedCa;
+    rke2_reused_ca_without_upgrade: Flavour::Rke2, "18", Tls::ReusedCa;
+    rke2_third_party_with_upgrade_from_14: Flavour::Rke2, "14", Tls::ThirdParty;
+    rke2_third_party_without_upgrade: Flavour::Rke2, "18", Tls::ThirdParty;
+    plain_reused_ca_with_upgrade_from_16: Flavour::Plain, "16", Tls::ReusedCa;
+    plain_reused_ca_without_upgrade: Flavour::Plain, "18", Tls::ReusedCa;
+    plain_third_party_with_upgrade_from_16: Flavour::Plain, "16", Tls::ThirdParty;
+    plain_third_party_without_upgrade: Flavour::Plain, "18", Tls::ThirdParty;
 }
 
 #[test]
@@ -752,53 +806,21 @@ fn without_cert_manager_the_run_stops_before_any_write() {
 }
 
 #[test]
-fn third_party_certificates_need_no_cert_manager() {
-    use uyuni_testdata::certs::{Signer, issue};
-    let issued = issue(
-        &serde_json::json!({"dnsNames": ["uyuni.example.com"]}),
-        Signer::SelfSigned,
-    )
-    .expect("certificate");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, content: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, content).expect("write");
-        p.display().to_string()
-    };
-    let flags = vec![
-        "--ssl-server-cert".to_owned(),
-        write("server.crt", &issued.tls_crt),
-        "--ssl-server-key".to_owned(),
-        write("server.key", &issued.tls_key),
-        "--ssl-ca-root".to_owned(),
-        write("ca.crt", &issued.ca_crt),
-    ];
+fn third_party_certificates_become_the_tls_secrets_as_given() {
+    let (_dir, flags, key) = third_party_flags();
     let mut env = env_with(migration("16"), Flavour::Plain, false);
     env.password_env = false;
     let out = env.migrate(&[ssh_flags(), flags].concat());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let key_body = issued.tls_key.lines().nth(1).expect("key line").to_owned();
-    assert!(
-        !stdout.contains(&key_body) && !stderr.contains(&key_body),
-        "the key leaked"
-    );
     assert_eq!(
         secret_text(&env, "uyuni-cert", "tls.key").as_deref(),
-        Some(issued.tls_key.trim_end())
-            .map(|k| format!("{k}\n"))
-            .as_deref()
+        Some(format!("{}\n", key.trim_end()).as_str())
     );
     assert!(
         secret_text(&env, "db-cert", "tls.crt").is_some_and(|c| c.contains("BEGIN CERTIFICATE"))
     );
     assert!(env.sim.get("v1", "ConfigMap", Some(NS), "db-ca").is_some());
-    assert!(
-        first_write(&env, "Secret", "db-cert") < first_write(&env, "Deployment", "db"),
-        "the db Deployment was written before the Secret it mounts"
-    );
-    assert!(env.jobs_of("ca-key").is_empty());
-    validate_written(&env.sim);
 }
 
 #[test]

@@ -322,8 +322,13 @@ pub fn db_dns_names(server: &[String]) -> Vec<String> {
 
 /// A TLS Secret from third-party material: chain, key and root (D08: the right names).
 pub fn tls_secret(namespace: &str, name: &str, bundle: &CertBundle) -> Secret {
+    let mut metadata = meta(name, namespace, components::TLS);
+    metadata.annotations = Some(BTreeMap::from([(
+        crate::labels::THIRD_PARTY_ANNOTATION.to_owned(),
+        "true".to_owned(),
+    )]));
     Secret {
-        metadata: meta(name, namespace, components::TLS),
+        metadata,
         type_: Some("kubernetes.io/tls".to_owned()),
         data: Some(BTreeMap::from([
             ("tls.crt".to_owned(), bytes(&bundle.chain)),
@@ -332,6 +337,16 @@ pub fn tls_secret(namespace: &str, name: &str, bundle: &CertBundle) -> Secret {
         ])),
         ..Secret::default()
     }
+}
+
+/// Whether a TLS Secret was written from certificate files (see [`tls_secret`]).
+pub fn is_third_party(secret: &Secret) -> bool {
+    secret
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(crate::labels::THIRD_PARTY_ANNOTATION))
+        .is_some_and(|v| v == "true")
 }
 
 /// `uyuni-ca` or `db-ca`: the CA certificate under `ca.crt`, as the server mounts it.

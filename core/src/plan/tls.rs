@@ -22,7 +22,7 @@ const READY_WAIT: DeploymentWait = DeploymentWait {
 /// Before the sync it is not known whether the source has its CA key, so it is required then
 /// unless third-party files are given.
 pub(super) fn preflight(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
-    if params.tls.third_party.is_some() {
+    if params.tls.third_party.is_some() || earlier_third_party(observed) {
         return Ok(());
     }
     let migrated_third_party = matches!(
@@ -265,12 +265,65 @@ fn reused_ca_steps(
     Ok(steps)
 }
 
+/// An earlier run wrote the server's certificate from files (`--ssl-*`): without the files
+/// this time, it is kept, never replaced by one cert-manager issues from the migrated CA.
+fn earlier_third_party(observed: &Observed) -> bool {
+    observed
+        .secret(names::SERVER_CERT_SECRET)
+        .is_some_and(tls::is_third_party)
+}
+
+fn kept_third_party_steps(observed: &Observed) -> Vec<Step> {
+    let reason = "written from certificate files by an earlier run; kept (give the --ssl-* files again to replace it)";
+    [
+        (
+            "server-cert",
+            Kind::Secret,
+            names::SERVER_CERT_SECRET,
+            "TLS Secret uyuni-cert of the server (third-party certificate)",
+        ),
+        (
+            "db-cert",
+            Kind::Secret,
+            names::DB_CERT_SECRET,
+            "TLS Secret db-cert of the database (third-party certificate)",
+        ),
+        (
+            "ca-config-map",
+            Kind::ConfigMap,
+            names::CA_CONFIG_MAP,
+            "ConfigMap uyuni-ca: the CA the server and its clients trust",
+        ),
+        (
+            "db-ca-config-map",
+            Kind::ConfigMap,
+            names::DB_CA_CONFIG_MAP,
+            "ConfigMap db-ca: the CA of the database certificate",
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, kind, name, _)| observed.contains(*kind, name))
+    .map(|(id, kind, name, what)| {
+        keep_step(
+            id,
+            what.to_owned(),
+            ObjectRef::new(kind, name),
+            reason.to_owned(),
+        )
+    })
+    .collect()
+}
+
 pub(super) fn steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
 ) -> Result<Vec<Step>, PlanError> {
-    match tls::mode(params, data)? {
+    let mode = tls::mode(params, data)?;
+    if mode == tls::TlsMode::ReusedCa && earlier_third_party(observed) {
+        return Ok(kept_third_party_steps(observed));
+    }
+    match mode {
         tls::TlsMode::ThirdPartyFiles => {
             let Some(tp) = &params.tls.third_party else {
                 return Ok(Vec::new());
