@@ -2,11 +2,13 @@
 //! the script under bash against stub commands (`core/tests/data_sync_script/stubs/`), a fake
 //! source tree and a temporary directory standing in for the volumes.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use base64::Engine as _;
 use proptest::prelude::*;
@@ -272,19 +274,6 @@ fn secret_keys_are_the_shared_ones() {
 
 #[test]
 fn shellcheck_is_clean() {
-    let available = Command::new("shellcheck")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !available {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "shellcheck is not on PATH, and CI is set"
-        );
-        println!("shellcheck not found: the data-sync script was not checked");
-        return;
-    }
     for (prepare, user) in [
         (false, "root"),
         (true, "root"),
@@ -292,23 +281,9 @@ fn shellcheck_is_clean() {
         (true, "admin"),
     ] {
         let text = render(&script(prepare, user, ScriptPaths::production()));
-        let mut child = Command::new("shellcheck")
-            .args(["-s", "bash", "-S", "warning", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("shellcheck runs");
-        {
-            use std::io::Write as _;
-            let mut stdin = child.stdin.take().expect("stdin");
-            stdin.write_all(text.as_bytes()).expect("write script");
-        }
-        let out = child.wait_with_output().expect("shellcheck ends");
-        assert!(
-            out.status.success(),
-            "shellcheck (prepare={prepare}, user={user}):\n{}",
-            String::from_utf8_lossy(&out.stdout)
+        common::shellcheck(
+            &format!("data sync (prepare={prepare}, user={user})"),
+            &text,
         );
     }
 }

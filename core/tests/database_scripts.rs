@@ -3,6 +3,8 @@
 //! they write, and how they fail. The password re-hash also runs against a real PostgreSQL when
 //! the machine has one (15 or later): only a server shows that psql's quoting does its work.
 
+mod common;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -91,43 +93,13 @@ fn text(out: &Output) -> String {
     )
 }
 
-fn shellcheck(name: &str, script: &str) {
-    let available = Command::new("shellcheck")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !available {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "shellcheck is not on PATH, and CI is set"
-        );
-        println!("shellcheck not found: {name} was not checked");
-        return;
-    }
-    let mut child = Command::new("shellcheck")
-        .args(["-s", "bash", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("shellcheck runs");
-    {
-        use std::io::Write as _;
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(script.as_bytes()).expect("write");
-    }
-    let out = child.wait_with_output().expect("shellcheck ends");
-    assert!(out.status.success(), "shellcheck {name}:\n{}", text(&out));
-}
-
 #[test]
 fn scripts_are_shellcheck_clean() {
-    shellcheck("fix-up", &render_fixup(Some(16), ""));
-    shellcheck("fix-up (unknown major)", &render_fixup(None, ""));
-    shellcheck("upgrade", &render_upgrade(14, ""));
-    shellcheck("migration SQL", &render_migration_sql(""));
-    shellcheck("password re-hash", &render_passwords(""));
+    common::shellcheck("fix-up", &render_fixup(Some(16), ""));
+    common::shellcheck("fix-up (unknown major)", &render_fixup(None, ""));
+    common::shellcheck("upgrade", &render_upgrade(14, ""));
+    common::shellcheck("migration SQL", &render_migration_sql(""));
+    common::shellcheck("password re-hash", &render_passwords(""));
 }
 
 // ---------------------------------------------------------------------------------------------
