@@ -93,6 +93,21 @@ fn deployment_ready(d: &Value) -> bool {
         && d["status"]["observedGeneration"] == d["metadata"]["generation"]
 }
 
+/// Runs the plugin again once the cause of a failure is gone (the scenario replaced, when
+/// given), a second later so that new Jobs get a new run id, and expects success.
+fn run_again(env: &Env, scenario: Option<Scenario>, args: &[String]) {
+    if let Some(scenario) = scenario {
+        env.sim.set_scenario(scenario);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
+    let again = env.migrate(args);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+}
+
 /// After a resumed run: how many Jobs each step has (a failed one is kept beside its retry, a
 /// done one is not run again), and the Deployment that had not come up before is ready.
 fn assert_resumed(env: &Env, jobs: &[(&str, usize)], deployment: &str) {
@@ -383,14 +398,7 @@ fn an_unsupported_database_image_is_refused_before_anything_else_is_written_and_
     );
     assert_no_secret(&out);
 
-    env.sim.set_scenario(migration("16"));
-    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
-    let again = env.migrate(&ssh_flags());
-    let (stdout, stderr) = text(&again);
-    assert!(
-        again.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    run_again(&env, Some(migration("16")), &ssh_flags());
     assert_eq!(
         env.jobs_of("image-check-server").len(),
         1,
@@ -528,14 +536,7 @@ fn a_failed_upgrade_names_the_step_shows_its_log_and_resumes() {
         "no PostgreSQL on data that was not upgraded"
     );
 
-    env.sim.set_scenario(migration("16"));
-    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
-    let again = env.migrate(&[]);
-    let (stdout, stderr) = text(&again);
-    assert!(
-        again.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    run_again(&env, Some(migration("16")), &[]);
     // The failed Job is kept; nothing done before is run again.
     assert_resumed(
         &env,
@@ -575,14 +576,7 @@ fn a_failed_password_rehash_keeps_the_database_stopped_and_resumes() {
     );
     assert_no_secret(&out);
 
-    env.sim.set_scenario(migration("16"));
-    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
-    let again = env.migrate(&[]);
-    let (stdout, stderr) = text(&again);
-    assert!(
-        again.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    run_again(&env, Some(migration("16")), &[]);
     assert_eq!(
         env.jobs_of("db-passwords").len(),
         2,
@@ -1213,10 +1207,7 @@ fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
             .is_none()
     );
 
-    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
-    let out = env.migrate(&[]);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    run_again(&env, None, &[]);
     let syncs = env.jobs_of("data-sync");
     assert_eq!(syncs.len(), 2, "the final sync follows the prepare one");
     assert!(
@@ -1258,13 +1249,7 @@ fn a_wrong_ca_password_fails_the_ca_key_step_with_its_log_and_the_right_one_resu
         "the server does not start without its certificates"
     );
 
-    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
-    let again = env.migrate(&[]);
-    let (stdout, stderr) = text(&again);
-    assert!(
-        again.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    run_again(&env, None, &[]);
     assert_resumed(
         &env,
         &[("ca-key", 2), ("data-sync", 1), ("db-upgrade", 1)],
