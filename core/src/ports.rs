@@ -215,9 +215,10 @@ pub const CATALOGUE: &[PortDef] = &[
         When::Always,
         false,
     ),
+    // The chart names this port `hub` (reference: `xmlrpc`).
     port(
         "hub-xmlrpc",
-        "xmlrpc",
+        "hub",
         HUB_XMLRPC_PORT,
         components::HUB_XMLRPC,
         When::Hub,
