@@ -336,6 +336,8 @@ pub struct ExtractedData {
     /// Whether `tftp.socket` was enabled on the source. `None` for placeholders, and for data
     /// written by a kubectl-uyuni that did not record it yet.
     pub tftp: Option<bool>,
+    /// The directory the source mirrored from (`server.susemanager.fromdir`), if it had one.
+    pub mirror: Option<String>,
     pub fqdn: Option<String>,
     pub ca_cert: Option<String>,
     pub ca_key: Option<SecretString>,
@@ -404,6 +406,9 @@ impl ExtractedData {
                     });
                 }
             },
+            mirror: get(data_keys::MIRROR)?
+                .map(|m| m.trim().to_owned())
+                .filter(|m| !m.is_empty() && m != PLACEHOLDER),
             fqdn: get(data_keys::FQDN)?,
             ca_cert: get(data_keys::CA_CERT)?,
             ca_key: get(data_keys::CA_KEY)?.map(SecretString::new),

@@ -971,6 +971,35 @@ fn tftp_is_recorded_from_the_source_and_not_served_by_the_server() {
 }
 
 #[test]
+fn the_sources_mirror_directory_is_reported_and_rhn_conf_points_at_the_mount() {
+    let w = World::new(true);
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let data = decoded_data(&w.patches()[1]);
+    assert_eq!(data[data_keys::MIRROR], "/srv/mirror");
+    assert!(
+        w.read_local("/etc/rhn/rhn.conf")
+            .lines()
+            .any(|l| l == "server.susemanager.fromdir = /mirror")
+    );
+
+    // Without a mirror on the source: empty, and rhn.conf gets no fromdir.
+    let w = World::new(true);
+    let conf = fs::read_to_string(rel(&w.src, "/etc/rhn/rhn.conf")).expect("conf");
+    let conf: String = conf
+        .lines()
+        .filter(|l| !l.starts_with("server.susemanager.fromdir"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    w.src("/etc/rhn/rhn.conf", &conf);
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let data = decoded_data(&w.patches()[1]);
+    assert_eq!(data[data_keys::MIRROR], "");
+    assert!(!w.read_local("/etc/rhn/rhn.conf").contains("fromdir"));
+}
+
+#[test]
 fn missing_database_credentials_fail() {
     let w = World::new(true);
     let conf = fs::read_to_string(rel(&w.src, "/etc/rhn/rhn.conf")).expect("conf");

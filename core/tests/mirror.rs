@@ -102,3 +102,30 @@ fn mirror_claim_names_are_validated() {
         "one of the server's own claims"
     );
 }
+
+#[test]
+fn a_source_mirror_without_the_claim_is_said_at_the_end() {
+    let mut observed = common::after_sync(&common::params());
+    let Some(Object::Secret(mut data)) = observed.get(Kind::Secret, common::DATA_SECRET).cloned()
+    else {
+        panic!("extracted data");
+    };
+    data.data.get_or_insert_default().insert(
+        uyuni_core::scripts::data_keys::MIRROR.into(),
+        k8s_openapi::ByteString(b"/srv/mirror".to_vec()),
+    );
+    observed.insert(Object::Secret(data));
+    let notes = uyuni_core::plan::exposure_notes(&common::params(), &observed);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("/srv/mirror") && n.contains("--mirror-claim")),
+        "{notes:?}"
+    );
+    let with_claim = params("my-mirror").expect("valid");
+    let notes = uyuni_core::plan::exposure_notes(&with_claim, &observed);
+    assert!(
+        !notes.iter().any(|n| n.contains("--mirror-claim")),
+        "{notes:?}"
+    );
+}

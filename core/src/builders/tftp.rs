@@ -172,6 +172,7 @@ mod tests {
             has_hubxmlrpc: false,
             debug: false,
             tftp,
+            mirror: None,
             fqdn: None,
             ca_cert: None,
             ca_key: None,

@@ -149,6 +149,16 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
     };
     let mut notes = ingress_notes(params, observed, &data);
     notes.extend(tftp_notes(params, observed, &data));
+    if let Some(dir) = data
+        .mirror
+        .as_deref()
+        .filter(|_| params.mirror_claim.is_none())
+    {
+        notes.push(format!(
+            "The source served a local mirror from {dir} (server.susemanager.fromdir); the migrated configuration points at {path}, where nothing is mounted. Give the claim holding the mirror with --mirror-claim CLAIM and run again.",
+            path = crate::builders::server::MIRROR_PATH
+        ));
+    }
     notes
 }
 

@@ -772,7 +772,11 @@ pub fn render(script: &DataSyncScript) -> String {
     ));
     o.line("fi");
     o.line("");
-    o.line("# Step 20: the mirror, if one is configured, is mounted at /mirror.");
+    o.line("# Step 20: the mirror, if one is configured, is mounted at /mirror. The source's own");
+    o.line("# directory is reported, so that the run can say when nothing is mounted there.");
+    o.line(
+        "source_mirror=$(conf_get server.susemanager.fromdir \"$RHN_CONF\") || source_mirror=''",
+    );
     o.line("conf_set server.susemanager.fromdir /mirror \"$RHN_CONF\" existing");
     o.line("");
 
@@ -832,6 +836,7 @@ fn render_extraction(o: &mut Out, script: &DataSyncScript) {
         q(data_keys::HAS_HUBXMLRPC)
     ));
     o.line(&format!("values[{}]=$tftp", q(data_keys::TFTP)));
+    o.line(&format!("values[{}]=$source_mirror", q(data_keys::MIRROR)));
     o.line(&format!(
         "if on_source 'grep -rqs jdwp /etc/tomcat/conf.d /etc/rhn/taskomatic.conf'; then values[{k}]=true; else values[{k}]=false; fi",
         k = q(data_keys::DEBUG)

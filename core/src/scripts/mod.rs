@@ -34,6 +34,8 @@ pub mod data_keys {
     pub const REPORT_DB_USER: &str = "report_db_user";
     pub const REPORT_DB_PASSWORD: &str = "report_db_password";
     pub const HAS_HUBXMLRPC: &str = "has_hubxmlrpc";
+    /// The source's `server.susemanager.fromdir` (a local mirror), empty when it had none.
+    pub const MIRROR: &str = "mirror";
     pub const DEBUG: &str = "debug";
     /// `true` when `tftp.socket` was enabled (or active) on the source: the TFTP server is
     /// deployed as its own Deployment then, unless `--tftp` says otherwise.
