@@ -97,7 +97,9 @@ pub struct Timing {
     pub pvc_bind_ms: u64,
     pub certificate_ready_ms: u64,
     pub issuer_ready_ms: u64,
-    /// A deleted namespace stays Terminating this long before it and its contents go.
+    /// A deleted namespace stays Terminating this long before it and its contents go. A
+    /// second, as a real cluster takes at least: `kubectl delete -f` deletes a namespace and
+    /// then the objects in it, which must still be there under load.
     pub namespace_delete_ms: u64,
 }
 
@@ -111,7 +113,7 @@ impl Default for Timing {
             pvc_bind_ms: 20,
             certificate_ready_ms: 30,
             issuer_ready_ms: 20,
-            namespace_delete_ms: 50,
+            namespace_delete_ms: 1000,
         }
     }
 }
