@@ -787,6 +787,7 @@ fn final_run_with_the_uyuni_ca() {
         (data_keys::HAS_HUBXMLRPC, "true"),
         (data_keys::DEBUG, "true"),
         (data_keys::TFTP, "true"),
+        (data_keys::MIRROR, "/srv/mirror"),
         (data_keys::FQDN, "uyuni.example.com"),
         (data_keys::CA_CERT, CA_CERT),
         (data_keys::CA_KEY, CA_KEY),
