@@ -106,7 +106,7 @@ fn scripts_are_shellcheck_clean() {
 // Fix-up
 
 /// A classic configuration with SSL off and the key somewhere the `db` pod does not have it.
-const CLASSIC_PG_CONF: &str = "# classic\nlisten_addresses = 'localhost'\n#ssl = on\nssl = off\nssl_key_file = 'server.key'\nmax_connections = 400\n";
+const CLASSIC_PG_CONF: &str = "# classic\nlisten_addresses = 'localhost'\n#ssl = on\nssl = off\nssl_key_file = 'server.key'\nssl_ca_file = 'root.crt'\nmax_connections = 400\n";
 const RHN_CONF: &str = "db_backend = postgresql\ndb_user = spacewalk\ndb_password = p@ss #1\ndb_host = localhost\ndb_port = 5433\nreport_db_host = localhost\nserver.no_ssl = 0\n";
 
 fn fixup_sandbox(legacy_layout: bool) -> Sandbox {
@@ -152,6 +152,11 @@ fn fixup_flattens_fixes_the_configuration_and_moves_the_marker() {
             && !pg.contains("server.key"),
         "{pg}"
     );
+    // No client-certificate or revocation file the pod does not have.
+    for key in ["ssl_ca_file", "ssl_crl_file", "ssl_crl_dir"] {
+        assert!(pg.contains(&format!("\n{key} = ''\n")), "{key}: {pg}");
+    }
+    assert!(!pg.contains("root.crt"), "{pg}");
     assert!(pg.contains("#ssl = on\n"), "comments stay: {pg}");
     assert!(pg.contains("max_connections = 400"), "{pg}");
 

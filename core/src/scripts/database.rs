@@ -37,12 +37,17 @@ pub const DB_TLS_CA_FILE: &str = "/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-S
 /// with the certificate and key the `db` pod mounts from Secret `db-cert` (whatever paths the
 /// source used). Internal connections run without SSL anyway (`RHN_CONF_SETTINGS`). Every other
 /// server started on the data (the upgrade, the password re-hash) has no certificate and starts
-/// with `-c ssl=off`.
+/// with `-c ssl=off`. A source's client-certificate and revocation files are not in the pod
+/// (it mounts the server certificate and key only), and PostgreSQL would refuse to start on a
+/// missing one: they are emptied (all three settings exist since PostgreSQL 14).
 pub const POSTGRESQL_CONF_SETTINGS: &[(&str, &str)] = &[
     ("listen_addresses", "'*'"),
     ("ssl", "on"),
     ("ssl_cert_file", "'/etc/pki/tls/certs/spacewalk.crt'"),
     ("ssl_key_file", "'/etc/pki/tls/private/pg-spacewalk.key'"),
+    ("ssl_ca_file", "''"),
+    ("ssl_crl_file", "''"),
+    ("ssl_crl_dir", "''"),
 ];
 
 /// `rhn.conf` settings the fix-up Job makes sure of (the data-sync sets them already; checked
