@@ -64,3 +64,38 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
         }
     }
 }
+
+/// What a dry run previews on a state a real run would refuse to start from, assuming the
+/// missing prerequisite is there: the refusal, and the state with the assumption made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assumption {
+    /// Why a real run would stop before writing anything.
+    pub refused: PlanError,
+    /// The observed state as the preview assumed it.
+    pub observed: Observed,
+}
+
+/// The preview a dry run shows. Without cert-manager (and without certificate files) a real run
+/// stops before any write; the preview then shows the whole operation as it would run once
+/// cert-manager is installed, so that it can be reviewed first, and says so.
+pub fn dry_run_preview(
+    params: &MigrateParams,
+    observed: &Observed,
+) -> Result<(Preview, Option<Assumption>), PlanError> {
+    match preview(params, observed) {
+        Err(refused @ PlanError::CertManagerMissing) => {
+            let mut assumed = observed.clone();
+            assumed.serve(crate::object::CustomKind::Issuer);
+            assumed.serve(crate::object::CustomKind::Certificate);
+            let shown = preview(params, &assumed)?;
+            Ok((
+                shown,
+                Some(Assumption {
+                    refused,
+                    observed: assumed,
+                }),
+            ))
+        }
+        other => other.map(|p| (p, None)),
+    }
+}

@@ -282,6 +282,32 @@ fn without_cert_manager_planning_stops_before_any_write_unless_certificates_are_
 }
 
 #[test]
+fn a_dry_run_without_cert_manager_previews_the_migration_with_cert_manager_assumed() {
+    let params = common::params();
+    let mut o = common::empty_cluster();
+    o.served.clear();
+    assert_eq!(
+        preview(&params, &o).err(),
+        Some(PlanError::CertManagerMissing)
+    );
+    let (shown, assumption) =
+        uyuni_core::preview::dry_run_preview(&params, &o).expect("a preview all the same");
+    let assumption = assumption.expect("the refusal is kept");
+    assert_eq!(assumption.refused, PlanError::CertManagerMissing);
+    assert!(
+        assumption
+            .observed
+            .serves(uyuni_core::object::CustomKind::Issuer)
+    );
+    assert!(shown.executed.iter().any(|s| s.id == "ca-issuer"));
+
+    // With cert-manager there, nothing is assumed.
+    let (_, assumption) =
+        uyuni_core::preview::dry_run_preview(&params, &common::empty_cluster()).expect("preview");
+    assert!(assumption.is_none());
+}
+
+#[test]
 fn the_password_is_needed_only_to_decrypt_the_ca_key() {
     let mut args = common::args_with_ssh(&common::private_key("fixture-private-key"));
     args.ssl_password = None;

@@ -8,7 +8,6 @@ use std::io::{IsTerminal, Write};
 use anyhow::{Result, bail};
 use serde_json::json;
 use uyuni_core::dataplane::{self, DataPlane};
-use uyuni_core::object::CustomKind;
 use uyuni_core::render::{self, RenderOptions};
 use uyuni_core::{MigrateParams, Observed, Step};
 use uyuni_effects::dry_run::{ServerDryRun, server_dry_run};
@@ -107,22 +106,14 @@ pub async fn run(
     observed: &Observed,
     reporter: &Reporter,
 ) -> Result<bool> {
-    // Without cert-manager a real run stops before writing anything; the preview still shows
-    // what it would do once cert-manager is installed, under a warning that says so.
-    let assumed;
-    let (preview, observed) = match uyuni_core::preview(params, observed) {
-        Err(e @ uyuni_core::PlanError::CertManagerMissing) => {
-            reporter.warn(&format!(
-                "{e}.\nThe preview below assumes cert-manager is installed; a real run now would stop before writing anything."
-            ));
-            let mut with_cert_manager = observed.clone();
-            with_cert_manager.serve(CustomKind::Issuer);
-            with_cert_manager.serve(CustomKind::Certificate);
-            assumed = with_cert_manager;
-            (uyuni_core::preview(params, &assumed)?, &assumed)
-        }
-        other => (other?, observed),
-    };
+    let (preview, assumption) = uyuni_core::preview::dry_run_preview(params, observed)?;
+    if let Some(a) = &assumption {
+        reporter.warn(&format!(
+            "{}.\nThe preview below assumes cert-manager is installed; a real run now would stop before writing anything.",
+            a.refused
+        ));
+    }
+    let observed = assumption.as_ref().map_or(observed, |a| &a.observed);
     let changes = !preview.executed.is_empty();
     if cmd.show_secrets {
         reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
