@@ -407,6 +407,69 @@ pub(crate) fn job_label(job: &Job, key: &str) -> Option<String> {
         .cloned()
 }
 
+/// The step of a Job that must have succeeded with exactly this spec: done when it did, awaited
+/// while a Job of the step runs, otherwise (never run, failed, or a different spec) run anew
+/// under a name no earlier attempt has.
+pub(crate) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step {
+    let annotation = |key: &str| job_label(&job, key).unwrap_or_default();
+    let step_id = annotation(labels::STEP_ANNOTATION);
+    let hash = annotation(labels::SPEC_HASH_ANNOTATION);
+    let description = annotation(labels::DESCRIPTION_ANNOTATION);
+    let jobs = observed.jobs_for_step(&step_id);
+    let name_of = |j: &Job| j.metadata.name.clone().unwrap_or_default();
+    let step = |op, name: &str, reason: String, action| Step {
+        id: step_id.clone(),
+        description: description.clone(),
+        op,
+        target: ObjectRef::new(Kind::Job, name),
+        reason,
+        action,
+    };
+    // Two Jobs of one step must never work on the same volumes at once.
+    if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
+        let name = name_of(running);
+        return step(
+            Op::AwaitJob,
+            &name,
+            format!("Job {name} is still running; waiting for it"),
+            Action::AwaitJob {
+                name: name.clone(),
+                wait,
+            },
+        );
+    }
+    let same: Vec<&&Job> = jobs
+        .iter()
+        .filter(|j| job_label(j, labels::SPEC_HASH_ANNOTATION).as_deref() == Some(hash.as_str()))
+        .collect();
+    if let Some(done) = same.iter().find(|j| job_state(j) == JobState::Succeeded) {
+        let name = name_of(done);
+        return step(
+            Op::Done,
+            &name,
+            format!("Job {name} succeeded"),
+            Action::None,
+        );
+    }
+    let base = job.metadata.name.clone().unwrap_or_default();
+    let name = unique_job_name(base, observed);
+    job.metadata.name = Some(name.clone());
+    let reason = match same.last() {
+        Some(failed) => format!("Job {} failed; running a new attempt", name_of(failed)),
+        None if jobs.is_empty() => "has not run yet".to_owned(),
+        None => "has not run for this data sync and these parameters yet".to_owned(),
+    };
+    step(
+        Op::RunJob,
+        &name,
+        reason,
+        Action::RunJob {
+            job: Box::new(job),
+            wait,
+        },
+    )
+}
+
 pub(crate) fn unique_job_name(base: String, observed: &Observed) -> String {
     if !observed.contains(Kind::Job, &base) {
         return base;
@@ -675,7 +738,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     steps.extend(
         image_check::jobs(params)
             .into_iter()
-            .map(|job| database::job_step(observed, job, IMAGE_CHECK_WAIT)),
+            .map(|job| job_step(observed, job, IMAGE_CHECK_WAIT)),
     );
     steps.push(ssh_key_step(params, observed)?);
     steps.push(ssh_config_step(params, observed)?);

@@ -4,7 +4,8 @@
 //! material, and the CA ConfigMaps. The preflight refuses to start without cert-manager when the
 //! migration will need it.
 
-use super::database::{SHORT_JOB, job_step};
+use super::database::SHORT_JOB;
+use super::job_step;
 use super::{PlanError, apply_step, keep_step};
 use crate::builders::{names, tls};
 use crate::object::{CustomKind, Kind, Object, ObjectRef};
