@@ -245,16 +245,20 @@ fn a_running_database_job_is_awaited() {
     assert_eq!((next.id.as_str(), next.op), ("db-upgrade", Op::AwaitJob));
 }
 
+/// The pod of the `db` Deployment at the end of a preview.
+fn db_pod(p: &uyuni_core::preview::Preview) -> &k8s_openapi::api::core::v1::PodSpec {
+    p.end
+        .deployment("db")
+        .and_then(|d| d.spec.as_ref())
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("the db pod")
+}
+
 #[test]
 fn the_db_pod_mounts_db_cert_as_the_chart_does() {
     let params = common::params();
     let p = preview(&params, &common::after_sync(&params)).expect("preview");
-    let deployment = p.end.deployment("db").expect("db");
-    let pod = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .expect("pod");
+    let pod = db_pod(&p);
     let secret = pod
         .volumes
         .iter()
@@ -300,12 +304,7 @@ fn the_db_pod_mounts_db_cert_as_the_chart_does() {
 fn the_data_directory_is_made_owner_only_before_postgresql_starts() {
     let params = common::params();
     let p = preview(&params, &common::after_sync(&params)).expect("preview");
-    let deployment = p.end.deployment("db").expect("db");
-    let pod = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .expect("pod");
+    let pod = db_pod(&p);
     let init = pod.init_containers.as_ref().expect("init containers");
     assert_eq!(init.len(), 1);
     let c = &init[0];

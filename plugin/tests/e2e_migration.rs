@@ -108,6 +108,17 @@ fn run_again(env: &Env, scenario: Option<Scenario>, args: &[String]) {
     );
 }
 
+/// Only the namespace and the image checks were written: no SSH material, no volume, no sync.
+fn assert_only_checks_written(env: &Env) {
+    assert!(
+        env.sim
+            .objects("v1", "PersistentVolumeClaim", Some(NS))
+            .is_empty()
+    );
+    assert!(env.sim.objects("v1", "Secret", Some(NS)).is_empty());
+    assert!(env.jobs_of("data-sync").is_empty());
+}
+
 /// After a resumed run: how many Jobs each step has (a failed one is kept beside its retry, a
 /// done one is not run again), and the Deployment that had not come up before is ready.
 fn assert_resumed(env: &Env, jobs: &[(&str, usize)], deployment: &str) {
@@ -384,14 +395,7 @@ fn an_unsupported_database_image_is_refused_before_anything_else_is_written_and_
     assert!(!out.status.success(), "stdout:\n{stdout}");
     assert!(stderr.contains("image-check-db"), "{stderr}");
     assert!(stderr.contains("runs PostgreSQL 16"), "{stderr}");
-    // Only the namespace and the checks were written: no SSH material, no volume, no sync.
-    assert!(
-        env.sim
-            .objects("v1", "PersistentVolumeClaim", Some(NS))
-            .is_empty()
-    );
-    assert!(env.sim.objects("v1", "Secret", Some(NS)).is_empty());
-    assert!(env.jobs_of("data-sync").is_empty());
+    assert_only_checks_written(&env);
     assert!(
         env.jobs_of("image-check-db-upgrade").is_empty(),
         "checks stop at the first refusal"
@@ -425,12 +429,7 @@ fn a_server_image_that_cannot_be_pulled_ends_the_run_with_the_reason_before_any_
     assert!(!out.status.success(), "stdout:\n{stdout}");
     assert!(stderr.contains("ErrImagePull"), "{stderr}");
     assert!(stderr.contains("image-check-server"), "{stderr}");
-    assert!(
-        env.sim
-            .objects("v1", "PersistentVolumeClaim", Some(NS))
-            .is_empty()
-    );
-    assert!(env.jobs_of("data-sync").is_empty());
+    assert_only_checks_written(&env);
 }
 
 #[test]

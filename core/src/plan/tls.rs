@@ -94,6 +94,25 @@ fn third_party_steps(
     ]
 }
 
+/// The Role and RoleBinding letting the CA key Job write Secret `uyuni-ca`, kept in step
+/// whether the key is still to be decrypted or already there.
+fn ca_key_rbac_steps(ns: &str, observed: &Observed) -> [Step; 2] {
+    [
+        apply_step(
+            "ca-key-role",
+            "permission to get and patch Secret uyuni-ca only".into(),
+            Object::Role(tls::ca_key_role(ns)),
+            observed,
+        ),
+        apply_step(
+            "ca-key-role-binding",
+            "grants it to the migration's ServiceAccount".into(),
+            Object::RoleBinding(tls::ca_key_role_binding(ns)),
+            observed,
+        ),
+    ]
+}
+
 fn reused_ca_steps(
     params: &MigrateParams,
     observed: &Observed,
@@ -121,18 +140,7 @@ fn reused_ca_steps(
             ca_target,
             "holds the key of the migrated CA".into(),
         ));
-        steps.push(apply_step(
-            "ca-key-role",
-            "permission to get and patch Secret uyuni-ca only".into(),
-            Object::Role(tls::ca_key_role(ns)),
-            observed,
-        ));
-        steps.push(apply_step(
-            "ca-key-role-binding",
-            "grants it to the migration's ServiceAccount".into(),
-            Object::RoleBinding(tls::ca_key_role_binding(ns)),
-            observed,
-        ));
+        steps.extend(ca_key_rbac_steps(ns, observed));
         let done = observed
             .jobs_for_step(tls::CA_KEY_STEP)
             .into_iter()
@@ -189,18 +197,7 @@ fn reused_ca_steps(
                 observed,
             )),
         }
-        steps.push(apply_step(
-            "ca-key-role",
-            "permission to get and patch Secret uyuni-ca only".into(),
-            Object::Role(tls::ca_key_role(ns)),
-            observed,
-        ));
-        steps.push(apply_step(
-            "ca-key-role-binding",
-            "grants it to the migration's ServiceAccount".into(),
-            Object::RoleBinding(tls::ca_key_role_binding(ns)),
-            observed,
-        ));
+        steps.extend(ca_key_rbac_steps(ns, observed));
         steps.push(job_step(observed, tls::ca_key_job(params, data), SHORT_JOB));
     }
     steps.push(apply_step(
