@@ -7,7 +7,7 @@ root=$(pwd)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-# shellcheck lints the Job scripts; the script tests run the real rsync and ssh-keygen.
+# ShellCheck lints the Job scripts; the script tests run the real rsync and ssh-keygen.
 # Debian ships all three.
 missing=()
 command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
