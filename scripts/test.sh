@@ -45,6 +45,12 @@ if ! kubectl version --client 2>/dev/null | grep -q dispatcher; then
 fi
 export UYUNI_KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"
 
+# The real control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler) from
+# upstream Go modules; cached outside the work tree, so only the first build takes minutes.
+log "building the real control plane (scripts/cluster.sh build)"
+bash scripts/cluster.sh build
+export UYUNI_REAL_CONTROL_PLANE=1
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 

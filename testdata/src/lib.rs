@@ -22,6 +22,7 @@ mod engine;
 mod http;
 pub mod patch;
 mod protobuf;
+pub mod real;
 pub mod resources;
 mod rng;
 pub mod scenario;

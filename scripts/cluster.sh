@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# The real Kubernetes control plane on loopback, for tests and the demo:
+#   scripts/cluster.sh build          build what is missing (cached outside the work tree)
+#   scripts/cluster.sh up DIR         build, generate certificates, start etcd, kube-apiserver,
+#                                     kube-controller-manager and kube-scheduler; write
+#                                     DIR/kubeconfig (cluster admin); return once ready
+#   scripts/cluster.sh down DIR       stop exactly the processes `up DIR` started
+#
+# The binaries come from upstream Go modules pinned in testdata/controlplane (go.mod, go.sum);
+# none of their source is in this repository. Builds are cached in $UYUNI_CONTROLPLANE_CACHE
+# (default ~/.cache/kubectl-uyuni/controlplane) and Go's own build cache, so a second build is
+# incremental.
+#
+# Not built yet: the node agent (no Node registers, so pods stay Pending), the volume provisioner
+# and cert-manager. See the README's "Real control plane".
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+modules="$root/testdata/controlplane"
+cache="${UYUNI_CONTROLPLANE_CACHE:-$HOME/.cache/kubectl-uyuni/controlplane}"
+bin="$cache/bin"
+k8s_version=v1.37.2
+
+die() {
+  printf 'cluster.sh: %s\n' "$*" >&2
+  exit 1
+}
+log() { printf '==> %s\n' "$*" >&2; }
+
+# What the binaries were built from: the pinned module files and the Go version.
+pins() {
+  { cat "$modules/go.mod" "$modules/go.sum" "$modules/etcd/go.mod" "$modules/etcd/go.sum"; go version; } \
+    | sha256sum | cut -d' ' -f1
+}
+
+build() {
+  command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go 1.26 or later, then run again"
+  mkdir -p "$bin"
+  local want
+  want=$(pins)
+  if [ -f "$bin/pins" ] && [ "$(cat "$bin/pins")" = "$want" ] \
+    && [ -x "$bin/etcd" ] && [ -x "$bin/kube-apiserver" ] \
+    && [ -x "$bin/kube-controller-manager" ] && [ -x "$bin/kube-scheduler" ]; then
+    return 0
+  fi
+  rm -f "$bin/pins"
+  local ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version"
+  ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+  ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  local component
+  for component in kube-apiserver kube-controller-manager kube-scheduler; do
+    log "building $component $k8s_version (the first build takes minutes)"
+    (cd "$modules" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
+      -o "$bin/$component" "k8s.io/kubernetes/cmd/$component") \
+      || die "building $component failed (output above): check that the Go module proxy serves the modules in $modules/go.mod"
+  done
+  log "building etcd"
+  # `-o etcd`: the package path ends in /v3, which would name the binary `v3`.
+  (cd "$modules/etcd" && CGO_ENABLED=0 go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3) \
+    || die "building etcd failed (output above): check that the Go module proxy serves go.etcd.io/etcd/server/v3"
+  echo "$want" >"$bin/pins"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# A certificate signed by the cluster CA: NAME CN ORG SANS (SANS: openssl subjectAltName or "").
+cert() {
+  local name=$1 cn=$2 org=$3 sans=$4 pki=$5
+  local subj="/CN=$cn"
+  [ -z "$org" ] || subj="/O=$org/CN=$cn"
+  openssl req -newkey rsa:2048 -nodes -keyout "$pki/$name.key" -subj "$subj" \
+    -out "$pki/$name.csr" 2>/dev/null
+  local ext="$pki/$name.ext"
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=serverAuth,clientAuth"
+    [ -z "$sans" ] || echo "subjectAltName=$sans"
+  } >"$ext"
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 30 -sha256 -extfile "$ext" -out "$pki/$name.crt" 2>/dev/null
+  rm -f "$pki/$name.csr" "$ext"
+}
+
+pki() {
+  local pki=$1
+  mkdir -p "$pki"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 30 \
+    -subj "/CN=kubectl-uyuni-test-ca" 2>/dev/null
+  cert apiserver kube-apiserver "" \
+    "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" "$pki"
+  cert admin kubernetes-admin system:masters "" "$pki"
+  cert controller-manager system:kube-controller-manager "" "" "$pki"
+  cert scheduler system:kube-scheduler "" "" "$pki"
+  # The apiserver's client certificate towards the kubelets (our node agent serves their logs).
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" "$pki"
+  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+}
+
+kubeconfig() {
+  local file=$1 user=$2 pki=$3 server=$4
+  cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $server
+    certificate-authority: $pki/ca.crt
+users:
+- name: $user
+  user:
+    client-certificate: $pki/$user.crt
+    client-key: $pki/$user.key
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: $user
+current-context: local
+EOF
+}
+
+# start NAME LOGFILE CMD... : in the background, its pid in DIR/pids/NAME.
+start() {
+  local dir=$1 name=$2
+  shift 2
+  "$@" >"$dir/logs/$name.log" 2>&1 &
+  echo $! >"$dir/pids/$name"
+}
+
+alive_or_die() {
+  local dir=$1 name=$2
+  local pid
+  pid=$(cat "$dir/pids/$name")
+  kill -0 "$pid" 2>/dev/null || {
+    tail -n 20 "$dir/logs/$name.log" >&2 || true
+    down "$dir"
+    die "$name exited during start-up (its log: $dir/logs/$name.log, last lines above)"
+  }
+}
+
+up() {
+  local dir=$1
+  command -v openssl >/dev/null 2>&1 || die "openssl is needed for the certificates: install it (apt-get install openssl)"
+  build
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  [ ! -d "$dir/pids" ] || [ -z "$(ls -A "$dir/pids")" ] || die "$dir already has a running cluster (pids in $dir/pids): run \`scripts/cluster.sh down $dir\` first"
+  rm -rf "$dir/etcd" "$dir/logs" "$dir/pki"
+  mkdir -p "$dir/pids" "$dir/logs"
+  local pki="$dir/pki"
+  pki "$pki"
+  local etcd_port peer_port api_port cm_port sched_port
+  etcd_port=$(free_port)
+  peer_port=$(free_port)
+  api_port=$(free_port)
+  cm_port=$(free_port)
+  sched_port=$(free_port)
+  local server="https://127.0.0.1:$api_port"
+  echo "$server" >"$dir/server"
+
+  start "$dir" etcd "$bin/etcd" --name=node0 --data-dir="$dir/etcd" \
+    --listen-client-urls="http://127.0.0.1:$etcd_port" --advertise-client-urls="http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls="http://127.0.0.1:$peer_port" --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
+    --initial-cluster="node0=http://127.0.0.1:$peer_port" --unsafe-no-fsync=true \
+    --listen-metrics-urls="http://127.0.0.1:$(free_port)"
+
+  start "$dir" kube-apiserver "$bin/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$etcd_port" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" \
+    --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --authorization-mode=Node,RBAC \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true \
+    --cert-dir="$dir/pki/apiserver-generated"
+
+  # Ready: /livez answers ok (etcd included), within 60 s.
+  local i
+  for i in $(seq 1 120); do
+    alive_or_die "$dir" etcd
+    alive_or_die "$dir" kube-apiserver
+    if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+      "$server/livez" >/dev/null 2>&1; then
+      break
+    fi
+    [ "$i" -lt 120 ] || { down "$dir"; die "kube-apiserver did not become live within 60 s (its log: $dir/logs/kube-apiserver.log)"; }
+    sleep 0.5
+  done
+
+  kubeconfig "$dir/kubeconfig" admin "$pki" "$server"
+  kubeconfig "$dir/controller-manager.kubeconfig" controller-manager "$pki" "$server"
+  kubeconfig "$dir/scheduler.kubeconfig" scheduler "$pki" "$server"
+
+  start "$dir" kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig="$dir/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$dir/controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$dir/controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$cm_port" \
+    --leader-elect=false --use-service-account-credentials=true \
+    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
+    --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --controllers='*'
+
+  start "$dir" kube-scheduler "$bin/kube-scheduler" \
+    --kubeconfig="$dir/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$dir/scheduler.kubeconfig" \
+    --authorization-kubeconfig="$dir/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$sched_port" --leader-elect=false
+
+  # Ready: the default ServiceAccount exists (the controllers work) and the scheduler is up.
+  for i in $(seq 1 120); do
+    alive_or_die "$dir" kube-controller-manager
+    alive_or_die "$dir" kube-scheduler
+    if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+      "$server/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1; then
+      log "control plane ready at $server (kubeconfig: $dir/kubeconfig)"
+      return 0
+    fi
+    sleep 0.5
+  done
+  down "$dir"
+  die "the controllers did not create the default ServiceAccount within 60 s (logs in $dir/logs)"
+}
+
+down() {
+  local dir=$1
+  [ -d "$dir/pids" ] || return 0
+  local f pid name
+  # Reverse order of start: the controllers first, etcd last.
+  for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    f="$dir/pids/$name"
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$f"
+  done
+}
+
+case "${1:-}" in
+build) build ;;
+up)
+  [ -n "${2:-}" ] || die "usage: scripts/cluster.sh up DIR"
+  up "$2"
+  ;;
+down)
+  [ -n "${2:-}" ] || die "usage: scripts/cluster.sh down DIR"
+  down "$2"
+  ;;
+*) die "usage: scripts/cluster.sh build | up DIR | down DIR" ;;
+esac

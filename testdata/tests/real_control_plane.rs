@@ -1,0 +1,135 @@
+//! The real control plane from upstream (scripts/cluster.sh): it starts, reports v1.37, has etcd
+//! behind it, refuses what a real cluster refuses, and `down` leaves no process behind.
+
+use std::process::{Command, Output};
+
+use uyuni_testdata::real::{self, RealCluster};
+
+/// The cluster, or `None` (said so) where it was not built; in CI its absence fails the test.
+fn cluster() -> Option<RealCluster> {
+    if let Err(why) = real::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the real control plane is needed in CI: {why}"
+        );
+        println!("real control plane NOT tested: {why}");
+        return None;
+    }
+    Some(RealCluster::start().expect("the real control plane starts"))
+}
+
+fn kubectl(cluster: &RealCluster, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let bin = std::env::var("UYUNI_KUBECTL_137").unwrap_or_else(|_| "kubectl".to_owned());
+    let mut child = Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(stdin.unwrap_or_default().as_bytes())
+        .expect("write stdin");
+    drop(input);
+    child.wait_with_output().expect("kubectl ends")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+const DUPLICATE_PORT_NAMES: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: uyuni
+  namespace: default
+spec:
+  selector:
+    matchLabels: {app: uyuni}
+  template:
+    metadata:
+      labels: {app: uyuni}
+    spec:
+      containers:
+      - name: uyuni
+        image: registry.opensuse.org/uyuni/server:latest
+        ports:
+        - {name: jmx, containerPort: 5556}
+        - {name: jmx, containerPort: 5557}
+";
+
+#[test]
+fn the_real_control_plane_starts_validates_and_stops() {
+    let Some(cluster) = cluster() else { return };
+
+    let version = kubectl(&cluster, &["get", "--raw", "/version"], None);
+    assert!(version.status.success(), "{}", text(&version));
+    let version: serde_json::Value =
+        serde_json::from_slice(&version.stdout).expect("/version is JSON");
+    assert!(
+        version["gitVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("v1.37.")),
+        "{version}"
+    );
+
+    let livez = kubectl(&cluster, &["get", "--raw", "/livez?verbose"], None);
+    assert!(text(&livez).contains("[+]etcd ok"), "{}", text(&livez));
+
+    // The controllers run: the ServiceAccount controller made the default account.
+    let sa = kubectl(
+        &cluster,
+        &["get", "serviceaccount", "default", "-n", "default"],
+        None,
+    );
+    assert!(sa.status.success(), "{}", text(&sa));
+
+    // Upstream's validation, with upstream's message (the fidelity issue's defect 1).
+    let refused = kubectl(&cluster, &["apply", "-f", "-"], Some(DUPLICATE_PORT_NAMES));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused)
+            .contains("spec.template.spec.containers[0].ports[1].name: Duplicate value: \"jmx\""),
+        "{}",
+        text(&refused)
+    );
+    let absent = kubectl(
+        &cluster,
+        &["get", "deployment", "uyuni", "-n", "default"],
+        None,
+    );
+    assert_eq!(absent.status.code(), Some(1), "{}", text(&absent));
+
+    let pids = cluster.pids();
+    let names: Vec<&str> = pids.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler"
+        ]
+    );
+    assert!(pids.iter().all(|(_, pid)| alive(*pid)));
+    cluster.stop().expect("down");
+    for (name, pid) in &pids {
+        assert!(!alive(*pid), "{name} ({pid}) still runs after down");
+    }
+    assert!(cluster.pids().is_empty());
+}
