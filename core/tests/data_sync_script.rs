@@ -313,6 +313,8 @@ struct World {
     root: PathBuf,
     state: PathBuf,
     scratch: PathBuf,
+    /// Where the mounted key, config and known_hosts are.
+    ssh_dir: PathBuf,
 }
 
 fn write(path: &Path, content: &str) {
@@ -343,6 +345,7 @@ impl World {
             root: base.join("root"),
             state: base.join("state"),
             scratch: base.join("scratch"),
+            ssh_dir: base.join("ssh"),
             base,
             _dir: dir,
         };
@@ -357,6 +360,13 @@ impl World {
         let w = World::new(matching_ca);
         fs::remove_file(w.base.join("bin/rsync")).expect("rm rsync stub");
         w
+    }
+
+    /// Moves the SSH material into directory `name` of the world.
+    fn move_ssh_dir(&mut self, name: &str) {
+        let to = self.base.join(name);
+        fs::rename(&self.ssh_dir, &to).expect("rename ssh dir");
+        self.ssh_dir = to;
     }
 
     fn src(&self, path: &str, content: &str) {
@@ -489,9 +499,9 @@ impl World {
         let s = |p: PathBuf| p.to_string_lossy().into_owned();
         ScriptPaths {
             local_root: s(self.root.clone()),
-            ssh_private_key: s(self.base.join("ssh/id")),
-            ssh_config: s(self.base.join("ssh/config")),
-            ssh_known_hosts: s(self.base.join("ssh/known_hosts")),
+            ssh_private_key: s(self.ssh_dir.join("id")),
+            ssh_config: s(self.ssh_dir.join("config")),
+            ssh_known_hosts: s(self.ssh_dir.join("known_hosts")),
             scratch_dir: s(self.scratch.clone()),
             service_account_dir: s(self.base.join("sa")),
         }
@@ -1399,4 +1409,27 @@ fn the_ssh_stub_runs_the_real_rsync_on_the_fake_source() {
     );
     assert_eq!(w.read_local("/var/lib/pgsql/data/base/1/1259"), "table\n");
     assert_eq!(w.read_local("/etc/rhn/ca/other-ca.pem"), "OTHER CA\n");
+}
+
+#[test]
+fn ssh_material_in_a_path_with_quotes_and_spaces_reaches_ssh_through_the_real_rsync() {
+    // rsync splits its -e command itself (a doubled quote stands for one): the key, config and
+    // known_hosts paths must reach ssh whole, from the script's own ssh calls and from rsync's.
+    let mut w = World::with_real_rsync(true);
+    w.move_ssh_dir("it's an \"ssh\" dir");
+    let out = w.run(false, "admin");
+    assert_success(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("ssh stub: no such file"));
+    let log = w.log();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("remote-raw sudo -n rsync --server --sender ")),
+        "{log:?}"
+    );
+    assert_eq!(w.read_local("/var/lib/pgsql/data/base/1/1259"), "table\n");
+
+    // Without the config file: the other branch of RSYNC_RSH, with -F /dev/null.
+    fs::remove_file(w.ssh_dir.join("config")).expect("rm config");
+    let out = w.run(false, "admin");
+    assert_success(&out);
 }
