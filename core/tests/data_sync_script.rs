@@ -62,6 +62,7 @@ fn production_volumes() -> Vec<SyncVolume> {
         .map(|v| SyncVolume {
             name: v.name.to_owned(),
             path: v.mount_path.trim_end_matches('/').to_owned(),
+            database: v.role == VolumeRole::Database,
         })
         .collect()
 }
@@ -157,12 +158,21 @@ fn every_volume_is_synced_in_order_database_included() {
             } else {
                 "-l"
             };
-        let line = format!("sync_volume '{}' {links}\n", v.path);
+        let (mode, need) = if v.database {
+            ("checksum", "required")
+        } else {
+            ("quick", "optional")
+        };
+        let line = format!(
+            "sync_volume '{}' '{}' {links} {mode} {need}\n",
+            v.name, v.path
+        );
         let at = text.find(&line).unwrap_or_else(|| panic!("{line} missing"));
         assert!(at > last, "{} out of order", v.path);
         last = at;
     }
-    assert!(text.contains("sync_volume '/var/lib/pgsql/data' -L\n"));
+    assert!(text.contains("sync_volume 'var-pgsql' '/var/lib/pgsql/data' -L checksum required\n"));
+    assert!(text.contains("compare=(--checksum)"));
     assert!(text.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
     assert!(text.contains("rsync -a -z --trust-sender -e \"$RSYNC_RSH\""));
 }
@@ -180,7 +190,7 @@ fn final_stops_services_and_postgresql_before_the_copy() {
         .find("on_source 'systemctl stop postgresql.service'")
         .expect("stop pg");
     let db = text
-        .find("sync_volume '/var/lib/pgsql/data'")
+        .find("sync_volume 'var-pgsql' '/var/lib/pgsql/data'")
         .expect("db sync");
     assert!(stop < start && start < stop_pg && stop_pg < db);
 }
@@ -205,6 +215,7 @@ fn rendered_values_are_quoted() {
     s.volumes.push(SyncVolume {
         name: "odd".to_owned(),
         path: "/srv/it's here".to_owned(),
+        database: false,
     });
     let text = render(&s);
     assert!(text.contains(&format!("SOURCE_FQDN={}\n", shell_quote(&s.source_fqdn))));
@@ -214,7 +225,10 @@ fn rendered_values_are_quoted() {
     )));
     assert!(text.contains(&format!("conf_set db_host {} ", shell_quote(&s.db_host))));
     assert!(text.contains("conf_set report_db_host 'report db' "));
-    assert!(text.contains(&format!("sync_volume {} -l", shell_quote("/srv/it's here"))));
+    assert!(text.contains(&format!(
+        "sync_volume 'odd' {} -l quick optional",
+        shell_quote("/srv/it's here")
+    )));
     // Not root: every source command goes through sudo -n, rsync too.
     assert!(text.contains("SUDO='sudo -n '"));
     assert!(text.contains("RSYNC+=(--rsync-path='sudo -n rsync')"));
@@ -299,6 +313,8 @@ struct World {
     root: PathBuf,
     state: PathBuf,
     scratch: PathBuf,
+    /// Where the mounted key, config and known_hosts are.
+    ssh_dir: PathBuf,
 }
 
 fn write(path: &Path, content: &str) {
@@ -329,12 +345,28 @@ impl World {
             root: base.join("root"),
             state: base.join("state"),
             scratch: base.join("scratch"),
+            ssh_dir: base.join("ssh"),
             base,
             _dir: dir,
         };
         w.build_source(matching_ca);
         w.build_local();
         w
+    }
+
+    /// The same world without the rsync stub: the script's rsync is the real one, and the ssh
+    /// stub runs its remote side locally on the fake source tree.
+    fn with_real_rsync(matching_ca: bool) -> World {
+        let w = World::new(matching_ca);
+        fs::remove_file(w.base.join("bin/rsync")).expect("rm rsync stub");
+        w
+    }
+
+    /// Moves the SSH material into directory `name` of the world.
+    fn move_ssh_dir(&mut self, name: &str) {
+        let to = self.base.join(name);
+        fs::rename(&self.ssh_dir, &to).expect("rename ssh dir");
+        self.ssh_dir = to;
     }
 
     fn src(&self, path: &str, content: &str) {
@@ -467,9 +499,9 @@ impl World {
         let s = |p: PathBuf| p.to_string_lossy().into_owned();
         ScriptPaths {
             local_root: s(self.root.clone()),
-            ssh_private_key: s(self.base.join("ssh/id")),
-            ssh_config: s(self.base.join("ssh/config")),
-            ssh_known_hosts: s(self.base.join("ssh/known_hosts")),
+            ssh_private_key: s(self.ssh_dir.join("id")),
+            ssh_config: s(self.ssh_dir.join("config")),
+            ssh_known_hosts: s(self.ssh_dir.join("known_hosts")),
             scratch_dir: s(self.scratch.clone()),
             service_account_dir: s(self.base.join("sa")),
         }
@@ -595,8 +627,8 @@ fn final_run_with_the_uyuni_ca() {
     assert_no_secrets(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.trim_end().ends_with("DONE"), "{stdout}");
-    assert!(stdout.contains("Synchronizing /var/lib/cobbler\n"));
-    assert!(stdout.contains("Synchronizing /var/lib/pgsql/data\n"));
+    assert!(stdout.contains("Synchronizing /var/lib/cobbler (var-cobbler: quick (size+mtime))\n"));
+    assert!(stdout.contains("Synchronizing /var/lib/pgsql/data (var-pgsql: checksum)\n"));
     assert!(stdout.contains("skipping /var/lib/rhn/search"));
     assert!(stdout.contains("found the Uyuni CA key"));
     assert!(!stdout.contains("third-party"));
@@ -643,7 +675,7 @@ fn final_run_with_the_uyuni_ca() {
     }
     let db_rsync = &log[db_copy];
     assert!(
-        db_rsync.contains(" -L --delete --info=progress2 -f merge "),
+        db_rsync.contains(" -L --checksum --delete --info=progress2 -f merge "),
         "{db_rsync}"
     );
     let cobbler = log
@@ -653,6 +685,11 @@ fn final_run_with_the_uyuni_ca() {
     assert!(
         cobbler.contains(" -l --delete --info=progress2 "),
         "{cobbler}"
+    );
+    assert!(
+        !log.iter()
+            .any(|l| l.starts_with("rsync ") && l.contains("--checksum") && l != db_rsync),
+        "only the database is copied with checksums: {log:?}"
     );
     assert!(log.iter().any(|l| l == "local spacewalk-service enable"));
     // TFTP is recorded, before the services stop, never enabled in the server container.
@@ -877,6 +914,18 @@ fn prepare_run_keeps_the_services_running() {
     // As root: no sudo anywhere.
     assert!(!log.iter().any(|l| l.contains("sudo")));
     assert_eq!(w.read_local("/var/lib/pgsql/data/PG_VERSION"), "14\n");
+    // The database is copied like every other volume while PostgreSQL runs: the final run's
+    // checksum pass follows.
+    assert!(!log.iter().any(|l| l.contains("--checksum")), "{log:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Synchronizing /var/lib/pgsql/data (var-pgsql: quick (size+mtime))\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  var-pgsql: quick (size+mtime)\n"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -1132,4 +1181,255 @@ fn missing_ssh_config_uses_dev_null() {
             .filter(|l| l.starts_with("rsync "))
             .all(|l| l.contains("-F '/dev/null'"))
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs with the real rsync
+
+/// Sets the modification time of `path` to 2026-01-01 00:00:00 plus `nanos`.
+fn set_mtime(path: &Path, nanos: u32) {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_767_225_600, nanos);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(t))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// Rewrites a source file with content of the same size and a modification time in the same
+/// second, as PostgreSQL may do to a data file while a `--prepare` copy runs.
+fn rewrite_in_the_same_second(w: &World, path: &str, content: &str) {
+    let file = rel(&w.src, path);
+    assert_eq!(
+        fs::metadata(&file).expect("source file").len(),
+        content.len() as u64
+    );
+    fs::write(&file, content).expect("rewrite");
+    set_mtime(&file, 900_000_000);
+}
+
+#[test]
+fn the_final_run_copies_the_database_with_checksums_and_reports_each_mode() {
+    let w = World::with_real_rsync(true);
+    let table = "/var/lib/pgsql/data/base/1/1259";
+    let package = "/var/spacewalk/packages/1/p.rpm";
+    w.src(table, "table v1\n");
+    w.src(package, "rpm v1\n");
+    set_mtime(&rel(&w.src, table), 100_000_000);
+    set_mtime(&rel(&w.src, package), 100_000_000);
+
+    let out = w.run(true, "root");
+    assert_success(&out);
+    assert_eq!(w.read_local(table), "table v1\n");
+
+    // Why: a quick pass (size and mtime, to the second) takes the rewritten file for unchanged.
+    rewrite_in_the_same_second(&w, table, "table v2\n");
+    rewrite_in_the_same_second(&w, package, "rpm v2\n");
+    let out = w.run(true, "root");
+    assert_success(&out);
+    assert_eq!(
+        w.read_local(table),
+        "table v1\n",
+        "missed by the quick pass"
+    );
+
+    // The final run's checksum pass copies it; the other volumes keep the quick check.
+    let out = w.run(false, "root");
+    assert_success(&out);
+    assert_eq!(w.read_local(table), "table v2\n");
+    assert_eq!(
+        w.read_local(package),
+        "rpm v1\n",
+        "var-spacewalk was copied in quick mode, as reported"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .split("How each volume was copied")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary in\n{stdout}"));
+    assert!(summary.contains("\n  var-pgsql: checksum\n"), "{summary}");
+    assert!(
+        summary.contains("\n  var-spacewalk: quick (size+mtime)\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("\n  var-cobbler: quick (size+mtime)\n"),
+        "{summary}"
+    );
+    // Volumes the fake source does not have are named as skipped.
+    assert!(
+        summary.contains("\n  srv-susemanager: skipped (not on the source)\n"),
+        "{summary}"
+    );
+    assert!(stdout.trim_end().ends_with("DONE"), "{stdout}");
+}
+
+/// Every directory the sync may meet missing on a source: every volume but the database, and
+/// the directories of steps 10–15 that the fake source has.
+fn optional_source_dirs() -> Vec<String> {
+    let mut dirs: Vec<String> = production_volumes()
+        .into_iter()
+        .filter(|v| !v.database)
+        .map(|v| v.path)
+        .collect();
+    dirs.extend(
+        [
+            "/srv/install/sles15",
+            "/var/lib/cobbler/snippets/spacewalk",
+            "/etc/tomcat/conf.d",
+            "/etc/krb5.conf.d",
+            "/usr/share/pki/trust/anchors",
+            "/usr/lib/systemd/system/tomcat.service.d",
+        ]
+        .map(str::to_owned),
+    );
+    dirs
+}
+
+#[test]
+fn a_source_without_the_first_directory_of_the_ca_copy_syncs() {
+    // The case rsync's --ignore-missing-args does not cover: a missing DIR/ (code 23).
+    let w = World::with_real_rsync(true);
+    fs::remove_dir_all(rel(&w.src, "/usr/share/pki/trust/anchors")).expect("rm");
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Not on the source, skipping /usr/share/pki/trust/anchors\n"),
+        "{stdout}"
+    );
+    assert_eq!(w.read_local("/etc/rhn/ca/custom-ca.pem"), "CUSTOM CA\n");
+    assert!(!w.local("/etc/rhn/ca/other-ca.pem").exists());
+    assert!(
+        !w.local("/etc/rhn/ca/LOCAL-RHN-ORG-TRUSTED-SSL-CERT")
+            .exists()
+    );
+}
+
+#[test]
+fn a_source_missing_every_optional_directory_syncs() {
+    let w = World::with_real_rsync(true);
+    // What the server cannot do without stays: rhn.conf, the CA and the database.
+    let keep = [
+        "/etc/rhn/rhn.conf",
+        "/etc/uyuni-release",
+        "/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT",
+    ]
+    .map(|p| (p, fs::read(rel(&w.src, p)).expect("kept file")));
+    let dirs = optional_source_dirs();
+    for dir in &dirs {
+        let path = rel(&w.src, dir);
+        if path.exists() {
+            fs::remove_dir_all(&path).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        }
+    }
+    for (p, content) in &keep {
+        let path = rel(&w.src, p);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, content).expect("restore");
+    }
+    for dir in &dirs {
+        assert!(
+            !rel(&w.src, dir).exists() || keep.iter().any(|(p, _)| p.starts_with(dir.as_str())),
+            "{dir}"
+        );
+    }
+
+    let out = w.run(false, "root");
+    assert_success(&out);
+    assert_no_secrets(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for dir in [
+        "/var/lib/cobbler",
+        "/var/spacewalk",
+        "/srv/www",
+        "/root",
+        "/etc/tomcat",
+        "/usr/share/pki/trust/anchors",
+    ] {
+        assert!(
+            stdout.contains(&format!("Not on the source, skipping {dir}\n")),
+            "{dir} in\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("Skipping missing distribution /srv/install/sles15"));
+    assert!(stdout.contains("  var-cobbler: skipped (not on the source)\n"));
+    assert!(stdout.contains("  var-pgsql: checksum\n"), "{stdout}");
+    assert_eq!(w.read_local("/var/lib/pgsql/data/PG_VERSION"), "14\n");
+    assert_eq!(decoded_data(&w.patches()[1])[data_keys::PG_VERSION], "14");
+}
+
+#[test]
+fn a_source_without_a_required_directory_fails_before_stopping_anything() {
+    for (path, message) in [
+        (
+            "/var/lib/pgsql/data",
+            "the database directory /var/lib/pgsql/data does not exist on uyuni.example.com",
+        ),
+        (
+            "/etc/rhn/rhn.conf",
+            "/etc/rhn/rhn.conf does not exist on uyuni.example.com",
+        ),
+    ] {
+        let w = World::with_real_rsync(true);
+        let p = rel(&w.src, path);
+        if p.is_dir() {
+            fs::remove_dir_all(&p).expect("rm");
+        } else {
+            fs::remove_file(&p).expect("rm");
+        }
+        let out = w.run(false, "root");
+        assert_fails(&out, message);
+        let log = w.log();
+        assert!(
+            !log.iter().any(|l| l == "remote spacewalk-service stop"),
+            "{path}: {log:?}"
+        );
+        assert!(
+            !log.iter().any(|l| l.contains("rsync --server")),
+            "{path}: nothing copied: {log:?}"
+        );
+        assert_eq!(w.patches().len(), 1, "only the clearing patch");
+    }
+}
+
+#[test]
+fn the_ssh_stub_runs_the_real_rsync_on_the_fake_source() {
+    // The transport of the tests above: rsync really went through ssh to the fake source.
+    let w = World::with_real_rsync(true);
+    let out = w.run(false, "admin");
+    assert_success(&out);
+    let log = w.log();
+    assert!(
+        log.iter().any(
+            |l| l.starts_with("remote-raw sudo -n rsync --server --sender ")
+                && l.ends_with(" . /var/lib/pgsql/data/")
+        ),
+        "{log:?}"
+    );
+    assert_eq!(w.read_local("/var/lib/pgsql/data/base/1/1259"), "table\n");
+    assert_eq!(w.read_local("/etc/rhn/ca/other-ca.pem"), "OTHER CA\n");
+}
+
+#[test]
+fn ssh_material_in_a_path_with_quotes_and_spaces_reaches_ssh_through_the_real_rsync() {
+    // rsync splits its -e command itself (a doubled quote stands for one): the key, config and
+    // known_hosts paths must reach ssh whole, from the script's own ssh calls and from rsync's.
+    let mut w = World::with_real_rsync(true);
+    w.move_ssh_dir("it's an \"ssh\" dir");
+    let out = w.run(false, "admin");
+    assert_success(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("ssh stub: no such file"));
+    let log = w.log();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("remote-raw sudo -n rsync --server --sender ")),
+        "{log:?}"
+    );
+    assert_eq!(w.read_local("/var/lib/pgsql/data/base/1/1259"), "table\n");
+
+    // Without the config file: the other branch of RSYNC_RSH, with -F /dev/null.
+    fs::remove_file(w.ssh_dir.join("config")).expect("rm config");
+    let out = w.run(false, "admin");
+    assert_success(&out);
 }

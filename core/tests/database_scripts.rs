@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use uyuni_core::scripts::database::{
-    MIGRATION_SQL, render_fixup, render_migration_sql, render_passwords, render_upgrade,
+    MIGRATION_SQL, SQL_CONNECT_ATTEMPTS, SQL_CONNECT_INTERVAL_SECONDS, SQL_CONNECT_TIMEOUT_SECONDS,
+    render_fixup, render_migration_sql, render_passwords, render_upgrade,
 };
 
 /// Every stub appends its name and arguments to $STUB_LOG.
@@ -743,13 +744,22 @@ fn migration_sql_feeds_spacewalk_sql_and_fails_with_it() {
     assert!(MIGRATION_SQL.contains("/srv/www/distributions/"));
     assert!(MIGRATION_SQL.contains("update-system-overview-bunch"));
 
+    // An error that is not about reaching the database fails at once, with psql's message.
+    write_exe(&s.bin().join("sleep"), "exit 0\n");
     write_exe(
         &s.bin().join("spacewalk-sql"),
-        "cat >/dev/null; echo 'psql: error: connection to server at \"db\" failed' >&2; exit 2\n",
+        "cat >/dev/null; echo 'psql: error: connection to server at \"db\" (10.43.0.10), port 5432 failed: FATAL:  password authentication failed for user \"spacewalk\"' >&2; exit 2\n",
     );
     let out = s.run(&script);
     assert!(!out.status.success());
     assert!(!text(&out).contains("DONE"), "{}", text(&out));
+    assert!(
+        text(&out).contains("password authentication failed")
+            && text(&out).contains("the migration SQL failed (spacewalk-sql exit code 2"),
+        "{}",
+        text(&out)
+    );
+    assert!(!s.log().contains("sleep"), "not retried: {}", s.log());
 
     let s = Sandbox::new();
     let out = s.run(&render_migration_sql(&s.root().display().to_string()));
@@ -759,6 +769,130 @@ fn migration_sql_feeds_spacewalk_sql_and_fails_with_it() {
         "{}",
         text(&out)
     );
+}
+
+/// libpq's message for a TCP connection the db Service's pod refuses.
+const REFUSED: &str = "psql: error: connection to server at \"db\" (10.43.0.10), port 5432 failed: Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?";
+/// PostgreSQL's answer while it starts (the image's hooks may restart it).
+const STARTING_UP: &str = "psql: error: connection to server at \"db\" (10.43.0.10), port 5432 failed: FATAL:  the database system is starting up";
+
+/// A sandbox for the migration SQL: `spacewalk-sql` hands its input to `psql`, as the real one
+/// does; `psql` refuses the connection `refusals` times (`None`: always), alternating libpq's
+/// two messages, then takes the SQL; `sleep` returns at once and is logged.
+fn sql_sandbox(refusals: Option<u32>) -> Sandbox {
+    let s = Sandbox::new();
+    s.write("/etc/rhn/rhn.conf", RHN_CONF);
+    write_exe(&s.bin().join("sleep"), "exit 0\n");
+    write_exe(
+        &s.bin().join("spacewalk-sql"),
+        "exec psql -h db -p 5432 -v ON_ERROR_STOP=1\n",
+    );
+    let state = s.dir.path();
+    let limit = refusals.map_or("-1".to_owned(), |n| n.to_string());
+    write_exe(
+        &s.bin().join("psql"),
+        &format!(
+            r#"n=$(cat {count} 2>/dev/null || echo 0)
+echo $((n + 1)) >{count}
+echo "PGCONNECT_TIMEOUT=${{PGCONNECT_TIMEOUT-unset}}" >>{env}
+if [ {limit} -lt 0 ] || [ "$n" -lt {limit} ]; then
+  cat >/dev/null
+  if [ $((n % 2)) -eq 0 ]; then printf '%s\n' {refused} >&2; else printf '%s\n' {starting} >&2; fi
+  exit 2
+fi
+cat >{received}
+echo 'UPDATE 1'
+"#,
+            count = state.join("psql.count").display(),
+            env = state.join("psql.env").display(),
+            received = state.join("sql.txt").display(),
+            refused = shell_quote(REFUSED),
+            starting = shell_quote(STARTING_UP),
+        ),
+    );
+    s
+}
+
+fn shell_quote(s: &str) -> String {
+    uyuni_core::scripts::data_sync::shell_quote(s)
+}
+
+fn count_lines(log: &str, prefix: &str) -> usize {
+    log.lines().filter(|l| l.starts_with(prefix)).count()
+}
+
+#[test]
+fn migration_sql_retries_a_refused_connection_until_the_database_takes_it() {
+    let s = sql_sandbox(Some(3));
+    let out = s.run(&render_migration_sql(&s.root().display().to_string()));
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("DONE"), "{t}");
+    // psql's own output still reaches the log, on stdout.
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("UPDATE 1\n"),
+        "{t}"
+    );
+    assert_eq!(
+        fs::read_to_string(s.dir.path().join("sql.txt")).expect("the SQL reached psql"),
+        MIGRATION_SQL
+    );
+    let log = s.log();
+    assert_eq!(count_lines(&log, "psql"), 4, "{log}");
+    assert_eq!(
+        count_lines(&log, &format!("sleep {SQL_CONNECT_INTERVAL_SECONDS}")),
+        3,
+        "{log}"
+    );
+    assert!(
+        t.contains(&format!(
+            "The database does not accept connections yet (attempt 1 of {SQL_CONNECT_ATTEMPTS})"
+        )),
+        "{t}"
+    );
+    // Both of libpq's messages were taken for "not yet", and are in the log for the reader.
+    assert!(
+        t.contains("Connection refused") && t.contains("is starting up"),
+        "{t}"
+    );
+    // Each attempt has a bounded connect time, also when the connection hangs.
+    let env = fs::read_to_string(s.dir.path().join("psql.env")).expect("env");
+    assert!(
+        env.lines()
+            .all(|l| l == format!("PGCONNECT_TIMEOUT={SQL_CONNECT_TIMEOUT_SECONDS}")),
+        "{env}"
+    );
+}
+
+#[test]
+fn migration_sql_gives_up_on_a_database_that_keeps_refusing() {
+    let s = sql_sandbox(None);
+    let out = s.run(&render_migration_sql(&s.root().display().to_string()));
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(!t.contains("DONE"), "{t}");
+    assert!(
+        t.contains(&format!(
+            "ERROR: the database did not accept connections after {SQL_CONNECT_ATTEMPTS} attempts, {SQL_CONNECT_INTERVAL_SECONDS} seconds apart: check the db pod (kubectl logs deployment/db), then run the migration again"
+        )),
+        "{t}"
+    );
+    let log = s.log();
+    assert_eq!(
+        count_lines(&log, "psql"),
+        SQL_CONNECT_ATTEMPTS as usize,
+        "bounded: {log}"
+    );
+    assert_eq!(
+        count_lines(&log, "sleep"),
+        SQL_CONNECT_ATTEMPTS as usize - 1,
+        "{log}"
+    );
+    assert!(!s.dir.path().join("sql.txt").exists());
+    // About ten minutes in all: within the Job's step timeout of 30 minutes even with every
+    // attempt hanging until its connect timeout.
+    let worst = SQL_CONNECT_ATTEMPTS * (SQL_CONNECT_INTERVAL_SECONDS + SQL_CONNECT_TIMEOUT_SECONDS);
+    assert!(worst < 1800, "{worst}");
 }
 
 // ---------------------------------------------------------------------------------------------

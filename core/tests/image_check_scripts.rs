@@ -8,9 +8,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use uyuni_core::scripts::image_check::{render_database, render_database_upgrade, render_server};
+use uyuni_core::scripts::database::SETUP_MARKER;
+use uyuni_core::scripts::image_check::{
+    FIRST_SERVER_IMAGE, render_database, render_database_upgrade, render_server,
+};
 
-const SERVER: &str = "registry.example.com/uyuni/server:5.2.7";
+const SERVER: &str = "registry.example.com/uyuni/server:5.2.9";
 const DB: &str = "registry.example.com/uyuni/server-postgresql:5.2.7";
 const UPGRADE: &str = "registry.example.com/uyuni/server-database-migration:5.2.7";
 
@@ -82,11 +85,77 @@ fn scripts_are_shellcheck_clean() {
     common::shellcheck("upgrade check", &render_database_upgrade(UPGRADE, ""));
 }
 
+/// The setup library of server-image 5.2.9 (`containers/server-image/root/usr/lib/
+/// entrypoint-lib.sh@18abb310`), in the part the check reads.
+const ENTRYPOINT_LIB_5_2_9: &str = "MANAGER_COMPLETE_LEGACY=\"/root/.MANAGER_SETUP_COMPLETE\"\nMANAGER_COMPLETE=\"/var/spacewalk/.MANAGER_SETUP_COMPLETE\"\n";
+
+/// A server image as 5.2.9 and later ship it.
+fn server_image() -> Image {
+    let image = Image::new();
+    image.file("/usr/lib/entrypoint-lib.sh", ENTRYPOINT_LIB_5_2_9);
+    image.file("/usr/bin/startup-check.sh", "");
+    image.file(
+        "/docker-entrypoint-init.d/00-mgrSetup.sh",
+        ". /usr/lib/entrypoint-lib.sh\ncheck_current_installation\n",
+    );
+    image
+}
+
+#[test]
+fn the_first_supported_server_image_is_the_one_with_the_startup_check() {
+    assert_eq!(FIRST_SERVER_IMAGE, "5.2.9");
+    // The marker the check looks for is the one the fix-up Job writes.
+    assert!(ENTRYPOINT_LIB_5_2_9.contains(SETUP_MARKER));
+}
+
+#[test]
+fn server_images_5_2_7_and_5_2_8_are_refused_with_the_release_to_use() {
+    // Their setup (`docker-entrypoint-init.d/00-mgrSetup.sh@927a5945`) keeps its marker in /root
+    // and sources no library; they have no startup check.
+    let image = Image::new();
+    image.file(
+        "/docker-entrypoint-init.d/00-mgrSetup.sh",
+        "MANAGER_COMPLETE=\"/root/.MANAGER_SETUP_COMPLETE\"\n",
+    );
+    let tag = "registry.example.com/uyuni/server:5.2.8";
+    let out = image.run(&render_server(tag, &image.root()), None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "UNSUPPORTED: server image {tag} lacks /usr/lib/entrypoint-lib.sh /usr/bin/startup-check.sh"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("server images before 5.2.9"), "{text}");
+    assert!(
+        text.contains("Use a server image of 5.2.9 or later"),
+        "{text}"
+    );
+    assert!(!text.contains("5.2.7 or later"), "{text}");
+}
+
+#[test]
+fn a_server_image_that_reads_its_marker_elsewhere_is_refused() {
+    let image = server_image();
+    image.file(
+        "/usr/lib/entrypoint-lib.sh",
+        "MANAGER_COMPLETE=\"/root/.MANAGER_SETUP_COMPLETE\"\n",
+    );
+    let out = image.run(&render_server(SERVER, &image.root()), None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "does not read its setup marker at {SETUP_MARKER} (/usr/lib/entrypoint-lib.sh does not name it)"
+        )),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_server_image_that_sets_itself_up_is_supported() {
-    let image = Image::new();
-    image.file("/usr/lib/entrypoint-lib.sh", "");
-    image.file("/usr/bin/startup-check.sh", "");
+    let image = server_image();
     let out = image.run(&render_server(SERVER, &image.root()), None);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");

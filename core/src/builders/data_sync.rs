@@ -98,6 +98,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
             .map(|v| data_sync::SyncVolume {
                 name: v.name.clone(),
                 path: v.mount_path.trim_end_matches('/').to_owned(),
+                database: v.role == VolumeRole::Database,
             })
             .collect(),
         data_secret: names::MIGRATION_DATA_SECRET.to_owned(),

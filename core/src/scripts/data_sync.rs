@@ -23,6 +23,43 @@ pub const WORK_DIR: &str = "/var/lib/uyuni-tools";
 pub struct SyncVolume {
     pub name: String,
     pub path: String,
+    /// The PostgreSQL data directory: required on the source, and copied with checksums by the
+    /// final run ([`compare_mode`]).
+    pub database: bool,
+}
+
+/// How rsync decides that a file it copied before is up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareMode {
+    /// Size and modification time, to the second: rsync's default.
+    Quick,
+    /// The content's checksum, on both sides.
+    Checksum,
+}
+
+impl CompareMode {
+    /// The word the script's `sync_volume` takes.
+    pub fn as_arg(self) -> &'static str {
+        match self {
+            CompareMode::Quick => "quick",
+            CompareMode::Checksum => "checksum",
+        }
+    }
+}
+
+/// The final run copies the database directory with checksums: a `--prepare` copy taken while
+/// PostgreSQL ran may hold a file that PostgreSQL rewrote within the same second at the same
+/// size, which the quick check takes for unchanged. PostgreSQL's documentation of file system
+/// level backups (backup-file.html: "rsync ... a second rsync ... with --checksum") asks for
+/// exactly that second, stopped-server pass. Every other volume, and every prepare run (which
+/// a final run always follows), keeps the quick check: their files are not rewritten in place
+/// at the same size while being copied, and checksums cost a full read of both sides.
+pub fn compare_mode(prepare: bool, volume: &SyncVolume) -> CompareMode {
+    if volume.database && !prepare {
+        CompareMode::Checksum
+    } else {
+        CompareMode::Quick
+    }
 }
 
 /// The local paths the script uses. Production uses [`ScriptPaths::production`]; tests point
@@ -137,6 +174,9 @@ const FIXED_EXCLUDES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Where the source keeps custom CA certificates (reference step 15); either may be missing.
+const CA_ANCHOR_DIRS: &[&str] = &["/usr/share/pki/trust/anchors", "/etc/pki/trust/anchors"];
+
 /// Monitoring files and where today's image expects them (reference step 14).
 const MONITORING_FILES: &[(&str, &str)] = &[
     (
@@ -214,18 +254,37 @@ rsync_run() {
   fi
 }
 
-# Copies the source's directory $1 into the same local path (one volume, reference step 7).
-# $2 is -L (follow symlinks) or -l (keep them).
+# Copies the source's directory $2 into the same local path (volume $1, reference step 7).
+# $3 is -L (follow symlinks) or -l (keep them); $4 is how rsync tells a file it copied before
+# is unchanged: quick (size and modification time) or checksum (the content); $5 is required
+# or optional. A missing optional directory is skipped before rsync sees it: rsync's
+# --ignore-missing-args does not cover a source given as DIR/ (it fails with "change_dir ...
+# failed", code 23). Each volume's mode is recorded for the summary at the end.
 sync_volume() {
-  local path=$1 links=$2
-  if ! on_source "test -e $(shq "$path")"; then
+  local name=$1 path=$2 links=$3 mode=$4 need=$5 compare=() label
+  if ! on_source "test -d $(shq "$path")"; then
+    if on_source "test -e $(shq "$path")"; then
+      fail "$path on $SOURCE_FQDN is not a directory: it cannot be copied into volume $name"
+    fi
+    if [ "$need" = required ]; then
+      fail "$path does not exist on $SOURCE_FQDN: volume $name cannot be filled without it"
+    fi
     echo "Not on the source, skipping $path"
+    COPY_MODES+=("$name: skipped (not on the source)")
     return 0
   fi
-  echo "Synchronizing $path"
+  case $mode in
+    checksum)
+      compare=(--checksum)
+      label='checksum'
+      ;;
+    *) label='quick (size+mtime)' ;;
+  esac
+  echo "Synchronizing $path ($name: $label)"
   mkdir_pub "$LOCAL_ROOT$path"
-  rsync_run "$links" --delete --info=progress2 -f "merge $WORK_DIR/exclude_list" \
+  rsync_run "$links" "${compare[@]}" --delete --info=progress2 -f "merge $WORK_DIR/exclude_list" \
     "$SOURCE:$path/" "$LOCAL_ROOT$path/"
+  COPY_MODES+=("$name: $label")
 }
 
 # Copies the source file $1, if it exists, into the local directory $2.
@@ -456,6 +515,23 @@ pub fn render(script: &DataSyncScript) -> String {
         "  fail \"neither /etc/susemanager-release nor /etc/uyuni-release exists on $SOURCE_FQDN: is it a non-containerized Uyuni or SUSE Manager server?\"",
     );
     o.line("fi");
+    o.line("# What the migration cannot go on without, looked for before any service stops: the");
+    o.line("# database directory and rhn.conf. Every other directory is optional.");
+    for v in script.volumes.iter().filter(|v| v.database) {
+        o.line(&format!(
+            "on_source {} ||",
+            q(&format!("test -d {}", q(&v.path)))
+        ));
+        o.line(&format!(
+            "  fail {}",
+            q(&format!(
+                "the database directory {} does not exist on {}: is PostgreSQL of this server elsewhere? The migration copies a local database only",
+                v.path, script.source_fqdn
+            ))
+        ));
+    }
+    o.line("on_source 'test -f /etc/rhn/rhn.conf' ||");
+    o.line("  fail \"/etc/rhn/rhn.conf does not exist on $SOURCE_FQDN: is it an Uyuni or SUSE Manager server?\"");
     o.line("");
     o.line("# Asked before any service is stopped, and about the unit itself: the reference's");
     o.line("# quoting made it list all units instead (§3.6, D30).");
@@ -534,13 +610,20 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line("# is written on the source (D50); step 16 reads the CA with cat instead.");
     o.line("");
     o.line("# Step 7: every volume, the database included.");
+    o.line("COPY_MODES=()");
     for v in &script.volumes {
         let links = if FOLLOW_LINKS.contains(&v.path.as_str()) {
             "-L"
         } else {
             "-l"
         };
-        o.line(&format!("sync_volume {} {links}", q(&v.path)));
+        let need = if v.database { "required" } else { "optional" };
+        o.line(&format!(
+            "sync_volume {} {} {links} {} {need}",
+            q(&v.name),
+            q(&v.path),
+            compare_mode(script.prepare, v).as_arg()
+        ));
     }
     o.line("");
 
@@ -619,7 +702,7 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line("");
 
     o.line("# Step 12: tomcat configuration.");
-    o.line("if on_source 'test -e /etc/tomcat/conf.d'; then");
+    o.line("if on_source 'test -d /etc/tomcat/conf.d'; then");
     o.line("  echo 'Copying the tomcat configuration...'");
     o.line(&format!("  mkdir_pub {}", local("/etc/tomcat/conf.d")));
     o.line(&format!(
@@ -629,7 +712,7 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line("fi");
     o.line("");
     o.line("# Step 13: Kerberos configuration, kept on the etc-rhn volume.");
-    o.line("if on_source 'test -e /etc/krb5.conf.d'; then");
+    o.line("if on_source 'test -d /etc/krb5.conf.d'; then");
     o.line("  echo 'Copying the Kerberos configuration...'");
     o.line(&format!("  mkdir_pub {}", local("/etc/rhn/krb5.conf.d")));
     o.line(&format!(
@@ -677,11 +760,33 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line("# The exclusions are base names, so they match (the reference's absolute pattern did");
     o.line("# not, D50); -L copies the certificates that anchors link to.");
     o.line("echo 'Migrating custom CA certificates...'");
+    o.line(
+        "# Each directory is looked for first: --ignore-missing-args does not cover DIR/ (D50).",
+    );
     o.line(&format!("mkdir_pub {}", local("/etc/rhn/ca")));
-    o.line("rsync_run -L --ignore-missing-args \\");
-    o.line("  --exclude=LOCAL-RHN-ORG-TRUSTED-SSL-CERT --exclude=RHN-ORG-TRUSTED-SSL-CERT \\");
-    o.line("  \"$SOURCE:/usr/share/pki/trust/anchors/\" \"$SOURCE:/etc/pki/trust/anchors/\" \\");
-    o.line(&format!("  {}", local("/etc/rhn/ca/")));
+    o.line("ca_dirs=()");
+    o.line(&format!(
+        "for dir in {}; do",
+        CA_ANCHOR_DIRS
+            .iter()
+            .map(|d| q(d))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    o.line("  if on_source \"test -d $(shq \"$dir\")\"; then");
+    o.line("    ca_dirs+=(\"$SOURCE:$dir/\")");
+    o.line("  else");
+    o.line("    echo \"Not on the source, skipping $dir\"");
+    o.line("  fi");
+    o.line("done");
+    o.line("if [ \"${#ca_dirs[@]}\" -gt 0 ]; then");
+    o.line("  rsync_run -L \\");
+    o.line("    --exclude=LOCAL-RHN-ORG-TRUSTED-SSL-CERT --exclude=RHN-ORG-TRUSTED-SSL-CERT \\");
+    o.line(&format!(
+        "    \"${{ca_dirs[@]}}\" {}",
+        local("/etc/rhn/ca/")
+    ));
+    o.line("fi");
     o.line("");
 
     o.line("# Step 16: the deployed CA, read dereferenced with cat: nothing is written on the");
@@ -782,6 +887,10 @@ pub fn render(script: &DataSyncScript) -> String {
 
     render_extraction(&mut o, script);
 
+    o.line(
+        "echo 'How each volume was copied (quick: size and modification time; checksum: content):'",
+    );
+    o.line("printf '  %s\\n' \"${COPY_MODES[@]}\"");
     o.line("echo DONE");
     o.0
 }

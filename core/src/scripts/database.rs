@@ -517,21 +517,63 @@ INSERT INTO rhnTaskQueue (id, org_id, task_name, task_data)
 COMMIT;
 ";
 
+/// How often the migration-SQL Job tries to reach the database, and how long it waits between
+/// two tries: about ten minutes in all, well within the Job's step timeout (`SHORT_JOB`).
+pub const SQL_CONNECT_ATTEMPTS: u32 = 60;
+pub const SQL_CONNECT_INTERVAL_SECONDS: u32 = 10;
+/// libpq's limit on one connection attempt (`PGCONNECT_TIMEOUT`), so that a connection that
+/// hangs instead of being refused also ends and is tried again.
+pub const SQL_CONNECT_TIMEOUT_SECONDS: u32 = 10;
+
+/// What libpq and psql print when the database cannot be reached over TCP (`db_host` is the
+/// `db` Service) or does not take sessions yet; only these are tried again. Any other error (a wrong password, a failing statement) ends
+/// the Job at once.
+const SQL_RETRIED_ERRORS: &str = "connection refused|could not connect|the database system is (starting up|not yet accepting connections|shutting down|in recovery mode)|timeout expired|could not translate host name|server closed the connection unexpectedly|connection to server .* failed: no route to host";
+
 /// Renders the migration-only SQL Job: runs [`MIGRATION_SQL`] through `spacewalk-sql`, which
-/// reads the connection from `rhn.conf` (pointing at the `db` Service by then).
+/// reads the connection from `rhn.conf` (pointing at the `db` Service by then). The `db` pod can
+/// refuse connections for a while although it was ready once: the image runs its start-up and
+/// upgrade hooks (server-postgresql's `uyuni-entrypoint.sh` and `docker-entrypoint-upgdb.d`,
+/// marked by `/run/postgresql/upgrade_in_progress` in newer images) before PostgreSQL listens,
+/// and a pod restarted meanwhile starts them again. A refused connection is therefore tried
+/// again for a bounded time ([`SQL_CONNECT_ATTEMPTS`]); the SQL runs in one transaction and is
+/// idempotent, so running it again after a broken connection is safe.
 pub fn render_migration_sql(local_root: &str) -> String {
+    let q = shell_quote;
     let mut o = Out(String::new());
     prelude(&mut o, "migration-only SQL", local_root);
     o.line(
         "[ -f \"$ROOT/etc/rhn/rhn.conf\" ] || fail 'no /etc/rhn/rhn.conf in the etc-rhn volume'",
     );
+    o.line(&format!("SQL={}", q(MIGRATION_SQL)));
+    o.line(&format!("ATTEMPTS={SQL_CONNECT_ATTEMPTS}"));
+    o.line(&format!("INTERVAL={SQL_CONNECT_INTERVAL_SECONDS}"));
+    o.line(&format!("RETRIED_ERRORS={}", q(SQL_RETRIED_ERRORS)));
+    o.line(&format!(
+        "export PGCONNECT_TIMEOUT={SQL_CONNECT_TIMEOUT_SECONDS}"
+    ));
     o.line(
         "echo 'Repointing auto-installable distributions and queueing a system overview update'",
     );
-    o.line(&format!(
-        "printf '%s' {} | spacewalk-sql --select-mode -",
-        shell_quote(MIGRATION_SQL)
-    ));
+    o.line("attempt=1");
+    o.line("while :; do");
+    o.line(
+        "  # spacewalk-sql's output goes to the log as it comes; its errors are kept to be read.",
+    );
+    o.line("  rc=0");
+    o.line("  { errors=$(printf '%s' \"$SQL\" | spacewalk-sql --select-mode - 2>&1 1>&3 3>&-) || rc=$?; } 3>&1");
+    o.line("  [ -z \"$errors\" ] || printf '%s\\n' \"$errors\" >&2");
+    o.line("  [ \"$rc\" -ne 0 ] || break");
+    o.line("  if ! grep -qiE -- \"$RETRIED_ERRORS\" <<<\"$errors\"; then");
+    o.line("    fail \"the migration SQL failed (spacewalk-sql exit code $rc; its error is above): fix the cause, then run the migration again\"");
+    o.line("  fi");
+    o.line("  if [ \"$attempt\" -ge \"$ATTEMPTS\" ]; then");
+    o.line("    fail \"the database did not accept connections after $ATTEMPTS attempts, $INTERVAL seconds apart: check the db pod (kubectl logs deployment/db), then run the migration again\"");
+    o.line("  fi");
+    o.line("  echo \"The database does not accept connections yet (attempt $attempt of $ATTEMPTS); trying again in $INTERVAL seconds\"");
+    o.line("  attempt=$((attempt + 1))");
+    o.line("  sleep \"$INTERVAL\"");
+    o.line("done");
     o.line("echo DONE");
     o.0
 }

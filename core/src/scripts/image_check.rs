@@ -3,9 +3,10 @@
 //! the migration supports. A check reads files and the environment only; it changes nothing.
 //!
 //! What is checked, per image:
-//! - server: the image sets the server up by itself at start — `/usr/lib/entrypoint-lib.sh`
-//!   (sourced by `00-mgrSetup.sh`) and `/usr/bin/startup-check.sh` exist (server-image 5.2.7 and
-//!   later);
+//! - server: the image sets the server up by itself at start the way the migration relies on —
+//!   `/usr/lib/entrypoint-lib.sh` (sourced by `00-mgrSetup.sh`) exists and reads the setup
+//!   marker where the fix-up Job writes it, and `/usr/bin/startup-check.sh`, which the server's
+//!   startup probe runs, exists (server-image 5.2.9 and later, see [`FIRST_SERVER_IMAGE`]);
 //! - database: `PG_MAJOR` (or `postgres --version`) is [`pg::TARGET_MAJOR`], and the image has
 //!   its own start-up and upgrade hooks, `/uyuni-entrypoint.sh` and `/docker-entrypoint-upgdb.d`
 //!   (server-postgresql 5.2.3 and later);
@@ -17,10 +18,30 @@
 //! Like the other scripts, each takes a `local_root` prefixing every path, for tests.
 
 use super::data_sync::shell_quote;
+use super::database;
 use crate::pg;
+
+/// The first server image the migration supports. Upstream's history
+/// (`containers/server-image/` in uyuni-project/uyuni):
+/// - 5.2.7 ("Move server setup to the server container image") and 5.2.8 already set the server
+///   up at start, but their `/docker-entrypoint-init.d/00-mgrSetup.sh` (stored version
+///   `@927a5945`) skips the setup only when `/root/.MANAGER_SETUP_COMPLETE` exists, and has no
+///   `/usr/bin/startup-check.sh`;
+/// - 5.2.9 ("Implement startup check script", `server-image.changes`) adds
+///   `/usr/bin/startup-check.sh` and `/usr/lib/entrypoint-lib.sh` (both `@18abb310`), whose
+///   `check_current_installation` reads `/var/spacewalk/.MANAGER_SETUP_COMPLETE` and moves the
+///   legacy marker there.
+///
+/// The fix-up Job puts the marker in `/var/spacewalk` ([`database::SETUP_MARKER`]), and the
+/// server's startup probe runs `startup-check.sh`: on 5.2.7 or 5.2.8 the probe could never pass,
+/// and the image would run its first-start setup (`spacewalk-setup --clear-db`) on the migrated
+/// database. So 5.2.9 is the first, not 5.2.7.
+pub const FIRST_SERVER_IMAGE: &str = "5.2.9";
 
 /// Files whose presence marks a server image that runs its own setup (images-today §E.4).
 pub const SERVER_MARKERS: &[&str] = &["/usr/lib/entrypoint-lib.sh", "/usr/bin/startup-check.sh"];
+/// The library of the setup that must read the marker where the fix-up Job writes it.
+pub const SERVER_SETUP_LIBRARY: &str = "/usr/lib/entrypoint-lib.sh";
 /// Files whose presence marks a database image with its own start-up and upgrade hooks.
 pub const DATABASE_MARKERS: &[&str] = &["/uyuni-entrypoint.sh", "/docker-entrypoint-upgdb.d"];
 
@@ -71,12 +92,16 @@ pub fn render_server(image: &str, local_root: &str) -> String {
     let mut o = Out(String::new());
     prelude(&mut o, "check the server image", image, local_root);
     missing_files(&mut o, SERVER_MARKERS);
+    o.line(&format!("FIRST={}", shell_quote(FIRST_SERVER_IMAGE)));
+    o.line(&format!("MARKER={}", shell_quote(database::SETUP_MARKER)));
+    o.line(&format!("SETUP_LIB={}", shell_quote(SERVER_SETUP_LIBRARY)));
     o.line("if [ \"${#missing[@]}\" -gt 0 ]; then");
-    o.line(&format!(
-        "  unsupported \"server image $IMAGE lacks ${{missing[*]}}: it does not set the server up by itself at start (server images before 5.2.7), which the migration relies on. Use a server image of {}.{}.7 or later, or the default latest (--image/--tag)\"",
-        crate::image::FIRST_SUPPORTED_TARGET.0,
-        crate::image::FIRST_SUPPORTED_TARGET.1
-    ));
+    o.line("  unsupported \"server image $IMAGE lacks ${missing[*]}: it does not set the server up at start the way the migration relies on (server images before $FIRST; 5.2.7 and 5.2.8 read their setup marker in /root and have no startup check). Use a server image of $FIRST or later, or the default latest (--image/--tag)\"");
+    o.line("fi");
+    o.line("# The fix-up Job writes the marker there: an image that looks elsewhere would set the");
+    o.line("# server up again on the migrated database.");
+    o.line("if ! grep -qF -- \"$MARKER\" \"$ROOT$SETUP_LIB\"; then");
+    o.line("  unsupported \"server image $IMAGE does not read its setup marker at $MARKER ($SETUP_LIB does not name it): it would set the server up again on the migrated data. Use a server image of $FIRST or later, or the default latest (--image/--tag)\"");
     o.line("fi");
     o.line("echo \"SUPPORTED: server image $IMAGE sets the server up by itself at start\"");
     o.0
