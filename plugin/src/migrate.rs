@@ -310,6 +310,11 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     let mut expected_steps = None;
     let observed: Observed = loop {
         let observed = uyuni_effects::observe(&conn.client, &observation).await?;
+        if executed == 0
+            && let Some(warning) = uyuni_core::storage::unchecked_warning(&observed)
+        {
+            reporter.warn(&warning);
+        }
         let plan: Plan = match uyuni_core::plan(&params, &observed) {
             // The planner says when the CA password is needed; only then is it asked for.
             Err(uyuni_core::PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {

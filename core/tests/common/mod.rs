@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
