@@ -90,4 +90,32 @@ mod tests {
         };
         assert_eq!(odd.cmd(None, ""), r"kubectl --context 'it'\''s'");
     }
+
+    #[test]
+    fn plan_errors_render_their_hints_with_the_flags() {
+        let err = crate::PlanError::NoExtractedData {
+            job: "uyuni-data-sync-1".into(),
+            namespace: "uyuni".into(),
+            detail: "empty".into(),
+        };
+        let k = Kubectl {
+            kubeconfig: Some("/k".into()),
+            context: Some("c".into()),
+        };
+        assert!(
+            err.render(&k).contains(
+                "`kubectl --kubeconfig /k --context c -n uyuni logs job/uyuni-data-sync-1`"
+            )
+        );
+        assert!(
+            err.to_string()
+                .contains("`kubectl -n uyuni logs job/uyuni-data-sync-1`")
+        );
+        let gone = crate::PlanError::NamespaceTerminating("uyuni".into());
+        assert!(
+            gone.render(&k)
+                .contains("`kubectl --kubeconfig /k --context c get namespace uyuni`"),
+            "cluster-scoped: no -n"
+        );
+    }
 }

@@ -717,10 +717,14 @@ impl MigrateParams {
                 ssh::check_public_key(public.content.expose())
                     .map_err(|p| ssh_file_problem(public, p))?;
                 ssh::check_key_pair(private.content.expose(), public.content.expose()).map_err(
-                    |problem| ParamsError::SshKeyPairMismatch {
-                        private: private.path.clone(),
-                        public: public.path.clone(),
-                        problem,
+                    |problem| match problem {
+                        SshProblem::NotThePair { .. } => ParamsError::SshKeyPairMismatch {
+                            private: private.path.clone(),
+                            public: public.path.clone(),
+                            problem,
+                        },
+                        SshProblem::NotAPublicKey => ssh_file_problem(public, problem),
+                        other => ssh_file_problem(private, other),
                     },
                 )?;
                 Some(SshKeyPair {

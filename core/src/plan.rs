@@ -364,8 +364,14 @@ fn ssh_key_step(params: &MigrateParams, observed: &Observed) -> Result<Step, Pla
     ssh::check_private_key(&value("key")?).map_err(|p| invalid(target.clone(), ns, "key", p))?;
     let public = value("key.pub")?;
     ssh::check_public_key(&public).map_err(|p| invalid(target.clone(), ns, "key.pub", p))?;
-    ssh::check_key_pair(&value("key")?, &public)
-        .map_err(|p| invalid(target.clone(), ns, "key.pub", p))?;
+    ssh::check_key_pair(&value("key")?, &public).map_err(|p| {
+        let key = if p == ssh::SshProblem::NotAPrivateKey {
+            "key"
+        } else {
+            "key.pub"
+        };
+        invalid(target.clone(), ns, key, p)
+    })?;
     Ok(keep_step(
         "ssh-key",
         description,

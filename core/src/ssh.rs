@@ -72,25 +72,69 @@ fn parse_openssh(content: &str) -> Result<ssh_key::PrivateKey, SshProblem> {
 /// logs in to the source, after the namespace and the volumes were written.
 ///
 /// The OpenSSH private key format carries its public key, which the parser checks against the
-/// private part; comparing it with the given line is what `ssh-keygen -y` shows. A PEM private
-/// key cannot be compared without an RSA/EC parser, so it passes (ssh still refuses it in the
-/// Job).
+/// private part; comparing it with the given line is what `ssh-keygen -y` shows. A PEM RSA key
+/// (PKCS#1, `BEGIN RSA PRIVATE KEY`) is compared by modulus and exponent. Other PEM keys
+/// (PKCS#8, EC) are not compared: they pass, and ssh tells in the Job.
 pub fn check_key_pair(private: &str, public: &str) -> Result<(), SshProblem> {
     let private = private.trim();
-    if !private.contains(OPENSSH_BEGIN) {
-        return Ok(());
-    }
-    let private = parse_openssh(private)?;
-    let public =
+    let given =
         ssh_key::PublicKey::from_openssh(public.trim()).map_err(|_| SshProblem::NotAPublicKey)?;
-    if private.public_key().key_data() == public.key_data() {
-        Ok(())
-    } else {
-        Err(SshProblem::NotThePair {
-            private: private.fingerprint(ssh_key::HashAlg::Sha256).to_string(),
-            public: public.fingerprint(ssh_key::HashAlg::Sha256).to_string(),
-        })
+    let fingerprint =
+        |key: &ssh_key::PublicKey| key.fingerprint(ssh_key::HashAlg::Sha256).to_string();
+    if private.contains(OPENSSH_BEGIN) {
+        let derived = parse_openssh(private)?.public_key().clone();
+        return if derived.key_data() == given.key_data() {
+            Ok(())
+        } else {
+            Err(SshProblem::NotThePair {
+                private: fingerprint(&derived),
+                public: fingerprint(&given),
+            })
+        };
     }
+    if private.starts_with(PKCS1_BEGIN) {
+        let (n, e) = pkcs1_public(private)?;
+        let matches = given.key_data().rsa().is_some_and(|rsa| {
+            strip(rsa.n.as_bytes()) == strip(&n) && strip(rsa.e.as_bytes()) == strip(&e)
+        });
+        return if matches {
+            Ok(())
+        } else {
+            let derived = ssh_key::public::RsaPublicKey {
+                e: ssh_key::Mpint::from_positive_bytes(strip(&e))
+                    .map_err(|_| SshProblem::NotAPrivateKey)?,
+                n: ssh_key::Mpint::from_positive_bytes(strip(&n))
+                    .map_err(|_| SshProblem::NotAPrivateKey)?,
+            };
+            Err(SshProblem::NotThePair {
+                private: fingerprint(&ssh_key::PublicKey::from(derived)),
+                public: fingerprint(&given),
+            })
+        };
+    }
+    Ok(())
+}
+
+const PKCS1_BEGIN: &str = "-----BEGIN RSA PRIVATE KEY-----";
+
+/// The modulus and public exponent of a PKCS#1 PEM RSA private key (unencrypted: an
+/// encrypted one has been refused before).
+fn pkcs1_public(pem: &str) -> Result<(Vec<u8>, Vec<u8>), SshProblem> {
+    let (_, der) =
+        pkcs1::der::pem::decode_vec(pem.as_bytes()).map_err(|_| SshProblem::NotAPrivateKey)?;
+    let key =
+        pkcs1::RsaPrivateKey::try_from(der.as_slice()).map_err(|_| SshProblem::NotAPrivateKey)?;
+    Ok((
+        key.modulus.as_bytes().to_vec(),
+        key.public_exponent.as_bytes().to_vec(),
+    ))
+}
+
+/// A big-endian unsigned integer without its leading zero bytes (SSH's mpint keeps one where
+/// the top bit is set, DER strips them).
+fn strip(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
+    &bytes[start..]
 }
 
 /// Checks that `content` is one OpenSSH public key line.
@@ -274,6 +318,40 @@ pub(crate) mod tests {
             check_key_pair(&ed, &rsa_public),
             Err(SshProblem::NotThePair { .. })
         ));
+    }
+
+    /// A PEM (PKCS#1) RSA key pair, as `ssh-keygen -m PEM` writes it.
+    fn keygen_pem_rsa() -> (String, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("id");
+        let status = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "rsa", "-b", "2048", "-m", "PEM", "-N", "", "-f"])
+            .arg(&path)
+            .status()
+            .expect("ssh-keygen runs");
+        assert!(status.success());
+        let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("key file");
+        (read(&path), read(&path.with_extension("pub")))
+    }
+
+    #[test]
+    fn a_pem_rsa_pair_is_compared_too() {
+        let (private, public) = keygen_pem_rsa();
+        assert!(
+            private.starts_with(PKCS1_BEGIN),
+            "{}",
+            private.lines().next().unwrap_or("")
+        );
+        assert_eq!(check_private_key(&private), Ok(()));
+        assert_eq!(check_key_pair(&private, &public), Ok(()));
+        let (_, other) = keygen_pem_rsa();
+        let (_, ed) = keygen("ed25519", "");
+        for wrong in [other, ed] {
+            assert!(matches!(
+                check_key_pair(&private, &wrong),
+                Err(SshProblem::NotThePair { .. })
+            ));
+        }
     }
 
     #[test]

@@ -644,6 +644,53 @@ mod tests {
     }
 
     #[test]
+    fn rendered_hints_carry_the_runs_flags() {
+        let k = Kubectl {
+            kubeconfig: Some("/k/config".into()),
+            context: Some("prod".into()),
+        };
+        let status =
+            kube::core::Status::failure("secrets \"x\" is forbidden", "Forbidden").with_code(403);
+        let err = EffectsError::Api {
+            verb: Verb::Get,
+            target: Target::named("secret", "x", Some("uyuni")),
+            attempts: 1,
+            source: Box::new(kube::Error::Api(status.boxed())),
+        };
+        let text = err.render(&k);
+        assert!(
+            text.contains(
+                "`kubectl --kubeconfig /k/config --context prod -n uyuni auth can-i get secret`"
+            ),
+            "{text}"
+        );
+        let err = EffectsError::JobTimeout {
+            step: "s".into(),
+            job: "j".into(),
+            namespace: "n".into(),
+            waited: Duration::from_secs(5),
+        };
+        assert!(
+            err.render(&k)
+                .contains("`kubectl --kubeconfig /k/config --context prod -n n logs -f job/j`"),
+            "{}",
+            err.render(&k)
+        );
+        // The context an error is about replaces the one given.
+        let err = EffectsError::ContextNotFound {
+            context: "prod".into(),
+            kubeconfig: "/k/config".into(),
+            available: vec![],
+        };
+        assert!(
+            err.render(&k)
+                .ends_with("`kubectl --kubeconfig /k/config config get-contexts` lists them"),
+            "{}",
+            err.render(&k)
+        );
+    }
+
+    #[test]
     fn retried_failure_says_how_often() {
         let status =
             kube::core::Status::failure("unavailable", "ServiceUnavailable").with_code(503);

@@ -292,7 +292,10 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             Ok(false) => 0,
             Ok(true) => 1,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!(
+                    "error: {}",
+                    crate::output::error_chain_with(&e, &cli.kube.kubectl_hint())
+                );
                 2
             }
         };

@@ -251,3 +251,39 @@ fn without_a_default_storage_class_the_run_is_refused_naming_the_classes() {
     );
     assert_nothing_written(&env);
 }
+
+#[test]
+fn a_user_who_may_not_list_storage_classes_is_warned_not_blocked() {
+    let faults = uyuni_testdata::Faults {
+        errors: vec![uyuni_testdata::ErrorFault {
+            target: uyuni_testdata::FaultTarget {
+                verb: Some(uyuni_testdata::Verb::List),
+                resource: Some("storageclasses".into()),
+                name: None,
+            },
+            rate: 1.0,
+            status: 403,
+            retry_after_seconds: 0,
+        }],
+        ..Default::default()
+    };
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        faults,
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("warning: StorageClasses could not be listed"),
+        "{stderr}"
+    );
+    assert!(
+        env.sim
+            .request_log()
+            .iter()
+            .any(|r| r.resource.as_deref() == Some("storageclasses") && r.status == 403),
+        "the fault was hit"
+    );
+}
