@@ -95,6 +95,7 @@ async fn run(cli: Cli) -> Result<()> {
         color,
         verbose: cli.verbosity() > 0,
     });
+    reporter.set_kubectl(cli.kube.kubectl_hint());
     let result = run_command(&cli, &reporter).await;
     reporter.finish(result.is_ok());
     result

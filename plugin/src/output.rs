@@ -74,6 +74,7 @@ pub struct Reporter {
     namespace: Mutex<String>,
     /// The Job of the current step, while it runs one or waits for one.
     current_job: Mutex<Option<String>>,
+    kubectl: Mutex<uyuni_core::kubectl::Kubectl>,
     state: Arc<Mutex<LiveState>>,
     /// The live view, drawn from the first step on (commands without steps never show it)
     /// until the plan's last step ends or [`Reporter::finish`].
@@ -129,6 +130,7 @@ impl Reporter {
             started: Instant::now(),
             namespace: Mutex::new(String::new()),
             current_job: Mutex::new(None),
+            kubectl: Mutex::new(uyuni_core::kubectl::Kubectl::default()),
             state,
             bar: Mutex::new(None),
         }
@@ -158,6 +160,19 @@ impl Reporter {
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "{text}");
             }
+        }
+    }
+
+    /// A warning event whose advice is a `kubectl` command: rendered with the run's flags.
+    fn warn_event(&self, event: &ProgressEvent<'_>) {
+        let kubectl = self.kubectl.lock().map(|k| k.clone()).unwrap_or_default();
+        self.warn(&event.render(&kubectl));
+    }
+
+    /// The connection flags of the run, for the `kubectl` commands warnings advise.
+    pub fn set_kubectl(&self, kubectl: uyuni_core::kubectl::Kubectl) {
+        if let Ok(mut k) = self.kubectl.lock() {
+            *k = kubectl;
         }
     }
 
@@ -291,6 +306,7 @@ impl Reporter {
             ProgressEvent::Warning { .. } | ProgressEvent::Retrying { .. } => {
                 self.warn(&event.to_string());
             }
+            ProgressEvent::LogNotFollowed { .. } => self.warn_event(event),
             ProgressEvent::JobFinished {
                 succeeded: false, ..
             } => {
@@ -338,6 +354,7 @@ impl Reporter {
         let text = event.to_string();
         match event {
             ProgressEvent::Warning { .. } | ProgressEvent::Retrying { .. } => self.warn(&text),
+            ProgressEvent::LogNotFollowed { .. } => self.warn_event(event),
             ProgressEvent::JobLog { .. } => self.line(&paint(&text, DIM, self.color)),
             ProgressEvent::JobFinished {
                 succeeded: false, ..
