@@ -9,11 +9,14 @@
 //! - what was seen in the cluster: [`observed`]; the objects it is made of: [`object`];
 //! - the planner and its steps: [`plan`]; the pure model of each step's effect: [`simulate`];
 //! - one builder per Kubernetes object: [`builders`]; job scripts: [`scripts`];
-//! - printable output (YAML, diffs, masking of secrets): [`render`].
+//! - printable output (YAML, diffs, masking of secrets): [`render`]; the `kubectl` command
+//!   lines printed for the user: [`kubectl`];
+//! - checks before any write: SSH keys [`ssh`], StorageClasses [`storage`].
 
 pub mod builders;
 pub mod dataplane;
 pub mod image;
+pub mod kubectl;
 pub mod labels;
 pub mod object;
 pub mod observed;
@@ -27,6 +30,7 @@ pub mod scripts;
 pub mod secret;
 pub mod simulate;
 pub mod ssh;
+pub mod storage;
 pub mod volumes;
 
 pub use object::{Kind, Object, ObjectRef};

@@ -142,6 +142,9 @@ pub struct Observed {
     pub served: std::collections::BTreeSet<String>,
     /// The cluster's IngressClasses (empty when none, or when they may not be listed).
     pub ingress_classes: Vec<IngressClassInfo>,
+    /// The cluster's StorageClasses; `None` when they could not be listed (not allowed), and
+    /// then nothing is checked against them.
+    pub storage_classes: Option<Vec<crate::storage::StorageClassInfo>>,
 }
 
 /// An IngressClass, as far as choosing the controller goes.

@@ -20,6 +20,11 @@ pub struct FileInput {
 /// `migrate` as the command line gave it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MigrateArgs {
+    /// The namespace was named (`-n`, the kubeconfig context, the pod's service account) rather
+    /// than left to kubectl's fallback `default`.
+    pub namespace_explicit: bool,
+    /// The connection flags of the run, for the `kubectl` commands the tool prints.
+    pub kubectl: crate::kubectl::Kubectl,
     /// Namespace chosen by `-n`, the kubeconfig context, or `default`.
     pub namespace: String,
     pub source_fqdn: String,
@@ -153,6 +158,9 @@ pub struct SshConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MigrateParams {
     pub namespace: String,
+    /// The connection flags of the run, for the `kubectl` commands in notes and hints.
+    #[serde(skip)]
+    pub kubectl: crate::kubectl::Kubectl,
     pub source_fqdn: String,
     pub ssh_user: String,
     pub prepare: bool,
@@ -226,6 +234,10 @@ pub enum ParamsError {
     )]
     Namespace(String),
     #[error(
+        "no namespace was given (no -n, and the kubeconfig context sets none), so the migration would go into namespace default, beside whatever else runs there: pass -n NAMESPACE (for example -n uyuni), or -n default if that is really meant. Nothing was written"
+    )]
+    DefaultNamespace,
+    #[error(
         "source {0:?} is not a fully qualified domain name: give the source server's FQDN, for example uyuni.example.com"
     )]
     Fqdn(String),
@@ -241,6 +253,14 @@ pub enum ParamsError {
         "--ssh-key-private and --ssh-key-public go together: give both, or neither to reuse Secret uyuni-migration-key"
     )]
     SshKeyPairIncomplete,
+    #[error(
+        "--ssh-key-private {private} and --ssh-key-public {public} are not a key pair: the public key {problem}. Nothing was written"
+    )]
+    SshKeyPairMismatch {
+        private: String,
+        public: String,
+        problem: SshProblem,
+    },
     #[error("--ssh-config needs --ssh-knownhosts: ConfigMap uyuni-migration-ssh holds both")]
     SshConfigWithoutKnownHosts,
     #[error("SSH file {path} {problem}")]
@@ -609,6 +629,11 @@ impl MigrateParams {
         if !is_dns_label(&args.namespace) {
             return Err(ParamsError::Namespace(args.namespace.clone()));
         }
+        // Its 27 claims and Deployments would land among unrelated objects, and a later
+        // `kubectl get` in the namespace the user meant would find nothing.
+        if args.namespace == "default" && !args.namespace_explicit {
+            return Err(ParamsError::DefaultNamespace);
+        }
         let source = args
             .source_fqdn
             .trim()
@@ -691,6 +716,17 @@ impl MigrateParams {
                     .map_err(|p| ssh_file_problem(private, p))?;
                 ssh::check_public_key(public.content.expose())
                     .map_err(|p| ssh_file_problem(public, p))?;
+                ssh::check_key_pair(private.content.expose(), public.content.expose()).map_err(
+                    |problem| match problem {
+                        SshProblem::NotThePair { .. } => ParamsError::SshKeyPairMismatch {
+                            private: private.path.clone(),
+                            public: public.path.clone(),
+                            problem,
+                        },
+                        SshProblem::NotAPublicKey => ssh_file_problem(public, problem),
+                        other => ssh_file_problem(private, other),
+                    },
+                )?;
                 Some(SshKeyPair {
                     private: private.content.clone(),
                     public: public.content.expose().to_owned(),
@@ -717,6 +753,7 @@ impl MigrateParams {
 
         Ok(MigrateParams {
             namespace: args.namespace.clone(),
+            kubectl: args.kubectl.clone(),
             source_fqdn: source,
             ssh_user: user.to_owned(),
             prepare: args.prepare,
@@ -965,6 +1002,59 @@ pub(crate) mod tests {
             }
         ));
         assert!(!e.to_string().contains("QUFB"), "no key material in errors");
+    }
+
+    #[test]
+    fn namespace_default_must_be_asked_for() {
+        let mut a = args();
+        a.namespace = "default".into();
+        a.namespace_explicit = false;
+        let e = MigrateParams::from_args(&a).expect_err("implicit default");
+        assert_eq!(e, ParamsError::DefaultNamespace);
+        assert!(e.to_string().contains("-n NAMESPACE"), "{e}");
+        a.namespace_explicit = true;
+        assert!(MigrateParams::from_args(&a).is_ok(), "-n default given");
+        a.namespace = "uyuni".into();
+        a.namespace_explicit = false;
+        assert!(
+            MigrateParams::from_args(&a).is_ok(),
+            "only default is refused"
+        );
+    }
+
+    #[test]
+    fn a_public_key_of_another_pair_is_refused_naming_both_flags() {
+        use crate::ssh::tests::keygen;
+        for kind in ["ed25519", "rsa"] {
+            let (private, public) = keygen(kind, "");
+            let (_, other) = keygen(kind, "");
+            let file = |path: &str, content: &str| {
+                Some(FileInput {
+                    path: path.into(),
+                    content: SecretString::new(content),
+                })
+            };
+            let mut a = args();
+            a.ssh_key_private = file("/keys/id", &private);
+            a.ssh_key_public = file("/keys/other.pub", &other);
+            let e = MigrateParams::from_args(&a).expect_err("mismatched pair");
+            assert!(matches!(
+                e,
+                ParamsError::SshKeyPairMismatch {
+                    problem: SshProblem::NotThePair { .. },
+                    ..
+                }
+            ));
+            let text = e.to_string();
+            assert!(
+                text.contains("--ssh-key-private /keys/id")
+                    && text.contains("--ssh-key-public /keys/other.pub"),
+                "{text}"
+            );
+            a.ssh_key_public = file("/keys/id.pub", &public);
+            let p = MigrateParams::from_args(&a).expect("matching pair");
+            assert_eq!(p.ssh_key.map(|k| k.public), Some(public));
+        }
     }
 
     #[test]

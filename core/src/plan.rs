@@ -9,6 +9,7 @@ use k8s_openapi::api::batch::v1::Job;
 use serde::{Serialize, Serializer};
 
 use crate::builders::{data_sync, image_check, migration, names, namespace, pvc, registry};
+use crate::kubectl::Kubectl;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractError, JobState, Observed, job_state};
 use crate::params::{MigrateParams, PullSecret};
@@ -143,9 +144,7 @@ impl Plan {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error(
-        "namespace {0} is being deleted: wait until it is gone (`kubectl get namespace {0}`), then run again"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     NamespaceTerminating(String),
     #[error("Secret {secret} was not found in namespace {namespace} and no SSH key was given: pass --ssh-key-private and --ssh-key-public (a key pair without passphrase that can log in to the source), or create the Secret with keys `key` and `key.pub`", secret = names::SSH_KEY_SECRET)]
     SshKeyMissing { namespace: String },
@@ -160,21 +159,19 @@ pub enum PlanError {
         key: &'static str,
         problem: String,
     },
-    #[error("Job {job} succeeded but Secret {secret} holds no data from it ({detail}); read `kubectl logs -n {namespace} job/{job}`, then run again to retry the sync", secret = names::MIGRATION_DATA_SECRET)]
+    #[error("{}", self.render(&Kubectl::BARE))]
     NoExtractedData {
         job: String,
         namespace: String,
         detail: String,
     },
-    #[error("Job {job} wrote unusable data into Secret {secret}: {source}; read `kubectl logs -n {namespace} job/{job}`", secret = names::MIGRATION_DATA_SECRET)]
+    #[error("{}", self.render(&Kubectl::BARE))]
     ExtractedData {
         job: String,
         namespace: String,
         source: ExtractError,
     },
-    #[error(
-        "cert-manager is not installed in this cluster (its CRDs issuers.cert-manager.io and certificates.cert-manager.io are not served), and the migration reuses the source's CA through it. Install it first, for example `kubectl apply -f https://github.com/cert-manager/cert-manager/releases/latest/download/cert-manager.yaml` (or with its Helm chart), wait until its pods are ready, then run again; or give third-party certificates with --ssl-server-cert, --ssl-server-key and --ssl-ca-root, which need no cert-manager. Nothing was written"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     CertManagerMissing,
     #[error(
         "the source's CA key is encrypted: give its password with --ssl-password-file FILE or the environment variable UYUNI_SSL_PASSWORD (it is never accepted on the command line), then run again; the steps done so far are kept"
@@ -182,9 +179,7 @@ pub enum PlanError {
     CaPasswordNeeded,
     #[error("{0}")]
     Tls(#[from] crate::builders::tls::TlsError),
-    #[error(
-        "Secret {name} (--image-pull-secret) was not found in namespace {namespace}: create it first, for example `kubectl -n {namespace} create secret generic {name} --type=kubernetes.io/dockerconfigjson --from-file=.dockerconfigjson=$HOME/.docker/config.json` (create the namespace too if needed), or give --registry-user to let this tool write one"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     PullSecretMissing { name: String, namespace: String },
     #[error(
         "PersistentVolumeClaim {claim} (--mirror-claim) was not found in namespace {namespace}: create it first (bound to the volume holding your mirror), or leave the flag out"
@@ -212,6 +207,56 @@ pub enum PlanError {
         namespace: String,
         source: crate::pg::VersionError,
     },
+    #[error("{}", self.render(&Kubectl::BARE))]
+    Storage(#[from] crate::storage::StorageError),
+}
+
+impl PlanError {
+    /// The message, with the `kubectl` commands it advises carrying the run's flags (`kubectl`).
+    /// `Display` renders it without them.
+    pub fn render(&self, kubectl: &Kubectl) -> String {
+        let data = names::MIGRATION_DATA_SECRET;
+        match self {
+            PlanError::NamespaceTerminating(ns) => format!(
+                "namespace {ns} is being deleted: wait until it is gone (`{}`), then run again",
+                kubectl.cmd(None, &format!("get namespace {ns}"))
+            ),
+            PlanError::NoExtractedData {
+                job,
+                namespace,
+                detail,
+            } => format!(
+                "Job {job} succeeded but Secret {data} holds no data from it ({detail}); read `{}`, then run again to retry the sync",
+                kubectl.cmd(Some(namespace), &format!("logs job/{job}"))
+            ),
+            PlanError::ExtractedData {
+                job,
+                namespace,
+                source,
+            } => format!(
+                "Job {job} wrote unusable data into Secret {data}: {source}; read `{}`",
+                kubectl.cmd(Some(namespace), &format!("logs job/{job}"))
+            ),
+            PlanError::CertManagerMissing => format!(
+                "cert-manager is not installed in this cluster (its CRDs issuers.cert-manager.io and certificates.cert-manager.io are not served), and the migration reuses the source's CA through it. Install it first, for example `{}` (or with its Helm chart), wait until its pods are ready, then run again; or give third-party certificates with --ssl-server-cert, --ssl-server-key and --ssl-ca-root, which need no cert-manager. Nothing was written",
+                kubectl.cmd(
+                    None,
+                    "apply -f https://github.com/cert-manager/cert-manager/releases/latest/download/cert-manager.yaml"
+                )
+            ),
+            PlanError::PullSecretMissing { name, namespace } => format!(
+                "Secret {name} (--image-pull-secret) was not found in namespace {namespace}: create it first, for example `{}` (create the namespace too if needed), or give --registry-user to let this tool write one",
+                kubectl.cmd(
+                    Some(namespace),
+                    &format!("create secret generic {name} --type=kubernetes.io/dockerconfigjson --from-file=.dockerconfigjson=$HOME/.docker/config.json")
+                )
+            ),
+            PlanError::Storage(e) => e.render(kubectl),
+            // Their messages advise no kubectl command. (A variant whose `#[error]` calls
+            // `render` must have its own arm above.)
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Is anything the intended object sets different in the live one? Fields the server or other
@@ -317,8 +362,16 @@ fn ssh_key_step(params: &MigrateParams, observed: &Observed) -> Result<Step, Pla
         Ok(text)
     };
     ssh::check_private_key(&value("key")?).map_err(|p| invalid(target.clone(), ns, "key", p))?;
-    ssh::check_public_key(&value("key.pub")?)
-        .map_err(|p| invalid(target.clone(), ns, "key.pub", p))?;
+    let public = value("key.pub")?;
+    ssh::check_public_key(&public).map_err(|p| invalid(target.clone(), ns, "key.pub", p))?;
+    ssh::check_key_pair(&value("key")?, &public).map_err(|p| {
+        let key = if p == ssh::SshProblem::NotAPrivateKey {
+            "key"
+        } else {
+            "key.pub"
+        };
+        invalid(target.clone(), ns, key, p)
+    })?;
     Ok(keep_step(
         "ssh-key",
         description,
@@ -685,6 +738,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     };
     let ns = &params.namespace;
     tls::preflight(params, observed)?;
+    crate::storage::check(params, observed)?;
     let mut steps = Vec::new();
 
     let ns_target = ObjectRef::new(Kind::Namespace, ns.clone());

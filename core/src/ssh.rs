@@ -22,38 +22,29 @@ pub enum SshProblem {
         "has no entry for {0}; add one with `ssh-keyscan {0} >> KNOWN_HOSTS` after checking the fingerprint"
     )]
     HostMissing(String),
+    #[error(
+        "does not belong to the private key (the private key's public key is {private}, the one given is {public}); give the matching public key: `ssh-keygen -y -f PRIVATE_KEY` prints it"
+    )]
+    NotThePair { private: String, public: String },
 }
 
 const OPENSSH_BEGIN: &str = "-----BEGIN OPENSSH PRIVATE KEY-----";
-const OPENSSH_END: &str = "-----END OPENSSH PRIVATE KEY-----";
 
 /// Checks that `content` is a private key that needs no passphrase.
+///
+/// OpenSSH keys (what `ssh-keygen` writes by default) are parsed in full, so a damaged one is
+/// refused here rather than by ssh inside the Job; PEM keys are only recognised by their armour.
 pub fn check_private_key(content: &str) -> Result<(), SshProblem> {
     let content = content.trim();
     if content.is_empty() {
         return Err(SshProblem::Empty);
     }
-    if let Some(start) = content.find(OPENSSH_BEGIN) {
-        let body = &content[start + OPENSSH_BEGIN.len()..];
-        let body = body.split(OPENSSH_END).next().unwrap_or_default();
-        let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .map_err(|_| SshProblem::NotAPrivateKey)?;
-        let magic = b"openssh-key-v1\0";
-        let rest = bytes
-            .strip_prefix(magic.as_slice())
-            .ok_or(SshProblem::NotAPrivateKey)?;
-        let len_bytes: [u8; 4] = rest
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .ok_or(SshProblem::NotAPrivateKey)?;
-        let len = u32::from_be_bytes(len_bytes) as usize;
-        let cipher = rest.get(4..4 + len).ok_or(SshProblem::NotAPrivateKey)?;
-        return if cipher == b"none" {
-            Ok(())
-        } else {
+    if content.contains(OPENSSH_BEGIN) {
+        let key = parse_openssh(content)?;
+        return if key.is_encrypted() {
             Err(SshProblem::Encrypted)
+        } else {
+            Ok(())
         };
     }
     if content.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")
@@ -69,6 +60,81 @@ pub fn check_private_key(content: &str) -> Result<(), SshProblem> {
     } else {
         Err(SshProblem::NotAPrivateKey)
     }
+}
+
+fn parse_openssh(content: &str) -> Result<ssh_key::PrivateKey, SshProblem> {
+    let start = content.find(OPENSSH_BEGIN).unwrap_or_default();
+    ssh_key::PrivateKey::from_openssh(&content[start..]).map_err(|_| SshProblem::NotAPrivateKey)
+}
+
+/// Checks that `public` (one OpenSSH public key line) is the public half of `private`: a
+/// mismatched pair is accepted by every other check, and fails only when the data-sync Job
+/// logs in to the source, after the namespace and the volumes were written.
+///
+/// The OpenSSH private key format carries its public key, which the parser checks against the
+/// private part; comparing it with the given line is what `ssh-keygen -y` shows. A PEM RSA key
+/// (PKCS#1, `BEGIN RSA PRIVATE KEY`) is compared by modulus and exponent. Other PEM keys
+/// (PKCS#8, EC) are not compared: they pass, and ssh tells in the Job.
+pub fn check_key_pair(private: &str, public: &str) -> Result<(), SshProblem> {
+    let private = private.trim();
+    let given =
+        ssh_key::PublicKey::from_openssh(public.trim()).map_err(|_| SshProblem::NotAPublicKey)?;
+    let fingerprint =
+        |key: &ssh_key::PublicKey| key.fingerprint(ssh_key::HashAlg::Sha256).to_string();
+    if private.contains(OPENSSH_BEGIN) {
+        let derived = parse_openssh(private)?.public_key().clone();
+        return if derived.key_data() == given.key_data() {
+            Ok(())
+        } else {
+            Err(SshProblem::NotThePair {
+                private: fingerprint(&derived),
+                public: fingerprint(&given),
+            })
+        };
+    }
+    if private.starts_with(PKCS1_BEGIN) {
+        let (n, e) = pkcs1_public(private)?;
+        let matches = given.key_data().rsa().is_some_and(|rsa| {
+            strip(rsa.n.as_bytes()) == strip(&n) && strip(rsa.e.as_bytes()) == strip(&e)
+        });
+        return if matches {
+            Ok(())
+        } else {
+            let derived = ssh_key::public::RsaPublicKey {
+                e: ssh_key::Mpint::from_positive_bytes(strip(&e))
+                    .map_err(|_| SshProblem::NotAPrivateKey)?,
+                n: ssh_key::Mpint::from_positive_bytes(strip(&n))
+                    .map_err(|_| SshProblem::NotAPrivateKey)?,
+            };
+            Err(SshProblem::NotThePair {
+                private: fingerprint(&ssh_key::PublicKey::from(derived)),
+                public: fingerprint(&given),
+            })
+        };
+    }
+    Ok(())
+}
+
+const PKCS1_BEGIN: &str = "-----BEGIN RSA PRIVATE KEY-----";
+
+/// The modulus and public exponent of a PKCS#1 PEM RSA private key (unencrypted: an
+/// encrypted one has been refused before).
+fn pkcs1_public(pem: &str) -> Result<(Vec<u8>, Vec<u8>), SshProblem> {
+    let (_, der) =
+        pkcs1::der::pem::decode_vec(pem.as_bytes()).map_err(|_| SshProblem::NotAPrivateKey)?;
+    let key =
+        pkcs1::RsaPrivateKey::try_from(der.as_slice()).map_err(|_| SshProblem::NotAPrivateKey)?;
+    Ok((
+        key.modulus.as_bytes().to_vec(),
+        key.public_exponent.as_bytes().to_vec(),
+    ))
+}
+
+/// A big-endian unsigned integer without its leading zero bytes (SSH's mpint keeps one where
+/// the top bit is set, DER strips them).
+fn strip(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
+    &bytes[start..]
 }
 
 /// Checks that `content` is one OpenSSH public key line.
@@ -156,34 +222,150 @@ pub fn check_known_hosts(content: &str, host: &str) -> Result<(), SshProblem> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn openssh_key(cipher: &str) -> String {
-        let mut raw = b"openssh-key-v1\0".to_vec();
-        raw.extend((cipher.len() as u32).to_be_bytes());
-        raw.extend(cipher.as_bytes());
-        raw.extend([0u8; 16]);
-        let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
-        format!("{OPENSSH_BEGIN}\n{b64}\n{OPENSSH_END}\n")
+    /// A key pair made by the real `ssh-keygen` (`kind`: ed25519 or rsa), as (private, public).
+    pub(crate) fn keygen(kind: &str, passphrase: &str) -> (String, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("id");
+        let status = std::process::Command::new("ssh-keygen")
+            .args([
+                "-q",
+                "-t",
+                kind,
+                "-N",
+                passphrase,
+                "-C",
+                "test@example.com",
+                "-f",
+            ])
+            .arg(&path)
+            .status()
+            .expect("ssh-keygen runs (it is installed on every machine of the project)");
+        assert!(status.success(), "ssh-keygen -t {kind} failed");
+        let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("key file");
+        (read(&path), read(&path.with_extension("pub")))
     }
 
     #[test]
-    fn unencrypted_openssh_key_passes() {
-        assert_eq!(check_private_key(&openssh_key("none")), Ok(()));
+    fn unencrypted_openssh_keys_pass() {
+        for kind in ["ed25519", "rsa", "ecdsa"] {
+            let (private, _) = keygen(kind, "");
+            assert_eq!(check_private_key(&private), Ok(()), "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_openssh_key_is_refused() {
+        let (private, _) = keygen("ed25519", "");
+        let damaged: String = private
+            .lines()
+            .map(|l| {
+                if l.starts_with("-----") {
+                    l.to_owned()
+                } else {
+                    l.replacen('A', "B", 3)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(check_private_key(&damaged), Err(SshProblem::NotAPrivateKey));
     }
 
     #[test]
     fn encrypted_keys_are_refused() {
-        assert_eq!(
-            check_private_key(&openssh_key("aes256-ctr")),
-            Err(SshProblem::Encrypted)
-        );
+        for kind in ["ed25519", "rsa"] {
+            let (private, public) = keygen(kind, "correct horse battery");
+            assert_eq!(
+                check_private_key(&private),
+                Err(SshProblem::Encrypted),
+                "{kind}"
+            );
+            // Its public part is readable without the passphrase, so the pair check alone
+            // would let it through: the passphrase check is what refuses it.
+            assert_eq!(check_key_pair(&private, &public), Ok(()), "{kind}");
+        }
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n\nAAAA\n-----END RSA PRIVATE KEY-----\n";
         assert_eq!(check_private_key(pem), Err(SshProblem::Encrypted));
         let pkcs8 =
             "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
         assert_eq!(check_private_key(pkcs8), Err(SshProblem::Encrypted));
+    }
+
+    #[test]
+    fn a_pair_matches_only_its_own_public_key() {
+        for kind in ["ed25519", "rsa"] {
+            let (private, public) = keygen(kind, "");
+            let (_, other_public) = keygen(kind, "");
+            assert_eq!(check_key_pair(&private, &public), Ok(()), "{kind}");
+            // The comment is not part of the key.
+            let renamed = public.replace("test@example.com", "someone@else");
+            assert_eq!(check_key_pair(&private, &renamed), Ok(()), "{kind}");
+            match check_key_pair(&private, &other_public) {
+                Err(SshProblem::NotThePair {
+                    private: a,
+                    public: b,
+                }) => {
+                    assert!(a.starts_with("SHA256:") && b.starts_with("SHA256:") && a != b);
+                }
+                other => panic!("{kind}: mismatched pair accepted: {other:?}"),
+            }
+        }
+        let (ed, _) = keygen("ed25519", "");
+        let (_, rsa_public) = keygen("rsa", "");
+        assert!(matches!(
+            check_key_pair(&ed, &rsa_public),
+            Err(SshProblem::NotThePair { .. })
+        ));
+    }
+
+    /// A PEM (PKCS#1) RSA key pair, as `ssh-keygen -m PEM` writes it.
+    fn keygen_pem_rsa() -> (String, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("id");
+        let status = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "rsa", "-b", "2048", "-m", "PEM", "-N", "", "-f"])
+            .arg(&path)
+            .status()
+            .expect("ssh-keygen runs");
+        assert!(status.success());
+        let read = |p: &std::path::Path| std::fs::read_to_string(p).expect("key file");
+        (read(&path), read(&path.with_extension("pub")))
+    }
+
+    #[test]
+    fn a_pem_rsa_pair_is_compared_too() {
+        let (private, public) = keygen_pem_rsa();
+        assert!(
+            private.starts_with(PKCS1_BEGIN),
+            "{}",
+            private.lines().next().unwrap_or("")
+        );
+        assert_eq!(check_private_key(&private), Ok(()));
+        assert_eq!(check_key_pair(&private, &public), Ok(()));
+        let (_, other) = keygen_pem_rsa();
+        let (_, ed) = keygen("ed25519", "");
+        for wrong in [other, ed] {
+            assert!(matches!(
+                check_key_pair(&private, &wrong),
+                Err(SshProblem::NotThePair { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn the_mismatch_message_says_how_to_find_the_right_key() {
+        let (private, _) = keygen("ed25519", "");
+        let (_, other) = keygen("ed25519", "");
+        let text = check_key_pair(&private, &other)
+            .expect_err("mismatch")
+            .to_string();
+        assert!(text.contains("ssh-keygen -y -f"), "{text}");
+        assert!(
+            !text.contains(private.lines().nth(1).unwrap_or("-")),
+            "{text}"
+        );
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct ClientOptions {
 pub struct Connection {
     pub client: kube::Client,
     pub namespace: String,
+    /// The namespace was chosen: by `-n`, by the context, or by the pod's service account.
+    /// `false` when it is `default` only because nothing named one.
+    pub namespace_explicit: bool,
     /// The kubeconfig context in use; `None` inside a cluster (service account).
     pub context: Option<String>,
 }
@@ -76,9 +79,16 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
         std::env::var_os("KUBECONFIG"),
         home_dir(),
     )?;
-    let (mut config, context) = match loaded {
+    let (mut config, context, context_namespace) = match loaded {
         Some((kubeconfig, source)) => {
             let context = select(&kubeconfig, &source, opts)?;
+            let context_namespace = kubeconfig
+                .contexts
+                .iter()
+                .find(|c| c.name == context)
+                .and_then(|c| c.context.as_ref())
+                .and_then(|c| c.namespace.as_deref())
+                .is_some_and(|ns| !ns.is_empty());
             let options = KubeConfigOptions {
                 context: Some(context.clone()),
                 cluster: opts.cluster.clone(),
@@ -91,14 +101,16 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
                     kubeconfig: source.describe(),
                     source: Box::new(source_err),
                 })?;
-            (config, Some(context))
+            (config, Some(context), context_namespace)
         }
         // kubectl's last resort too: the pod's service account.
+        // Inside a pod the namespace is the service account's: chosen.
         None => (
             Config::incluster().map_err(|source| EffectsError::InCluster {
                 source: Box::new(source),
             })?,
             None,
+            true,
         ),
     };
     tune(&mut config, opts);
@@ -114,6 +126,7 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
     Ok(Connection {
         client,
         namespace,
+        namespace_explicit: opts.namespace.is_some() || context_namespace,
         context,
     })
 }
@@ -412,6 +425,7 @@ users:
             ..Default::default()
         };
         let conn = connect(&opts).await.unwrap();
+        assert!(conn.namespace_explicit, "context two sets a namespace");
         assert_eq!(conn.namespace, "second");
         assert_eq!(conn.context.as_deref(), Some("two"));
 
@@ -446,6 +460,7 @@ users:
         .await
         .unwrap();
         assert_eq!(conn.namespace, "default");
+        assert!(!conn.namespace_explicit, "nothing named the namespace");
         let conn = connect(&ClientOptions {
             kubeconfig: Some(path),
             context: Some("two".into()),
@@ -455,6 +470,7 @@ users:
         .await
         .unwrap();
         assert_eq!(conn.namespace, "mine");
+        assert!(conn.namespace_explicit);
     }
 
     #[test]

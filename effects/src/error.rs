@@ -8,6 +8,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use uyuni_core::kubectl::Kubectl;
+
 /// The kind of request that failed, as a user reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
@@ -76,14 +78,6 @@ impl Target {
             selector: Some(selector.to_owned()),
         }
     }
-
-    /// `-n NS ` for a kubectl command line, empty for cluster-scoped objects.
-    fn ns_flag(&self) -> String {
-        self.namespace
-            .as_deref()
-            .map(|ns| format!("-n {ns} "))
-            .unwrap_or_default()
-    }
 }
 
 impl fmt::Display for Target {
@@ -115,41 +109,28 @@ pub enum EffectsError {
         "no kubeconfig found ({looked_in}) and not running inside a cluster: pass --kubeconfig FILE or set KUBECONFIG"
     )]
     NoKubeconfig { looked_in: String },
-    #[error(
-        "kubeconfig {kubeconfig} has no current context: pass --context NAME or run `kubectl config use-context NAME` (`kubectl config get-contexts` lists them)"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     NoCurrentContext { kubeconfig: String },
-    #[error(
-        "context {context:?} not found in {kubeconfig}{}; `kubectl config get-contexts` lists them",
-        known_list("contexts", available)
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     ContextNotFound {
         context: String,
         kubeconfig: String,
         available: Vec<String>,
     },
-    #[error(
-        "cluster {cluster:?} (of context {context:?}) not found in {kubeconfig}{}; `kubectl config get-clusters` lists them",
-        known_list("clusters", available)
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     ClusterNotFound {
         cluster: String,
         context: String,
         kubeconfig: String,
         available: Vec<String>,
     },
-    #[error(
-        "user {user:?} not found in {kubeconfig}{}; `kubectl config get-users` lists them",
-        known_list("users", available)
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     UserNotFound {
         user: String,
         kubeconfig: String,
         available: Vec<String>,
     },
-    #[error(
-        "cannot load context {context:?} from {kubeconfig}: {source}; fix the entry (`kubectl config view --minify --context {context}`)"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     LoadContext {
         context: String,
         kubeconfig: String,
@@ -163,9 +144,7 @@ pub enum EffectsError {
     },
     #[error("invalid {flag}: {problem}")]
     InvalidOption { flag: &'static str, problem: String },
-    #[error(
-        "cannot build a client for context {context:?}: {source}; check the cluster's server URL and certificates (`kubectl config view --minify`)"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     BuildClient {
         context: String,
         #[source]
@@ -174,7 +153,7 @@ pub enum EffectsError {
 
     // --- talking to the API server ----------------------------------------------------------
     /// A request failed for good (after `attempts` tries when the failure looked transient).
-    #[error("cannot {verb} {target}{}: {}; {}", attempts_note(*attempts), api_reason(source), api_hint(*verb, target, source))]
+    #[error("{}", self.render(&Kubectl::BARE))]
     Api {
         verb: Verb,
         target: Target,
@@ -183,7 +162,7 @@ pub enum EffectsError {
         source: Box<kube::Error>,
     },
     /// A watch ended with an error that re-watching does not cure.
-    #[error("cannot {verb} {target}{}: {source}; check that the API server is reachable (`kubectl cluster-info`), then run again", attempts_note(*attempts))]
+    #[error("{}", self.render(&Kubectl::BARE))]
     Watch {
         verb: Verb,
         target: Target,
@@ -193,7 +172,7 @@ pub enum EffectsError {
     },
 
     // --- Jobs -------------------------------------------------------------------------------
-    #[error("{}", job_failed(step, job, namespace, reason, log_tail))]
+    #[error("{}", self.render(&Kubectl::BARE))]
     JobFailed {
         step: String,
         job: String,
@@ -202,11 +181,7 @@ pub enum EffectsError {
         /// The last lines of the Job's log (the Job's own output: scripts never print secrets).
         log_tail: Vec<String>,
     },
-    #[error(
-        "step {step}: Job {job} in namespace {namespace} cannot start: container {container} of pod {pod} is waiting: {reason}{}; see `kubectl describe pod -n {namespace} {pod}`, fix the cause ({}), then run again (the Job is left in place)",
-        message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default(),
-        waiting_hint(reason)
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     PodCannotStart {
         step: String,
         job: String,
@@ -216,10 +191,7 @@ pub enum EffectsError {
         reason: String,
         message: Option<String>,
     },
-    #[error(
-        "step {step}: Job {job} in namespace {namespace} is still running after {}; it keeps running in the cluster: follow it with `kubectl logs -n {namespace} -f job/{job}`, and run the command again to wait for it",
-        human_duration(*waited)
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     JobTimeout {
         step: String,
         job: String,
@@ -243,10 +215,7 @@ pub enum EffectsError {
         namespace: String,
     },
     // --- Deployments ------------------------------------------------------------------------
-    #[error(
-        "{}",
-        deployment_failed(step, deployment, namespace, pod, reason, log_tail)
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     DeploymentFailed {
         step: String,
         deployment: String,
@@ -257,23 +226,14 @@ pub enum EffectsError {
         /// The last lines of the failing container's log (the previous run for a crash loop).
         log_tail: Vec<String>,
     },
-    #[error(
-        "step {step}: deployment/{deployment} in namespace {namespace} is not ready after {}; it stays in place: see `kubectl describe deployment -n {namespace} {deployment}` and `kubectl logs -n {namespace} deployment/{deployment}`, then run the command again to keep waiting",
-        human_duration(*waited)
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     DeploymentTimeout {
         step: String,
         deployment: String,
         namespace: String,
         waited: Duration,
     },
-    #[error(
-        "step {step}: {target} is not ready after {} ({reason}); see `kubectl describe {} -n {} {}`, fix the cause, then run the command again to keep waiting",
-        human_duration(*waited),
-        target.resource,
-        target.namespace.as_deref().unwrap_or_default(),
-        target.name.as_deref().unwrap_or_default()
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     NotReady {
         step: String,
         target: Target,
@@ -298,6 +258,181 @@ pub enum EffectsError {
         target: Target,
         missing: &'static str,
     },
+}
+
+impl EffectsError {
+    /// The message, with the `kubectl` commands it advises carrying the run's flags (`k`).
+    /// `Display` renders it without them.
+    pub fn render(&self, k: &Kubectl) -> String {
+        // The same flags in another context (the one the error is about).
+        let in_context = |context: &str| Kubectl {
+            context: Some(context.to_owned()),
+            ..k.clone()
+        };
+        match self {
+            EffectsError::NoCurrentContext { kubeconfig } => format!(
+                "kubeconfig {kubeconfig} has no current context: pass --context NAME or run `{}` (`{}` lists them)",
+                k.cmd(None, "config use-context NAME"),
+                k.cmd(None, "config get-contexts")
+            ),
+            EffectsError::ContextNotFound {
+                context,
+                kubeconfig,
+                available,
+            } => format!(
+                "context {context:?} not found in {kubeconfig}{}; `{}` lists them",
+                known_list("contexts", available),
+                Kubectl {
+                    context: None,
+                    ..k.clone()
+                }
+                .cmd(None, "config get-contexts")
+            ),
+            EffectsError::ClusterNotFound {
+                cluster,
+                context,
+                kubeconfig,
+                available,
+            } => format!(
+                "cluster {cluster:?} (of context {context:?}) not found in {kubeconfig}{}; `{}` lists them",
+                known_list("clusters", available),
+                Kubectl {
+                    context: None,
+                    ..k.clone()
+                }
+                .cmd(None, "config get-clusters")
+            ),
+            EffectsError::UserNotFound {
+                user,
+                kubeconfig,
+                available,
+            } => format!(
+                "user {user:?} not found in {kubeconfig}{}; `{}` lists them",
+                known_list("users", available),
+                Kubectl {
+                    context: None,
+                    ..k.clone()
+                }
+                .cmd(None, "config get-users")
+            ),
+            EffectsError::LoadContext {
+                context,
+                kubeconfig,
+                source,
+            } => format!(
+                "cannot load context {context:?} from {kubeconfig}: {source}; fix the entry (`{}`)",
+                in_context(context).cmd(None, "config view --minify")
+            ),
+            EffectsError::BuildClient { context, source } => format!(
+                "cannot build a client for context {context:?}: {source}; check the cluster's server URL and certificates (`{}`)",
+                in_context(context).cmd(None, "config view --minify")
+            ),
+            EffectsError::Api {
+                verb,
+                target,
+                attempts,
+                source,
+            } => format!(
+                "cannot {verb} {target}{}: {}; {}",
+                attempts_note(*attempts),
+                api_reason(source),
+                api_hint(k, *verb, target, source)
+            ),
+            EffectsError::Watch {
+                verb,
+                target,
+                attempts,
+                source,
+            } => format!(
+                "cannot {verb} {target}{}: {source}; check that the API server is reachable (`{}`), then run again",
+                attempts_note(*attempts),
+                k.cmd(None, "cluster-info")
+            ),
+            EffectsError::JobFailed {
+                step,
+                job,
+                namespace,
+                reason,
+                log_tail,
+            } => job_failed(k, step, job, namespace, reason, log_tail),
+            EffectsError::PodCannotStart {
+                step,
+                job,
+                namespace,
+                pod,
+                container,
+                reason,
+                message,
+            } => format!(
+                "step {step}: Job {job} in namespace {namespace} cannot start: container {container} of pod {pod} is waiting: {reason}{}; see `{}`, fix the cause ({}), then run again (the Job is left in place)",
+                message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default(),
+                k.cmd(Some(namespace), &format!("describe pod {pod}")),
+                waiting_hint(reason)
+            ),
+            EffectsError::JobTimeout {
+                step,
+                job,
+                namespace,
+                waited,
+            } => format!(
+                "step {step}: Job {job} in namespace {namespace} is still running after {}; it keeps running in the cluster: follow it with `{}`, and run the command again to wait for it",
+                human_duration(*waited),
+                k.cmd(Some(namespace), &format!("logs -f job/{job}"))
+            ),
+            EffectsError::DeploymentFailed {
+                step,
+                deployment,
+                namespace,
+                pod,
+                reason,
+                log_tail,
+            } => deployment_failed(k, step, deployment, namespace, pod, reason, log_tail),
+            EffectsError::DeploymentTimeout {
+                step,
+                deployment,
+                namespace,
+                waited,
+            } => format!(
+                "step {step}: deployment/{deployment} in namespace {namespace} is not ready after {}; it stays in place: see `{}` and `{}`, then run the command again to keep waiting",
+                human_duration(*waited),
+                k.cmd(
+                    Some(namespace),
+                    &format!("describe deployment {deployment}")
+                ),
+                k.cmd(Some(namespace), &format!("logs deployment/{deployment}"))
+            ),
+            EffectsError::NotReady {
+                step,
+                target,
+                waited,
+                reason,
+            } => format!(
+                "step {step}: {target} is not ready after {} ({reason}); see `{}`, fix the cause, then run the command again to keep waiting",
+                human_duration(*waited),
+                k.cmd(
+                    target.namespace.as_deref(),
+                    &format!(
+                        "describe {} {}",
+                        target.resource,
+                        target.name.as_deref().unwrap_or_default()
+                    )
+                )
+            ),
+            // Their messages advise no kubectl command, or only a flag. (A variant whose
+            // `#[error]` calls `render` must have its own arm above.)
+            EffectsError::ReadKubeconfig { .. }
+            | EffectsError::NoKubeconfig { .. }
+            | EffectsError::InCluster { .. }
+            | EffectsError::InvalidOption { .. }
+            | EffectsError::JobNotFound { .. }
+            | EffectsError::JobDeleted { .. }
+            | EffectsError::DeploymentNotFound { .. }
+            | EffectsError::MalformedObject { .. } => self.to_string(),
+        }
+    }
 }
 
 fn known_list(what: &str, names: &[String]) -> String {
@@ -352,7 +487,7 @@ fn root_cause(err: &(dyn std::error::Error + 'static)) -> Option<String> {
 }
 
 /// What to do next, by the kind of failure.
-fn api_hint(verb: Verb, target: &Target, err: &kube::Error) -> String {
+fn api_hint(k: &Kubectl, verb: Verb, target: &Target, err: &kube::Error) -> String {
     let code = match err {
         kube::Error::Api(status) => status.code,
         _ => 0,
@@ -363,22 +498,23 @@ fn api_hint(verb: Verb, target: &Target, err: &kube::Error) -> String {
         target.resource.as_str()
     };
     match code {
-        401 => "your credentials were refused: log in again or check the user in your kubeconfig (`kubectl config view --minify`)".to_owned(),
-        403 => {
-            let command = format!("kubectl auth can-i {} {resource} {}", verb.rbac(), target.ns_flag());
-            format!("you are not allowed to: check with `{}`", command.trim_end())
-        }
+        401 => format!("your credentials were refused: log in again or check the user in your kubeconfig (`{}`)", k.cmd(None, "config view --minify")),
+        403 => format!(
+            "you are not allowed to: check with `{}`",
+            k.cmd(target.namespace.as_deref(), &format!("auth can-i {} {resource}", verb.rbac()))
+        ),
         404 => "it does not exist (or its API is not served by this cluster)".to_owned(),
         409 => "someone else changed it at the same time: run the command again".to_owned(),
         422 | 400 => "the API server rejected the object; this is likely a bug in kubectl-uyuni, please report it with the message above".to_owned(),
-        429 | 500..=599 => "the API server is overloaded or failing: wait a little and run the command again (`kubectl cluster-info` shows whether it is reachable)".to_owned(),
-        0 if crate::retry::is_permanent_transport_error(err) => "the connection to the API server failed its TLS checks: check the cluster's certificate-authority in your kubeconfig (`kubectl config view --minify`)".to_owned(),
-        _ => "check that the API server is reachable (`kubectl cluster-info`) and run the command again".to_owned(),
+        429 | 500..=599 => format!("the API server is overloaded or failing: wait a little and run the command again (`{}` shows whether it is reachable)", k.cmd(None, "cluster-info")),
+        0 if crate::retry::is_permanent_transport_error(err) => format!("the connection to the API server failed its TLS checks: check the cluster's certificate-authority in your kubeconfig (`{}`)", k.cmd(None, "config view --minify")),
+        _ => format!("check that the API server is reachable (`{}`) and run the command again", k.cmd(None, "cluster-info")),
     }
 }
 
 /// The message of a Deployment that cannot become ready.
 pub(crate) fn deployment_failed(
+    k: &Kubectl,
     step: &str,
     deployment: &str,
     namespace: &str,
@@ -398,11 +534,14 @@ pub(crate) fn deployment_failed(
     }
     match pod {
         Some(pod) => out.push_str(&format!(
-            "\nsee `kubectl describe pod -n {namespace} {pod}` and `kubectl logs -n {namespace} {pod} --previous`; fix the cause ({}), then run the command again (everything written so far stays)",
+            "\nsee `{}` and `{}`; fix the cause ({}), then run the command again (everything written so far stays)",
+            k.cmd(Some(namespace), &format!("describe pod {pod}")),
+            k.cmd(Some(namespace), &format!("logs {pod} --previous")),
             waiting_hint(reason)
         )),
         None => out.push_str(&format!(
-            "\nsee `kubectl describe deployment -n {namespace} {deployment}`; fix the cause, then run the command again (everything written so far stays)"
+            "\nsee `{}`; fix the cause, then run the command again (everything written so far stays)",
+            k.cmd(Some(namespace), &format!("describe deployment {deployment}"))
         )),
     }
     out
@@ -436,6 +575,7 @@ fn human_duration(d: Duration) -> String {
 
 /// The message of a failed Job: what failed, why, its last log lines, and where the rest is.
 pub(crate) fn job_failed(
+    k: &Kubectl,
     step: &str,
     job: &str,
     namespace: &str,
@@ -453,7 +593,8 @@ pub(crate) fn job_failed(
         }
     }
     out.push_str(&format!(
-        "\nread the whole log with `kubectl logs -n {namespace} job/{job}`; fix the cause, then run the command again (a new attempt is started, this Job stays for reference)"
+        "\nread the whole log with `{}`; fix the cause, then run the command again (a new attempt is started, this Job stays for reference)",
+        k.cmd(Some(namespace), &format!("logs job/{job}"))
     ));
     out
 }
@@ -496,10 +637,57 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("kubectl auth can-i get secret -n uyuni"),
+            text.contains("kubectl -n uyuni auth can-i get secret"),
             "{text}"
         );
         assert!(!text.contains("after"), "{text}");
+    }
+
+    #[test]
+    fn rendered_hints_carry_the_runs_flags() {
+        let k = Kubectl {
+            kubeconfig: Some("/k/config".into()),
+            context: Some("prod".into()),
+        };
+        let status =
+            kube::core::Status::failure("secrets \"x\" is forbidden", "Forbidden").with_code(403);
+        let err = EffectsError::Api {
+            verb: Verb::Get,
+            target: Target::named("secret", "x", Some("uyuni")),
+            attempts: 1,
+            source: Box::new(kube::Error::Api(status.boxed())),
+        };
+        let text = err.render(&k);
+        assert!(
+            text.contains(
+                "`kubectl --kubeconfig /k/config --context prod -n uyuni auth can-i get secret`"
+            ),
+            "{text}"
+        );
+        let err = EffectsError::JobTimeout {
+            step: "s".into(),
+            job: "j".into(),
+            namespace: "n".into(),
+            waited: Duration::from_secs(5),
+        };
+        assert!(
+            err.render(&k)
+                .contains("`kubectl --kubeconfig /k/config --context prod -n n logs -f job/j`"),
+            "{}",
+            err.render(&k)
+        );
+        // The context an error is about replaces the one given.
+        let err = EffectsError::ContextNotFound {
+            context: "prod".into(),
+            kubeconfig: "/k/config".into(),
+            available: vec![],
+        };
+        assert!(
+            err.render(&k)
+                .ends_with("`kubectl --kubeconfig /k/config config get-contexts` lists them"),
+            "{}",
+            err.render(&k)
+        );
     }
 
     #[test]
@@ -535,7 +723,7 @@ mod tests {
             "step data-sync: Job uyuni-data-sync-1 in namespace uyuni failed: container sync exited with code 3\nlast 2 log lines:\n  | rsync: connection refused\n  | giving up\n"
         ), "{text}");
         assert!(
-            text.contains("kubectl logs -n uyuni job/uyuni-data-sync-1"),
+            text.contains("kubectl -n uyuni logs job/uyuni-data-sync-1"),
             "{text}"
         );
     }
@@ -563,6 +751,6 @@ mod tests {
         };
         let text = err.to_string();
         assert!(text.contains("still running after 2m30s"), "{text}");
-        assert!(text.contains("kubectl logs -n n -f job/j"), "{text}");
+        assert!(text.contains("kubectl -n n logs -f job/j"), "{text}");
     }
 }

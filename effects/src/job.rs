@@ -565,7 +565,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<(), EffectsErro
                 }
             } => {
                 if let Some(f) = follower.as_mut() {
-                    handle_log(name, f, step_result, &seen.pods, tail_keep, &mut seen.recent, progress);
+                    handle_log(name, namespace, f, step_result, &seen.pods, tail_keep, &mut seen.recent, progress);
                     follow_newest(&pods_api, &seen, &mut follower);
                 }
             }
@@ -625,8 +625,11 @@ fn follow_newest(api: &Api<Pod>, seen: &Seen, follower: &mut Option<LogFollower>
     }
 }
 
+// The wait's state, borrowed piecewise from `Seen` so the follower can be borrowed mutably.
+#[allow(clippy::too_many_arguments)]
 fn handle_log(
     job: &str,
+    namespace: &str,
     follower: &mut LogFollower,
     step: LogStep,
     pods: &BTreeMap<String, Pod>,
@@ -665,12 +668,14 @@ fn handle_log(
             let target = Target::named("pod", &follower.pod, None);
             if disposition == Disposition::Fail || follower.failures >= MAX_ATTEMPTS {
                 follower.gave_up = true;
-                let message = format!(
-                    "cannot follow the log of pod {} of Job {job}: {error}; still waiting for the Job (`kubectl logs -f job/{job}` shows its log)",
-                    follower.pod
-                );
-                tracing::debug!(%message);
-                progress.event(ProgressEvent::Warning { message: &message });
+                let error = error.to_string();
+                tracing::debug!(pod = %follower.pod, %job, %error, "log not followed");
+                progress.event(ProgressEvent::LogNotFollowed {
+                    job,
+                    pod: &follower.pod,
+                    namespace,
+                    error: &error,
+                });
             } else {
                 let delay = retry::delay(disposition, follower.failures);
                 report_retry(

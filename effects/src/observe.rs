@@ -45,6 +45,7 @@ pub async fn observe_with_progress(
             .extend(crate::custom::served(client, group_version, progress).await?);
     }
     observed.ingress_classes = crate::custom::ingress_classes(client, progress).await?;
+    observed.storage_classes = storage_classes(client, progress).await?;
     for target in &observation.named {
         if let Kind::Custom(kind) = target.kind
             && !observed.serves(kind)
@@ -60,6 +61,38 @@ pub async fn observe_with_progress(
         observed.insert(Object::Job(job));
     }
     Ok(observed)
+}
+
+/// The cluster's StorageClasses; `None` when this user may not list them (a namespace admin
+/// often may not: cluster-scoped), which must not block a migration the cluster can provision.
+async fn storage_classes(
+    client: &kube::Client,
+    progress: &dyn Progress,
+) -> Result<Option<Vec<uyuni_core::storage::StorageClassInfo>>, EffectsError> {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let api: Api<StorageClass> = Api::all(client.clone());
+    let target = Target::named("storageclasses", "", None);
+    let listed = with_retry(progress, Verb::List, &target, || async {
+        match api.list(&ListParams::default()).await {
+            Err(kube::Error::Api(status)) if status.code == 403 || status.code == 404 => Ok(None),
+            other => other.map(Some),
+        }
+    })
+    .await?;
+    Ok(listed.map(|l| {
+        l.items
+            .into_iter()
+            .map(|c| uyuni_core::storage::StorageClassInfo {
+                default: c
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(uyuni_core::storage::DEFAULT_CLASS_ANNOTATION))
+                    .is_some_and(|v| v == "true"),
+                name: c.metadata.name.unwrap_or_default(),
+            })
+            .collect()
+    }))
 }
 
 /// One typed GET; `None` when the object (or its namespace) does not exist.

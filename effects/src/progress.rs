@@ -2,6 +2,7 @@
 //! runs synchronously and copies what it keeps.
 
 use std::time::Duration;
+use uyuni_core::kubectl::Kubectl;
 
 use uyuni_core::ObjectRef;
 
@@ -80,6 +81,15 @@ pub enum ProgressEvent<'a> {
     /// Something the user should know that does not stop the work (a pod that cannot be
     /// scheduled yet, a log stream that could not be followed).
     Warning { message: &'a str },
+    /// The log of a Job's pod could not be followed (the wait for the Job goes on). A
+    /// structured warning, so that the `kubectl logs` command it advises can be rendered with
+    /// the run's flags ([`ProgressEvent::render`]).
+    LogNotFollowed {
+        job: &'a str,
+        pod: &'a str,
+        namespace: &'a str,
+        error: &'a str,
+    },
     /// A request failed in a way that is usually transient; it is sent again after `delay`.
     Retrying {
         what: &'a str,
@@ -178,6 +188,9 @@ impl std::fmt::Display for ProgressEvent<'_> {
                 replicas,
             } => write!(f, "deployment/{deployment} scaled to {replicas}"),
             ProgressEvent::Warning { message } => write!(f, "warning: {message}"),
+            ProgressEvent::LogNotFollowed { .. } => {
+                write!(f, "warning: {}", self.render(&Kubectl::BARE))
+            }
             ProgressEvent::Retrying {
                 what,
                 attempt,
@@ -193,10 +206,61 @@ impl std::fmt::Display for ProgressEvent<'_> {
     }
 }
 
+impl ProgressEvent<'_> {
+    /// The text of a warning whose advice is a `kubectl` command, with the run's flags; the
+    /// other events render as their `Display` (without the `warning: ` prefix of warnings).
+    pub fn render(&self, kubectl: &Kubectl) -> String {
+        match self {
+            ProgressEvent::LogNotFollowed {
+                job,
+                pod,
+                namespace,
+                error,
+            } => format!(
+                "cannot follow the log of pod {pod} of Job {job}: {error}; still waiting for the Job (`{}` shows its log)",
+                kubectl.cmd(Some(namespace), &format!("logs -f job/{job}"))
+            ),
+            ProgressEvent::Warning { message } => (*message).to_owned(),
+            other => other.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use uyuni_core::Kind;
+
+    #[test]
+    fn an_unfollowed_log_advises_kubectl_logs_with_the_runs_flags() {
+        let event = ProgressEvent::LogNotFollowed {
+            job: "j",
+            pod: "j-abc",
+            namespace: "uyuni",
+            error: "stream reset",
+        };
+        let k = Kubectl {
+            kubeconfig: Some("/k".into()),
+            context: Some("c".into()),
+        };
+        assert!(
+            event
+                .render(&k)
+                .contains("`kubectl --kubeconfig /k --context c -n uyuni logs -f job/j`"),
+            "{}",
+            event.render(&k)
+        );
+        assert!(
+            event
+                .to_string()
+                .starts_with("warning: cannot follow the log of pod j-abc")
+        );
+        assert!(
+            event
+                .to_string()
+                .contains("`kubectl -n uyuni logs -f job/j`")
+        );
+    }
 
     #[test]
     fn events_read_as_lines() {

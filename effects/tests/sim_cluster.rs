@@ -273,7 +273,7 @@ async fn failing_job_reports_the_tail_of_its_log() {
     let text = err.to_string();
     assert!(text.contains("  | giving up"), "{text}");
     assert!(
-        text.contains(&format!("kubectl logs -n {NS} job/sync-bad")),
+        text.contains(&format!("kubectl -n {NS} logs job/sync-bad")),
         "{text}"
     );
     assert_eq!(rec.logs(), lines);
@@ -300,7 +300,7 @@ async fn image_pull_backoff_ends_the_wait_with_the_reason() {
     let text = err.to_string();
     assert!(text.contains("Back-off pulling image"), "{text}");
     assert!(
-        text.contains("kubectl describe pod -n uyuni-test sync-pull-"),
+        text.contains("kubectl -n uyuni-test describe pod sync-pull-"),
         "{text}"
     );
 }
@@ -340,7 +340,7 @@ async fn timeout_leaves_the_job_running() {
     let text = err.to_string();
     assert!(text.contains("still running"), "{text}");
     assert!(
-        text.contains(&format!("kubectl logs -n {NS} -f job/sync-slow")),
+        text.contains(&format!("kubectl -n {NS} logs -f job/sync-slow")),
         "{text}"
     );
     assert!(sim.get("batch/v1", "Job", Some(NS), "sync-slow").is_some());

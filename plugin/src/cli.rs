@@ -198,6 +198,17 @@ pub enum ProgressMode {
     Plain,
 }
 
+impl KubeFlags {
+    /// The prefix of every `kubectl` command the tool prints: the --kubeconfig and --context
+    /// this run was given (the namespace is added per command).
+    pub fn kubectl_hint(&self) -> uyuni_core::kubectl::Kubectl {
+        uyuni_core::kubectl::Kubectl {
+            kubeconfig: self.kubeconfig.as_ref().map(|p| p.display().to_string()),
+            context: self.context.clone(),
+        }
+    }
+}
+
 impl Cli {
     /// The tracing verbosity: -v counts and kubectl's -v=N, whichever asks for more.
     pub fn verbosity(&self) -> u8 {

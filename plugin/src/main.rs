@@ -95,6 +95,7 @@ async fn run(cli: Cli) -> Result<()> {
         color,
         verbose: cli.verbosity() > 0,
     });
+    reporter.set_kubectl(cli.kube.kubectl_hint());
     let result = run_command(&cli, &reporter).await;
     reporter.finish(result.is_ok());
     result
@@ -109,15 +110,102 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
         }
         Command::Migrate(cmd) => {
             let work = migrate::run(cmd, cli, reporter);
-            tokio::select! {
-                result = work => result,
-                _ = tokio::signal::ctrl_c() => {
-                    Err(anyhow!("interrupted. Jobs already started keep running in the cluster: follow them with `kubectl get jobs -l app.kubernetes.io/managed-by=kubectl-uyuni` and `kubectl logs -f job/NAME`; run the same command again to resume where it stopped"))
-                }
-            }
+            // Dropping `work` stops it at its next await point: an object being applied was
+            // sent whole or not at all (server-side apply), and a Job keeps running.
+            let signal = tokio::select! {
+                result = work => return result,
+                signal = interrupt() => signal,
+            };
+            Err(Interrupted::new(signal, cli, reporter).into())
         }
     }
 }
+
+/// A signal that ends a run, with the exit code shells give it (128 + its number), as kubectl
+/// and helm exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Int,
+    Term,
+}
+
+impl Signal {
+    fn name(self) -> &'static str {
+        match self {
+            Signal::Int => "SIGINT",
+            Signal::Term => "SIGTERM",
+        }
+    }
+
+    fn exit_code(self) -> u8 {
+        match self {
+            Signal::Int => 130,
+            Signal::Term => 143,
+        }
+    }
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM.
+async fn interrupt() -> Signal {
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            // Without a handler SIGTERM keeps its default (the process ends at once).
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => Signal::Int,
+        () = term => Signal::Term,
+    }
+}
+
+/// A run stopped by a signal: what is left running, and how to follow and resume it.
+#[derive(Debug)]
+struct Interrupted {
+    signal: Signal,
+    message: String,
+}
+
+impl Interrupted {
+    fn new(signal: Signal, cli: &Cli, reporter: &output::Reporter) -> Interrupted {
+        let kubectl = cli.kube.kubectl_hint();
+        let (namespace, job) = reporter.interrupted_context();
+        let namespace = namespace.or_else(|| cli.kube.namespace.clone());
+        let ns = namespace.as_deref();
+        let jobs = kubectl.cmd(
+            ns,
+            &format!("get jobs -l {}", uyuni_core::labels::MANAGED_SELECTOR),
+        );
+        let resume = "run the same command again to resume where it stopped";
+        let message = match job {
+            Some(job) => format!(
+                "interrupted by {}: Job {job} was already started and keeps running in the cluster; follow it with `{}` (all Jobs of the migration: `{jobs}`); nothing was left half-written; {resume}, it waits for that Job",
+                signal.name(),
+                kubectl.cmd(ns, &format!("logs -f job/{job}")),
+            ),
+            None => format!(
+                "interrupted by {}: nothing was left half-written (each object is written whole or not at all); Jobs started earlier keep running in the cluster: `{jobs}` lists them; {resume}",
+                signal.name()
+            ),
+        };
+        Interrupted { signal, message }
+    }
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -149,6 +237,7 @@ fn main() -> ExitCode {
         }
     };
     let cli_color = cli.color;
+    let kubectl = cli.kube.kubectl_hint();
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of stdout went away (`… | head`): stop quietly, as kubectl does.
@@ -169,9 +258,12 @@ fn main() -> ExitCode {
             eprintln!(
                 "{} {}",
                 output::paint("error:", "31", color),
-                output::error_chain(&e)
+                output::error_chain_with(&e, &kubectl)
             );
-            ExitCode::FAILURE
+            match e.downcast_ref::<Interrupted>() {
+                Some(interrupted) => ExitCode::from(interrupted.signal.exit_code()),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

@@ -98,7 +98,12 @@ fn registry_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
     .or_else(|| prompt_secret("Password of the registry user: ")))
 }
 
-fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
+fn args(
+    cmd: &MigrateCmd,
+    cli: &Cli,
+    namespace: String,
+    namespace_explicit: bool,
+) -> Result<MigrateArgs> {
     let named_sizes = [
         ("volumes-database-size", &cmd.volumes_database_size),
         ("volumes-packages-size", &cmd.volumes_packages_size),
@@ -110,6 +115,8 @@ fn args(cmd: &MigrateCmd, namespace: String) -> Result<MigrateArgs> {
     .collect();
     Ok(MigrateArgs {
         namespace,
+        kubectl: cli.kube.kubectl_hint(),
+        namespace_explicit,
         source_fqdn: cmd.source.clone(),
         ssh_user: cmd.user.clone(),
         prepare: cmd.prepare,
@@ -170,7 +177,7 @@ const NOT_BUILT: &str = "Not built yet: Gateway API routes, saline, and LoadBala
 /// depends on them.
 async fn start(cmd: &MigrateCmd, cli: &Cli) -> Result<(uyuni_effects::Connection, MigrateParams)> {
     let conn = connect(&cli.kube).await?;
-    let args = args(cmd, conn.namespace.clone())?;
+    let args = args(cmd, cli, conn.namespace.clone(), conn.namespace_explicit)?;
     let params = MigrateParams::from_args(&args).map_err(|e| anyhow!("{e}"))?;
     Ok((conn, params))
 }
@@ -285,7 +292,10 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             Ok(false) => 0,
             Ok(true) => 1,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!(
+                    "error: {}",
+                    crate::output::error_chain_with(&e, &cli.kube.kubectl_hint())
+                );
                 2
             }
         };
@@ -303,6 +313,11 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     let mut expected_steps = None;
     let observed: Observed = loop {
         let observed = uyuni_effects::observe(&conn.client, &observation).await?;
+        if executed == 0
+            && let Some(warning) = uyuni_core::storage::unchecked_warning(&observed)
+        {
+            reporter.warn(&warning);
+        }
         let plan: Plan = match uyuni_core::plan(&params, &observed) {
             // The planner says when the CA password is needed; only then is it asked for.
             Err(uyuni_core::PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {

@@ -72,6 +72,9 @@ pub struct Reporter {
     color: bool,
     started: Instant,
     namespace: Mutex<String>,
+    /// The Job of the current step, while it runs one or waits for one.
+    current_job: Mutex<Option<String>>,
+    kubectl: Mutex<uyuni_core::kubectl::Kubectl>,
     state: Arc<Mutex<LiveState>>,
     /// The live view, drawn from the first step on (commands without steps never show it)
     /// until the plan's last step ends or [`Reporter::finish`].
@@ -126,6 +129,8 @@ impl Reporter {
             color: opts.color,
             started: Instant::now(),
             namespace: Mutex::new(String::new()),
+            current_job: Mutex::new(None),
+            kubectl: Mutex::new(uyuni_core::kubectl::Kubectl::default()),
             state,
             bar: Mutex::new(None),
         }
@@ -158,12 +163,32 @@ impl Reporter {
         }
     }
 
+    /// A warning event whose advice is a `kubectl` command: rendered with the run's flags.
+    fn warn_event(&self, event: &ProgressEvent<'_>) {
+        let kubectl = self.kubectl.lock().map(|k| k.clone()).unwrap_or_default();
+        self.warn(&event.render(&kubectl));
+    }
+
+    /// The connection flags of the run, for the `kubectl` commands warnings advise.
+    pub fn set_kubectl(&self, kubectl: uyuni_core::kubectl::Kubectl) {
+        if let Ok(mut k) = self.kubectl.lock() {
+            *k = kubectl;
+        }
+    }
+
     pub fn info(&self, text: &str) {
         self.line(text);
     }
 
     pub fn step(&self, position: usize, total: usize, step: &Step) {
         let line = step_label(step);
+        if let Ok(mut job) = self.current_job.lock() {
+            *job = matches!(
+                step.action,
+                uyuni_core::Action::RunJob { .. } | uyuni_core::Action::AwaitJob { .. }
+            )
+            .then(|| step.target.name.clone());
+        }
         {
             let now = Instant::now();
             let mut state = lock(&self.state);
@@ -198,6 +223,19 @@ impl Reporter {
             self.line(&format!("{head} {}", uyuni_core::render::step_line(step)));
         }
         self.tick();
+    }
+
+    /// The namespace of the steps, and the Job the current step runs or waits for: what an
+    /// interrupted run says is left running.
+    pub fn interrupted_context(&self) -> (Option<String>, Option<String>) {
+        let namespace = self
+            .namespace
+            .lock()
+            .ok()
+            .map(|ns| ns.clone())
+            .filter(|ns| !ns.is_empty());
+        let job = self.current_job.lock().ok().and_then(|j| j.clone());
+        (namespace, job)
     }
 
     pub fn set_job_context(&self, namespace: &str) {
@@ -268,6 +306,7 @@ impl Reporter {
             ProgressEvent::Warning { .. } | ProgressEvent::Retrying { .. } => {
                 self.warn(&event.to_string());
             }
+            ProgressEvent::LogNotFollowed { .. } => self.warn_event(event),
             ProgressEvent::JobFinished {
                 succeeded: false, ..
             } => {
@@ -315,6 +354,7 @@ impl Reporter {
         let text = event.to_string();
         match event {
             ProgressEvent::Warning { .. } | ProgressEvent::Retrying { .. } => self.warn(&text),
+            ProgressEvent::LogNotFollowed { .. } => self.warn_event(event),
             ProgressEvent::JobLog { .. } => self.line(&paint(&text, DIM, self.color)),
             ProgressEvent::JobFinished {
                 succeeded: false, ..
@@ -600,9 +640,20 @@ pub use uyuni_core::dataplane::human_bytes;
 /// An error and its causes on one line, as `{:#}` does, without repeating a cause that a
 /// message already quotes (the effects errors include their source).
 pub fn error_chain(err: &anyhow::Error) -> String {
+    error_chain_with(err, &uyuni_core::kubectl::Kubectl::BARE)
+}
+
+/// [`error_chain`], with the `kubectl` commands the errors advise carrying the run's flags.
+pub fn error_chain_with(err: &anyhow::Error, kubectl: &uyuni_core::kubectl::Kubectl) -> String {
     let mut out = String::new();
     for cause in err.chain() {
-        let text = cause.to_string();
+        let text = if let Some(e) = cause.downcast_ref::<uyuni_effects::EffectsError>() {
+            e.render(kubectl)
+        } else if let Some(e) = cause.downcast_ref::<uyuni_core::PlanError>() {
+            e.render(kubectl)
+        } else {
+            cause.to_string()
+        };
         if out.contains(&text) {
             continue;
         }

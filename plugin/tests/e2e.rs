@@ -228,7 +228,10 @@ fn a_failed_sync_names_the_job_shows_its_log_and_is_retried_as_a_new_job() {
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("kubectl logs -n {NS} job/{failed}")),
+        stderr.contains(&format!(
+            "kubectl --kubeconfig {} -n {NS} logs job/{failed}",
+            env.kubeconfig().display()
+        )),
         "{stderr}"
     );
 

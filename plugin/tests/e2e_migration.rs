@@ -1019,7 +1019,10 @@ fn a_server_that_cannot_start_ends_the_wait_with_the_step_named() {
         stderr.contains("server-ready") && stderr.contains("ImagePullBackOff"),
         "{stderr}"
     );
-    assert!(stderr.contains("kubectl describe pod"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("-n {NS} describe pod")),
+        "{stderr}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

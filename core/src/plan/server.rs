@@ -211,14 +211,18 @@ fn tftp_notes(params: &MigrateParams, observed: &Observed, data: &ExtractedData)
     let ns = &params.namespace;
     let service = ObjectRef::new(Kind::Service, tftp::SERVICE);
     let leftover = ours(observed, &service);
-    let delete = format!("kubectl -n {ns} delete service {}", tftp::SERVICE);
+    let kubectl = |args: &str| params.kubectl.cmd(Some(ns), args);
+    let delete = kubectl(&format!("delete service {}", tftp::SERVICE));
     let mut notes = Vec::new();
     match tftp::decide(params, data) {
         Ok(Decision::On) if params.tftp.host_network => {
             notes.push(format!(
-                "TFTP runs on the network of its node (--tftp-host-network): PXE clients reach it at that node's address, port {port}/UDP. Find the node with `kubectl -n {ns} get pod -l app.kubernetes.io/component={component} -o wide` and point the DHCP server's next-server at its address; it changes if the pod moves to another node.",
+                "TFTP runs on the network of its node (--tftp-host-network): PXE clients reach it at that node's address, port {port}/UDP. Find the node with `{get}` and point the DHCP server's next-server at its address; it changes if the pod moves to another node.",
                 port = tftp::PORT,
-                component = components::TFTP,
+                get = kubectl(&format!(
+                    "get pod -l app.kubernetes.io/component={} -o wide",
+                    components::TFTP
+                )),
             ));
             if leftover {
                 notes.push(format!(
@@ -230,14 +234,16 @@ fn tftp_notes(params: &MigrateParams, observed: &Observed, data: &ExtractedData)
         }
         Ok(Decision::On) => match load_balancer_address(observed, tftp::SERVICE) {
             Some(address) => notes.push(format!(
-                "TFTP answers at {address}, port {port}/UDP (LoadBalancer Service {svc}): point the DHCP server's next-server at {address}. `kubectl -n {ns} get service {svc}` shows it.",
+                "TFTP answers at {address}, port {port}/UDP (LoadBalancer Service {svc}): point the DHCP server's next-server at {address}. `{get}` shows it.",
                 port = tftp::PORT,
                 svc = tftp::SERVICE,
+                get = kubectl(&format!("get service {}", tftp::SERVICE)),
             )),
             None => notes.push(format!(
-                "Service {svc} (LoadBalancer, port {port}/UDP) has no external address yet, and PXE clients need one: on k3s, its ServiceLB gives it a node's address; elsewhere the cluster needs a LoadBalancer implementation such as MetalLB, or run again with --tftp-host-network to serve TFTP on its node's network. The ingress controller cannot carry TFTP: the server answers from a new port, which a UDP proxy does not relay. Check with `kubectl -n {ns} get service {svc}` (EXTERNAL-IP), then point the DHCP server's next-server at that address.",
+                "Service {svc} (LoadBalancer, port {port}/UDP) has no external address yet, and PXE clients need one: on k3s, its ServiceLB gives it a node's address; elsewhere the cluster needs a LoadBalancer implementation such as MetalLB, or run again with --tftp-host-network to serve TFTP on its node's network. The ingress controller cannot carry TFTP: the server answers from a new port, which a UDP proxy does not relay. Check with `{get}` (EXTERNAL-IP), then point the DHCP server's next-server at that address.",
                 port = tftp::PORT,
                 svc = tftp::SERVICE,
+                get = kubectl(&format!("get service {}", tftp::SERVICE)),
             )),
         },
         Ok(Decision::Off) if leftover => notes.push(format!(
@@ -289,8 +295,10 @@ fn tftp_service_step(
             description,
             target,
             format!(
-                "exists from an earlier run and is not needed ({why}): left; delete it with `kubectl -n {ns} delete service {}`",
-                tftp::SERVICE
+                "exists from an earlier run and is not needed ({why}): left; delete it with `{}`",
+                params
+                    .kubectl
+                    .cmd(Some(ns), &format!("delete service {}", tftp::SERVICE))
             ),
         )
     })

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
@@ -17,14 +16,17 @@ pub const SOURCE: &str = "uyuni.example.com";
 pub const NAMESPACE: &str = "uyuni";
 pub const RUN_ID: &str = "20261129180000";
 
-/// An unencrypted OpenSSH private key with a recognisable body.
+/// The test fixture key pair (made by `ssh-keygen`, not a real credential).
+const FIXTURE_KEY: &str = include_str!("../../../testdata/fixtures/ssh/id_ed25519");
+
+/// An unencrypted OpenSSH private key with a recognisable body: the fixture key with `marker` as
+/// its comment, so its public key is [`PUBLIC_KEY`] whatever the marker.
 pub fn private_key(marker: &str) -> String {
-    let mut raw = b"openssh-key-v1\0".to_vec();
-    raw.extend(4u32.to_be_bytes());
-    raw.extend(b"none");
-    raw.extend(marker.as_bytes());
-    let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
-    format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{b64}\n-----END OPENSSH PRIVATE KEY-----\n")
+    let mut key = ssh_key::PrivateKey::from_openssh(FIXTURE_KEY).expect("fixture key");
+    key.set_comment(marker);
+    key.to_openssh(ssh_key::LineEnding::LF)
+        .expect("encodes")
+        .to_string()
 }
 
 /// The source CA's password in the fixtures.
@@ -38,7 +40,7 @@ pub fn empty_cluster() -> Observed {
     o
 }
 
-pub const PUBLIC_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 root@admin\n";
+pub const PUBLIC_KEY: &str = include_str!("../../../testdata/fixtures/ssh/id_ed25519.pub");
 pub const KNOWN_HOSTS: &str = "uyuni.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5\n";
 
 fn file(path: &str, content: &str) -> Option<FileInput> {

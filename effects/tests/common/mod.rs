@@ -99,6 +99,7 @@ impl Progress for Recorder {
             ProgressEvent::JobLog { line, .. } => Ev::Log(line.to_owned()),
             ProgressEvent::JobFinished { succeeded, .. } => Ev::Finished(succeeded),
             ProgressEvent::Warning { message } => Ev::Warning(message.to_owned()),
+            e @ ProgressEvent::LogNotFollowed { .. } => Ev::Warning(e.render(&Default::default())),
             ProgressEvent::Retrying {
                 what, error, delay, ..
             } => Ev::Retrying(format!("{what} in {delay:?}: {error}")),

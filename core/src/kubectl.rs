@@ -1,0 +1,121 @@
+//! The `kubectl` command lines the tool prints for the user to run (in hints of errors, notes
+//! and the interruption message), built in one place so that each carries the kubeconfig,
+//! context and namespace the run used: a hint that drops them shows another cluster's or
+//! namespace's objects when pasted (`No resources found in default namespace`).
+
+use serde::Serialize;
+
+/// The connection flags of the run, as the user gave them. `None` where the user relied on
+/// kubectl's own default (KUBECONFIG, the current context): a pasted command then finds the same.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Kubectl {
+    pub kubeconfig: Option<String>,
+    pub context: Option<String>,
+}
+
+impl Kubectl {
+    /// No flags: the command lines of library messages rendered without a run's flags.
+    pub const BARE: Kubectl = Kubectl {
+        kubeconfig: None,
+        context: None,
+    };
+
+    /// `kubectl [--kubeconfig K] [--context C] [-n NS] ARGS`; `namespace` is `None` for
+    /// cluster-scoped commands. `args` is written as given (the caller's own words).
+    pub fn cmd(&self, namespace: Option<&str>, args: &str) -> String {
+        let mut out = String::from("kubectl");
+        if let Some(kubeconfig) = &self.kubeconfig {
+            out.push_str(" --kubeconfig ");
+            out.push_str(&shell_quote(kubeconfig));
+        }
+        if let Some(context) = &self.context {
+            out.push_str(" --context ");
+            out.push_str(&shell_quote(context));
+        }
+        if let Some(ns) = namespace {
+            out.push_str(" -n ");
+            out.push_str(&shell_quote(ns));
+        }
+        if !args.is_empty() {
+            out.push(' ');
+            out.push_str(args);
+        }
+        out
+    }
+}
+
+/// `value` as one shell word: as it is when it holds only characters no shell treats
+/// specially, otherwise in single quotes.
+fn shell_quote(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@=+,%".contains(c));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_commands_name_only_the_namespace() {
+        assert_eq!(
+            Kubectl::BARE.cmd(Some("uyuni"), "logs job/x"),
+            "kubectl -n uyuni logs job/x"
+        );
+        assert_eq!(
+            Kubectl::BARE.cmd(None, "cluster-info"),
+            "kubectl cluster-info"
+        );
+    }
+
+    #[test]
+    fn the_runs_flags_come_first_and_are_quoted_where_needed() {
+        let k = Kubectl {
+            kubeconfig: Some("/home/me/my clusters/prod.yaml".into()),
+            context: Some("prod-admin@prod".into()),
+        };
+        assert_eq!(
+            k.cmd(Some("uyuni"), "get jobs"),
+            "kubectl --kubeconfig '/home/me/my clusters/prod.yaml' --context prod-admin@prod -n uyuni get jobs"
+        );
+        let odd = Kubectl {
+            kubeconfig: None,
+            context: Some("it's".into()),
+        };
+        assert_eq!(odd.cmd(None, ""), r"kubectl --context 'it'\''s'");
+    }
+
+    #[test]
+    fn plan_errors_render_their_hints_with_the_flags() {
+        let err = crate::PlanError::NoExtractedData {
+            job: "uyuni-data-sync-1".into(),
+            namespace: "uyuni".into(),
+            detail: "empty".into(),
+        };
+        let k = Kubectl {
+            kubeconfig: Some("/k".into()),
+            context: Some("c".into()),
+        };
+        assert!(
+            err.render(&k).contains(
+                "`kubectl --kubeconfig /k --context c -n uyuni logs job/uyuni-data-sync-1`"
+            )
+        );
+        assert!(
+            err.to_string()
+                .contains("`kubectl -n uyuni logs job/uyuni-data-sync-1`")
+        );
+        let gone = crate::PlanError::NamespaceTerminating("uyuni".into());
+        assert!(
+            gone.render(&k)
+                .contains("`kubectl --kubeconfig /k --context c get namespace uyuni`"),
+            "cluster-scoped: no -n"
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! End to end, through the real `kubectl` against the simulated cluster: runs that are stopped
+//! by a signal, hints that carry the run's flags, and refusals before any write (an implicit
+//! `default` namespace, a mismatched SSH key pair, claims no StorageClass can provision).
+
+mod support;
+
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use support::{Env, NS, SOURCE, fixtures, name, ssh_flags, text};
+use uyuni_testdata::{JobScript, Scenario, SimConfig, scenarios};
+
+fn quick_migration() -> Scenario {
+    let mut s = scenarios::migration();
+    if let Some(job) = s.jobs.get_mut("data-sync") {
+        job.duration_ms = 400;
+    }
+    s
+}
+
+fn assert_nothing_written(env: &Env) {
+    let writes: Vec<String> = env
+        .sim
+        .request_log()
+        .iter()
+        .filter(|r| r.write)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(writes.is_empty(), "wrote before refusing: {writes:?}");
+}
+
+/// Starts a migration whose data-sync Job runs long, sends `signal` once the Job exists, and
+/// returns the run's output and the Job's name.
+fn interrupted(signal: &str) -> (Env, Output, String) {
+    let mut scenario = quick_migration();
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        job.duration_ms = 60_000;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let created = env.sim.job_created_channel("data-sync");
+    let child = env
+        .kubectl()
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["--context", "uyuni-sim", "-n", NS, "migrate", SOURCE])
+        .args(ssh_flags())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let job = created
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the data-sync Job is created");
+    // Let the run reach its wait for the Job.
+    std::thread::sleep(Duration::from_millis(500));
+    // kubectl execs its plugins, so the child's pid is the plugin's.
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    (env, out, job.name)
+}
+
+fn check_interrupted(signal: &str, code: i32) {
+    let (env, out, job) = interrupted(signal);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("interrupted by SIG{signal}"))
+            && stderr.contains(&format!("Job {job} was already started and keeps running")),
+        "{stderr}"
+    );
+    let prefix = format!(
+        "kubectl --kubeconfig {} --context uyuni-sim -n {NS}",
+        env.kubeconfig().display()
+    );
+    assert!(
+        stderr.contains(&format!("{prefix} logs -f job/{job}"))
+            && stderr.contains(&format!(
+                "{prefix} get jobs -l {}",
+                uyuni_core::labels::MANAGED_SELECTOR
+            )),
+        "the hints carry the run's flags:\n{stderr}"
+    );
+    let jobs = env.jobs_of("data-sync");
+    assert_eq!(jobs.len(), 1, "the Job is left in place");
+    assert_eq!(name(&jobs[0]), job);
+    assert!(
+        jobs[0]["status"]["succeeded"].is_null() && jobs[0]["status"]["failed"].is_null(),
+        "the Job is still running: {}",
+        jobs[0]["status"]
+    );
+}
+
+#[test]
+fn sigint_leaves_the_running_job_and_exits_130() {
+    check_interrupted("INT", 130);
+}
+
+#[test]
+fn sigterm_leaves_the_running_job_and_exits_143() {
+    check_interrupted("TERM", 143);
+}
+
+#[test]
+fn a_failed_jobs_hint_carries_kubeconfig_context_and_namespace() {
+    let mut scenario = quick_migration();
+    scenario.jobs.insert(
+        "data-sync".into(),
+        JobScript::fail(
+            12,
+            &["rsync error: error in rsync protocol data stream (code 12)"],
+        ),
+    );
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let out = env
+        .kubectl()
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["--context", "uyuni-sim", "-n", NS, "migrate", SOURCE])
+        .args(ssh_flags())
+        .output()
+        .expect("kubectl runs");
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    let job = name(&env.jobs_of("data-sync")[0]).to_owned();
+    assert!(
+        stderr.contains(&format!(
+            "`kubectl --kubeconfig {} --context uyuni-sim -n {NS} logs job/{job}`",
+            env.kubeconfig().display()
+        )),
+        "{stderr}"
+    );
+}
+
+/// `kubectl uyuni --kubeconfig K [EXTRA…] migrate SOURCE FLAGS…`, with no `-n` unless given.
+fn migrate_without_namespace(env: &Env, extra: &[&str]) -> Output {
+    env.kubectl()
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(extra)
+        .args(["migrate", SOURCE])
+        .args(ssh_flags())
+        .output()
+        .expect("kubectl runs")
+}
+
+#[test]
+fn an_implicit_default_namespace_is_refused_and_an_explicit_one_is_used() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        namespace: None,
+        ..SimConfig::default()
+    });
+    let out = migrate_without_namespace(&env, &[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("-n NAMESPACE") && stderr.contains("-n uyuni"),
+        "{stderr}"
+    );
+    assert_nothing_written(&env);
+
+    let out = migrate_without_namespace(&env, &["-n", "default"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        env.sim
+            .get("v1", "PersistentVolumeClaim", Some("default"), "var-pgsql")
+            .is_some()
+    );
+}
+
+#[test]
+fn a_public_key_of_another_pair_is_refused_before_any_write() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other = dir.path().join("other");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&other)
+        .status()
+        .expect("ssh-keygen runs");
+    assert!(made.success());
+    let other_pub = other.with_extension("pub").display().to_string();
+    let mut flags = ssh_flags();
+    let at = flags
+        .iter()
+        .position(|f| f == "--ssh-key-public")
+        .expect("flag");
+    flags[at + 1] = other_pub.clone();
+    let out = env.migrate(&flags);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    let private = fixtures().join("id_ed25519").display().to_string();
+    assert!(
+        stderr.contains(&format!("--ssh-key-private {private}"))
+            && stderr.contains(&format!("--ssh-key-public {other_pub}"))
+            && stderr.contains("not a key pair"),
+        "{stderr}"
+    );
+    assert_nothing_written(&env);
+}
+
+#[test]
+fn without_a_default_storage_class_the_run_is_refused_naming_the_classes() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        default_storage_class: false,
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("no default StorageClass")
+            && stderr.contains("--volumes-class")
+            && stderr.contains("local-path"),
+        "{stderr}"
+    );
+    assert_nothing_written(&env);
+
+    let mut flags = ssh_flags();
+    flags.extend(["--volumes-class".to_owned(), "fast".to_owned()]);
+    let out = env.migrate(&flags);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("StorageClass fast") && stderr.contains("local-path"),
+        "{stderr}"
+    );
+    assert_nothing_written(&env);
+}
+
+#[test]
+fn a_user_who_may_not_list_storage_classes_is_warned_not_blocked() {
+    let faults = uyuni_testdata::Faults {
+        errors: vec![uyuni_testdata::ErrorFault {
+            target: uyuni_testdata::FaultTarget {
+                verb: Some(uyuni_testdata::Verb::List),
+                resource: Some("storageclasses".into()),
+                name: None,
+            },
+            rate: 1.0,
+            status: 403,
+            retry_after_seconds: 0,
+        }],
+        ..Default::default()
+    };
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        faults,
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("warning: StorageClasses could not be listed"),
+        "{stderr}"
+    );
+    assert!(
+        env.sim
+            .request_log()
+            .iter()
+            .any(|r| r.resource.as_deref() == Some("storageclasses") && r.status == 403),
+        "the fault was hit"
+    );
+}
