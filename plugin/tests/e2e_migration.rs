@@ -871,7 +871,7 @@ fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     let hub = env
         .sim
-        .get("apps/v1", "Deployment", Some(NS), "uyuni-hub-xmlrpc-api")
+        .get("apps/v1", "Deployment", Some(NS), "hub-xmlrpc")
         .expect("hub");
     assert!(deployment_ready(&hub));
     let svc = env
