@@ -912,12 +912,12 @@ fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
         "db-credentials"
     );
     // As the chart sets it: the image mounts cgroup2 for systemd only then.
-    assert_eq!(
-        env_value("container").expect("container")["value"],
-        "oci"
-    );
+    assert_eq!(env_value("container").expect("container")["value"], "oci");
     let security = &container["securityContext"];
-    assert_eq!(security["capabilities"]["add"], serde_json::json!(["SYS_ADMIN"]));
+    assert_eq!(
+        security["capabilities"]["add"],
+        serde_json::json!(["SYS_ADMIN"])
+    );
     assert!(security["privileged"].is_null(), "{security}");
     let ports = container["ports"].as_array().expect("ports");
     assert!(ports.iter().all(|p| p["name"].is_null()), "{ports:?}");
