@@ -60,6 +60,14 @@ pub struct MigrateArgs {
     /// `--tftp-host-network`: the TFTP pod on its node's network instead of behind a
     /// LoadBalancer Service.
     pub tftp_host_network: bool,
+    /// `--server-privileged`: run the server container privileged (beyond the chart).
+    pub server_privileged: bool,
+    /// `--server-super-privileged`: the chart's `server.superPrivileged`.
+    pub server_super_privileged: bool,
+    /// `--server-selinux-type`: the chart's `server.selinuxType`.
+    pub server_selinux_type: Option<String>,
+    /// `--server-apparmor-profile`: the chart's `server.apparmorProfile`.
+    pub server_apparmor_profile: Option<String>,
     /// `--ingress`: auto, traefik, nginx or none.
     pub ingress: Option<String>,
     /// `--ingress-class`: the IngressClass to use instead of the detected one.
@@ -181,6 +189,31 @@ pub struct MigrateParams {
     /// The user's claim mounted at `/mirror` in the server; checked, never written.
     pub mirror_claim: Option<String>,
     pub tftp: TftpParams,
+    pub server_security: ServerSecurity,
+}
+
+/// How the server container is confined: the official chart's options
+/// (`containers/server-helm/templates/server.yaml`, `values.yaml` `server.superPrivileged`,
+/// `server.selinuxType`, `server.apparmorProfile`, tested in `tests/security_test.yaml`) and,
+/// beyond the chart, `privileged`.
+///
+/// The default is the chart's: capability `SYS_ADMIN` only (the image's
+/// `99-cgroupfs-mount.sh` mounts cgroup2 over `/sys/fs/cgroup`) with SELinux level `s0`. A
+/// privileged container is worse than it looks here: on containerd it gets no private cgroup
+/// namespace, so that cgroup2 mount shows the host's whole cgroup tree to the server's systemd.
+/// It stays available for clusters whose runtime or policy refuses the mount with `SYS_ADMIN`
+/// alone (for instance a seccomp or LSM profile that blocks `mount` and cannot be relaxed per
+/// pod), and only when asked for by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ServerSecurity {
+    /// `--server-privileged`.
+    pub privileged: bool,
+    /// SELinux type `spc_t` and AppArmor `Unconfined` (chart `server.superPrivileged`).
+    pub super_privileged: bool,
+    /// SELinux type of the container (chart `server.selinuxType`).
+    pub selinux_type: Option<String>,
+    /// A `Localhost` AppArmor profile (chart `server.apparmorProfile`).
+    pub apparmor_profile: Option<String>,
 }
 
 /// The TFTP server (the chart's `tftp.enable` and `tftp.hostNetwork`).
@@ -311,6 +344,14 @@ pub enum ParamsError {
         "--mirror-claim {0:?} is not a valid PersistentVolumeClaim name, or names a claim of the server's own volumes"
     )]
     MirrorClaim(String),
+    #[error(
+        "--server-super-privileged sets the SELinux type (spc_t) and AppArmor profile (Unconfined) itself: drop --server-selinux-type and --server-apparmor-profile, or --server-super-privileged"
+    )]
+    SuperPrivilegedWithProfile,
+    #[error(
+        "{flag} {value:?} is not a profile or type name (no spaces, quotes or control characters, at most 253 characters): fix {flag}"
+    )]
+    SecurityName { flag: &'static str, value: String },
     #[error(
         "--tftp-host-network places the TFTP server on its node's network, but --tftp=false turns TFTP off: drop one of them"
     )]
@@ -804,6 +845,7 @@ impl MigrateParams {
                 enabled: args.tftp,
                 host_network: args.tftp_host_network,
             },
+            server_security: resolve_server_security(args)?,
         })
     }
 
@@ -817,6 +859,41 @@ impl MigrateParams {
             PullSecret::Existing(name) => Some(name),
         }
     }
+}
+
+fn security_name(flag: &'static str, value: Option<&str>) -> Result<Option<String>, ParamsError> {
+    match value.map(str::trim) {
+        None => Ok(None),
+        Some(v)
+            if !v.is_empty()
+                && v.len() <= 253
+                && v.chars()
+                    .all(|c| c.is_ascii_graphic() && c != '"' && c != '\'' && c != '\\') =>
+        {
+            Ok(Some(v.to_owned()))
+        }
+        Some(v) => Err(ParamsError::SecurityName {
+            flag,
+            value: v.to_owned(),
+        }),
+    }
+}
+
+fn resolve_server_security(args: &MigrateArgs) -> Result<ServerSecurity, ParamsError> {
+    let selinux_type = security_name("--server-selinux-type", args.server_selinux_type.as_deref())?;
+    let apparmor_profile = security_name(
+        "--server-apparmor-profile",
+        args.server_apparmor_profile.as_deref(),
+    )?;
+    if args.server_super_privileged && (selinux_type.is_some() || apparmor_profile.is_some()) {
+        return Err(ParamsError::SuperPrivilegedWithProfile);
+    }
+    Ok(ServerSecurity {
+        privileged: args.server_privileged,
+        super_privileged: args.server_super_privileged,
+        selinux_type,
+        apparmor_profile,
+    })
 }
 
 #[cfg(test)]
@@ -1111,5 +1188,40 @@ pub(crate) mod tests {
         for bad in ["", "Gi", "0", "1.Gi", "-1Gi", "10 Gi", "1Gb", "abc"] {
             assert!(!is_storage_quantity(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_server_runs_as_the_chart_confines_it_unless_asked_otherwise() {
+        let plain = MigrateParams::from_args(&args()).expect("valid");
+        assert_eq!(plain.server_security, ServerSecurity::default());
+
+        let mut a = args();
+        a.server_privileged = true;
+        a.server_selinux_type = Some(" uyuni_container_t ".into());
+        a.server_apparmor_profile = Some("uyuni-server".into());
+        let p = MigrateParams::from_args(&a).expect("valid");
+        assert!(p.server_security.privileged);
+        assert_eq!(
+            p.server_security.selinux_type.as_deref(),
+            Some("uyuni_container_t")
+        );
+        assert_eq!(
+            p.server_security.apparmor_profile.as_deref(),
+            Some("uyuni-server")
+        );
+
+        let mut b = args();
+        b.server_super_privileged = true;
+        b.server_apparmor_profile = Some("uyuni-server".into());
+        assert!(matches!(
+            MigrateParams::from_args(&b),
+            Err(ParamsError::SuperPrivilegedWithProfile)
+        ));
+        let mut c = args();
+        c.server_selinux_type = Some("a b".into());
+        assert!(matches!(
+            MigrateParams::from_args(&c),
+            Err(ParamsError::SecurityName { .. })
+        ));
     }
 }

@@ -12,6 +12,7 @@
 //! routed by the ingress controller, which every `external` port here is. Its port is
 //! [`crate::builders::tftp::PORT`], shared by its container and its Service.
 
+use k8s_openapi::api::core::v1::ContainerPort;
 use serde::Serialize;
 
 use crate::builders::components;
@@ -63,7 +64,8 @@ impl Features {
 pub struct PortDef {
     /// The Service exposing it.
     pub service: &'static str,
-    /// The port's name on the Service and on the container.
+    /// The port's name on the Service (containers leave their ports unnamed, see
+    /// [`container_ports`]).
     pub name: &'static str,
     pub port: i32,
     pub protocol: Protocol,
@@ -263,6 +265,44 @@ pub fn of_component(component: &str, features: Features) -> Vec<PortDef> {
     out
 }
 
+/// The container ports of a component, unnamed as the official chart declares them
+/// (`containers/server-helm/templates/server.yaml`, `hub.yaml`: bare `containerPort`s).
+///
+/// Why no names: a catalogue name is the name of a port on its *Service* (`tomcat` and
+/// `taskomatic` both have a `jmx` and a `debug`, as the chart's `services.yaml` names them),
+/// and one container serves several Services, so the same name would appear twice in the
+/// server container, which the API server rejects (port names must be unique per container,
+/// `validateContainerPorts` in Kubernetes' `pkg/apis/core/validation/validation.go`). Nothing
+/// refers to a container port by name: every Service's `targetPort` and every probe use the
+/// number. A second, container-wide naming scheme would only be one more thing to keep
+/// unique; leaving them unnamed keeps the pods identical to the chart's.
+pub fn container_ports(component: &str, features: Features) -> Vec<ContainerPort> {
+    of_component(component, features)
+        .into_iter()
+        .map(|p| ContainerPort {
+            container_port: p.port,
+            protocol: Some(p.protocol.as_str().to_owned()),
+            ..ContainerPort::default()
+        })
+        .collect()
+}
+
+/// Whether `name` is an IANA service name as Kubernetes accepts it for a port
+/// (`IsValidPortName`, `k8s.io/apimachinery/pkg/util/validation/validation.go`): at most 15
+/// characters, lowercase alphanumerics and '-', at least one letter, no '-' at either end and
+/// no two in a row.
+pub fn is_iana_svc_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 15
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name.bytes().any(|b| b.is_ascii_lowercase())
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +324,100 @@ mod tests {
             assert!(names.iter().all(|n| n.len() <= 15), "IANA port names");
         }
         assert_eq!(of_component(components::DB, ALL).len(), 1);
+    }
+
+    /// Every combination of the features.
+    fn all_features() -> Vec<Features> {
+        let mut out = Vec::new();
+        for debug in [false, true] {
+            for hub in [false, true] {
+                out.push(Features { debug, hub });
+            }
+        }
+        out
+    }
+
+    fn components_of_catalogue() -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for p in CATALOGUE {
+            if !out.contains(&p.component) {
+                out.push(p.component);
+            }
+        }
+        out
+    }
+
+    /// What a real API server checks on a pod's ports and a Service's ports: named ports have
+    /// unique IANA names, per container and per Service, for every feature combination.
+    #[test]
+    fn every_named_port_is_unique_and_an_iana_name_per_container_and_per_service() {
+        for features in all_features() {
+            for component in components_of_catalogue() {
+                let ports = container_ports(component, features);
+                let mut names: Vec<&str> = ports.iter().filter_map(|p| p.name.as_deref()).collect();
+                assert!(
+                    names.iter().all(|n| is_iana_svc_name(n)),
+                    "{component} {features:?}: {names:?}"
+                );
+                let count = names.len();
+                names.sort_unstable();
+                names.dedup();
+                assert_eq!(
+                    names.len(),
+                    count,
+                    "{component} {features:?}: duplicate port names"
+                );
+                let mut numbers: Vec<(i32, Option<String>)> = ports
+                    .iter()
+                    .map(|p| (p.container_port, p.protocol.clone()))
+                    .collect();
+                let count = numbers.len();
+                numbers.sort_unstable();
+                numbers.dedup();
+                assert_eq!(
+                    numbers.len(),
+                    count,
+                    "{component} {features:?}: duplicate ports"
+                );
+            }
+            for service in services(features) {
+                let ports = of_service(service, features);
+                assert!(
+                    ports.iter().all(|p| is_iana_svc_name(p.name)),
+                    "{service} {features:?}"
+                );
+                let mut names: Vec<&str> = ports.iter().map(|p| p.name).collect();
+                names.sort_unstable();
+                names.dedup();
+                assert_eq!(names.len(), ports.len(), "{service} {features:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn iana_service_names_are_checked_as_kubernetes_does() {
+        for good in [
+            "http",
+            "node-exporter",
+            "jmx",
+            "a1",
+            "x-1-y",
+            "abcdefghijklmno",
+        ] {
+            assert!(is_iana_svc_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "1234",
+            "-http",
+            "http-",
+            "a--b",
+            "HTTP",
+            "web_ui",
+            "abcdefghijklmnop",
+        ] {
+            assert!(!is_iana_svc_name(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -487,6 +487,29 @@ pub struct MigrateCmd {
     #[arg(long, help_heading = "TFTP")]
     pub tftp_host_network: bool,
 
+    /// Run the server container privileged instead of with capability SYS_ADMIN only (the
+    /// official chart's default). Only for clusters whose runtime or policy refuses the
+    /// image's cgroup2 mount otherwise: a privileged container gets no private cgroup
+    /// namespace on containerd, so the server then sees the host's whole cgroup tree.
+    #[arg(long, help_heading = "Server security")]
+    pub server_privileged: bool,
+
+    /// SELinux type spc_t and AppArmor Unconfined for the server container (the chart's
+    /// server.superPrivileged), for hosts whose SELinux or AppArmor policy blocks systemd in
+    /// a container.
+    #[arg(long, help_heading = "Server security", conflicts_with_all = ["server_selinux_type", "server_apparmor_profile"])]
+    pub server_super_privileged: bool,
+
+    /// SELinux type of the server container (the chart's server.selinuxType), for example a
+    /// policy module's uyuni_container_t.
+    #[arg(long, value_name = "TYPE", help_heading = "Server security")]
+    pub server_selinux_type: Option<String>,
+
+    /// AppArmor profile loaded on the nodes for the server container (the chart's
+    /// server.apparmorProfile, type Localhost).
+    #[arg(long, value_name = "PROFILE", help_heading = "Server security")]
+    pub server_apparmor_profile: Option<String>,
+
     /// Ingress controller to expose the server through: auto (the cluster's default
     /// IngressClass), traefik, nginx or none.
     #[arg(long, value_name = "CONTROLLER", help_heading = "Networking")]

@@ -293,3 +293,47 @@ fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
         );
     }
 }
+
+/// The confinement flags reach the server Deployment; the default is the chart's.
+#[test]
+fn the_server_confinement_flags_reach_the_server_deployment() {
+    let env = env();
+    let server_security = |extra: &[&str]| {
+        let mut args = vec!["--dry-run", "-o", "yaml"];
+        args.extend_from_slice(extra);
+        let out = migrate(&env, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let yaml = stdout(&out);
+        let start = yaml
+            .find("kind: Deployment\nmetadata:\n  labels:\n    app.kubernetes.io/component: server")
+            .expect("the server Deployment");
+        let rest = &yaml[start..];
+        let end = rest.find("\n---").unwrap_or(rest.len());
+        rest[..end].to_owned()
+    };
+    let plain = server_security(&[]);
+    assert!(plain.contains("- SYS_ADMIN"), "{plain}");
+    assert!(!plain.contains("privileged: true"), "{plain}");
+    let privileged = server_security(&["--server-privileged"]);
+    assert!(privileged.contains("privileged: true"), "{privileged}");
+    let superp = server_security(&["--server-super-privileged"]);
+    assert!(
+        superp.contains("type: spc_t") && superp.contains("type: Unconfined"),
+        "{superp}"
+    );
+    let out = migrate(
+        &env,
+        &[
+            "--dry-run",
+            "--server-super-privileged",
+            "--server-selinux-type",
+            "x_t",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--server-selinux-type"),
+        "{}",
+        stderr(&out)
+    );
+}

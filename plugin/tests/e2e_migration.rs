@@ -871,7 +871,7 @@ fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     let hub = env
         .sim
-        .get("apps/v1", "Deployment", Some(NS), "uyuni-hub-xmlrpc-api")
+        .get("apps/v1", "Deployment", Some(NS), "hub-xmlrpc")
         .expect("hub");
     assert!(deployment_ready(&hub));
     let svc = env
@@ -911,10 +911,16 @@ fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
         env_value("MANAGER_PASS").expect("pass")["valueFrom"]["secretKeyRef"]["name"],
         "db-credentials"
     );
-    assert!(
-        env_value("container").is_none(),
-        "never override `container`"
+    // As the chart sets it: the image mounts cgroup2 for systemd only then.
+    assert_eq!(env_value("container").expect("container")["value"], "oci");
+    let security = &container["securityContext"];
+    assert_eq!(
+        security["capabilities"]["add"],
+        serde_json::json!(["SYS_ADMIN"])
     );
+    assert!(security["privileged"].is_null(), "{security}");
+    let ports = container["ports"].as_array().expect("ports");
+    assert!(ports.iter().all(|p| p["name"].is_null()), "{ports:?}");
     assert!(container["startupProbe"]["failureThreshold"].as_i64() >= Some(8640));
     validate_written(&env.sim);
 }

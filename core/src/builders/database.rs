@@ -7,9 +7,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, KeyToPath, PodSecurityContext,
-    PodSpec, PodTemplateSpec, Probe, Secret, SecretKeySelector, SecretVolumeSource,
-    SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    Container, EnvVar, EnvVarSource, ExecAction, KeyToPath, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, Secret, SecretKeySelector, SecretVolumeSource, SecurityContext,
+    Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -136,21 +136,97 @@ fn db_env(timezone: &str) -> Vec<EnvVar> {
     ]
 }
 
-/// `pg_isready` against TCP on localhost: false while the image's upgrade hooks run with the
+/// The DB image's own health check (`containers/server-postgresql-image/root/usr/bin/
+/// healthcheck.sh`): it fails while `/run/postgresql/upgrade_in_progress` marks the image's
+/// start-up and upgrade hooks, when the data volume is fuller than `DISKTHRESHOLD` (95%), and
+/// when `pg_isready` fails. Older images do not ship it.
+pub const DB_HEALTHCHECK: &str = "/usr/bin/healthcheck.sh";
+
+/// `pg_isready` against TCP on localhost: false while older images' upgrade hooks run with the
 /// server on the Unix socket only (images-today §B.3), true once clients can connect.
-fn pg_isready(period: i32, failures: i32) -> Probe {
+pub const PG_ISREADY: &str = "pg_isready -h localhost -p 5432";
+
+/// The readiness and startup check: the image's health check where the image has one, so
+/// `db` is not ready (and the migration-SQL Job does not start) while its hooks still run;
+/// `pg_isready` on images without it.
+pub fn db_health_script() -> String {
+    format!("if [ -x {DB_HEALTHCHECK} ]; then exec {DB_HEALTHCHECK}; else exec {PG_ISREADY}; fi")
+}
+
+fn probe(command: Vec<String>, period: i32, failures: i32) -> Probe {
     Probe {
         exec: Some(ExecAction {
-            command: Some(
-                ["pg_isready", "-h", "localhost", "-p", "5432"]
-                    .map(str::to_owned)
-                    .to_vec(),
-            ),
+            command: Some(command),
         }),
         period_seconds: Some(period),
         timeout_seconds: Some(5),
         failure_threshold: Some(failures),
         ..Probe::default()
+    }
+}
+
+fn db_health(period: i32, failures: i32) -> Probe {
+    probe(
+        vec!["bash".to_owned(), "-c".to_owned(), db_health_script()],
+        period,
+        failures,
+    )
+}
+
+/// Liveness stays `pg_isready`: the image's check also fails on a full disk, and a restart
+/// loop frees no space; PostgreSQL answering is what liveness means.
+fn pg_isready(period: i32, failures: i32) -> Probe {
+    probe(
+        PG_ISREADY.split(' ').map(str::to_owned).collect(),
+        period,
+        failures,
+    )
+}
+
+/// The `cert-reload` container's loop (see the script's own comment).
+pub const CERT_RELOAD_SCRIPT: &str = include_str!("../scripts/cert_reload.sh");
+pub const CERT_RELOAD_CONTAINER: &str = "cert-reload";
+
+/// A small container beside PostgreSQL that reloads it when the kubelet updates the files of
+/// Secret `db-cert` (cert-manager renews it, by default every 60 of its 90 days): PostgreSQL
+/// reads its certificate only at start and on SIGHUP. It runs the DB image (its `pg_ctl`) as
+/// postgres with the data directory read-only, for `postmaster.pid`; the pod shares one process
+/// namespace so that the PID there is the server's. Nothing here needs a password.
+fn cert_reload(params: &MigrateParams, cert_mount: &VolumeMount) -> Container {
+    let watched = [
+        scripts::DB_TLS_CERT_FILE,
+        scripts::DB_TLS_KEY_FILE,
+        scripts::DB_TLS_CA_FILE,
+    ]
+    .join(" ");
+    let id = i64::from(scripts::POSTGRES_UID);
+    Container {
+        name: CERT_RELOAD_CONTAINER.to_owned(),
+        image: Some(params.image.database.clone()),
+        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        command: Some(vec![
+            "bash".to_owned(),
+            "-c".to_owned(),
+            CERT_RELOAD_SCRIPT.to_owned(),
+        ]),
+        env: Some(vec![
+            env("UYUNI_CERT_FILES", &watched),
+            env("PGDATA", scripts::PGDATA),
+            env("UYUNI_CERT_POLL_SECONDS", "60"),
+        ]),
+        security_context: Some(SecurityContext {
+            run_as_user: Some(id),
+            run_as_group: Some(id),
+            ..SecurityContext::default()
+        }),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                read_only: Some(true),
+                ..super::mount(volumes::DATABASE_VOLUME, scripts::PGDATA)
+            },
+            cert_mount.clone(),
+        ]),
+        ..Container::default()
     }
 }
 
@@ -246,24 +322,17 @@ fn data_permissions(params: &MigrateParams) -> Container {
 /// The `db` Deployment (chart `db.yaml`, reference §7.2 with its R fixes: created on migration,
 /// probes, container port, the migrated credentials).
 pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) -> Deployment {
-    let ports = ports::of_component(components::DB, ports::Features::default())
-        .into_iter()
-        .map(|p| ContainerPort {
-            name: Some(p.name.to_owned()),
-            container_port: p.port,
-            protocol: Some(p.protocol.as_str().to_owned()),
-            ..ContainerPort::default()
-        })
-        .collect();
+    let ports = ports::container_ports(components::DB, ports::Features::default());
     let (cert_volume, cert_mount) = db_cert_volume();
+    let reload = cert_reload(params, &cert_mount);
     let container = Container {
         name: "db".to_owned(),
         image: Some(params.image.database.clone()),
         image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
         env: Some(db_env(&data.timezone)),
         ports: Some(ports),
-        startup_probe: Some(pg_isready(10, DB_STARTUP_SECONDS / 10)),
-        readiness_probe: Some(pg_isready(10, 3)),
+        startup_probe: Some(db_health(10, DB_STARTUP_SECONDS / 10)),
+        readiness_probe: Some(db_health(10, 3)),
         liveness_probe: Some(pg_isready(30, 5)),
         volume_mounts: Some(vec![
             super::mount(volumes::DATABASE_VOLUME, scripts::PGDATA),
@@ -298,7 +367,9 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
                     // A clean shutdown spares the next start a crash recovery.
                     termination_grace_period_seconds: Some(120),
                     init_containers: Some(vec![data_permissions(params)]),
-                    containers: vec![container],
+                    // For the cert-reload container's `pg_ctl reload`.
+                    share_process_namespace: Some(true),
+                    containers: vec![container, reload],
                     volumes: Some(vec![
                         super::pvc_volume(volumes::DATABASE_VOLUME, claim),
                         cert_volume,

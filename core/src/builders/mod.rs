@@ -74,7 +74,8 @@ pub mod components {
     pub const DB: &str = "db";
     pub const TLS: &str = "tls";
     pub const HUB_XMLRPC: &str = "hub-xmlrpc";
-    pub const COCO: &str = "coco";
+    /// The chart's `coco.yaml` says `coco-attestation`.
+    pub const COCO: &str = "coco-attestation";
     pub const TFTP: &str = "tftp";
 }
 

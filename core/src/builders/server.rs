@@ -4,9 +4,10 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction,
-    HTTPGetAction, Lifecycle, LifecycleHandler, PodSpec, Probe, SELinuxOptions, SecretVolumeSource,
-    SecurityContext, TCPSocketAction, Volume, VolumeMount,
+    AppArmorProfile, Capabilities, ConfigMapProjection, Container, EmptyDirVolumeSource, EnvVar,
+    ExecAction, HTTPGetAction, KeyToPath, Lifecycle, LifecycleHandler, PodSpec, Probe,
+    ProjectedVolumeSource, SELinuxOptions, SecretVolumeSource, SecurityContext, TCPSocketAction,
+    Volume, VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -15,32 +16,89 @@ use crate::builders::database::secret_env;
 use crate::builders::job::env;
 use crate::builders::{components, config_map_volume, deployment, mount, names, pvc_volume};
 use crate::observed::ExtractedData;
-use crate::params::MigrateParams;
+use crate::params::{MigrateParams, ServerSecurity};
 use crate::ports::{self, Features};
 use crate::volumes::VolumeRole;
 
 pub const SERVER_DEPLOYMENT: &str = "uyuni";
-pub const HUB_DEPLOYMENT: &str = "uyuni-hub-xmlrpc-api";
-pub const COCO_DEPLOYMENT: &str = "uyuni-coco-attestation";
+/// The chart's names (`containers/server-helm/templates/hub.yaml`, `coco.yaml`).
+pub const HUB_DEPLOYMENT: &str = "hub-xmlrpc";
+pub const COCO_DEPLOYMENT: &str = "coco-attestation";
 
-/// The server's pod security, in one place (images-today §E.5 #5, uncertain): the image runs
-/// systemd, and its `99-cgroupfs-mount.sh` mounts cgroup2 over the emptyDir at `/sys/fs/cgroup`,
-/// which needs mount privileges. The safe side for a server that must start is a privileged
-/// container, as the old reference effectively required; tighten it here once the image's
-/// needs are verified.
-pub const SERVER_PRIVILEGED: bool = true;
+/// The server container's security context, as the official chart writes it
+/// (`containers/server-helm/templates/server.yaml`, `tests/security_test.yaml`): capability
+/// `SYS_ADMIN`, which the image's `99-cgroupfs-mount.sh` needs to mount cgroup2 over the
+/// emptyDir at `/sys/fs/cgroup` for systemd, and SELinux level `s0`; `superPrivileged` adds
+/// type `spc_t` and AppArmor `Unconfined`, else the chosen SELinux type and `Localhost`
+/// AppArmor profile. Privileged only when asked for ([`ServerSecurity`] says why).
+pub fn server_security_context(security: &ServerSecurity) -> SecurityContext {
+    let selinux_type = if security.super_privileged {
+        Some("spc_t".to_owned())
+    } else {
+        security.selinux_type.clone()
+    };
+    let apparmor = if security.super_privileged {
+        Some(AppArmorProfile {
+            type_: "Unconfined".to_owned(),
+            ..AppArmorProfile::default()
+        })
+    } else {
+        security
+            .apparmor_profile
+            .as_ref()
+            .map(|profile| AppArmorProfile {
+                type_: "Localhost".to_owned(),
+                localhost_profile: Some(profile.clone()),
+            })
+    };
+    SecurityContext {
+        privileged: security.privileged.then_some(true),
+        capabilities: Some(Capabilities {
+            add: Some(vec!["SYS_ADMIN".to_owned()]),
+            ..Capabilities::default()
+        }),
+        se_linux_options: Some(SELinuxOptions {
+            level: Some("s0".to_owned()),
+            type_: selinux_type,
+            ..SELinuxOptions::default()
+        }),
+        app_armor_profile: apparmor,
+        ..SecurityContext::default()
+    }
+}
 
 /// The first start after a migration reindexes and updates the schema before the server is up
 /// (images-today §A.4): the startup probe allows a day, practically unlimited.
 pub const STARTUP_SECONDS: i32 = 24 * 3600;
 
-/// Where the server finds the CA (images-today §A.7).
-const CA_PATHS: &[&str] = &[
-    "/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT",
+/// Where the server finds the CA outside its trust anchors (images-today §A.7), as single files
+/// from ConfigMap `uyuni-ca`, as the chart mounts them. A subPath never follows a change, and
+/// that is acceptable for these two only: the CA is the source's, which cert-manager does not
+/// renew (it renews the certificates the CA issues). The server image's
+/// `15-setup-trust-store.sh` copies the anchors' CA to the salt path at every start.
+const CA_FILE_PATHS: &[&str] = &[
     "/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT",
     "/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT",
 ];
-const DB_CA_PATH: &str = "/etc/pki/trust/anchors/DB-RHN-ORG-TRUSTED-SSL-CERT";
+/// The trust anchors directory: a projected volume of the two CA ConfigMaps and the optional
+/// `custom-cas`, as the chart's `trust-anchors` volume, so a changed CA reaches the files.
+pub const TRUST_ANCHORS_DIR: &str = "/etc/pki/trust/anchors";
+pub const LOCAL_CA_FILE: &str = "LOCAL-RHN-ORG-TRUSTED-SSL-CERT";
+pub const DB_CA_FILE: &str = "DB-RHN-ORG-TRUSTED-SSL-CERT";
+/// The chart's optional ConfigMap of more CAs to trust.
+pub const CUSTOM_CAS_CONFIG_MAP: &str = "custom-cas";
+
+/// The server certificate and key, where the image and the services inside it read them
+/// (`/etc/pki/tls/certs/spacewalk.crt`, `/etc/pki/tls/private/spacewalk.key`, the chart's
+/// `tls` volume items). Each directory is a volume of Secret `uyuni-cert` of its own, never a
+/// subPath: the kubelet swaps a whole Secret volume when cert-manager renews the Secret, while
+/// a subPath mount keeps the first file for the life of the pod. The chart mounts the Secret
+/// over all of `/etc/pki`, so the image needs nothing else in these two directories; one
+/// volume per directory hides less of `/etc/pki` than that.
+pub const TLS_CERT_DIR: &str = "/etc/pki/tls/certs";
+pub const TLS_KEY_DIR: &str = "/etc/pki/tls/private";
+pub const TLS_CERT_FILE: &str = "spacewalk.crt";
+pub const TLS_KEY_FILE: &str = "spacewalk.key";
 
 fn sub_path(name: &str, path: &str, key: &str) -> VolumeMount {
     VolumeMount {
@@ -49,6 +107,59 @@ fn sub_path(name: &str, path: &str, key: &str) -> VolumeMount {
         sub_path: Some(key.to_owned()),
         read_only: Some(true),
         ..VolumeMount::default()
+    }
+}
+
+/// A read-only volume of one key of Secret `uyuni-cert`, as `file`.
+fn tls_volume(name: &str, key: &str, file: &str, mode: i32) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(names::SERVER_CERT_SECRET.to_owned()),
+            items: Some(vec![KeyToPath {
+                key: key.to_owned(),
+                path: file.to_owned(),
+                mode: Some(mode),
+            }]),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+fn read_only(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        read_only: Some(true),
+        ..mount(name, path)
+    }
+}
+
+fn trust_anchors_volume() -> Volume {
+    let config_map = |name: &str, file: Option<&str>, optional: Option<bool>| VolumeProjection {
+        config_map: Some(ConfigMapProjection {
+            name: name.to_owned(),
+            items: file.map(|f| {
+                vec![KeyToPath {
+                    key: "ca.crt".to_owned(),
+                    path: f.to_owned(),
+                    mode: None,
+                }]
+            }),
+            optional,
+        }),
+        ..VolumeProjection::default()
+    };
+    Volume {
+        name: "trust-anchors".to_owned(),
+        projected: Some(ProjectedVolumeSource {
+            default_mode: Some(0o644),
+            sources: Some(vec![
+                config_map(names::CA_CONFIG_MAP, Some(LOCAL_CA_FILE), None),
+                config_map(names::DB_CA_CONFIG_MAP, Some(DB_CA_FILE), None),
+                config_map(CUSTOM_CAS_CONFIG_MAP, None, Some(true)),
+            ]),
+        }),
+        ..Volume::default()
     }
 }
 
@@ -85,9 +196,13 @@ pub fn hub_replicas(params: &MigrateParams, data: &ExtractedData) -> i32 {
 }
 
 /// The environment the image reads (images-today §E.3); setup is skipped on migrated data, so
-/// the admin and SCC variables are not needed. `container` is never set.
+/// the admin and SCC variables are not needed. `container=oci` as the chart sets it
+/// (`containers/server-helm/templates/server.yaml`): the image's
+/// `docker-entrypoint-init.d/99-cgroupfs-mount.sh` mounts cgroup2 over `/sys/fs/cgroup` only
+/// when it is set, and systemd does not start without that mount.
 fn server_env(data: &ExtractedData, fqdn: &str) -> Vec<EnvVar> {
     vec![
+        env("container", "oci"),
         env("TZ", &data.timezone),
         env("UYUNI_HOSTNAME", fqdn),
         env("UYUNI_FQDN", fqdn),
@@ -130,36 +245,21 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
         .iter()
         .map(|v| mount(&v.name, v.mount_path.trim_end_matches('/')))
         .collect();
-    // Distinct names for the CA ConfigMap volumes (D09).
+    // Distinct volume names for the CA ConfigMaps (D09).
     volumes.push(config_map_volume("uyuni-ca", names::CA_CONFIG_MAP));
-    volumes.push(config_map_volume("db-ca", names::DB_CA_CONFIG_MAP));
-    // The server certificate as single files: a Secret volume at /etc/pki would hide the
-    // image's trust store (D36).
-    volumes.push(Volume {
-        name: "tls".to_owned(),
-        secret: Some(SecretVolumeSource {
-            secret_name: Some(names::SERVER_CERT_SECRET.to_owned()),
-            default_mode: Some(0o400),
-            ..SecretVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
+    volumes.push(trust_anchors_volume());
+    // Not a Secret volume over all of /etc/pki (D36): one per directory that holds renewable
+    // material, so the rest of the image's /etc/pki stays.
+    volumes.push(tls_volume("tls-cert", "tls.crt", TLS_CERT_FILE, 0o444));
+    volumes.push(tls_volume("tls-key", "tls.key", TLS_KEY_FILE, 0o400));
     volumes.push(empty_dir("run", Some("256Mi")));
     volumes.push(empty_dir("cgroup", None));
-    for path in CA_PATHS {
+    for path in CA_FILE_PATHS {
         mounts.push(sub_path("uyuni-ca", path, "ca.crt"));
     }
-    mounts.push(sub_path("db-ca", DB_CA_PATH, "ca.crt"));
-    mounts.push(sub_path(
-        "tls",
-        "/etc/pki/tls/certs/spacewalk.crt",
-        "tls.crt",
-    ));
-    mounts.push(sub_path(
-        "tls",
-        "/etc/pki/tls/private/spacewalk.key",
-        "tls.key",
-    ));
+    mounts.push(read_only("trust-anchors", TRUST_ANCHORS_DIR));
+    mounts.push(read_only("tls-cert", TLS_CERT_DIR));
+    mounts.push(read_only("tls-key", TLS_KEY_DIR));
     mounts.push(mount("run", "/run"));
     mounts.push(mount("cgroup", "/sys/fs/cgroup"));
     let mut environment = server_env(data, fqdn);
@@ -170,15 +270,7 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
         environment.push(env("MIRROR_PATH", MIRROR_PATH));
     }
 
-    let container_ports = ports::of_component(components::SERVER, features)
-        .into_iter()
-        .map(|p| ContainerPort {
-            name: Some(p.name.to_owned()),
-            container_port: p.port,
-            protocol: Some(p.protocol.as_str().to_owned()),
-            ..ContainerPort::default()
-        })
-        .collect();
+    let container_ports = ports::container_ports(components::SERVER, features);
     let container = Container {
         name: "uyuni".to_owned(),
         image: Some(params.image.server.clone()),
@@ -218,18 +310,7 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
             }),
             ..Lifecycle::default()
         }),
-        security_context: Some(SecurityContext {
-            privileged: Some(SERVER_PRIVILEGED),
-            capabilities: Some(Capabilities {
-                add: Some(vec!["NET_RAW".to_owned()]),
-                ..Capabilities::default()
-            }),
-            se_linux_options: Some(SELinuxOptions {
-                level: Some("s0".to_owned()),
-                ..SELinuxOptions::default()
-            }),
-            ..SecurityContext::default()
-        }),
+        security_context: Some(server_security_context(&params.server_security)),
         ..Container::default()
     };
     deployment(
@@ -262,7 +343,7 @@ fn tcp_probe(port: i32, period: i32, failures: i32) -> Probe {
 /// The hub XML-RPC API (reference §7.3, with the replicas asked for, D48).
 pub fn hub_deployment(params: &MigrateParams, replicas: i32) -> Deployment {
     let container = Container {
-        name: "hub-xmlrpc-api".to_owned(),
+        name: "hub-xmlrpc".to_owned(),
         image: Some(params.image.hub_xmlrpc.clone()),
         image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
         env: Some(vec![
@@ -271,23 +352,13 @@ pub fn hub_deployment(params: &MigrateParams, replicas: i32) -> Deployment {
             env("HUB_REQUEST_TIMEOUT", "10"),
             env("HUB_CONNECT_USING_SSL", "false"),
         ]),
-        ports: Some(
-            ports::of_component(
-                components::HUB_XMLRPC,
-                Features {
-                    debug: false,
-                    hub: true,
-                },
-            )
-            .into_iter()
-            .map(|p| ContainerPort {
-                name: Some(p.name.to_owned()),
-                container_port: p.port,
-                protocol: Some(p.protocol.as_str().to_owned()),
-                ..ContainerPort::default()
-            })
-            .collect(),
-        ),
+        ports: Some(ports::container_ports(
+            components::HUB_XMLRPC,
+            Features {
+                debug: false,
+                hub: true,
+            },
+        )),
         readiness_probe: Some(tcp_probe(ports::HUB_XMLRPC_PORT, 10, 3)),
         liveness_probe: Some(tcp_probe(ports::HUB_XMLRPC_PORT, 30, 5)),
         ..Container::default()
@@ -307,7 +378,9 @@ pub fn hub_deployment(params: &MigrateParams, replicas: i32) -> Deployment {
 /// The confidential computing attestation (reference §7.4).
 pub fn coco_deployment(params: &MigrateParams, data: &ExtractedData) -> Deployment {
     let container = Container {
-        name: "coco".to_owned(),
+        // The chart names this container `hub-xmlrpc`, a copy of hub.yaml's; ours says what
+        // it runs.
+        name: "coco-attestation".to_owned(),
         image: Some(params.image.coco.clone()),
         image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
         env: Some(vec![
