@@ -262,7 +262,8 @@ fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
 }
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
@@ -364,7 +365,8 @@ fn matches_label_key_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
-/// `IsQualifiedName` / `content.IsLabelKey`.
+/// `IsQualifiedName` as released up to 1.33 (newer releases moved it to
+/// `content.IsLabelKey` and say "a valid label key" where this says "a qualified name").
 pub fn qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let name_err = regex_error(
@@ -390,7 +392,7 @@ pub fn qualified_name(value: &str) -> Vec<String> {
         }
         _ => {
             return vec![format!(
-                "a valid label key {name_err} with an optional DNS subdomain prefix and '/' \
+                "a qualified name {name_err} with an optional DNS subdomain prefix and '/' \
                  (e.g. 'example.com/MyName')"
             )];
         }
@@ -588,7 +590,13 @@ fn go_string_map(v: &Value) -> String {
             entries.sort_by(|a, b| a.0.cmp(b.0));
             let parts: Vec<String> = entries
                 .iter()
-                .map(|(k, v)| format!("{}:{}", go_quote(k), go_quote(v.as_str().unwrap_or_default())))
+                .map(|(k, v)| {
+                    format!(
+                        "{}:{}",
+                        go_quote(k),
+                        go_quote(v.as_str().unwrap_or_default())
+                    )
+                })
                 .collect();
             format!("map[string]string{{{}}}", parts.join(", "))
         }
@@ -793,7 +801,10 @@ fn volumes(vols: &[Value], path: &str, errs: &mut Errs) -> Vec<String> {
             invalid_each(&mut el, &name_path, name, dns1123_label(name));
         }
         if names.iter().any(|n| n == name) {
-            el.push(FieldError::duplicate(&name_path, Bad::Str(name.to_string())));
+            el.push(FieldError::duplicate(
+                &name_path,
+                Bad::Str(name.to_string()),
+            ));
         }
         if el.is_empty() {
             names.push(name.to_string());
@@ -837,7 +848,11 @@ fn container_ports(ports: &[Value], path: &str, errs: &mut Errs) {
         }
         if let Some(n) = port["hostPort"].as_i64().filter(|n| *n != 0) {
             for m in port_num(n) {
-                errs.push(FieldError::invalid(format!("{idx}.hostPort"), Bad::Int(n), &m));
+                errs.push(FieldError::invalid(
+                    format!("{idx}.hostPort"),
+                    Bad::Int(n),
+                    &m,
+                ));
             }
         }
         if let Some(p) = s(port, "protocol")
@@ -874,10 +889,15 @@ fn env(vars: &[Value], path: &str, opts: &Options, errs: &mut Errs) {
             continue;
         };
         let from_path = format!("{idx}.valueFrom");
-        let sources = ["fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef"]
-            .iter()
-            .filter(|k| from.get(**k).is_some_and(|v| !v.is_null()))
-            .count();
+        let sources = [
+            "fieldRef",
+            "resourceFieldRef",
+            "configMapKeyRef",
+            "secretKeyRef",
+        ]
+        .iter()
+        .filter(|k| from.get(**k).is_some_and(|v| !v.is_null()))
+        .count();
         let empty = Bad::Str(String::new());
         if sources == 0 {
             errs.push(FieldError::invalid(
@@ -1136,7 +1156,11 @@ fn restart_policy(spec: &Value) -> &str {
 /// `ValidatePodTemplateSpec`: template labels and annotations are reported at
 /// `template.labels` / `template.annotations` (no `metadata`), as upstream does.
 fn pod_template(template: &Value, path: &str, opts: &Options, errs: &mut Errs) {
-    labels(&template["metadata"]["labels"], &format!("{path}.labels"), errs);
+    labels(
+        &template["metadata"]["labels"],
+        &format!("{path}.labels"),
+        errs,
+    );
     annotations(
         &template["metadata"]["annotations"],
         &format!("{path}.annotations"),
@@ -1147,7 +1171,11 @@ fn pod_template(template: &Value, path: &str, opts: &Options, errs: &mut Errs) {
 
 /// `ValidateLabelSelector`: the labels it matches must be valid labels.
 fn label_selector(selector: &Value, path: &str, errs: &mut Errs) {
-    labels(&selector["matchLabels"], &format!("{path}.matchLabels"), errs);
+    labels(
+        &selector["matchLabels"],
+        &format!("{path}.matchLabels"),
+        errs,
+    );
     for (i, e) in arr(selector, "matchExpressions").iter().enumerate() {
         let idx = format!("{path}.matchExpressions[{i}]");
         let op = s(e, "operator").unwrap_or_default();
@@ -1201,7 +1229,9 @@ fn deployment(obj: &Value, opts: &Options, errs: &mut Errs) {
     }
     let template = &spec["template"];
     let template_labels = &template["metadata"]["labels"];
-    if selector.is_object() && !selector_matches(selector, template_labels) {
+    // A missing selector selects nothing (`LabelSelectorAsSelector(nil)` is
+    // `labels.Nothing()`), so upstream reports the mismatch too; an empty one selects all.
+    if !selector.is_object() || !selector_matches(selector, template_labels) {
         errs.push(FieldError::invalid(
             "spec.template.metadata.labels",
             Bad::Raw(go_string_map(template_labels)),
@@ -1275,7 +1305,11 @@ fn service(obj: &Value, errs: &mut Errs) {
         }
         let port = p["port"].as_i64().unwrap_or(0);
         for m in port_num(port) {
-            errs.push(FieldError::invalid(format!("{idx}.port"), Bad::Int(port), &m));
+            errs.push(FieldError::invalid(
+                format!("{idx}.port"),
+                Bad::Int(port),
+                &m,
+            ));
         }
         match s(p, "protocol") {
             None | Some("") => errs.push(FieldError::required(format!("{idx}.protocol"), "")),
@@ -1365,7 +1399,12 @@ fn pvc(obj: &Value, errs: &mut Errs) {
         }
     }
     if let Some(class) = s(spec, "storageClassName").filter(|c| !c.is_empty()) {
-        invalid_each(errs, "spec.storageClassName", class, dns1123_subdomain(class));
+        invalid_each(
+            errs,
+            "spec.storageClassName",
+            class,
+            dns1123_subdomain(class),
+        );
     }
     if let Some(mode) = s(spec, "volumeMode")
         && !["Block", "Filesystem"].contains(&mode)
