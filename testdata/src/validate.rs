@@ -1600,14 +1600,6 @@ fn pvc_update(new: &Value, old: &Value, opts: &Options, errs: &mut Errs) {
     }
 }
 
-/// The old semantic check's signature, for callers that want `(field, body)` pairs.
-pub fn semantic(group: &str, kind: &str, obj: &Value) -> Vec<(String, String)> {
-    validate(group, kind, obj, None, &Options::default())
-        .into_iter()
-        .map(|e| (e.field, e.body))
-        .collect()
-}
-
 /// Checks an object the way the simulated API server does on a strict write: a built-in kind
 /// must decode as its k8s-openapi type with no unknown fields, and pass the validation
 /// above. `Err` lists every problem as `field: message`.
