@@ -85,14 +85,23 @@ impl ApiError {
         ApiError::new(400, "BadRequest", message)
     }
 
-    /// 422 Invalid with one cause per `(field, message)`.
-    pub fn invalid(rt: &ResourceType, name: &str, problems: &[(String, String)]) -> ApiError {
+    /// 422 Invalid with one cause per field error, as `apierrors.NewInvalid` builds it
+    /// (staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go): the message aggregates the
+    /// errors (`[a, b]` when several, duplicates dropped), each cause carries the error's type
+    /// as its reason, its field and its body.
+    pub fn invalid(rt: &ResourceType, name: &str, problems: &[validate::FieldError]) -> ApiError {
         let kind_group = if rt.group.is_empty() {
             rt.kind.clone()
         } else {
             format!("{}.{}", rt.kind, rt.group)
         };
-        let summary: Vec<String> = problems.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+        let mut summary: Vec<String> = Vec::new();
+        for p in problems {
+            let line = p.to_string();
+            if !summary.contains(&line) {
+                summary.push(line);
+            }
+        }
         let message = if summary.len() == 1 {
             summary[0].clone()
         } else {
@@ -100,7 +109,7 @@ impl ApiError {
         };
         let causes: Vec<Value> = problems
             .iter()
-            .map(|(f, m)| json!({"reason": "FieldValueInvalid", "message": m, "field": f}))
+            .map(|p| json!({"reason": p.reason, "message": p.body, "field": p.field}))
             .collect();
         ApiError::new(
             422,
@@ -286,26 +295,17 @@ fn spec_part(obj: &Value) -> Value {
     v
 }
 
-/// Labels and annotations must be string maps; k8s-openapi catches that for built-ins, this
-/// catches it for custom resources too.
-fn check_metadata(obj: &Value) -> Vec<(String, String)> {
+/// Labels and annotations must be maps; k8s-openapi catches that for built-ins, this catches
+/// it for custom resources too. (Their keys and values are checked in `validate`.)
+fn check_metadata(obj: &Value) -> Vec<validate::FieldError> {
     let mut problems = Vec::new();
     for field in ["labels", "annotations"] {
         match &obj["metadata"][field] {
-            Value::Null => {}
-            Value::Object(m) => {
-                for (k, v) in m {
-                    if !v.is_string() {
-                        problems.push((
-                            format!("metadata.{field}"),
-                            format!("Invalid value: {v}: value of {k:?} must be a string"),
-                        ));
-                    }
-                }
-            }
-            other => problems.push((
+            Value::Null | Value::Object(_) => {}
+            other => problems.push(validate::FieldError::invalid(
                 format!("metadata.{field}"),
-                format!("Invalid value: {other}: must be a map of strings"),
+                validate::Bad::Raw(other.to_string()),
+                "must be a map of strings",
             )),
         }
     }
@@ -329,7 +329,8 @@ impl Shared {
         lock(&self.rng).uuid()
     }
 
-    /// Decoding and semantic validation. Returns warnings (unknown fields under `Warn`).
+    /// Decoding and validation (of an update too, with the stored object as `old`). Returns
+    /// warnings (unknown fields under `Warn`). Dry-run writes pass here like any other.
     ///
     /// Unknown fields count only where the request body has them (`body`): fields the server or
     /// a controller set are not the client's doing. A JSON patch body (an array) has none.
@@ -339,6 +340,7 @@ impl Shared {
         obj: &Value,
         opts: &WriteOpts,
         body: &Value,
+        old: Option<&Value>,
     ) -> Result<Vec<String>, ApiError> {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
         let unknown = match validate::decode(&rt.group, &rt.kind, obj) {
@@ -350,8 +352,9 @@ impl Shared {
                 return Err(ApiError::invalid(
                     rt,
                     name,
-                    &[(
-                        "<body>".to_string(),
+                    &[validate::FieldError::custom(
+                        "<body>",
+                        "FieldValueInvalid",
                         format!(
                             "Invalid value: {} in version \"{}\" cannot be handled as a {}: {}",
                             rt.kind, rt.version, rt.kind, e
@@ -360,8 +363,25 @@ impl Shared {
                 ));
             }
         };
+        // k8s-openapi keeps a Quantity as a string; the real decoder parses it, and a
+        // malformed one fails the decoding (400), before any validation.
+        if rt.group.is_empty()
+            && rt.kind == "PersistentVolumeClaim"
+            && let Some(q) = obj["spec"]["resources"]["requests"]["storage"].as_str()
+            && validate::parse_quantity(q).is_none()
+        {
+            return Err(ApiError::bad_request(format!(
+                "PersistentVolumeClaim in version \"{}\" cannot be handled as a \
+                 PersistentVolumeClaim: {}",
+                rt.version,
+                validate::QUANTITY_ERROR
+            )));
+        }
         let mut problems = check_metadata(obj);
-        problems.extend(validate::semantic(&rt.group, &rt.kind, obj));
+        let vopts = validate::Options {
+            server_minor: self.config.server_minor,
+        };
+        problems.extend(validate::validate(&rt.group, &rt.kind, obj, old, &vopts));
         if !problems.is_empty() {
             return Err(ApiError::invalid(rt, name, &problems));
         }
@@ -369,11 +389,12 @@ impl Shared {
         if !unknown.is_empty() {
             match opts.field_validation.as_deref() {
                 Some("Strict") => {
-                    let problems: Vec<(String, String)> = unknown
+                    let problems: Vec<validate::FieldError> = unknown
                         .iter()
                         .map(|f| {
-                            (
+                            validate::FieldError::custom(
                                 f.clone(),
+                                "FieldValueInvalid",
                                 "strict decoding error: unknown field".to_string(),
                             )
                         })
@@ -724,27 +745,13 @@ impl Shared {
                 return Err(ApiError::invalid(
                     rt,
                     "",
-                    &[(
-                        "metadata.name".to_string(),
-                        "Required value: name or generateName is required".to_string(),
+                    &[validate::FieldError::required(
+                        "metadata.name",
+                        "name or generateName is required",
                     )],
                 ));
             }
         };
-        if !validate::is_dns_subdomain(&name) {
-            return Err(ApiError::invalid(
-                rt,
-                &name,
-                &[(
-                    "metadata.name".to_string(),
-                    format!(
-                        "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist \
-                         of lower case alphanumeric characters, '-' or '.', and must start and \
-                         end with an alphanumeric character"
-                    ),
-                )],
-            ));
-        }
         obj["metadata"]["name"] = json!(name);
         let key = Key::new(rt, namespace, &name);
         if state.get(&key).is_some() {
@@ -772,7 +779,7 @@ impl Shared {
         let operation = if apply { "Apply" } else { "Update" };
         let entry = self.managed_entry(rt, opts, operation, &body, None);
         Self::set_managed(&mut obj, entry);
-        let warnings = self.validate(rt, &obj, opts, &body)?;
+        let warnings = self.validate(rt, &obj, opts, &body, None)?;
         if opts.dry_run {
             return Ok(WriteOk {
                 object: obj,
@@ -969,19 +976,6 @@ impl Shared {
         if let Value::Object(m) = &mut obj {
             m.retain(|_, v| !v.is_null());
         }
-        if rt.group == "batch"
-            && rt.kind == "Job"
-            && obj["spec"]["template"] != existing["spec"]["template"]
-        {
-            return Err(ApiError::invalid(
-                rt,
-                &name,
-                &[(
-                    "spec.template".to_string(),
-                    "Invalid value: field is immutable".to_string(),
-                )],
-            ));
-        }
         if rt.group.is_empty() && rt.kind == "Service" && obj["spec"]["clusterIP"].is_null() {
             obj["spec"]["clusterIP"] = existing["spec"]["clusterIP"].clone();
             obj["spec"]["clusterIPs"] = existing["spec"]["clusterIPs"].clone();
@@ -993,7 +987,7 @@ impl Shared {
         }
         let entry = self.managed_entry(rt, opts, operation, &body, subresource);
         Self::set_managed(&mut obj, entry);
-        let warnings = self.validate(rt, &obj, opts, &body)?;
+        let warnings = self.validate(rt, &obj, opts, &body, Some(&existing))?;
         if opts.dry_run {
             return Ok(WriteOk {
                 object: obj,

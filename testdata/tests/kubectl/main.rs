@@ -4,6 +4,8 @@
 //!
 //! Without `kubectl` on PATH these tests fail, unless `UYUNI_SKIP_KUBECTL=1`.
 
+mod strict;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;

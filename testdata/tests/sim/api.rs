@@ -1271,3 +1271,68 @@ async fn seeded_objects_are_stored_as_given() {
         "controllers ignore seeds"
     );
 }
+
+/// The 422 answer is the Status `apierrors.NewInvalid` builds: the message aggregates every
+/// error as `Kind.group "name" is invalid: …`, and `details.causes` has one entry per error
+/// with the error type as reason (staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go).
+#[tokio::test]
+async fn an_invalid_object_is_answered_with_kubernetes_status_and_causes() {
+    let sim = start(SimConfig::default()).await;
+    sim.put(namespace("uyuni")).expect("ns");
+    let c = client(&sim).await;
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "uyuni", "namespace": "uyuni"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "uyuni"}},
+            "template": {
+                "metadata": {"labels": {"app": "uyuni"}},
+                "spec": {"containers": [{
+                    "name": "uyuni", "image": "registry.opensuse.org/uyuni/server:latest",
+                    "ports": [{"containerPort": 5556, "name": "jmx"},
+                              {"containerPort": 5557, "name": "jmx"}],
+                    "volumeMounts": [{"name": "certs", "mountPath": "/etc/pki/tls"}],
+                }]},
+            },
+        },
+    });
+    for query in ["", "?dryRun=All"] {
+        let (code, _, body) = raw(
+            &c,
+            "POST",
+            &format!("/apis/apps/v1/namespaces/uyuni/deployments{query}"),
+            Some("application/json"),
+            None,
+            Some(deployment.clone()),
+        )
+        .await;
+        assert_eq!(code, 422, "{body}");
+        let status = parse(&body);
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["status"], "Failure");
+        assert_eq!(status["reason"], "Invalid");
+        assert_eq!(status["code"], 422);
+        assert_eq!(
+            status["message"],
+            "Deployment.apps \"uyuni\" is invalid: [\
+             spec.template.spec.containers[0].ports[1].name: Duplicate value: \"jmx\", \
+             spec.template.spec.containers[0].volumeMounts[0].name: Not found: \"certs\"]"
+        );
+        assert_eq!(
+            status["details"],
+            json!({
+                "name": "uyuni", "group": "apps", "kind": "Deployment",
+                "causes": [
+                    {"reason": "FieldValueDuplicate", "message": "Duplicate value: \"jmx\"",
+                     "field": "spec.template.spec.containers[0].ports[1].name"},
+                    {"reason": "FieldValueNotFound", "message": "Not found: \"certs\"",
+                     "field": "spec.template.spec.containers[0].volumeMounts[0].name"},
+                ],
+            })
+        );
+    }
+    assert!(
+        sim.get("apps/v1", "Deployment", Some("uyuni"), "uyuni")
+            .is_none()
+    );
+}
