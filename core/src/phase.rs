@@ -205,6 +205,94 @@ pub fn expected_window(observed: &Observed) -> Option<(String, i64)> {
     job_seconds(job).map(|s| (name_of(job), s))
 }
 
+/// Whether an input is needed, and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "status", content = "detail")]
+pub enum Need {
+    /// Given on this command line (a flag, the environment, or the prompt).
+    Given,
+    /// Stored in the cluster by an earlier run; reused.
+    Stored(String),
+    NotNeeded(String),
+    /// Only the source can say: known from the copy made while it serves, before its stop.
+    Unknown,
+    /// Needed and not there: the run refuses, before the source is stopped.
+    Missing,
+}
+
+/// One input a run needs, for the dry run's list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Input {
+    pub name: &'static str,
+    pub need: Need,
+    /// How to give it.
+    pub how: &'static str,
+}
+
+/// The data the inputs are judged on: the last sync's, when a sync that succeeded wrote it.
+fn known_data(observed: &Observed) -> Option<crate::observed::ExtractedData> {
+    let data = observed.extracted().ok().flatten()?;
+    let written = observed
+        .jobs_for_step(data_sync::STEP_ID)
+        .into_iter()
+        .any(|j| name_of(j) == data.job && job_state(j) == JobState::Succeeded);
+    written.then_some(data)
+}
+
+/// Every input the real run will ask for or needs, and which are missing, from the state a run
+/// starts from. The checks themselves are the planner's; this says them in advance.
+pub fn inputs(params: &MigrateParams, observed: &Observed) -> Vec<Input> {
+    let stored = |kind, name: &str| -> Need {
+        if observed.contains(kind, name) {
+            Need::Stored(format!("{kind:?} {name}"))
+        } else {
+            Need::Missing
+        }
+    };
+    let mut out = vec![
+        Input {
+            name: "SSH key pair",
+            need: if params.ssh_key.is_some() {
+                Need::Given
+            } else {
+                stored(crate::object::Kind::Secret, names::SSH_KEY_SECRET)
+            },
+            how: "--ssh-key-private FILE --ssh-key-public FILE",
+        },
+        Input {
+            name: "SSH known_hosts",
+            need: if params.ssh_config.is_some() {
+                Need::Given
+            } else {
+                stored(crate::object::Kind::ConfigMap, names::SSH_CONFIG_MAP)
+            },
+            how: "--ssh-knownhosts FILE",
+        },
+    ];
+    if params.prepare {
+        return out;
+    }
+    let data = known_data(observed);
+    out.push(Input {
+        name: "CA key password",
+        need: crate::plan::ca_password_need(params, observed, data.as_ref()),
+        how: "--ssl-password-file FILE, UYUNI_SSL_PASSWORD, or the prompt on a terminal",
+    });
+    out.push(Input {
+        name: "TFTP of the source",
+        need: match (&data, params.tftp.enabled) {
+            (_, Some(_)) => Need::Given,
+            (None, None) => Need::Unknown,
+            (Some(d), None) if d.tftp.is_some() => {
+                Need::Stored(format!("recorded by Job {}", d.job))
+            }
+            (Some(_), None) => Need::Missing,
+        },
+        how: "--tftp=true or --tftp=false",
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ mod server;
 mod tls;
 
 pub use server::exposure_notes;
+pub(crate) use tls::ca_password_need;
 
 /// What a step does, as a verb a reviewer reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -426,7 +426,11 @@ fn an_unsupported_database_image_is_refused_before_anything_else_is_written_and_
         2,
         "the refused check is kept"
     );
-    assert_eq!(env.jobs_of("data-sync").len(), 2, "one prepare copy, one final sync");
+    assert_eq!(
+        env.jobs_of("data-sync").len(),
+        2,
+        "one prepare copy, one final sync"
+    );
 }
 
 #[test]
@@ -1293,7 +1297,11 @@ fn prepare_after_a_finished_migration_is_refused_and_changes_nothing() {
     env.sim.clear_request_log();
     let out = env.migrate(&["--prepare".into()]);
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     // What was found, and what the user may want instead.
     assert!(stderr.contains("--prepare refused"), "{stderr}");
     assert!(stderr.contains("Deployment uyuni runs"), "{stderr}");
@@ -1306,13 +1314,20 @@ fn prepare_after_a_finished_migration_is_refused_and_changes_nothing() {
         stderr.contains(&format!("kubectl -n {NS} delete job {final_job}")),
         "{stderr}"
     );
-    assert!(writes(&env).is_empty(), "the refused run wrote: {:?}", writes(&env));
+    assert!(
+        writes(&env).is_empty(),
+        "the refused run wrote: {:?}",
+        writes(&env)
+    );
     assert_eq!(env.jobs_of("data-sync").len(), jobs_before, "no new copy");
 
     // No dead end: the final run still finds everything done.
     let again = env.migrate(&[]);
     let (stdout, stderr) = text(&again);
-    assert!(again.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     assert!(stderr.contains("Nothing to do"), "{stderr}");
 }
 
@@ -1331,8 +1346,15 @@ fn a_missing_ca_password_is_refused_before_the_source_is_stopped() {
     env.password_env = false;
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("the source's CA key is encrypted"), "{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("the source's CA key is encrypted"),
+        "{stderr}"
+    );
     assert!(stderr.contains("--ssl-password-file"), "{stderr}");
     // Learnt from a copy made while the source serves; the final sync, which stops the
     // source's services, was never created.
@@ -1361,7 +1383,11 @@ fn a_final_run_without_yes_and_without_a_terminal_is_refused_before_anything_is_
     env.yes = false;
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     assert!(
         stderr.contains("stops the services of uyuni.example.com"),
         "{stderr}"
@@ -1370,7 +1396,11 @@ fn a_final_run_without_yes_and_without_a_terminal_is_refused_before_anything_is_
         stderr.contains("pass --yes") && stderr.contains("--prepare"),
         "{stderr}"
     );
-    assert!(writes(&env).is_empty(), "the refused run wrote: {:?}", writes(&env));
+    assert!(
+        writes(&env).is_empty(),
+        "the refused run wrote: {:?}",
+        writes(&env)
+    );
     assert!(env.jobs_of("data-sync").is_empty());
 
     // --prepare never asks: it copies while the source serves.
@@ -1382,4 +1412,57 @@ fn a_final_run_without_yes_and_without_a_terminal_is_refused_before_anything_is_
     let again = env.migrate(&[]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again).1);
     assert!(env.syncs_of_mode("final").is_empty());
+}
+
+#[test]
+fn the_dry_run_names_the_outage_step_the_window_after_a_prepare_and_the_missing_inputs() {
+    let mut env = env(migration("16"), Flavour::K3s);
+    env.password_env = false;
+    env.yes = false;
+    let dry = |env: &Env| {
+        let out = env.migrate(&[ssh_flags(), vec!["--dry-run".into()]].concat());
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+        assert_no_secret(&out);
+        (stdout, stderr)
+    };
+    let (stdout, _) = dry(&env);
+    assert!(stdout.contains("Outage and inputs:"), "{stdout}");
+    assert!(
+        stdout.contains("The services of uyuni.example.com stop at step")
+            && stdout.contains("(data-sync, the final copy)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Expected outage: unknown"), "{stdout}");
+    let ca_line = |s: &str| {
+        s.lines()
+            .find(|l| l.trim_start().starts_with("CA key password"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        ca_line(&stdout).contains("known from the copy made while"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Outage confirmation") && stdout.contains("pass --yes"),
+        "{stdout}"
+    );
+
+    let prepare = env.migrate(&[ssh_flags(), vec!["--prepare".into()]].concat());
+    assert!(prepare.status.success(), "{}", text(&prepare).1);
+    env.sim.clear_request_log();
+    let (stdout, stderr) = dry(&env);
+    assert!(
+        stdout.contains("Expected outage: the final copy, about")
+            && stdout.contains("Job uyuni-data-sync-"),
+        "{stdout}"
+    );
+    assert!(ca_line(&stdout).contains("MISSING"), "{stdout}");
+    assert!(
+        stderr.contains("the source's CA key is encrypted")
+            && stderr.contains("assumes the password is given"),
+        "{stderr}"
+    );
+    assert!(writes(&env).is_empty(), "the dry run wrote");
 }
