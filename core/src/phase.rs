@@ -128,15 +128,9 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), PlanErro
             Some(replicas),
         ),
     };
-    let (found, job, replicas) = found;
+    let (found, job, _) = found;
     let ns = &params.namespace;
-    let mut again = String::new();
-    if replicas.is_some() {
-        again.push_str(&format!(
-            "stop the server (`kubectl -n {ns} scale deployment {} --replicas=0`), ",
-            server::SERVER_DEPLOYMENT
-        ));
-    }
+    let mut again = stop_advice(params, observed);
     if let Some(job) = &job {
         again.push_str(&format!(
             "delete Job {job} (`kubectl -n {ns} delete job {job}`), "
@@ -149,6 +143,32 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), PlanErro
     })
 }
 
+/// The Deployments that run on the synced volumes (the server, the database), with replicas.
+fn running_on_volumes(observed: &Observed) -> Vec<(String, i32)> {
+    [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter_map(|name| running_replicas(observed, name).map(|r| (name.to_owned(), r)))
+        .collect()
+}
+
+/// "stop …, " naming every Deployment that runs on the volumes, or nothing when none does:
+/// the first part of the advice to sync again.
+pub(crate) fn stop_advice(params: &MigrateParams, observed: &Observed) -> String {
+    let running = running_on_volumes(observed);
+    if running.is_empty() {
+        return String::new();
+    }
+    let names = running
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "stop what runs on the volumes (`kubectl -n {} scale deployment {names} --replicas=0`), ",
+        params.namespace
+    )
+}
+
 /// Before a data-sync Job is created or waited for: no Deployment may run on the volumes it
 /// copies into. The server and the database are only started after the final sync, so this
 /// only refuses states someone made by hand (a deleted sync Job, a server of another origin).
@@ -157,10 +177,7 @@ pub(crate) fn guard_sync(
     observed: &Observed,
     running_job: Option<&str>,
 ) -> Result<(), PlanError> {
-    let running: Vec<(String, i32)> = [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
-        .into_iter()
-        .filter_map(|name| running_replicas(observed, name).map(|r| (name.to_owned(), r)))
-        .collect();
+    let running = running_on_volumes(observed);
     if running.is_empty() {
         return Ok(());
     }

@@ -767,13 +767,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
             steps.push(prepared_step(p));
         }
         let read = extracted_read(observed, name, ns, || {
-            let stop = match crate::phase::phase(observed) {
-                crate::phase::Phase::ServerRunning { .. } => format!(
-                    "stop the server (`kubectl -n {ns} scale deployment {} --replicas=0`), ",
-                    crate::builders::server::SERVER_DEPLOYMENT
-                ),
-                _ => String::new(),
-            };
+            let stop = crate::phase::stop_advice(params, observed);
             format!(
                 "to sync again ({stop}delete Job {name} with `kubectl -n {ns} delete job {name}`) run `kubectl uyuni migrate {}` again: the final sync runs anew, and stops the source's services",
                 params.source_fqdn
