@@ -256,7 +256,7 @@ fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>
     out.push_str(&format!("  TLS material:     {}\n", data.ssl_summary()));
     if params.prepare {
         out.push_str(&format!(
-            "\nThe source keeps serving. Repeat with --prepare to catch up, then run `kubectl uyuni migrate {}` without --prepare for the final copy (it stops the source's services).\n",
+            "\nThe source keeps serving. Repeat with --prepare to catch up, then run `kubectl uyuni migrate {}` without --prepare for the final copy (it asks before it stops the source's services; --yes in a script).\n",
             params.source_fqdn
         ));
     }
