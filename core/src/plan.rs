@@ -844,7 +844,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
                 })?;
             }
             let name = unique_job_name(
-                format!("{}-prepare", data_sync::job_name(&params.run_id)),
+                format!("{}-prepare-{}", names::DATA_SYNC_JOB_PREFIX, params.run_id),
                 observed,
             );
             let mut job = data_sync::data_sync_job(&prepare_params);
