@@ -47,8 +47,10 @@ kubectl plugin list
 log "kubectl uyuni migrate --dry-run (first lines)"
 kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com "${flags[@]}" --dry-run | head -n 45
 
-log "kubectl uyuni migrate"
-kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com "${flags[@]}"
+# The final run stops the source's services: a script confirms that with --yes (on a terminal
+# the run would ask just before).
+log "kubectl uyuni migrate --yes"
+kubectl uyuni "${kc[@]}" -n uyuni migrate uyuni.example.com --yes "${flags[@]}"
 
 log "what is in the namespace now"
 kubectl "${kc[@]}" -n uyuni get deployments,services,ingresses,jobs,pvc,secrets,configmaps

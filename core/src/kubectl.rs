@@ -97,6 +97,7 @@ mod tests {
             job: "uyuni-data-sync-1".into(),
             namespace: "uyuni".into(),
             detail: "empty".into(),
+            remedy: "run again".into(),
         };
         let k = Kubectl {
             kubeconfig: Some("/k".into()),

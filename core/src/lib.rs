@@ -22,6 +22,7 @@ pub mod object;
 pub mod observed;
 pub mod params;
 pub mod pg;
+pub mod phase;
 pub mod plan;
 pub mod ports;
 pub mod preview;

@@ -22,6 +22,7 @@ mod server;
 mod tls;
 
 pub use server::exposure_notes;
+pub(crate) use tls::ca_password_need;
 
 /// What a step does, as a verb a reviewer reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -140,6 +141,27 @@ impl Plan {
     pub fn is_done(&self) -> bool {
         self.next_step().is_none()
     }
+
+    /// The step of this plan that stops the source's services (the final data sync), if the
+    /// plan still has to carry it out. The plugin asks before it, or refuses without `--yes`.
+    pub fn outage_step(&self) -> Option<&Step> {
+        self.steps.iter().find(|s| s.stops_source())
+    }
+}
+
+impl Step {
+    /// Whether carrying out this step stops the source's services: it creates a final-mode
+    /// data-sync Job.
+    pub fn stops_source(&self) -> bool {
+        match &self.action {
+            Action::RunJob { job, .. } => {
+                job_label(job, labels::STEP_ANNOTATION).as_deref() == Some(data_sync::STEP_ID)
+                    && job_label(job, labels::SYNC_MODE_ANNOTATION).as_deref()
+                        == Some(data_sync::sync_mode(false))
+            }
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -159,12 +181,31 @@ pub enum PlanError {
         key: &'static str,
         problem: String,
     },
+    /// `remedy` is what clears it: a new `--prepare` run copies anew; a final sync that
+    /// succeeded is never repeated by itself, so its Job has to go first.
     #[error("{}", self.render(&Kubectl::BARE))]
     NoExtractedData {
         job: String,
         namespace: String,
         detail: String,
+        remedy: String,
     },
+    #[error(
+        "--prepare refused: {found}, so a copy now would overwrite the volumes of the migrated server. To finish the migration, run `kubectl uyuni migrate {fqdn}` without --prepare: it goes on from where it stands and copies nothing again. To copy from the source anew instead, losing what the migrated server wrote since: {again}then run `kubectl uyuni migrate {fqdn}`. Nothing was written"
+    )]
+    PrepareAfterFinalSync {
+        found: String,
+        fqdn: String,
+        again: String,
+    },
+    #[error(
+        "--prepare refused: the final data sync runs (Job {job}) and the source's services are stopped for it. Let it finish with `kubectl uyuni migrate {fqdn}`: it waits for the Job and goes on. Nothing was written"
+    )]
+    PrepareWhileFinalSyncRuns { job: String, fqdn: String },
+    #[error(
+        "a data sync would copy into the volumes {deployments} runs on: refused, nothing was written; {remedy}"
+    )]
+    SyncIntoRunningServer { deployments: String, remedy: String },
     #[error("{}", self.render(&Kubectl::BARE))]
     ExtractedData {
         job: String,
@@ -225,8 +266,9 @@ impl PlanError {
                 job,
                 namespace,
                 detail,
+                remedy,
             } => format!(
-                "Job {job} succeeded but Secret {data} holds no data from it ({detail}); read `{}`, then run again to retry the sync",
+                "Job {job} succeeded but Secret {data} holds no data from it ({detail}); read `{}`, then {remedy}",
                 kubectl.cmd(Some(namespace), &format!("logs job/{job}"))
             ),
             PlanError::ExtractedData {
@@ -597,90 +639,65 @@ const SYNC_WAIT: JobWait = JobWait {
     log_tail_lines: 20,
 };
 
-/// The data-sync step and the read-back of what it extracted.
-fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, PlanError> {
+/// Step id of the copy a final run makes first while the source keeps serving.
+pub const PREPARE_SYNC_STEP: &str = "prepare-sync";
+/// Step id of the check of every input, on that copy's data, before the source is stopped.
+pub const PREPARE_CHECK_STEP: &str = "prepare-check";
+
+/// The read-back of what a data-sync Job extracted, as a step with nothing to carry out.
+fn read_step(id: &str, reason: String) -> Step {
+    Step {
+        id: id.to_owned(),
+        description: "read what the data-sync found on the source".to_owned(),
+        op: Op::Read,
+        target: ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET),
+        reason,
+        action: Action::None,
+    }
+}
+
+fn job_name_of(job: &Job) -> String {
+    job.metadata.name.clone().unwrap_or_default()
+}
+
+/// The data extracted by a prepare-mode sync that succeeded, if that is what the Secret holds.
+fn prepared_data(observed: &Observed) -> Option<crate::observed::ExtractedData> {
+    let data = observed.extracted().ok().flatten()?;
+    let prepared = crate::phase::syncs(observed, data_sync::sync_mode(true))
+        .into_iter()
+        .any(|j| job_name_of(j) == data.job && job_state(j) == JobState::Succeeded);
+    prepared.then_some(data)
+}
+
+/// The steps of the data sync of a `--prepare` run: one copy per run, while the source serves.
+fn prepare_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, PlanError> {
     let ns = &params.namespace;
     let description = data_sync::description(params);
-    let jobs = observed.jobs_for_step(data_sync::STEP_ID);
-    let step = |op, target: ObjectRef, reason: String, action| Step {
+    // Each --prepare run copies again: that is what repeating it is for.
+    let this_run: Vec<&Job> = crate::phase::syncs(observed, data_sync::sync_mode(true))
+        .into_iter()
+        .filter(|j| job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str()))
+        .collect();
+    let step = |op, name: &str, reason: String, action| Step {
         id: data_sync::STEP_ID.to_owned(),
         description: description.clone(),
         op,
-        target,
+        target: ObjectRef::new(Kind::Job, name),
         reason,
         action,
     };
-    let job_ref = |name: &str| ObjectRef::new(Kind::Job, name);
-    let name_of = |job: &Job| job.metadata.name.clone().unwrap_or_default();
-
-    // Two syncs must never write into the same volumes at once: a running one is waited for,
-    // whatever it was started with.
-    if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
-        let name = name_of(running);
-        return Ok(vec![step(
-            Op::AwaitJob,
-            job_ref(&name),
-            "a data-sync Job is still running; waiting for it".into(),
-            Action::AwaitJob {
-                name,
-                wait: SYNC_WAIT,
-            },
-        )]);
-    }
-
-    let mode = data_sync::sync_mode(params.prepare);
-    let relevant: Vec<&Job> = jobs
-        .iter()
-        .copied()
-        .filter(|j| job_label(j, labels::SYNC_MODE_ANNOTATION).as_deref() == Some(mode))
-        .filter(|j| {
-            // Each --prepare run copies again: that is what repeating it is for. A final sync
-            // that succeeded is never repeated, whatever changed since (an image tag, say):
-            // copying again would stop the source's services and overwrite data the migrated
-            // server has written since. Deleting the Job is the explicit way to sync again.
-            !params.prepare
-                || job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str())
-        })
-        .collect();
-    let latest = relevant.last();
-    let read_target = ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET);
-    match latest.map(|j| (name_of(j), job_state(j))) {
+    match this_run.last().map(|j| (job_name_of(j), job_state(j))) {
         Some((name, JobState::Succeeded)) => {
-            let read = match observed.extracted() {
-                Ok(Some(data)) if data.job == name => Step {
-                    id: "extract".to_owned(),
-                    description: "read what the data-sync found on the source".to_owned(),
-                    op: Op::Read,
-                    target: read_target,
-                    reason: format!("written by Job {name}"),
-                    action: Action::None,
-                },
-                Ok(Some(data)) => {
-                    return Err(PlanError::NoExtractedData {
-                        job: name,
-                        namespace: ns.clone(),
-                        detail: format!("it holds data of Job {}", data.job),
-                    });
-                }
-                Ok(None) => {
-                    return Err(PlanError::NoExtractedData {
-                        job: name,
-                        namespace: ns.clone(),
-                        detail: "it is empty or absent".into(),
-                    });
-                }
-                Err(source) => {
-                    return Err(PlanError::ExtractedData {
-                        job: name,
-                        namespace: ns.clone(),
-                        source,
-                    });
-                }
-            };
+            let read = extracted_read(observed, &name, ns, || {
+                format!(
+                    "run `kubectl uyuni migrate {} --prepare` again: a new run copies anew",
+                    params.source_fqdn
+                )
+            })?;
             Ok(vec![
                 step(
                     Op::Done,
-                    job_ref(&name),
+                    &name,
                     format!("Job {name} succeeded"),
                     Action::None,
                 ),
@@ -688,36 +705,295 @@ fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, 
             ])
         }
         state => {
-            let job_name = unique_job_name(data_sync::job_name(&params.run_id), observed);
+            crate::phase::guard_sync(params, observed, None)?;
+            let name = unique_job_name(data_sync::job_name(&params.run_id), observed);
             let mut job = data_sync::data_sync_job(params);
-            job.metadata.name = Some(job_name.clone());
+            job.metadata.name = Some(name.clone());
             let reason = match state {
                 Some((failed, _)) => format!("Job {failed} failed; running a new attempt"),
-                None if params.prepare => "a --prepare run copies the data again".to_owned(),
-                None if jobs.is_empty() => "no data sync has run yet".to_owned(),
-                None => "no final data sync has run yet".to_owned(),
+                None => "a --prepare run copies the data again".to_owned(),
             };
             Ok(vec![
                 step(
                     Op::RunJob,
-                    job_ref(&job_name),
+                    &name,
                     reason,
                     Action::RunJob {
                         job: Box::new(job),
                         wait: SYNC_WAIT,
                     },
                 ),
-                Step {
-                    id: "extract".to_owned(),
-                    description: "read what the data-sync found on the source".to_owned(),
-                    op: Op::Read,
-                    target: read_target,
-                    reason: "after data-sync".to_owned(),
-                    action: Action::None,
-                },
+                read_step("extract", "after data-sync".to_owned()),
             ])
         }
     }
+}
+
+/// The read of the data Job `name` wrote, or the error saying why it is not there and what
+/// clears it.
+fn extracted_read(
+    observed: &Observed,
+    name: &str,
+    ns: &str,
+    remedy: impl Fn() -> String,
+) -> Result<Step, PlanError> {
+    match observed.extracted() {
+        Ok(Some(data)) if data.job == name => {
+            Ok(read_step("extract", format!("written by Job {name}")))
+        }
+        Ok(Some(data)) => Err(PlanError::NoExtractedData {
+            job: name.to_owned(),
+            namespace: ns.to_owned(),
+            detail: format!(
+                "it holds data of Job {}, a later sync into the same volumes",
+                data.job
+            ),
+            remedy: remedy(),
+        }),
+        Ok(None) => Err(PlanError::NoExtractedData {
+            job: name.to_owned(),
+            namespace: ns.to_owned(),
+            detail: "it is empty or absent".into(),
+            remedy: remedy(),
+        }),
+        Err(source) => Err(PlanError::ExtractedData {
+            job: name.to_owned(),
+            namespace: ns.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// The data-sync steps of a final run.
+///
+/// Why a final run copies first while the source keeps serving when no `--prepare` copy is
+/// there: only the source says what the later steps will need (is its CA key encrypted, which
+/// PostgreSQL, did it serve TFTP), and everything the outage needs must be known before the
+/// outage starts. The prepare-mode copy learns it without stopping anything; every input is
+/// then checked on its data, and only then does the final sync stop the source. It also
+/// shortens the outage: the final copy moves only what changed since (issue 15).
+fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, PlanError> {
+    let ns = &params.namespace;
+    let description = data_sync::description(params);
+    let prepare_params = MigrateParams {
+        prepare: true,
+        ..params.clone()
+    };
+    let prepare_description = format!(
+        "{}, before the final copy: every input is checked on what it finds",
+        data_sync::description(&prepare_params)
+    );
+    let job_step = |id: &str, description: &str, op, name: &str, reason: String, action| Step {
+        id: id.to_owned(),
+        description: description.to_owned(),
+        op,
+        target: ObjectRef::new(Kind::Job, name),
+        reason,
+        action,
+    };
+    let prepared_step = |job: &Job| {
+        let name = job_name_of(job);
+        job_step(
+            PREPARE_SYNC_STEP,
+            &prepare_description,
+            Op::Done,
+            &name,
+            format!("Job {name} succeeded"),
+            Action::None,
+        )
+    };
+    let check_step = |reason: String| Step {
+        id: PREPARE_CHECK_STEP.to_owned(),
+        description: "check every input the migration needs, before the source is stopped".into(),
+        op: Op::Read,
+        target: ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET),
+        reason,
+        action: Action::None,
+    };
+    let finals = crate::phase::syncs(observed, data_sync::sync_mode(false));
+    let mut steps = Vec::new();
+    let latest_final = finals.last().map(|j| (job_name_of(j), job_state(j)));
+    if let Some((name, JobState::Succeeded)) = &latest_final {
+        // A final sync that succeeded is never repeated, whatever changed since (an image tag,
+        // say): copying again would stop the source's services and overwrite data the migrated
+        // server has written since. Deleting the Job is the explicit way to sync again.
+        if let Some(p) = crate::phase::latest_succeeded(observed, data_sync::sync_mode(true)) {
+            steps.push(prepared_step(p));
+        }
+        let read = extracted_read(observed, name, ns, || {
+            let stop = crate::phase::stop_advice(params, observed);
+            format!(
+                "to sync again ({stop}delete Job {name} with `kubectl -n {ns} delete job {name}`) run `kubectl uyuni migrate {}` again: the final sync runs anew, and stops the source's services",
+                params.source_fqdn
+            )
+        })?;
+        steps.push(job_step(
+            data_sync::STEP_ID,
+            &description,
+            Op::Done,
+            name,
+            format!("Job {name} succeeded"),
+            Action::None,
+        ));
+        steps.push(read);
+        return Ok(steps);
+    }
+    crate::phase::guard_sync(params, observed, None)?;
+    let final_job = |observed: &Observed| {
+        let name = unique_job_name(data_sync::job_name(&params.run_id), observed);
+        let mut job = data_sync::data_sync_job(params);
+        job.metadata.name = Some(name.clone());
+        (name, job)
+    };
+    let final_reason = match &latest_final {
+        Some((failed, _)) => format!("Job {failed} failed; running a new attempt"),
+        None => "no final data sync has run yet".to_owned(),
+    };
+    match prepared_data(observed) {
+        Some(data) => {
+            // Every input a later step needs, checked by the very planning of those steps on
+            // the prepare copy's data: a missing one is refused now, while the source serves.
+            after_sync(params, observed, &data)?;
+            if let Some(p) = observed
+                .jobs_for_step(data_sync::STEP_ID)
+                .into_iter()
+                .find(|j| job_name_of(j) == data.job)
+            {
+                steps.push(prepared_step(p));
+            }
+            steps.push(check_step(if data.placeholder {
+                "on the copy's data: what only the source can say is known after the copy".into()
+            } else {
+                format!("every input is there (data of Job {})", data.job)
+            }));
+            let (name, job) = final_job(observed);
+            steps.push(job_step(
+                data_sync::STEP_ID,
+                &description,
+                Op::RunJob,
+                &name,
+                final_reason,
+                Action::RunJob {
+                    job: Box::new(job),
+                    wait: SYNC_WAIT,
+                },
+            ));
+        }
+        None => {
+            let this_run = crate::phase::syncs(observed, data_sync::sync_mode(true))
+                .into_iter()
+                .rev()
+                .find(|j| {
+                    job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str())
+                        && job_state(j) == JobState::Succeeded
+                });
+            if let Some(p) = this_run {
+                // Its data is gone (a sync of another run since): a new run copies anew.
+                let name = job_name_of(p);
+                extracted_read(observed, &name, ns, || {
+                    format!(
+                        "run `kubectl uyuni migrate {}` again: a new run copies anew",
+                        params.source_fqdn
+                    )
+                })?;
+            }
+            let name = unique_job_name(
+                format!("{}-prepare-{}", names::DATA_SYNC_JOB_PREFIX, params.run_id),
+                observed,
+            );
+            let mut job = data_sync::data_sync_job(&prepare_params);
+            job.metadata.name = Some(name.clone());
+            steps.push(job_step(
+                PREPARE_SYNC_STEP,
+                &prepare_description,
+                Op::RunJob,
+                &name,
+                "no copy of this source has been made while it serves".into(),
+                Action::RunJob {
+                    job: Box::new(job),
+                    wait: SYNC_WAIT,
+                },
+            ));
+            steps.push(check_step("after prepare-sync".into()));
+            // Listed now so that the plan shows where the source goes down; it is planned
+            // anew, checks made, once the copy has run.
+            let (final_name, job) = final_job(observed);
+            steps.push(job_step(
+                data_sync::STEP_ID,
+                &description,
+                Op::RunJob,
+                &final_name,
+                final_reason,
+                Action::RunJob {
+                    job: Box::new(job),
+                    wait: SYNC_WAIT,
+                },
+            ));
+        }
+    }
+    steps.push(read_step("extract", "after data-sync".to_owned()));
+    Ok(steps)
+}
+
+/// The data-sync step and the read-back of what it extracted.
+fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, PlanError> {
+    // Two syncs must never write into the same volumes at once: a running one is waited for,
+    // whatever it was started with.
+    let jobs = observed.jobs_for_step(data_sync::STEP_ID);
+    if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
+        let name = job_name_of(running);
+        crate::phase::guard_sync(params, observed, Some(&name))?;
+        let prepare_in_final = !params.prepare
+            && job_label(running, labels::SYNC_MODE_ANNOTATION).as_deref()
+                == Some(data_sync::sync_mode(true));
+        return Ok(vec![Step {
+            id: if prepare_in_final {
+                PREPARE_SYNC_STEP
+            } else {
+                data_sync::STEP_ID
+            }
+            .to_owned(),
+            description: data_sync::description(params),
+            op: Op::AwaitJob,
+            target: ObjectRef::new(Kind::Job, name.clone()),
+            reason: "a data-sync Job is still running; waiting for it".into(),
+            action: Action::AwaitJob {
+                name,
+                wait: SYNC_WAIT,
+            },
+        }]);
+    }
+    if params.prepare {
+        prepare_sync_steps(params, observed)
+    } else {
+        final_sync_steps(params, observed)
+    }
+}
+
+/// Every step after a complete final sync, planned from its data. Also run on the data of the
+/// prepare copy before the final sync, for its errors: a refusal then comes while the source
+/// still serves.
+fn after_sync(
+    params: &MigrateParams,
+    observed: &Observed,
+    data: &crate::observed::ExtractedData,
+) -> Result<Vec<Step>, PlanError> {
+    // Decided before the first write after the sync, so that a run that cannot decide
+    // changes nothing.
+    let tftp =
+        crate::builders::tftp::decide(params, data).map_err(|_| PlanError::TftpNotRecorded {
+            job: data.job.clone(),
+        })?;
+    // The `db` pod mounts Secret `db-cert`: the TLS phase goes between the database's data
+    // and its service. Planned in this order so that a refused PostgreSQL version is the
+    // error reported, before a missing CA password.
+    let database = database::steps(params, observed, data)?;
+    let tls = tls::steps(params, observed, data)?;
+    let mut steps = database.data;
+    steps.extend(tls);
+    steps.extend(database.service);
+    steps.extend(server::steps(params, observed, data, tftp));
+    Ok(steps)
 }
 
 /// Plans `migrate` from what was observed.
@@ -737,6 +1013,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         params
     };
     let ns = &params.namespace;
+    crate::phase::check(params, observed)?;
     tls::preflight(params, observed)?;
     crate::storage::check(params, observed)?;
     let mut steps = Vec::new();
@@ -843,22 +1120,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         && !params.prepare
         && let Ok(Some(data)) = observed.extracted()
     {
-        // Decided before the first write after the sync, so that a run that cannot decide
-        // changes nothing.
-        let tftp = crate::builders::tftp::decide(params, &data).map_err(|_| {
-            PlanError::TftpNotRecorded {
-                job: data.job.clone(),
-            }
-        })?;
-        // The `db` pod mounts Secret `db-cert`: the TLS phase goes between the database's data
-        // and its service. Planned in this order so that a refused PostgreSQL version is the
-        // error reported, before a missing CA password.
-        let database = database::steps(params, observed, &data)?;
-        let tls = tls::steps(params, observed, &data)?;
-        steps.extend(database.data);
-        steps.extend(tls);
-        steps.extend(database.service);
-        steps.extend(server::steps(params, observed, &data, tftp));
+        steps.extend(after_sync(params, observed, &data)?);
     }
     Ok(Plan {
         namespace: ns.clone(),

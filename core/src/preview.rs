@@ -69,15 +69,19 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
 /// missing prerequisite is there: the refusal, and the state with the assumption made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assumption {
-    /// Why a real run would stop before writing anything.
+    /// Why a real run would stop.
     pub refused: PlanError,
+    /// What the preview below assumes instead, in words.
+    pub assumed: &'static str,
     /// The observed state as the preview assumed it.
     pub observed: Observed,
 }
 
 /// The preview a dry run shows. Without cert-manager (and without certificate files) a real run
 /// stops before any write; the preview then shows the whole operation as it would run once
-/// cert-manager is installed, so that it can be reviewed first, and says so.
+/// cert-manager is installed, so that it can be reviewed first, and says so. Likewise without
+/// the CA key's password where the source's key is known to need it: a real run asks or
+/// refuses before the source is stopped; the preview assumes it given.
 pub fn dry_run_preview(
     params: &MigrateParams,
     observed: &Observed,
@@ -92,10 +96,131 @@ pub fn dry_run_preview(
                 shown,
                 Some(Assumption {
                     refused,
+                    assumed: "The preview below assumes cert-manager is installed; a real run now would stop before writing anything.",
                     observed: assumed,
                 }),
             ))
         }
+        Err(refused @ PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {
+            let with_password = MigrateParams {
+                tls: crate::params::TlsParams {
+                    ca_password: Some(crate::secret::SecretString::new(
+                        crate::observed::PLACEHOLDER,
+                    )),
+                    ..params.tls.clone()
+                },
+                ..params.clone()
+            };
+            let shown = preview(&with_password, observed)?;
+            Ok((
+                shown,
+                Some(Assumption {
+                    refused,
+                    assumed: "The preview below assumes the password is given; a real run asks for it on a terminal, or refuses without one, before the source's services are stopped.",
+                    observed: observed.clone(),
+                }),
+            ))
+        }
         other => other.map(|p| (p, None)),
+    }
+}
+
+/// Where the source goes down, how long for, and what the run needs: decided here so that the
+/// dry run only prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Safety {
+    /// The step that stops the source's services, and its position among the steps carried
+    /// out (from 1). `None`: this run does not stop them.
+    pub outage_step: Option<String>,
+    pub outage_position: Option<usize>,
+    pub steps: usize,
+    /// How long the last copy made while the source served took, and its Job: the expected
+    /// length of the final copy (at most that much changed since).
+    pub expected_window_seconds: Option<i64>,
+    pub window_job: Option<String>,
+    pub prepare: bool,
+    pub inputs: Vec<crate::phase::Input>,
+}
+
+pub fn safety(params: &MigrateParams, observed: &Observed, preview: &Preview) -> Safety {
+    let outage = preview
+        .executed
+        .iter()
+        .position(|s| s.stops_source())
+        .map(|i| (i + 1, preview.executed[i].id.clone()));
+    let window = crate::phase::expected_window(observed);
+    Safety {
+        outage_step: outage.as_ref().map(|(_, id)| id.clone()),
+        outage_position: outage.map(|(i, _)| i),
+        steps: preview.executed.len(),
+        expected_window_seconds: window.as_ref().map(|(_, s)| *s),
+        window_job: window.map(|(job, _)| job),
+        prepare: params.prepare,
+        inputs: crate::phase::inputs(params, observed),
+    }
+}
+
+fn duration_text(seconds: i64) -> String {
+    match seconds {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m {:02}s", s / 60, s % 60),
+        s => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+impl Safety {
+    /// The dry run's "Outage and inputs" section.
+    pub fn render(&self, source: &str) -> String {
+        use crate::phase::Need;
+        let mut out = String::from("Outage and inputs:\n");
+        match (&self.outage_step, self.outage_position) {
+            (Some(id), Some(at)) => {
+                out.push_str(&format!(
+                    "  The services of {source} stop at step {at} of {} ({id}, the final copy). A real run asks first on a terminal; without one it needs --yes.\n",
+                    self.steps
+                ));
+                match (self.expected_window_seconds, &self.window_job) {
+                    (Some(s), Some(job)) => out.push_str(&format!(
+                        "  Expected outage: the final copy, about {} or less (the last copy while {source} served, Job {job}, took that long), then the database steps and the server's start.\n",
+                        duration_text(s)
+                    )),
+                    _ => out.push_str(&format!(
+                        "  Expected outage: unknown until a copy has run while {source} serves (`--prepare`, or the one this run makes first); the final copy then moves only what changed since.\n"
+                    )),
+                }
+            }
+            _ if self.prepare => out.push_str(&format!(
+                "  The services of {source} keep running: --prepare never stops them.\n"
+            )),
+            _ => out.push_str(&format!(
+                "  The services of {source} are not stopped by this run.\n"
+            )),
+        }
+        out.push_str("  Inputs:\n");
+        let mut missing = Vec::new();
+        for input in &self.inputs {
+            let status = match &input.need {
+                Need::Given => "given".to_owned(),
+                Need::Stored(where_) => format!("stored ({where_})"),
+                Need::NotNeeded(why) => format!("not needed: {why}"),
+                Need::Unknown => format!(
+                    "known from the copy made while {source} serves; checked, and asked for if needed, before its services stop ({})",
+                    input.how
+                ),
+                Need::Missing => {
+                    missing.push(input.name);
+                    format!("MISSING: give {}", input.how)
+                }
+            };
+            out.push_str(&format!("    {:<20} {status}\n", input.name));
+        }
+        if !missing.is_empty() {
+            out.push_str(&format!(
+                "  A real run refuses before stopping anything until these are given: {}.\n",
+                missing.join(", ")
+            ));
+        }
+        out
     }
 }

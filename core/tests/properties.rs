@@ -20,6 +20,12 @@
 //! 8. No Job that works on the database's data (fix-up, upgrade, re-hash) is started while the
 //!    `db` Deployment or the server runs: replaying the executed steps, each such Job starts
 //!    with both absent or scaled to 0.
+//! 9. No plan contains a data-sync step that runs or waits for a copy (`data-sync`,
+//!    `prepare-sync`) while the server Deployment `uyuni` has replicas > 0.
+//! 10. No plan stops the source (its next step creates the final data-sync Job) while an input
+//!     a later step needs is missing or unknown: the data a copy made while the source served
+//!     is in Secret `uyuni-migration-data`, and on it the CA key's password (when its key is
+//!     reused and not yet decrypted), the TFTP choice and the PostgreSQL version are settled.
 
 mod common;
 
@@ -490,5 +496,184 @@ proptest! {
             prop_assert!(!out.contains(&s.password), "password leaked");
             prop_assert!(!out.contains(&format!("CAPW{}", s.password)), "CA password leaked");
         }
+    }
+}
+
+/// A state of [`state`], with what issue 18 is about laid over it: a server that runs, a copy
+/// made while the source served with its data, and the CA password given or not.
+#[derive(Debug, Clone)]
+struct SafetyState {
+    base: State,
+    server_replicas: i32,
+    /// The prepare copy's data: none, or with the CA key and/or the TFTP value.
+    prepared: Option<(bool, bool)>,
+    ca_password: bool,
+    ca_password_secret: bool,
+}
+
+fn safety_state() -> impl Strategy<Value = SafetyState> {
+    (
+        state(),
+        0i32..3,
+        proptest::option::of((any::<bool>(), any::<bool>())),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(mut base, server_replicas, prepared, ca_password, ca_password_secret, focus)| {
+                // Half the states with a prepare copy are final runs right before their sync,
+                // where invariant 10 has something to check.
+                if prepared.is_some() && focus {
+                    base.prepare = false;
+                    base.job = JobFixture::None;
+                }
+                SafetyState {
+                    base,
+                    server_replicas,
+                    prepared,
+                    ca_password,
+                    ca_password_secret,
+                }
+            },
+        )
+}
+
+fn build_safety(s: &SafetyState) -> (MigrateParams, Observed) {
+    let (mut params, mut o) = build(&s.base);
+    if !s.ca_password {
+        params.tls.ca_password = None;
+    }
+    if let Some((ca_key, tftp)) = s.prepared {
+        let prepare = MigrateParams {
+            prepare: true,
+            ..params.clone()
+        };
+        let mut job = data_sync::data_sync_job(&prepare);
+        job.metadata.name = Some("uyuni-data-sync-20261128080000".into());
+        o.insert(Object::Job(common::finished(job, true)));
+        let mut data = common::extracted_secret(
+            "uyuni-data-sync-20261128080000",
+            &s.base.password,
+            ca_key.then_some("CAKEY"),
+        );
+        if let Object::Secret(secret) = &mut data
+            && let Some(d) = secret.data.as_mut()
+            && !tftp
+        {
+            d.remove(uyuni_core::scripts::data_keys::TFTP);
+        }
+        o.insert(data);
+    }
+    if s.ca_password_secret {
+        o.insert(Object::Secret(
+            uyuni_core::builders::tls::ca_password_secret(common::NAMESPACE, "stored"),
+        ));
+    }
+    if s.server_replicas > 0
+        && let Ok(Some(data)) = o.extracted()
+    {
+        let mut d = uyuni_core::builders::server::server_deployment(&params, &data, common::SOURCE);
+        if let Some(spec) = d.spec.as_mut() {
+            spec.replicas = Some(s.server_replicas);
+        }
+        o.insert(Object::Deployment(d));
+    }
+    (params, o)
+}
+
+fn server_runs(o: &Observed) -> bool {
+    o.deployment(uyuni_core::builders::server::SERVER_DEPLOYMENT)
+        .is_some_and(|d| !deployment_stopped(d))
+}
+
+/// Invariant 10's inputs, judged on the state alone (not with the planner's own checks).
+fn inputs_missing(params: &MigrateParams, o: &Observed) -> Option<String> {
+    let Ok(Some(data)) = o.extracted() else {
+        return Some("no extracted data".into());
+    };
+    let prepared = o.jobs_for_step(data_sync::STEP_ID).into_iter().any(|j| {
+        j.metadata.name.as_deref() == Some(data.job.as_str())
+            && j.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(uyuni_core::labels::SYNC_MODE_ANNOTATION))
+                .map(String::as_str)
+                == Some("prepare")
+            && uyuni_core::observed::job_state(j) == uyuni_core::observed::JobState::Succeeded
+    });
+    if !prepared || data.placeholder {
+        return Some(format!(
+            "data of {} is not a finished prepare copy's",
+            data.job
+        ));
+    }
+    let password = params.tls.ca_password.is_some()
+        || o.contains(
+            Kind::Secret,
+            uyuni_core::builders::names::CA_PASSWORD_SECRET,
+        );
+    let key_in_place = o
+        .secret(uyuni_core::builders::names::CA_SECRET)
+        .is_some_and(|s| {
+            uyuni_core::builders::tls::ca_secret_complete(
+                s,
+                &uyuni_core::builders::tls::ca_cert(&data),
+            )
+        });
+    if data.ca_key.is_some() && params.tls.third_party.is_none() && !password && !key_in_place {
+        return Some("the CA key's password".into());
+    }
+    if data.tftp.is_none() && params.tftp.enabled.is_none() {
+        return Some("the TFTP choice".into());
+    }
+    if uyuni_core::pg::decide(Some(&data.pg_version)).is_err() {
+        return Some("a supported PostgreSQL version".into());
+    }
+    None
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn invariants_9_and_10_no_copy_into_a_running_server_no_outage_with_an_input_missing(s in safety_state()) {
+        let (params, observed) = build_safety(&s);
+        let Ok(plan) = plan(&params, &observed) else { return Ok(()) };
+        // 9
+        if server_runs(&observed) {
+            for step in &plan.steps {
+                prop_assert!(
+                    !(["data-sync", "prepare-sync"].contains(&step.id.as_str()) && step.action != Action::None),
+                    "{} {:?} while the server runs", step.id, step.op
+                );
+            }
+        }
+        // 10
+        if let Some(step) = plan.next_step().filter(|s| s.stops_source()) {
+            let missing = inputs_missing(&params, &observed);
+            prop_assert!(missing.is_none(), "{} stops the source without {:?}", step.id, missing);
+        }
+        // 9 along the whole simulated run, too.
+        let mut stops_with_real_data = 0;
+        if let Ok(preview) = preview(&params, &observed) {
+            let mut state = observed.clone();
+            for step in &preview.executed {
+                if ["data-sync", "prepare-sync"].contains(&step.id.as_str()) {
+                    prop_assert!(!server_runs(&state), "{} while the server runs", step.id);
+                }
+                // 10 along the run: where the copy's data is real (not the simulation's
+                // placeholders, which a real run replaces by what the source said).
+                let real = matches!(state.extracted(), Ok(Some(d)) if !d.placeholder);
+                if step.stops_source() && real {
+                    stops_with_real_data += 1;
+                    let missing = inputs_missing(&params, &state);
+                    prop_assert!(missing.is_none(), "{} stops the source without {:?}", step.id, missing);
+                }
+                state = simulate(&state, &params.namespace, step);
+            }
+        }
+        // Counted so that a reader can check the case is reached (about 1 in 20 states).
+        let _ = stops_with_real_data;
     }
 }

@@ -306,6 +306,11 @@ pub struct MigrateCmd {
     #[arg(long)]
     pub prepare: bool,
 
+    /// Confirm that this run may stop the source's services (the final copy) without asking;
+    /// needed where there is no terminal to ask on, as in scripts. --prepare never stops them.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
     /// SSH user on the source (needs passwordless sudo when not root).
     #[arg(long, default_value = "root", value_name = "USER", help_heading = SSH)]
     pub user: String,

@@ -97,6 +97,21 @@ fn server_text(checks: &[ServerCheck]) -> String {
     out
 }
 
+/// How the real run would settle the outage question, from this command line.
+fn confirmation(cmd: &MigrateCmd, safety: &uyuni_core::preview::Safety) -> String {
+    if safety.outage_step.is_none() {
+        return String::new();
+    }
+    let how = if cmd.yes {
+        "confirmed with --yes".to_owned()
+    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        "asked on this terminal just before the step".to_owned()
+    } else {
+        "MISSING: no terminal to ask on; pass --yes".to_owned()
+    };
+    format!("    {:<20} {how}\n", "Outage confirmation")
+}
+
 /// Runs the preview and prints it. Returns whether anything would change.
 pub async fn run(
     cmd: &MigrateCmd,
@@ -108,13 +123,11 @@ pub async fn run(
 ) -> Result<bool> {
     let (preview, assumption) = uyuni_core::preview::dry_run_preview(params, observed)?;
     if let Some(a) = &assumption {
-        reporter.warn(&format!(
-            "{}.\nThe preview below assumes cert-manager is installed; a real run now would stop before writing anything.",
-            a.refused
-        ));
+        reporter.warn(&format!("{}.\n{}", a.refused, a.assumed));
     }
     let observed = assumption.as_ref().map_or(observed, |a| &a.observed);
     let changes = !preview.executed.is_empty();
+    let safety = uyuni_core::preview::safety(params, observed, &preview);
     if cmd.show_secrets {
         reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
     }
@@ -140,6 +153,7 @@ pub async fn run(
                 dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str));
             let mut value = render::plan_json(&params.namespace, &preview.steps, observed);
             value["dataPlane"] = serde_json::to_value(&plane)?;
+            value["safety"] = serde_json::to_value(&safety)?;
             // The order the steps would be carried out in, a step that acts twice (apply, then
             // wait) listed twice: what a real run reports, step by step.
             value["execution"] = preview
@@ -178,6 +192,9 @@ pub async fn run(
             text.push_str(&render::steps_text(&preview.steps));
             text.push('\n');
             text.push_str(&plane.render());
+            text.push('\n');
+            text.push_str(&safety.render(&params.source_fqdn));
+            text.push_str(&confirmation(cmd, &safety));
             if let Some(checks) = &checks {
                 text.push_str(&server_text(checks));
             }

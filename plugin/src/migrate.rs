@@ -81,6 +81,22 @@ fn prompt_secret(prompt: &str) -> Option<SecretString> {
         .map(SecretString::new)
 }
 
+/// Whether the user can be asked: stdin and stderr are terminals.
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks a yes/no question on the terminal; only `y` or `yes` is a yes.
+fn confirm(question: &str) -> bool {
+    let term = console::Term::stderr();
+    if term.write_str(question).is_err() {
+        return false;
+    }
+    term.read_line()
+        .is_ok_and(|answer| matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
 /// The environment variable that may hold the registry password.
 pub const REGISTRY_PASSWORD_ENV: &str = "UYUNI_REGISTRY_PASSWORD";
 
@@ -251,7 +267,7 @@ fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>
     out.push_str(&format!("  TLS material:     {}\n", data.ssl_summary()));
     if params.prepare {
         out.push_str(&format!(
-            "\nThe source keeps serving. Repeat with --prepare to catch up, then run `kubectl uyuni migrate {}` without --prepare for the final copy (it stops the source's services).\n",
+            "\nThe source keeps serving. Repeat with --prepare to catch up, then run `kubectl uyuni migrate {}` without --prepare for the final copy (it asks before it stops the source's services; --yes in a script).\n",
             params.source_fqdn
         ));
     }
@@ -312,6 +328,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     let (conn, mut params) = start(cmd, cli).await?;
     let observation = uyuni_core::observed::observation(&params);
     let mut executed = 0usize;
+    let mut confirmed = cmd.yes;
     // How many steps this run carries out, from the preview of the whole operation at its
     // start: the plan itself only reaches past the data sync once the sync has run.
     let mut expected_steps = None;
@@ -338,6 +355,31 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         let Some(step) = plan.next_step() else {
             break observed;
         };
+        // The outage is the user's decision: refused before any write where nobody can be
+        // asked, asked for just before the step that stops the source otherwise.
+        if !confirmed && let Some(outage) = plan.outage_step() {
+            if !interactive() {
+                bail!(
+                    "this run stops the services of {source} at step {id} ({what}), and there is no terminal to ask whether it may: pass --yes to confirm the outage, or run with --prepare to copy while {source} keeps serving. Nothing that stops it was started",
+                    source = params.source_fqdn,
+                    id = outage.id,
+                    what = outage.description,
+                );
+            }
+            if std::ptr::eq(outage, step) {
+                reporter.finish(true);
+                if !confirm(&format!(
+                    "Stop the services of {} now? [y/N] ",
+                    params.source_fqdn
+                )) {
+                    bail!(
+                        "not confirmed: the services of {source} keep running and nothing was stopped. Run `kubectl uyuni migrate {source}` again when the outage may start (--yes skips the question), or --prepare to catch up meanwhile",
+                        source = params.source_fqdn
+                    );
+                }
+                confirmed = true;
+            }
+        }
         executed += 1;
         if executed > uyuni_core::preview::MAX_STEPS {
             bail!(

@@ -17,9 +17,10 @@ fn env() -> Env {
     .with_ssh_stub(DU)
 }
 
-/// `kubectl uyuni … migrate SOURCE --ssh-… EXTRA…`
+/// `kubectl uyuni … migrate SOURCE --yes --ssh-… EXTRA…` (no terminal: the outage is
+/// confirmed with the flag)
 fn migrate(env: &Env, extra: &[&str]) -> std::process::Output {
-    let mut all = vec!["migrate", SOURCE];
+    let mut all = vec!["migrate", SOURCE, "--yes"];
     all.extend_from_slice(extra);
     let flags = ssh_flags();
     all.extend(flags.iter().map(String::as_str));

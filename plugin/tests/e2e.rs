@@ -108,7 +108,10 @@ fn migrate_runs_through_the_data_sync_and_a_second_run_changes_nothing() {
         serde_json::json!(["get", "patch"])
     );
 
-    let jobs = sync_jobs(&env);
+    // A copy while the source serves, whose data every input is checked on, then the final one.
+    assert_eq!(sync_jobs(&env).len(), 2);
+    assert_eq!(env.syncs_of_mode("prepare").len(), 1);
+    let jobs = env.syncs_of_mode("final");
     assert_eq!(jobs.len(), 1);
     let job = &jobs[0];
     assert_eq!(
@@ -132,10 +135,10 @@ fn migrate_runs_through_the_data_sync_and_a_second_run_changes_nothing() {
     assert!(stderr.contains("Nothing to do"), "{stderr}");
     assert_eq!(
         sync_jobs(&env).len(),
-        1,
+        2,
         "a second run must not start another sync"
     );
-    assert_eq!(name(&sync_jobs(&env)[0]), sync_job);
+    assert_eq!(name(&env.syncs_of_mode("final")[0]), sync_job);
     let writes: Vec<_> = env
         .sim
         .request_log()
@@ -244,8 +247,11 @@ fn a_failed_sync_names_the_job_shows_its_log_and_is_retried_as_a_new_job() {
         retry.status.success(),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
+    // The failed copy (made while the source serves, so nothing was stopped), its retry, and
+    // the final sync.
     let names: Vec<String> = sync_jobs(&env).iter().map(|j| name(j).to_owned()).collect();
-    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(env.syncs_of_mode("final").len(), 1, "{names:?}");
     assert!(names.contains(&failed));
 }
 
@@ -262,7 +268,7 @@ fn an_interrupted_run_resumes_by_waiting_for_the_running_job() {
         .arg("uyuni")
         .arg("--kubeconfig")
         .arg(env.kubeconfig())
-        .args(["-n", NS, "migrate", SOURCE])
+        .args(["-n", NS, "migrate", SOURCE, "--yes"])
         .args(ssh_flags())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -282,9 +288,11 @@ fn an_interrupted_run_resumes_by_waiting_for_the_running_job() {
         stderr.contains("await Job"),
         "the running Job is awaited:\n{stderr}"
     );
-    let jobs = sync_jobs(&env);
-    assert_eq!(jobs.len(), 1, "no second sync while one runs");
-    assert_eq!(name(&jobs[0]), job.name);
+    // The copy it had started is awaited, not started again; the final sync follows.
+    let prepares = env.syncs_of_mode("prepare");
+    assert_eq!(prepares.len(), 1, "no second sync while one runs");
+    assert_eq!(name(&prepares[0]), job.name);
+    assert_eq!(env.syncs_of_mode("final").len(), 1);
 }
 
 #[test]

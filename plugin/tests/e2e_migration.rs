@@ -287,9 +287,22 @@ fn full_migration(flavour: Flavour, pg_version: &str, tls: Tls) {
         data_done < rehash && rehash < first_write(&env, "Deployment", "db"),
         "db-passwords out of order"
     );
-    for step in ["data-sync", "db-fixup", "db-passwords", "db-migration-sql"] {
+    for step in ["db-fixup", "db-passwords", "db-migration-sql"] {
         assert_eq!(env.jobs_of(step).len(), 1, "{step}");
     }
+    // A copy while the source serves, whose data every input was checked on, then the final.
+    assert_eq!(env.syncs_of_mode("prepare").len(), 1);
+    assert_eq!(env.syncs_of_mode("final").len(), 1);
+    let written_job = |mode: &str| {
+        env.sim.written().iter().position(|w| {
+            w.object["kind"] == "Job"
+                && w.object["metadata"]["annotations"]["kubectl-uyuni.io/sync-mode"] == mode
+        })
+    };
+    assert!(
+        written_job("prepare") < written_job("final"),
+        "the copy while the source serves comes first"
+    );
     assert_eq!(env.jobs_of("db-upgrade").len(), usize::from(upgraded));
     for name in [
         "db-admin-credentials",
@@ -413,7 +426,11 @@ fn an_unsupported_database_image_is_refused_before_anything_else_is_written_and_
         2,
         "the refused check is kept"
     );
-    assert_eq!(env.jobs_of("data-sync").len(), 1);
+    assert_eq!(
+        env.jobs_of("data-sync").len(),
+        2,
+        "one prepare copy, one final sync"
+    );
 }
 
 #[test]
@@ -539,7 +556,7 @@ fn a_failed_upgrade_names_the_step_shows_its_log_and_resumes() {
     // The failed Job is kept; nothing done before is run again.
     assert_resumed(
         &env,
-        &[("db-upgrade", 2), ("db-fixup", 1), ("data-sync", 1)],
+        &[("db-upgrade", 2), ("db-fixup", 1), ("data-sync", 2)],
         "db",
     );
 }
@@ -980,7 +997,8 @@ fn tftp_follows_the_source_and_the_flags_move_it_to_the_host_network() {
         "it fetches from Service web"
     );
     assert!(env.sim.get("v1", "Service", Some(NS), "tftp").is_none());
-    assert_eq!(env.jobs_of("data-sync").len(), 1, "no new sync");
+    assert_eq!(env.syncs_of_mode("final").len(), 1, "no new sync");
+    assert_eq!(env.jobs_of("data-sync").len(), 2, "no new sync");
     validate_written(&env.sim);
 }
 
@@ -1260,7 +1278,203 @@ fn a_wrong_ca_password_fails_the_ca_key_step_with_its_log_and_the_right_one_resu
     run_again(&env, None, &[]);
     assert_resumed(
         &env,
-        &[("ca-key", 2), ("data-sync", 1), ("db-upgrade", 1)],
+        &[("ca-key", 2), ("data-sync", 2), ("db-upgrade", 1)],
         "uyuni",
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Safe by construction (issue 18): no outage, overwrite or dead end the user did not ask for
+
+/// Successful writes the simulated cluster has logged since the last clear.
+fn writes(env: &Env) -> Vec<String> {
+    env.sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.is_successful_write())
+        .map(|r| format!("{r:?}"))
+        .collect()
+}
+
+#[test]
+fn prepare_after_a_finished_migration_is_refused_and_changes_nothing() {
+    let env = env(migration("16"), Flavour::K3s);
+    let out = env.migrate(&ssh_flags());
+    assert!(out.status.success(), "{}", text(&out).1);
+    let jobs_before = env.jobs_of("data-sync").len();
+
+    env.sim.clear_request_log();
+    let out = env.migrate(&["--prepare".into()]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // What was found, and what the user may want instead.
+    assert!(stderr.contains("--prepare refused"), "{stderr}");
+    assert!(stderr.contains("Deployment uyuni runs"), "{stderr}");
+    assert!(
+        stderr.contains("`kubectl uyuni migrate uyuni.example.com` without --prepare"),
+        "{stderr}"
+    );
+    let final_job = name_of_final(&env);
+    assert!(
+        stderr.contains(&format!(
+            "kubectl --kubeconfig {} -n {NS} delete job {final_job}",
+            env.kubeconfig().display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        writes(&env).is_empty(),
+        "the refused run wrote: {:?}",
+        writes(&env)
+    );
+    assert_eq!(env.jobs_of("data-sync").len(), jobs_before, "no new copy");
+
+    // No dead end: the final run still finds everything done.
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+}
+
+fn name_of_final(env: &Env) -> String {
+    let finals = env.syncs_of_mode("final");
+    assert_eq!(finals.len(), 1);
+    finals[0]["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_missing_ca_password_is_refused_before_the_source_is_stopped() {
+    let mut env = env(migration("16"), Flavour::K3s);
+    env.password_env = false;
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("the source's CA key is encrypted"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--ssl-password-file"), "{stderr}");
+    // Learnt from a copy made while the source serves; the final sync, which stops the
+    // source's services, was never created.
+    assert_eq!(env.syncs_of_mode("prepare").len(), 1);
+    assert!(
+        env.syncs_of_mode("final").is_empty(),
+        "the final data sync ran without the password"
+    );
+    assert!(
+        env.sim.get("v1", "Secret", Some(NS), "uyuni-ca").is_none(),
+        "nothing of the TLS phase was written"
+    );
+    assert_no_secret(&out);
+
+    // With the password, the run goes on from that copy: no second copy while serving.
+    env.password_env = true;
+    run_again(&env, None, &[]);
+    assert_eq!(env.syncs_of_mode("prepare").len(), 1);
+    assert_eq!(env.syncs_of_mode("final").len(), 1);
+    assert_resumed(&env, &[("ca-key", 1)], "uyuni");
+}
+
+#[test]
+fn a_final_run_without_yes_and_without_a_terminal_is_refused_before_anything_is_written() {
+    let mut env = env(migration("16"), Flavour::K3s);
+    env.yes = false;
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("stops the services of uyuni.example.com"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("pass --yes") && stderr.contains("--prepare"),
+        "{stderr}"
+    );
+    assert!(
+        writes(&env).is_empty(),
+        "the refused run wrote: {:?}",
+        writes(&env)
+    );
+    assert!(env.jobs_of("data-sync").is_empty());
+
+    // --prepare never asks: it copies while the source serves.
+    let prepare = env.migrate(&[ssh_flags(), vec!["--prepare".into()]].concat());
+    assert!(prepare.status.success(), "{}", text(&prepare).1);
+    assert_eq!(env.syncs_of_mode("prepare").len(), 1);
+    assert!(env.syncs_of_mode("final").is_empty());
+    // The final run after it is refused too without --yes, before its sync.
+    let again = env.migrate(&[]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again).1);
+    assert!(env.syncs_of_mode("final").is_empty());
+}
+
+#[test]
+fn the_dry_run_names_the_outage_step_the_window_after_a_prepare_and_the_missing_inputs() {
+    let mut env = env(migration("16"), Flavour::K3s);
+    env.password_env = false;
+    env.yes = false;
+    let dry = |env: &Env| {
+        let out = env.migrate(&[ssh_flags(), vec!["--dry-run".into()]].concat());
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+        assert_no_secret(&out);
+        (stdout, stderr)
+    };
+    let (stdout, _) = dry(&env);
+    assert!(stdout.contains("Outage and inputs:"), "{stdout}");
+    assert!(
+        stdout.contains("The services of uyuni.example.com stop at step")
+            && stdout.contains("(data-sync, the final copy)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Expected outage: unknown"), "{stdout}");
+    let ca_line = |s: &str| {
+        s.lines()
+            .find(|l| l.trim_start().starts_with("CA key password"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        ca_line(&stdout).contains("known from the copy made while"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Outage confirmation") && stdout.contains("pass --yes"),
+        "{stdout}"
+    );
+
+    let prepare = env.migrate(&[ssh_flags(), vec!["--prepare".into()]].concat());
+    assert!(prepare.status.success(), "{}", text(&prepare).1);
+    env.sim.clear_request_log();
+    let (stdout, stderr) = dry(&env);
+    assert!(
+        stdout.contains("Expected outage: the final copy, about")
+            && stdout.contains("Job uyuni-data-sync-"),
+        "{stdout}"
+    );
+    assert!(ca_line(&stdout).contains("MISSING"), "{stdout}");
+    assert!(
+        stderr.contains("the source's CA key is encrypted")
+            && stderr.contains("assumes the password is given"),
+        "{stderr}"
+    );
+    assert!(writes(&env).is_empty(), "the dry run wrote");
 }

@@ -46,7 +46,15 @@ fn interrupted(signal: &str) -> (Env, Output, String) {
         .arg("uyuni")
         .arg("--kubeconfig")
         .arg(env.kubeconfig())
-        .args(["--context", "uyuni-sim", "-n", NS, "migrate", SOURCE])
+        .args([
+            "--context",
+            "uyuni-sim",
+            "-n",
+            NS,
+            "migrate",
+            SOURCE,
+            "--prepare",
+        ])
         .args(ssh_flags())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -133,7 +141,15 @@ fn a_failed_jobs_hint_carries_kubeconfig_context_and_namespace() {
         .arg("uyuni")
         .arg("--kubeconfig")
         .arg(env.kubeconfig())
-        .args(["--context", "uyuni-sim", "-n", NS, "migrate", SOURCE])
+        .args([
+            "--context",
+            "uyuni-sim",
+            "-n",
+            NS,
+            "migrate",
+            SOURCE,
+            "--prepare",
+        ])
         .args(ssh_flags())
         .output()
         .expect("kubectl runs");
@@ -156,7 +172,7 @@ fn migrate_without_namespace(env: &Env, extra: &[&str]) -> Output {
         .arg("--kubeconfig")
         .arg(env.kubeconfig())
         .args(extra)
-        .args(["migrate", SOURCE])
+        .args(["migrate", SOURCE, "--yes"])
         .args(ssh_flags())
         .output()
         .expect("kubectl runs")

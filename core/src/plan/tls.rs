@@ -339,3 +339,42 @@ pub(super) fn steps(
         tls::TlsMode::ReusedCa => reused_ca_steps(params, observed, data),
     }
 }
+
+/// Whether the CA key's password is needed, and whether it is there: the same conditions under
+/// which [`steps`] refuses with [`PlanError::CaPasswordNeeded`], said before the run. `data`:
+/// what a sync extracted (`None` or placeholders: not known yet).
+pub(crate) fn ca_password_need(
+    params: &MigrateParams,
+    observed: &Observed,
+    data: Option<&ExtractedData>,
+) -> crate::phase::Need {
+    use crate::phase::Need;
+    if params.tls.third_party.is_some() {
+        return Need::NotNeeded("the certificates come from the --ssl-* files".into());
+    }
+    if earlier_third_party(observed) {
+        return Need::NotNeeded("the certificates an earlier run wrote from files are kept".into());
+    }
+    let Some(data) = data.filter(|d| !d.placeholder) else {
+        return match &params.tls.ca_password {
+            Some(_) => Need::Given,
+            None => Need::Unknown,
+        };
+    };
+    if tls::mode(params, data) != Ok(tls::TlsMode::ReusedCa) {
+        return Need::NotNeeded("the source has no Uyuni CA key".into());
+    }
+    if observed
+        .secret(names::CA_SECRET)
+        .is_some_and(|s| tls::ca_secret_complete(s, &tls::ca_cert(data)))
+    {
+        return Need::NotNeeded(format!("the key is in Secret {} already", names::CA_SECRET));
+    }
+    if params.tls.ca_password.is_some() {
+        Need::Given
+    } else if observed.secret(names::CA_PASSWORD_SECRET).is_some() {
+        Need::Stored(format!("Secret {}", names::CA_PASSWORD_SECRET))
+    } else {
+        Need::Missing
+    }
+}

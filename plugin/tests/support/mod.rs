@@ -66,6 +66,9 @@ pub struct Env {
     pub cache: tempfile::TempDir,
     /// Whether runs get the CA password in `UYUNI_SSL_PASSWORD`.
     pub password_env: bool,
+    /// Whether `migrate` runs get `--yes`: the tests run without a terminal, where a run that
+    /// stops the source's services is refused without it.
+    pub yes: bool,
 }
 
 impl Env {
@@ -80,6 +83,7 @@ impl Env {
             bin,
             cache: tempfile::tempdir().expect("tempdir"),
             password_env: true,
+            yes: true,
         }
     }
 
@@ -128,9 +132,12 @@ impl Env {
             .expect("kubectl runs")
     }
 
-    /// `kubectl uyuni … migrate SOURCE ARGS…`
+    /// `kubectl uyuni … migrate SOURCE [--yes] ARGS…`
     pub fn migrate(&self, args: &[String]) -> Output {
         let mut all = vec!["migrate", SOURCE];
+        if self.yes {
+            all.push("--yes");
+        }
         all.extend(args.iter().map(String::as_str));
         self.uyuni(&all)
     }
@@ -141,6 +148,14 @@ impl Env {
             .objects("batch/v1", "Job", Some(NS))
             .into_iter()
             .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == step)
+            .collect()
+    }
+
+    /// The data-sync Jobs of one mode (`prepare` or `final`).
+    pub fn syncs_of_mode(&self, mode: &str) -> Vec<Value> {
+        self.jobs_of("data-sync")
+            .into_iter()
+            .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/sync-mode"] == mode)
             .collect()
     }
 

@@ -1,0 +1,432 @@
+//! Where a migration stands, as a fact derived from the observed state alone: which data syncs
+//! succeeded (the data-sync Jobs and their mode), and whether the migrated server runs
+//! (Deployment `uyuni`). Every command line is checked against it before the planner plans a
+//! single write, so that no flag combination copies into volumes a running server owns.
+
+use k8s_openapi::api::batch::v1::Job;
+use serde::Serialize;
+
+use crate::builders::{data_sync, names, server};
+use crate::labels;
+use crate::observed::{JobState, Observed, deployment_stopped, desired_replicas, job_state};
+use crate::params::MigrateParams;
+use crate::plan::{PlanError, job_label};
+
+/// Where a migration stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "phase")]
+pub enum Phase {
+    /// No data sync has succeeded (or none is left to say so).
+    NotStarted,
+    /// A copy made while the source keeps serving succeeded; no final sync has yet.
+    Prepared { job: String },
+    /// A final sync is running: the source's services are being stopped or are stopped.
+    FinalSyncRunning { job: String },
+    /// The final sync succeeded: the volumes hold the source's data as it was at its stop.
+    FinalSyncDone { job: String },
+    /// Deployment `uyuni` runs: the volumes are the migrated server's now.
+    ServerRunning {
+        replicas: i32,
+        /// The final sync it runs on, when there was one.
+        final_job: Option<String>,
+    },
+}
+
+fn name_of(job: &Job) -> String {
+    job.metadata.name.clone().unwrap_or_default()
+}
+
+fn mode_of(job: &Job) -> Option<String> {
+    job_label(job, labels::SYNC_MODE_ANNOTATION)
+}
+
+/// The data-sync Jobs of one mode (`prepare` or `final`), oldest first.
+pub(crate) fn syncs<'a>(observed: &'a Observed, mode: &str) -> Vec<&'a Job> {
+    observed
+        .jobs_for_step(data_sync::STEP_ID)
+        .into_iter()
+        .filter(|j| mode_of(j).as_deref() == Some(mode))
+        .collect()
+}
+
+/// The newest Job of a mode that succeeded.
+pub(crate) fn latest_succeeded<'a>(observed: &'a Observed, mode: &str) -> Option<&'a Job> {
+    syncs(observed, mode)
+        .into_iter()
+        .rev()
+        .find(|j| job_state(j) == JobState::Succeeded)
+}
+
+/// The replicas of a Deployment that is not stopped (asked for, or pods still there).
+fn running_replicas(observed: &Observed, name: &str) -> Option<i32> {
+    let d = observed.deployment(name)?;
+    if deployment_stopped(d) {
+        return None;
+    }
+    let pods = d.status.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    Some(desired_replicas(d).max(pods))
+}
+
+/// Where the migration in this namespace stands. Pure; the later phases win.
+pub fn phase(observed: &Observed) -> Phase {
+    let final_done = latest_succeeded(observed, data_sync::sync_mode(false)).map(name_of);
+    if let Some(replicas) = running_replicas(observed, server::SERVER_DEPLOYMENT) {
+        return Phase::ServerRunning {
+            replicas,
+            final_job: final_done,
+        };
+    }
+    if let Some(job) = final_done {
+        return Phase::FinalSyncDone { job };
+    }
+    let final_running = syncs(observed, data_sync::sync_mode(false))
+        .into_iter()
+        .find(|j| job_state(j) == JobState::Running);
+    if let Some(job) = final_running {
+        return Phase::FinalSyncRunning { job: name_of(job) };
+    }
+    match latest_succeeded(observed, data_sync::sync_mode(true)) {
+        Some(job) => Phase::Prepared { job: name_of(job) },
+        None => Phase::NotStarted,
+    }
+}
+
+/// The command line against the phase, before any write: `--prepare` copies while the source
+/// serves, which is only harmless before the final sync.
+pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
+    if !params.prepare {
+        return Ok(());
+    }
+    let found = match phase(observed) {
+        Phase::NotStarted | Phase::Prepared { .. } => return Ok(()),
+        Phase::FinalSyncRunning { job } => {
+            return Err(PlanError::PrepareWhileFinalSyncRuns {
+                job,
+                fqdn: params.source_fqdn.clone(),
+            });
+        }
+        Phase::FinalSyncDone { job } => (
+            format!("the final data sync ran (Job {job} succeeded)"),
+            Some(job),
+            None,
+        ),
+        Phase::ServerRunning {
+            replicas,
+            final_job,
+        } => (
+            match &final_job {
+                Some(job) => format!(
+                    "the final data sync ran (Job {job} succeeded) and Deployment {} runs ({replicas} replica(s))",
+                    server::SERVER_DEPLOYMENT
+                ),
+                None => format!(
+                    "Deployment {} runs ({replicas} replica(s))",
+                    server::SERVER_DEPLOYMENT
+                ),
+            },
+            final_job,
+            Some(replicas),
+        ),
+    };
+    let (found, job, _) = found;
+    let ns = &params.namespace;
+    let mut again = stop_advice(params, observed);
+    if let Some(job) = &job {
+        again.push_str(&format!(
+            "delete Job {job} (`{}`), ",
+            params.kubectl.cmd(Some(ns), &format!("delete job {job}"))
+        ));
+    }
+    Err(PlanError::PrepareAfterFinalSync {
+        found,
+        fqdn: params.source_fqdn.clone(),
+        again,
+    })
+}
+
+/// The Deployments that run on the synced volumes (the server, the database), with replicas.
+fn running_on_volumes(observed: &Observed) -> Vec<(String, i32)> {
+    [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter_map(|name| running_replicas(observed, name).map(|r| (name.to_owned(), r)))
+        .collect()
+}
+
+/// "stop …, " naming every Deployment that runs on the volumes, or nothing when none does:
+/// the first part of the advice to sync again.
+pub(crate) fn stop_advice(params: &MigrateParams, observed: &Observed) -> String {
+    let running = running_on_volumes(observed);
+    if running.is_empty() {
+        return String::new();
+    }
+    let names = running
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "stop what runs on the volumes (`{}`), ",
+        params.kubectl.cmd(
+            Some(&params.namespace),
+            &format!("scale deployment {names} --replicas=0")
+        )
+    )
+}
+
+/// Before a data-sync Job is created or waited for: no Deployment may run on the volumes it
+/// copies into. The server and the database are only started after the final sync, so this
+/// only refuses states someone made by hand (a deleted sync Job, a server of another origin).
+pub(crate) fn guard_sync(
+    params: &MigrateParams,
+    observed: &Observed,
+    running_job: Option<&str>,
+) -> Result<(), PlanError> {
+    let running = running_on_volumes(observed);
+    if running.is_empty() {
+        return Ok(());
+    }
+    let ns = &params.namespace;
+    let deployments = running
+        .iter()
+        .map(|(name, replicas)| format!("Deployment {name} ({replicas} replica(s))"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let names = running
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let scale = params
+        .kubectl
+        .cmd(Some(ns), &format!("scale deployment {names} --replicas=0"));
+    let remedy = match running_job {
+        Some(job) => format!(
+            "Job {job} copies into them now: delete it (`{}`) or stop {deployments} (`{scale}`), then run again",
+            params.kubectl.cmd(Some(ns), &format!("delete job {job}"))
+        ),
+        None => format!(
+            "to migrate again from the source, overwriting what the server wrote since, stop them first (`{scale}`), then run again"
+        ),
+    };
+    Err(PlanError::SyncIntoRunningServer {
+        deployments,
+        remedy,
+    })
+}
+
+/// How long a succeeded Job ran, in seconds, from its observed status.
+pub fn job_seconds(job: &Job) -> Option<i64> {
+    let status = job.status.as_ref()?;
+    let start = status.start_time.as_ref()?.0.as_second();
+    let end = status.completion_time.as_ref()?.0.as_second();
+    (end >= start).then_some(end - start)
+}
+
+/// The expected outage after a `--prepare`: how long the last copy took (the final copy moves
+/// at most what changed since, plus the database with the services stopped). `None` without
+/// a succeeded prepare-mode sync with start and completion times.
+pub fn expected_window(observed: &Observed) -> Option<(String, i64)> {
+    let job = latest_succeeded(observed, data_sync::sync_mode(true))?;
+    job_seconds(job).map(|s| (name_of(job), s))
+}
+
+/// Whether an input is needed, and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "status", content = "detail")]
+pub enum Need {
+    /// Given on this command line (a flag, the environment, or the prompt).
+    Given,
+    /// Stored in the cluster by an earlier run; reused.
+    Stored(String),
+    NotNeeded(String),
+    /// Only the source can say: known from the copy made while it serves, before its stop.
+    Unknown,
+    /// Needed and not there: the run refuses, before the source is stopped.
+    Missing,
+}
+
+/// One input a run needs, for the dry run's list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Input {
+    pub name: &'static str,
+    pub need: Need,
+    /// How to give it.
+    pub how: &'static str,
+}
+
+/// The data the inputs are judged on: the last sync's, when a sync that succeeded wrote it.
+fn known_data(observed: &Observed) -> Option<crate::observed::ExtractedData> {
+    let data = observed.extracted().ok().flatten()?;
+    let written = observed
+        .jobs_for_step(data_sync::STEP_ID)
+        .into_iter()
+        .any(|j| name_of(j) == data.job && job_state(j) == JobState::Succeeded);
+    written.then_some(data)
+}
+
+/// Every input the real run will ask for or needs, and which are missing, from the state a run
+/// starts from. The checks themselves are the planner's; this says them in advance.
+pub fn inputs(params: &MigrateParams, observed: &Observed) -> Vec<Input> {
+    let stored = |kind, name: &str| -> Need {
+        if observed.contains(kind, name) {
+            Need::Stored(format!("{kind:?} {name}"))
+        } else {
+            Need::Missing
+        }
+    };
+    let mut out = vec![
+        Input {
+            name: "SSH key pair",
+            need: if params.ssh_key.is_some() {
+                Need::Given
+            } else {
+                stored(crate::object::Kind::Secret, names::SSH_KEY_SECRET)
+            },
+            how: "--ssh-key-private FILE --ssh-key-public FILE",
+        },
+        Input {
+            name: "SSH known_hosts",
+            need: if params.ssh_config.is_some() {
+                Need::Given
+            } else {
+                stored(crate::object::Kind::ConfigMap, names::SSH_CONFIG_MAP)
+            },
+            how: "--ssh-knownhosts FILE",
+        },
+    ];
+    if params.prepare {
+        return out;
+    }
+    let data = known_data(observed);
+    out.push(Input {
+        name: "CA key password",
+        need: crate::plan::ca_password_need(params, observed, data.as_ref()),
+        how: "--ssl-password-file FILE, UYUNI_SSL_PASSWORD, or the prompt on a terminal",
+    });
+    out.push(Input {
+        name: "TFTP of the source",
+        need: match (&data, params.tftp.enabled) {
+            (_, Some(_)) => Need::Given,
+            (None, None) => Need::Unknown,
+            (Some(d), None) if d.tftp.is_some() => {
+                Need::Stored(format!("recorded by Job {}", d.job))
+            }
+            (Some(_), None) => Need::Missing,
+        },
+        how: "--tftp=true or --tftp=false",
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::Object;
+    use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use std::collections::BTreeMap;
+
+    fn sync(name: &str, mode: &str, state: Option<&str>) -> Object {
+        Object::Job(Job {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                annotations: Some(BTreeMap::from([
+                    (labels::STEP_ANNOTATION.into(), data_sync::STEP_ID.into()),
+                    (labels::SYNC_MODE_ANNOTATION.into(), mode.into()),
+                ])),
+                ..ObjectMeta::default()
+            },
+            status: state.map(|kind| JobStatus {
+                conditions: Some(vec![JobCondition {
+                    type_: kind.into(),
+                    status: "True".into(),
+                    ..JobCondition::default()
+                }]),
+                ..JobStatus::default()
+            }),
+            ..Job::default()
+        })
+    }
+
+    fn server(replicas: i32) -> Object {
+        Object::Deployment(Deployment {
+            metadata: ObjectMeta {
+                name: Some(server::SERVER_DEPLOYMENT.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                ..DeploymentSpec::default()
+            }),
+            ..Deployment::default()
+        })
+    }
+
+    fn observed(objects: Vec<Object>) -> Observed {
+        let mut o = Observed::default();
+        for object in objects {
+            o.insert(object);
+        }
+        o
+    }
+
+    #[test]
+    fn phases_follow_the_jobs_and_the_server() {
+        assert_eq!(phase(&observed(vec![])), Phase::NotStarted);
+        assert_eq!(
+            phase(&observed(vec![sync("p1", "prepare", Some("Failed"))])),
+            Phase::NotStarted,
+            "a failed copy prepares nothing"
+        );
+        assert_eq!(
+            phase(&observed(vec![sync("p1", "prepare", Some("Complete"))])),
+            Phase::Prepared { job: "p1".into() }
+        );
+        assert_eq!(
+            phase(&observed(vec![
+                sync("p1", "prepare", Some("Complete")),
+                sync("f1", "final", None)
+            ])),
+            Phase::FinalSyncRunning { job: "f1".into() }
+        );
+        assert_eq!(
+            phase(&observed(vec![
+                sync("p1", "prepare", Some("Complete")),
+                sync("f1", "final", Some("Failed")),
+            ])),
+            Phase::Prepared { job: "p1".into() },
+            "a failed final sync leaves the prepared state"
+        );
+        assert_eq!(
+            phase(&observed(vec![sync("f1", "final", Some("Complete"))])),
+            Phase::FinalSyncDone { job: "f1".into() }
+        );
+        assert_eq!(
+            phase(&observed(vec![
+                sync("f1", "final", Some("Complete")),
+                server(1)
+            ])),
+            Phase::ServerRunning {
+                replicas: 1,
+                final_job: Some("f1".into())
+            }
+        );
+        assert_eq!(
+            phase(&observed(vec![
+                sync("f1", "final", Some("Complete")),
+                server(0)
+            ])),
+            Phase::FinalSyncDone { job: "f1".into() },
+            "a server scaled to 0 owns nothing"
+        );
+        assert_eq!(
+            phase(&observed(vec![server(2)])),
+            Phase::ServerRunning {
+                replicas: 2,
+                final_job: None
+            },
+            "a server of another origin counts too"
+        );
+    }
+}
