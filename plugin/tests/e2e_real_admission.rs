@@ -7,8 +7,7 @@
 
 mod support;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 use support::{Env, ssh_flags, text};
@@ -16,20 +15,7 @@ use uyuni_testdata::real::{self, RealCluster};
 use uyuni_testdata::{Flavour, SideEffect, SimConfig, scenarios};
 
 fn kubectl(cluster: &RealCluster, args: &[&str], stdin: &str) -> Output {
-    let bin = std::env::var("UYUNI_KUBECTL_137").unwrap_or_else(|_| "kubectl".to_owned());
-    let mut child = Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig_path())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("stdin");
-    drop(input);
-    child.wait_with_output().expect("kubectl ends")
+    cluster.kubectl(args, stdin).expect("kubectl runs")
 }
 
 fn output(out: &Output) -> String {

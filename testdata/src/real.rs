@@ -7,7 +7,7 @@
 //! stay Pending; objects are validated, admitted, defaulted and stored by upstream's code.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
 /// Set by `scripts/test.sh` once it has built the control plane: the tests that need it then
 /// run; in CI (`CI=true`) they fail without it rather than skip.
@@ -75,6 +75,25 @@ impl RealCluster {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// `kubectl --kubeconfig ADMIN ARGS…` with `stdin` as input: kubectl 1.37 from
+    /// `UYUNI_KUBECTL_137` (scripts/test.sh sets it), else the one on PATH.
+    pub fn kubectl(&self, args: &[&str], stdin: &str) -> std::io::Result<Output> {
+        use std::io::Write;
+        let bin = std::env::var("UYUNI_KUBECTL_137").unwrap_or_else(|_| "kubectl".to_owned());
+        let mut child = Command::new(bin)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig_path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(stdin.as_bytes())?;
+        }
+        child.wait_with_output()
     }
 
     /// The pids `up` recorded, by component; empty once stopped.

@@ -1,7 +1,7 @@
 //! The real control plane from upstream (scripts/cluster.sh): it starts, reports v1.37, has etcd
 //! behind it, refuses what a real cluster refuses, and `down` leaves no process behind.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use uyuni_testdata::real::{self, RealCluster};
 
@@ -19,23 +19,9 @@ fn cluster() -> Option<RealCluster> {
 }
 
 fn kubectl(cluster: &RealCluster, args: &[&str], stdin: Option<&str>) -> Output {
-    use std::io::Write;
-    let bin = std::env::var("UYUNI_KUBECTL_137").unwrap_or_else(|_| "kubectl".to_owned());
-    let mut child = Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig_path())
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    let mut input = child.stdin.take().expect("stdin");
-    input
-        .write_all(stdin.unwrap_or_default().as_bytes())
-        .expect("write stdin");
-    drop(input);
-    child.wait_with_output().expect("kubectl ends")
+    cluster
+        .kubectl(args, stdin.unwrap_or_default())
+        .expect("kubectl runs")
 }
 
 fn text(out: &Output) -> String {
