@@ -45,7 +45,7 @@ impl Kubectl {
 }
 
 /// `value` as one shell word: as it is when it holds only characters no shell treats
-/// specially, otherwise in single quotes.
+/// specially (hints stay readable), otherwise quoted as the Job scripts quote.
 fn shell_quote(value: &str) -> String {
     let plain = !value.is_empty()
         && value
@@ -54,7 +54,7 @@ fn shell_quote(value: &str) -> String {
     if plain {
         value.to_owned()
     } else {
-        format!("'{}'", value.replace('\'', r"'\''"))
+        crate::scripts::data_sync::shell_quote(value)
     }
 }
 

@@ -619,16 +619,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn forbidden_says_how_to_check() {
+    /// `get secret/x` in namespace uyuni, refused with 403.
+    fn forbidden_secret_get() -> EffectsError {
         let status =
             kube::core::Status::failure("secrets \"x\" is forbidden", "Forbidden").with_code(403);
-        let err = EffectsError::Api {
+        EffectsError::Api {
             verb: Verb::Get,
             target: Target::named("secret", "x", Some("uyuni")),
             attempts: 1,
             source: Box::new(kube::Error::Api(status.boxed())),
-        };
+        }
+    }
+
+    #[test]
+    fn forbidden_says_how_to_check() {
+        let err = forbidden_secret_get();
         let text = err.to_string();
         assert!(
             text.starts_with(
@@ -649,14 +654,7 @@ mod tests {
             kubeconfig: Some("/k/config".into()),
             context: Some("prod".into()),
         };
-        let status =
-            kube::core::Status::failure("secrets \"x\" is forbidden", "Forbidden").with_code(403);
-        let err = EffectsError::Api {
-            verb: Verb::Get,
-            target: Target::named("secret", "x", Some("uyuni")),
-            attempts: 1,
-            source: Box::new(kube::Error::Api(status.boxed())),
-        };
+        let err = forbidden_secret_get();
         let text = err.render(&k);
         assert!(
             text.contains(

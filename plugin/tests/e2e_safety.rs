@@ -29,6 +29,26 @@ fn assert_nothing_written(env: &Env) {
     assert!(writes.is_empty(), "wrote before refusing: {writes:?}");
 }
 
+/// `kubectl uyuni --kubeconfig K --context uyuni-sim -n NS migrate SOURCE --prepare SSH…`: a
+/// run that waits on its data-sync Job without asking, with every flag a hint must carry.
+fn prepare_with_every_kube_flag(env: &Env) -> std::process::Command {
+    let mut cmd = env.kubectl();
+    cmd.arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args([
+            "--context",
+            "uyuni-sim",
+            "-n",
+            NS,
+            "migrate",
+            SOURCE,
+            "--prepare",
+        ])
+        .args(ssh_flags());
+    cmd
+}
+
 /// Starts a migration whose data-sync Job runs long, sends `signal` once the Job exists, and
 /// returns the run's output and the Job's name.
 fn interrupted(signal: &str) -> (Env, Output, String) {
@@ -41,21 +61,7 @@ fn interrupted(signal: &str) -> (Env, Output, String) {
         ..SimConfig::default()
     });
     let created = env.sim.job_created_channel("data-sync");
-    let child = env
-        .kubectl()
-        .arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args([
-            "--context",
-            "uyuni-sim",
-            "-n",
-            NS,
-            "migrate",
-            SOURCE,
-            "--prepare",
-        ])
-        .args(ssh_flags())
+    let child = prepare_with_every_kube_flag(&env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -136,21 +142,7 @@ fn a_failed_jobs_hint_carries_kubeconfig_context_and_namespace() {
         scenario,
         ..SimConfig::default()
     });
-    let out = env
-        .kubectl()
-        .arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args([
-            "--context",
-            "uyuni-sim",
-            "-n",
-            NS,
-            "migrate",
-            SOURCE,
-            "--prepare",
-        ])
-        .args(ssh_flags())
+    let out = prepare_with_every_kube_flag(&env)
         .output()
         .expect("kubectl runs");
     let (_, stderr) = text(&out);
