@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real Kubernetes control plane on loopback, for tests and the demo:
-#   scripts/cluster.sh build          build what is missing (cached outside the work tree)
+#   scripts/cluster.sh build          build what is missing (cached outside the work tree),
+#                                     krew (`kubectl-krew`) included
 #   scripts/cluster.sh up DIR         build, generate certificates, start etcd, kube-apiserver,
 #                                     kube-controller-manager and kube-scheduler; write
 #                                     DIR/kubeconfig (cluster admin); return once ready
@@ -33,9 +34,29 @@ pins() {
     | sha256sum | cut -d' ' -f1
 }
 
+# krew (kubectl's plugin manager) for the offline install test, as `kubectl-krew` so that
+# kubectl finds it as `kubectl krew`. Pinned apart from the control plane, with its own pins
+# file: a change to one does not rebuild the other.
+build_krew() {
+  local want
+  want=$( { cat "$modules/krew/go.mod" "$modules/krew/go.sum"; go version; } | sha256sum | cut -d' ' -f1)
+  if [ -f "$bin/krew.pins" ] && [ "$(cat "$bin/krew.pins")" = "$want" ] && [ -x "$bin/kubectl-krew" ]; then
+    return 0
+  fi
+  rm -f "$bin/krew.pins"
+  log "building krew v0.4.3"
+  # The version variables of krew's internal/version package: unstamped, krew reports `unknown`.
+  (cd "$modules/krew" && CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-X sigs.k8s.io/krew/internal/version.gitTag=v0.4.3 -X sigs.k8s.io/krew/internal/version.gitCommit=v0.4.3" \
+    -o "$bin/kubectl-krew" sigs.k8s.io/krew/cmd/krew) \
+    || die "building krew failed (output above): check that the Go module proxy serves sigs.k8s.io/krew v0.4.3"
+  echo "$want" >"$bin/krew.pins"
+}
+
 build() {
   command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go 1.26 or later, then run again"
   mkdir -p "$bin"
+  build_krew
   local want
   want=$(pins)
   if [ -f "$bin/pins" ] && [ "$(cat "$bin/pins")" = "$want" ] \

@@ -323,3 +323,147 @@ fn installed_as_krew_does_it_runs_through_kubectl() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.lines().any(|l| l.starts_with("migrate")), "{stdout}");
 }
+
+/// Where `scripts/cluster.sh build` puts `kubectl-krew` (krew v0.4.3 from its Go module).
+fn real_krew() -> PathBuf {
+    let cache = std::env::var_os("UYUNI_CONTROLPLANE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                .join(".cache/kubectl-uyuni/controlplane")
+        });
+    cache.join("bin/kubectl-krew")
+}
+
+/// `kubectl ARGS…` with krew as `kubectl krew` and `$KREW_ROOT/bin` on PATH, offline.
+fn with_krew(tools: &Path, krew_root: &Path, home: &Path) -> Command {
+    let path = format!("{}:{}", krew_root.join("bin").display(), tools.display());
+    let mut cmd = kubectl(Path::new(&path), home);
+    // No look-up of krew's latest release on GitHub (cmd/krew/cmd/root.go at v0.4.3).
+    cmd.env("KREW_ROOT", krew_root)
+        .env("KREW_NO_UPGRADE_CHECK", "1")
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
+fn both(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The release installed by the real krew, offline, as a user would from a downloaded manifest
+/// and archive; run through krew's link as `kubectl uyuni`; then uninstalled. The real krew also
+/// checks the archive against the manifest's sha256 and refuses a mismatch.
+#[test]
+fn the_real_krew_installs_the_release_offline_runs_it_and_uninstalls_it() {
+    if let Err(why) = uyuni_testdata::real::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the real krew is needed in CI: {why}"
+        );
+        println!("install through the real krew NOT tested: {why}");
+        return;
+    }
+    let krew_bin = real_krew();
+    assert!(
+        krew_bin.is_file(),
+        "{} is missing: run `scripts/cluster.sh build`",
+        krew_bin.display()
+    );
+    let r = release();
+    let tools = r.dir.path().join("tools");
+    let home = r.dir.path().join("home");
+    let krew_root = r.dir.path().join("krew-root");
+    std::fs::create_dir_all(&tools).expect("tools");
+    std::fs::create_dir_all(&home).expect("home");
+    std::os::unix::fs::symlink(&krew_bin, tools.join("kubectl-krew")).expect("link krew");
+    let manifest = r.dir.path().join("plugins/uyuni.yaml");
+    let (os, arch) = krew::this_platform();
+    let archive = r
+        .dir
+        .path()
+        .join("dist")
+        .join(krew::archive_name(VERSION, &os, &arch));
+    let krew_cmd = || with_krew(&tools, &krew_root, &home);
+
+    // A manifest whose checksum does not match the archive: refused, nothing installed.
+    let text = std::fs::read_to_string(&manifest).expect("manifest");
+    let sha = this_platform_entry(&r.manifest)["sha256"]
+        .as_str()
+        .expect("sha256")
+        .to_owned();
+    let wrong = r.dir.path().join("wrong.yaml");
+    std::fs::write(&wrong, text.replace(&sha, &"f".repeat(64))).expect("write");
+    let out = krew_cmd()
+        .args(["krew", "install", "--manifest"])
+        .arg(&wrong)
+        .arg("--archive")
+        .arg(&archive)
+        .output()
+        .expect("kubectl krew runs");
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        both(&out).contains("checksum does not match"),
+        "{}",
+        both(&out)
+    );
+    assert!(!krew_root.join("bin/kubectl-uyuni").exists());
+
+    let out = krew_cmd()
+        .args(["krew", "install", "--manifest"])
+        .arg(&manifest)
+        .arg("--archive")
+        .arg(&archive)
+        .output()
+        .expect("kubectl krew runs");
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        both(&out).contains("Installed plugin: uyuni"),
+        "{}",
+        both(&out)
+    );
+    assert!(krew_root.join("receipts/uyuni.yaml").is_file());
+
+    let out = krew_cmd()
+        .args(["uyuni", "version"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("kubectl-uyuni {}", env!("CARGO_PKG_VERSION"))),
+        "{}",
+        both(&out)
+    );
+    // krew v0.4.3's uninstall (like list) refuses to run without a cloned plugin index
+    // (`checkIndex` in cmd/krew/cmd/root.go: a directory under $KREW_ROOT/index with a .git);
+    // a krew user has the default one from `kubectl krew update`. Offline, an empty git
+    // repository stands in for it.
+    let index = krew_root.join("index/default");
+    std::fs::create_dir_all(&index).expect("index dir");
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .arg(&index)
+        .status()
+        .expect("git runs");
+    assert!(git.success());
+    let out = krew_cmd()
+        .args(["krew", "uninstall", "uyuni"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(!krew_root.join("bin/kubectl-uyuni").exists());
+    assert!(!krew_root.join("receipts/uyuni.yaml").exists());
+    let out = krew_cmd()
+        .args(["uyuni", "version"])
+        .output()
+        .expect("runs");
+    assert!(
+        !out.status.success(),
+        "still runs after uninstall: {}",
+        both(&out)
+    );
+}
