@@ -276,11 +276,18 @@ fn renewable_certificates_are_mounted_as_directories() {
             "DB-RHN-ORG-TRUSTED-SSL-CERT"
         ]
     );
-    assert!(
-        mounts
-            .iter()
-            .all(|m| m.sub_path.is_none() || m.name == "uyuni-ca")
-    );
+    // No subPath at all: the image copies the CA to the salt file root at every start
+    // (15-setup-trust-store.sh), which a read-only file mounted there would make fail.
+    assert!(mounts.iter().all(|m| m.sub_path.is_none()), "{mounts:?}");
+    for path in [
+        "/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT",
+        "/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT",
+    ] {
+        assert!(
+            !mounts.iter().any(|m| m.mount_path == path),
+            "{path} is mounted over"
+        );
+    }
 
     // The db pod: db-cert as a directory, and a container that reloads PostgreSQL.
     let db = database::db_deployment(&common::params(), &data(), "var-pgsql");

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::builders::database::secret_env;
 use crate::builders::job::env;
-use crate::builders::{components, config_map_volume, deployment, mount, names, pvc_volume};
+use crate::builders::{components, deployment, mount, names, pvc_volume};
 use crate::observed::ExtractedData;
 use crate::params::{MigrateParams, ServerSecurity};
 use crate::ports::{self, Features};
@@ -71,15 +71,15 @@ pub fn server_security_context(security: &ServerSecurity) -> SecurityContext {
 /// (images-today §A.4): the startup probe allows a day, practically unlimited.
 pub const STARTUP_SECONDS: i32 = 24 * 3600;
 
-/// Where the server finds the CA outside its trust anchors (images-today §A.7), as single files
-/// from ConfigMap `uyuni-ca`, as the chart mounts them. A subPath never follows a change, and
-/// that is acceptable for these two only: the CA is the source's, which cert-manager does not
-/// renew (it renews the certificates the CA issues). The server image's
-/// `15-setup-trust-store.sh` copies the anchors' CA to the salt path at every start.
-const CA_FILE_PATHS: &[&str] = &[
-    "/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT",
-    "/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT",
-];
+/// The CA outside the trust anchors is not mounted: since 5.2.6 ("Move setup scripts from mgradm
+/// to the server image"; server-image.changes) the image's
+/// `docker-entrypoint-init.d/15-setup-trust-store.sh` copies the anchors'
+/// `LOCAL-RHN-ORG-TRUSTED-SSL-CERT` to `/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT`
+/// at every start (and, in some versions, to `/srv/www/htdocs/pub/`). The chart's read-only
+/// subPath mounts over those files make that `cp` fail; in the versions with `set -e` the script
+/// then stops before `update-ca-certificates`, and the hub and peripheral CAs it has just written
+/// never reach the trust store. `/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT` is a symlink to
+/// the anchor in the `srv-www` volume, made by the data sync as on a classic server.
 /// The trust anchors directory: a projected volume of the two CA ConfigMaps and the optional
 /// `custom-cas`, as the chart's `trust-anchors` volume, so a changed CA reaches the files.
 pub const TRUST_ANCHORS_DIR: &str = "/etc/pki/trust/anchors";
@@ -99,16 +99,6 @@ pub const TLS_CERT_DIR: &str = "/etc/pki/tls/certs";
 pub const TLS_KEY_DIR: &str = "/etc/pki/tls/private";
 pub const TLS_CERT_FILE: &str = "spacewalk.crt";
 pub const TLS_KEY_FILE: &str = "spacewalk.key";
-
-fn sub_path(name: &str, path: &str, key: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        sub_path: Some(key.to_owned()),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    }
-}
 
 /// A read-only volume of one key of Secret `uyuni-cert`, as `file`.
 fn tls_volume(name: &str, key: &str, file: &str, mode: i32) -> Volume {
@@ -245,8 +235,6 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
         .iter()
         .map(|v| mount(&v.name, v.mount_path.trim_end_matches('/')))
         .collect();
-    // Distinct volume names for the CA ConfigMaps (D09).
-    volumes.push(config_map_volume("uyuni-ca", names::CA_CONFIG_MAP));
     volumes.push(trust_anchors_volume());
     // Not a Secret volume over all of /etc/pki (D36): one per directory that holds renewable
     // material, so the rest of the image's /etc/pki stays.
@@ -254,9 +242,6 @@ pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &st
     volumes.push(tls_volume("tls-key", "tls.key", TLS_KEY_FILE, 0o400));
     volumes.push(empty_dir("run", Some("256Mi")));
     volumes.push(empty_dir("cgroup", None));
-    for path in CA_FILE_PATHS {
-        mounts.push(sub_path("uyuni-ca", path, "ca.crt"));
-    }
     mounts.push(read_only("trust-anchors", TRUST_ANCHORS_DIR));
     mounts.push(read_only("tls-cert", TLS_CERT_DIR));
     mounts.push(read_only("tls-key", TLS_KEY_DIR));
