@@ -4,8 +4,9 @@
 //!
 //! - Issuers and ClusterIssuers: `selfSigned` is Ready at once (reason `IsReady`, as
 //!   cert-manager's `pkg/issuer/selfsigned/setup.go`); `ca` is Ready (`KeyPairVerified`,
-//!   "Signing CA verified") once its Secret holds `tls.crt` and `tls.key`, and until then not
-//!   Ready with `ErrGetKeyPair`, "Error getting keypair for CA issuer: secret "NAME" not found"
+//!   "Signing CA verified") once its Secret holds a `tls.crt` and `tls.key` that parse (PKCS#8,
+//!   or PKCS#1 RSA as openssl writes it; else `ErrInvalidKeyPair`), and until then not Ready
+//!   with `ErrGetKeyPair`, "Error getting keypair for CA issuer: secret "NAME" not found"
 //!   (`pkg/issuer/ca/setup.go`). A ClusterIssuer's Secret is in `cert-manager`, the default
 //!   `--cluster-resource-namespace`. Other issuer types (ACME, Vault, …) are not Ready here.
 //! - Certificates: a Secret (`kubernetes.io/tls`: `tls.crt`, `tls.key`, `ca.crt`; the
@@ -90,21 +91,35 @@ pub fn issuer_readiness(issuer: &Value, ca_secret: Option<&Value>) -> Readiness 
         return Readiness::new(true, "IsReady", "");
     }
     if let Some(name) = spec["ca"]["secretName"].as_str() {
-        return match ca_secret {
-            Some(s)
-                if secret_field(s, "tls.crt").is_some() && secret_field(s, "tls.key").is_some() =>
-            {
-                Readiness::new(true, "KeyPairVerified", "Signing CA verified")
-            }
-            Some(_) => Readiness::new(
-                false,
-                "ErrInvalidKeyPair",
-                "Invalid signing key pair: the secret has no tls.crt or tls.key",
-            ),
-            None => Readiness::new(
+        let Some(secret) = ca_secret else {
+            return Readiness::new(
                 false,
                 "ErrGetKeyPair",
                 format!("Error getting keypair for CA issuer: secret \"{name}\" not found"),
+            );
+        };
+        let (Some(crt), Some(key)) = (
+            secret_field(secret, "tls.crt"),
+            secret_field(secret, "tls.key"),
+        ) else {
+            return Readiness::new(
+                false,
+                "ErrInvalidKeyPair",
+                "Invalid signing key pair: the secret has no tls.crt or tls.key",
+            );
+        };
+        // cert-manager parses both (`pkg/issuer/ca/setup.go`); signing here needs them parsed.
+        let parsed = key_pair_from_pem(&key).and_then(|k| {
+            rcgen::Issuer::from_ca_cert_pem(&crt, k)
+                .map(|_| ())
+                .map_err(|e| format!("the CA Secret's tls.crt cannot be parsed: {e}"))
+        });
+        return match parsed {
+            Ok(()) => Readiness::new(true, "KeyPairVerified", "Signing CA verified"),
+            Err(e) => Readiness::new(
+                false,
+                "ErrInvalidKeyPair",
+                format!("Invalid signing key pair: {e}"),
             ),
         };
     }
@@ -231,6 +246,58 @@ fn pem_blocks(text: &str) -> Vec<String> {
     out
 }
 
+/// A DER length.
+fn der_length(len: usize) -> Vec<u8> {
+    if len < 0x80 {
+        return vec![len as u8];
+    }
+    let bytes: Vec<u8> = len
+        .to_be_bytes()
+        .into_iter()
+        .skip_while(|b| *b == 0)
+        .collect();
+    let mut out = vec![0x80 | bytes.len() as u8];
+    out.extend(bytes);
+    out
+}
+
+/// A CA key as rcgen with ring reads it: PKCS#8. cert-manager also takes PKCS#1 RSA keys
+/// (`pkg/util/pki/parse.go`, `DecodePrivateKeyBytes`), which `openssl rsa -traditional` and
+/// older openssl write: those are wrapped into a PKCS#8 PrivateKeyInfo (RFC 5208: version 0,
+/// algorithm rsaEncryption with NULL parameters, the PKCS#1 key as an OCTET STRING).
+pub fn key_pair_from_pem(pem: &str) -> Result<KeyPair, String> {
+    let unusable = |e: rcgen::Error| format!("the CA Secret's tls.key is not a usable key: {e}");
+    let Some(body) = pem
+        .split("-----BEGIN RSA PRIVATE KEY-----")
+        .nth(1)
+        .and_then(|rest| rest.split("-----END RSA PRIVATE KEY-----").next())
+    else {
+        return KeyPair::from_pem(pem).map_err(|e| {
+            format!(
+                "{} (PKCS#8 and PKCS#1 RSA keys are read; convert others with `openssl pkcs8 -topk8 -nocrypt`)",
+                unusable(e)
+            )
+        });
+    };
+    let pkcs1 = B64
+        .decode(body.split_whitespace().collect::<String>())
+        .map_err(|e| format!("the CA Secret's tls.key is not valid PEM: {e}"))?;
+    // SEQUENCE { OID 1.2.840.113549.1.1.1, NULL }
+    const RSA_ALGORITHM: [u8; 15] = [
+        0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
+    ];
+    let mut inner = vec![0x02, 0x01, 0x00];
+    inner.extend(RSA_ALGORITHM);
+    inner.push(0x04);
+    inner.extend(der_length(pkcs1.len()));
+    inner.extend(&pkcs1);
+    let mut der = vec![0x30];
+    der.extend(der_length(inner.len()));
+    der.extend(inner);
+    let pkcs8 = rustls::pki_types::PrivatePkcs8KeyDer::from(der);
+    KeyPair::from_pkcs8_der_and_sign_algo(&pkcs8, &rcgen::PKCS_RSA_SHA256).map_err(unusable)
+}
+
 /// Signs a certificate for `spec`: self-signed (`ca` is `None`) or with a CA's certificate
 /// and key (PEM). Returns (tls.crt, tls.key, ca.crt).
 pub fn sign(
@@ -257,8 +324,7 @@ pub fn sign(
             let (Some(first), Some(root)) = (blocks.first(), blocks.last()) else {
                 return Err("the CA Secret's tls.crt holds no PEM certificate".to_string());
             };
-            let ca_key = KeyPair::from_pem(ca_key)
-                .map_err(|e| format!("the CA Secret's tls.key is not a usable key: {e}"))?;
+            let ca_key = key_pair_from_pem(ca_key)?;
             let issuer = rcgen::Issuer::from_ca_cert_pem(first, ca_key)
                 .map_err(|e| format!("the CA Secret's tls.crt cannot be parsed: {e}"))?;
             let cert = params
@@ -548,8 +614,13 @@ mod tests {
             )
         );
         assert!(!issuer_readiness(&ca, Some(&secret(&["tls.crt"]))).ready);
+        let garbage = issuer_readiness(&ca, Some(&secret(&["tls.crt", "tls.key"])));
+        assert_eq!(garbage.reason, "ErrInvalidKeyPair", "{garbage:?}");
+        let (crt, key, _) =
+            sign(&json!({"isCA": true, "commonName": "ca"}), None, 0, 1 << 31).expect("a CA");
+        let real = json!({"data": {"tls.crt": B64.encode(crt), "tls.key": B64.encode(key)}});
         assert_eq!(
-            issuer_readiness(&ca, Some(&secret(&["tls.crt", "tls.key"]))),
+            issuer_readiness(&ca, Some(&real)),
             Readiness::new(true, "KeyPairVerified", "Signing CA verified")
         );
         let acme = json!({"spec": {"acme": {"server": "https://acme"}}});
@@ -682,5 +753,73 @@ mod tests {
             root.as_bytes()
         );
         assert!(sign(&leaf_spec, Some(("no pem", &ca_key)), 0, 1).is_err());
+    }
+}
+
+#[cfg(test)]
+mod openssl_ca_tests {
+    use super::*;
+
+    /// A CA made by openssl, as the source server's `RHN-ORG-TRUSTED-SSL-CERT` is (RSA), with
+    /// its key in PKCS#8 (`BEGIN PRIVATE KEY`) or, with `traditional`, PKCS#1.
+    fn openssl_ca(dir: &std::path::Path, traditional: bool) -> (String, String) {
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "3650",
+            "-subj",
+            "/O=SUSE/CN=RHN-ORG-TRUSTED-SSL-CERT",
+        ]);
+        if traditional {
+            run(&["rsa", "-in", "ca.key", "-traditional", "-out", "ca.key"]);
+        }
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("read");
+        (read("ca.crt"), read("ca.key"))
+    }
+
+    #[test]
+    fn an_rsa_ca_made_by_openssl_signs_a_leaf_that_verifies() {
+        for traditional in [false, true] {
+            let dir = tempfile::tempdir().expect("a temp dir");
+            let (ca_crt, ca_key) = openssl_ca(dir.path(), traditional);
+            assert_eq!(ca_key.contains("BEGIN RSA PRIVATE KEY"), traditional);
+            let spec = json!({"dnsNames": ["uyuni.example.com"], "secretName": "web"});
+            let now = now_seconds();
+            let (leaf, _, root) = sign(&spec, Some((&ca_crt, &ca_key)), now - 60, now + 3600)
+                .unwrap_or_else(|e| panic!("traditional={traditional}: {e}"));
+            assert_eq!(root, ca_crt);
+            std::fs::write(dir.path().join("leaf.crt"), &leaf).expect("write");
+            let out = std::process::Command::new("openssl")
+                .args(["verify", "-CAfile", "ca.crt", "leaf.crt"])
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "traditional={traditional}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }
