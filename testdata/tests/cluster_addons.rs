@@ -333,9 +333,34 @@ volumeBindingMode: Immediate
     let kept = wait_for(&addons, "the Retain PV to be Released", 60, || {
         get(&cluster, &["pv", &kept_name]).filter(|p| p["status"]["phase"] == "Released")
     });
-    // Several resyncs later it is still there.
+    // Nor is a released Delete volume that another provisioner made ours to delete.
+    ok(
+        &cluster,
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: foreign
+  annotations: {pv.kubernetes.io/provisioned-by: nfs.csi.k8s.io}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Delete
+  storageClassName: nfs
+  hostPath: {path: /srv/nfs/foreign}
+  claimRef: {namespace: uyuni, name: gone, uid: 00000000-0000-0000-0000-000000000000}
+",
+        ),
+    );
+    wait_for(&addons, "the foreign PV to be Released", 60, || {
+        get(&cluster, &["pv", "foreign"])
+            .filter(|p| p["status"]["phase"] != "Available" && p["status"]["phase"] != "Pending")
+    });
+    // Several resyncs later both are still there.
     std::thread::sleep(Duration::from_secs(6));
     assert!(get(&cluster, &["pv", &kept_name]).is_some(), "{kept}");
+    assert!(get(&cluster, &["pv", "foreign"]).is_some());
     assert!(addons.volumes.join("uyuni-kept").is_dir());
 
     // cert-manager: selfSigned Issuer → CA Certificate → CA Issuer → server Certificate.
@@ -452,4 +477,25 @@ fn rke2_waits_for_the_first_consumer_and_pins_the_volume_to_its_node() {
         "the real PV controller left the claim to our provisioner: {annotated}"
     );
     bound_pv(&cluster, &addons, "var-cache");
+
+    // A restart bootstraps again without changing anything (server-side apply of the same
+    // manifests by the same manager is a no-op: the resourceVersions stay).
+    let version = |args: &[&str]| {
+        get(&cluster, args).expect("the object")["metadata"]["resourceVersion"].clone()
+    };
+    let before = (
+        version(&["sc", "local-path"]),
+        version(&["ingressclass", "nginx"]),
+        version(&["crd", "helmchartconfigs.helm.cattle.io"]),
+        version(&["deployment", "coredns", "-n", "kube-system"]),
+    );
+    drop(addons);
+    let _again = start_addons(&cluster, &["--flavour", "rke2"]);
+    let after = (
+        version(&["sc", "local-path"]),
+        version(&["ingressclass", "nginx"]),
+        version(&["crd", "helmchartconfigs.helm.cattle.io"]),
+        version(&["deployment", "coredns", "-n", "kube-system"]),
+    );
+    assert_eq!(before, after);
 }
