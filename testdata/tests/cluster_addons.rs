@@ -362,6 +362,19 @@ spec:
     assert!(get(&cluster, &["pv", &kept_name]).is_some(), "{kept}");
     assert!(get(&cluster, &["pv", "foreign"]).is_some());
     assert!(addons.volumes.join("uyuni-kept").is_dir());
+    // The same claim again: a volume of its own, not the retained one's directory.
+    ok(
+        &cluster,
+        &["apply", "-f", "-"],
+        Some(&claim("kept", Some("local-path-retain"))),
+    );
+    let again = bound_pv(&cluster, &addons, "kept");
+    assert_ne!(again["metadata"]["name"], kept_name.as_str());
+    let path = again["spec"]["hostPath"]["path"]
+        .as_str()
+        .expect("a hostPath");
+    assert_ne!(Path::new(path), addons.volumes.join("uyuni-kept"));
+    assert!(Path::new(path).is_dir());
 
     // cert-manager: selfSigned Issuer → CA Certificate → CA Issuer → server Certificate.
     ok(&cluster, &["apply", "-f", "-"], Some(CHAIN));

@@ -42,7 +42,8 @@ pub const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
 /// The node label local-path-provisioner pins its volumes to.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
-/// The directory of a claim's volume: `DIR/<namespace>-<claim>`.
+/// The directory of a claim's volume: `DIR/<namespace>-<claim>` (with `-<uid>` appended if an
+/// older volume still holds that one).
 pub fn volume_path(volumes_dir: &Path, namespace: &str, claim: &str) -> PathBuf {
     volumes_dir.join(format!("{namespace}-{claim}"))
 }
@@ -84,7 +85,12 @@ pub fn volume_for(
     }
     let namespace = meta(claim, "namespace");
     let name = meta(claim, "name");
-    let path = volume_path(volumes_dir, namespace, name);
+    let mut path = volume_path(volumes_dir, namespace, name);
+    // A retained (or not yet deleted) volume of an earlier claim of that name still has the
+    // directory: a new claim must not share, or see, its data.
+    if path_in_use(existing_pvs, &path, &pv_name) {
+        path = volumes_dir.join(format!("{namespace}-{name}-{uid}"));
+    }
     let mut pv = json!({
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -139,6 +145,13 @@ pub fn owned_directory(pv: &Value, volumes_dir: &Path) -> Option<PathBuf> {
     inside.then_some(path)
 }
 
+/// Whether a PV other than `except` has `path` as its hostPath.
+pub fn path_in_use(pvs: &BTreeMap<String, Value>, path: &Path, except: &str) -> bool {
+    pvs.iter().any(|(name, pv)| {
+        name != except && pv["spec"]["hostPath"]["path"].as_str() == Some(&*path.to_string_lossy())
+    })
+}
+
 fn by_name(objects: Vec<Value>) -> BTreeMap<String, Value> {
     objects
         .into_iter()
@@ -181,7 +194,8 @@ async fn reconcile(client: &kube::Client, config: &AddonsConfig) -> anyhow::Resu
     }
     for pv in pvs.values().filter(|pv| should_delete(pv)) {
         let name = meta(pv, "name");
-        if let Some(dir) = owned_directory(pv, &config.volumes_dir) {
+        let dir = owned_directory(pv, &config.volumes_dir).filter(|d| !path_in_use(&pvs, d, name));
+        if let Some(dir) = dir {
             match std::fs::remove_dir_all(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -255,8 +269,23 @@ mod tests {
         assert_eq!(pv["spec"]["hostPath"]["path"], "/vols/uyuni-var-pgsql");
         assert!(pv["spec"].get("nodeAffinity").is_none());
         // Its PV exists: nothing more.
-        let existing = BTreeMap::from([("pvc-u-1".to_string(), pv)]);
+        let existing = BTreeMap::from([("pvc-u-1".to_string(), pv.clone())]);
         assert!(volume_for(&c, &class("Immediate", "Delete"), &existing, dir).is_none());
+        // A claim of the same name again, while the old volume is retained: its own directory.
+        let mut again = c.clone();
+        again["metadata"]["uid"] = json!("u-2");
+        let pv2 = volume_for(&again, &class("Immediate", "Delete"), &existing, dir).expect("a PV");
+        assert_eq!(pv2["spec"]["hostPath"]["path"], "/vols/uyuni-var-pgsql-u-2");
+        assert!(path_in_use(
+            &existing,
+            Path::new("/vols/uyuni-var-pgsql"),
+            "pvc-u-3"
+        ));
+        assert!(!path_in_use(
+            &existing,
+            Path::new("/vols/uyuni-var-pgsql"),
+            "pvc-u-1"
+        ));
     }
 
     #[test]
