@@ -436,15 +436,18 @@ async fn reconcile(client: &kube::Client) -> anyhow::Result<()> {
                 None => None,
             };
             let readiness = issuer_readiness(&issuer, secret.as_ref());
-            if let Some(condition) = next_condition(&issuer, &readiness, &now) {
-                patch_status(
+            if let Some(condition) = next_condition(&issuer, &readiness, &now)
+                && let Err(e) = patch_status(
                     client,
                     kind,
                     &issuer,
                     json!({"conditions": [condition]}),
                     ISSUERS_MANAGER,
                 )
-                .await?;
+                .await
+            {
+                // Retried on the next pass; the other issuers go on.
+                tracing::warn!("{e:#}");
             }
             let key = (
                 kind.kind.to_string(),

@@ -159,6 +159,35 @@ fn by_name(objects: Vec<Value>) -> BTreeMap<String, Value> {
         .collect()
 }
 
+/// Creates a planned PV's directory, then the PV.
+async fn create_volume(client: &kube::Client, pv: &Value, claim_key: &str) -> anyhow::Result<()> {
+    let pv_name = meta(pv, "name");
+    if let Some(dir) = pv["spec"]["hostPath"]["path"].as_str() {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "cannot create the volume directory {dir} for claim {claim_key}: \
+                 check that --volumes-dir is writable"
+            )
+        })?;
+    }
+    let object: kube::api::DynamicObject =
+        serde_json::from_value(pv.clone()).context("cannot build the PV")?;
+    match PV
+        .api(client, None)
+        .create(&PostParams::default(), &object)
+        .await
+    {
+        Ok(_) => tracing::info!("provisioned {pv_name} for claim {claim_key}"),
+        // Made in an earlier pass whose list did not see it yet.
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("cannot create PV {pv_name} for claim {claim_key}"));
+        }
+    }
+    Ok(())
+}
+
 async fn reconcile(client: &kube::Client, config: &AddonsConfig) -> anyhow::Result<()> {
     let classes = by_name(list(client, STORAGE_CLASS).await?);
     let pvs = by_name(list(client, PV).await?);
@@ -167,53 +196,44 @@ async fn reconcile(client: &kube::Client, config: &AddonsConfig) -> anyhow::Resu
             continue;
         };
         let claim_key = format!("{}/{}", meta(&claim, "namespace"), meta(&claim, "name"));
-        if let Some(dir) = pv["spec"]["hostPath"]["path"].as_str() {
-            std::fs::create_dir_all(dir).with_context(|| {
-                format!("cannot create the volume directory {dir} for claim {claim_key}: check that --volumes-dir is writable")
-            })?;
-        }
-        let object: kube::api::DynamicObject =
-            serde_json::from_value(pv.clone()).context("cannot build the PV")?;
-        match PV
-            .api(client, None)
-            .create(&PostParams::default(), &object)
-            .await
-        {
-            Ok(_) => tracing::info!("provisioned {} for claim {claim_key}", meta(&pv, "name")),
-            // Made in an earlier pass whose list did not see it yet.
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "cannot create PV {} for claim {claim_key}",
-                        meta(&pv, "name")
-                    )
-                });
-            }
+        // One claim's failure does not hold up the others; it is retried on the next pass.
+        let provisioned = create_volume(client, &pv, &claim_key).await;
+        if let Err(e) = provisioned {
+            tracing::warn!("provisioner: {e:#}");
         }
     }
     for pv in pvs.values().filter(|pv| should_delete(pv)) {
         let name = meta(pv, "name");
-        let dir = owned_directory(pv, &config.volumes_dir).filter(|d| !path_in_use(&pvs, d, name));
-        if let Some(dir) = dir {
-            match std::fs::remove_dir_all(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!("cannot remove the directory {} of PV {name}", dir.display())
-                    });
+        let deleted: anyhow::Result<()> = async {
+            let dir =
+                owned_directory(pv, &config.volumes_dir).filter(|d| !path_in_use(&pvs, d, name));
+            if let Some(dir) = dir {
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("cannot remove the directory {} of PV {name}", dir.display())
+                        });
+                    }
                 }
             }
+            match PV
+                .api(client, None)
+                .delete(name, &DeleteParams::default())
+                .await
+            {
+                Ok(_) => tracing::info!("deleted released PV {name}"),
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot delete released PV {name}"));
+                }
+            }
+            Ok(())
         }
-        match PV
-            .api(client, None)
-            .delete(name, &DeleteParams::default())
-            .await
-        {
-            Ok(_) => tracing::info!("deleted released PV {name}"),
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot delete released PV {name}")),
+        .await;
+        if let Err(e) = deleted {
+            tracing::warn!("provisioner: {e:#}");
         }
     }
     Ok(())
