@@ -462,6 +462,20 @@ fn rke2_waits_for_the_first_consumer_and_pins_the_volume_to_its_node() {
         .to_string();
     assert!(get(&cluster, &["pv", &format!("pvc-{uid}")]).is_none());
 
+    // The node, as the node agent registers one, but with a hostname label that is not its
+    // name (kubelet's --hostname-override): the volume is pinned by the label.
+    ok(
+        &cluster,
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {kubernetes.io/hostname: node-1.example.com}
+",
+        ),
+    );
     // What the scheduler does once it places the claim's first pod.
     ok(
         &cluster,
@@ -480,7 +494,7 @@ fn rke2_waits_for_the_first_consumer_and_pins_the_volume_to_its_node() {
     });
     assert_eq!(
         pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0],
-        serde_json::json!({"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1"]}),
+        serde_json::json!({"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1.example.com"]}),
         "{pv}"
     );
     let annotated = get(&cluster, &["pvc", "var-cache", "-n", "uyuni"]).expect("the claim");

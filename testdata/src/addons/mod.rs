@@ -141,6 +141,7 @@ pub const PVC: Kind = Kind::new(
     "persistentvolumeclaims",
     true,
 );
+pub const NODE: Kind = Kind::new("", "v1", "Node", "nodes", false);
 pub const PV: Kind = Kind::new("", "v1", "PersistentVolume", "persistentvolumes", false);
 pub const STORAGE_CLASS: Kind = Kind::new(
     "storage.k8s.io",

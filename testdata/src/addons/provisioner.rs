@@ -14,8 +14,9 @@
 //! policy Delete, waits for its provisioner to delete it: here, the directory and then the PV.
 //!
 //! Not done, unlike the library: Events on the claim, the `external-provisioner` finalizer, the
-//! provisioner-removes-`selected-node` reschedule dance when the node is gone (the Node is not
-//! looked up: the node agent's Nodes may not exist in a test), and volume capacity checks.
+//! provisioner-removes-`selected-node` reschedule dance when the node is gone (a missing Node
+//! is not an error here: the node agent's Nodes may not exist in a test; the affinity then
+//! names the node as the scheduler did), and volume capacity checks.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,8 @@ use tokio::sync::Notify;
 
 use super::bootstrap::PROVISIONER;
 use super::{
-    AddonsConfig, PV, PVC, STORAGE_CLASS, annotation, list, meta, reconcile_loop, trigger_on,
+    AddonsConfig, NODE, PV, PVC, STORAGE_CLASS, annotation, get, list, meta, reconcile_loop,
+    trigger_on,
 };
 
 /// Set by the PV controller on a claim it leaves to an external provisioner (and its beta
@@ -192,9 +194,18 @@ async fn reconcile(client: &kube::Client, config: &AddonsConfig) -> anyhow::Resu
     let classes = by_name(list(client, STORAGE_CLASS).await?);
     let pvs = by_name(list(client, PV).await?);
     for claim in list(client, PVC).await? {
-        let Some(pv) = volume_for(&claim, &classes, &pvs, &config.volumes_dir) else {
+        let Some(mut pv) = volume_for(&claim, &classes, &pvs, &config.volumes_dir) else {
             continue;
         };
+        // local-path-provisioner pins to the node's `kubernetes.io/hostname` label, which is
+        // the node's name unless the kubelet was told otherwise (`--hostname-override`).
+        if let Some(node) = annotation(&claim, ANN_SELECTED_NODE)
+            && let Ok(Some(node)) = get(client, NODE, "", node).await
+            && let Some(hostname) = node["metadata"]["labels"][HOSTNAME_LABEL].as_str()
+        {
+            pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+                ["values"] = json!([hostname]);
+        }
         let claim_key = format!("{}/{}", meta(&claim, "namespace"), meta(&claim, "name"));
         // One claim's failure does not hold up the others; it is retried on the next pass.
         let provisioned = create_volume(client, &pv, &claim_key).await;
