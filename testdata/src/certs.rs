@@ -97,9 +97,10 @@ pub enum Signer<'a> {
     },
 }
 
-/// Issues a certificate for a cert-manager Certificate spec (`commonName`, `dnsNames`,
-/// `ipAddresses`, `isCA`, `duration` is ignored).
-pub fn issue(spec: &serde_json::Value, signer: Signer<'_>) -> Result<Issued, String> {
+/// The X.509 parameters of a cert-manager Certificate spec (`commonName`, `dnsNames`,
+/// `ipAddresses`, `isCA`; validity left at rcgen's default): shared by uyuni-sim's controller
+/// and the real control plane's cert-manager stand-in (`addons::certmanager`).
+pub fn certificate_params(spec: &serde_json::Value) -> Result<CertificateParams, String> {
     let strings = |field: &str| -> Vec<String> {
         spec[field]
             .as_array()
@@ -137,6 +138,14 @@ pub fn issue(spec: &serde_json::Value, signer: Signer<'_>) -> Result<Issued, Str
             params.subject_alt_names.push(SanType::IpAddress(addr));
         }
     }
+    Ok(params)
+}
+
+/// Issues a certificate for a cert-manager Certificate spec (`commonName`, `dnsNames`,
+/// `ipAddresses`, `isCA`, `duration` is ignored).
+pub fn issue(spec: &serde_json::Value, signer: Signer<'_>) -> Result<Issued, String> {
+    let is_ca = spec["isCA"].as_bool().unwrap_or(false);
+    let params = certificate_params(spec)?;
     let key = KeyPair::generate().map_err(err)?;
     let (cert, ca_crt) = match signer {
         Signer::SelfSigned => {

@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod addons;
 pub mod certs;
 pub mod cluster;
 mod controllers;
