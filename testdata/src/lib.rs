@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod agent;
 pub mod certs;
 pub mod cluster;
 mod controllers;
