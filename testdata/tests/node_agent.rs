@@ -293,6 +293,48 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         out.contains("ImagePullBackOff").then_some(out)
     });
     assert!(shown.contains("0/1"), "{shown}");
+    // Its logs are refused as kubelet refuses them, the reason passed on by the apiserver.
+    let refused = kubectl(&cluster, &["logs", "-n", "agent", "job/pull-1"]);
+    assert!(
+        !refused.status.success()
+            && text(&refused).contains("is waiting to start: ImagePullBackOff"),
+        "{}",
+        text(&refused)
+    );
+
+    // The kubelet endpoint wants a client certificate chained to the cluster CA.
+    let port = jsonpath(
+        &cluster,
+        &["get", "node", "node0"],
+        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
+    );
+    let pki = cluster.dir().join("pki");
+    let url = format!("https://127.0.0.1:{port}/containerLogs/agent/no-such-pod/main");
+    let curl = |with_cert: bool| {
+        let mut c = std::process::Command::new("curl");
+        c.args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+            .arg(pki.join("ca.crt"));
+        if with_cert {
+            c.arg("--cert")
+                .arg(pki.join("admin.crt"))
+                .arg("--key")
+                .arg(pki.join("admin.key"));
+        }
+        c.arg(&url).output().expect("curl runs")
+    };
+    let anonymous = curl(false);
+    assert!(
+        !anonymous.status.success(),
+        "no client certificate: {}",
+        text(&anonymous)
+    );
+    let known = curl(true);
+    assert_eq!(
+        String::from_utf8_lossy(&known.stdout),
+        "404",
+        "{}",
+        text(&known)
+    );
 
     // Side effects run as the pod's ServiceAccount: allowed by the Role, the Secret is patched;
     // without one, the Job fails with the apiserver's refusal in its log.

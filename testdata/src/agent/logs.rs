@@ -28,6 +28,8 @@ struct ContainerLog {
 #[derive(Debug)]
 pub struct LogStore {
     logs: Mutex<HashMap<(String, String, String), ContainerLog>>,
+    /// Pods the agent plays whose containers have not started: why they wait.
+    waiting: Mutex<HashMap<(String, String), String>>,
     changed: tokio::sync::watch::Sender<u64>,
 }
 
@@ -35,6 +37,7 @@ impl Default for LogStore {
     fn default() -> Self {
         LogStore {
             logs: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(HashMap::new()),
             changed: tokio::sync::watch::channel(0).0,
         }
     }
@@ -51,6 +54,23 @@ impl LogStore {
 
     fn notify(&self) {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// The pod's containers wait (ContainerCreating, ImagePullBackOff, …): logs are refused
+    /// with that reason, as kubelet refuses them.
+    pub fn waiting(&self, ns: &str, pod: &str, reason: &str) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((ns.to_owned(), pod.to_owned()), reason.to_owned());
+    }
+
+    fn waiting_reason(&self, ns: &str, pod: &str) -> Option<String> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(ns.to_owned(), pod.to_owned()))
+            .cloned()
     }
 
     /// The container started: its log exists (empty) from now on.
@@ -90,6 +110,10 @@ impl LogStore {
     /// Forgets a deleted pod.
     pub fn remove_pod(&self, ns: &str, pod: &str) {
         self.lock().retain(|(n, p, _), _| !(n == ns && p == pod));
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(ns.to_owned(), pod.to_owned()));
         self.notify();
     }
 
@@ -316,13 +340,16 @@ pub async fn handle(
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e}\n")),
     };
     let Some(log) = store.snapshot(&ns, &pod, &container) else {
-        // kubelet: a known pod whose container has not started is a 400 ("waiting to start");
-        // a pod it does not run is a 404.
-        if store.has_pod(&ns, &pod) || query.previous {
+        // kubelet: a known pod whose container has not started is a 400 ("waiting to start",
+        // `validateContainerLogStatus` in pkg/kubelet/kubelet_pods.go); a pod it does not run
+        // is a 404.
+        let reason = store.waiting_reason(&ns, &pod);
+        if reason.is_some() || store.has_pod(&ns, &pod) {
+            let reason = reason.unwrap_or_else(|| "ContainerCreating".to_owned());
             return text(
                 StatusCode::BAD_REQUEST,
                 format!(
-                    "container \"{container}\" in pod \"{pod}\" is waiting to start: ContainerCreating\n"
+                    "container \"{container}\" in pod \"{pod}\" is waiting to start: {reason}\n"
                 ),
             );
         }

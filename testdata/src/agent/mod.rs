@@ -96,10 +96,18 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     );
     let leases: Api<Lease> = Api::namespaced(node_client.clone(), "kube-node-lease");
     let lease_node = node.clone();
+    let heartbeat_nodes = nodes.clone();
+    let node_name = config.node_name.clone();
     let lease_task = tokio::spawn(async move {
-        loop {
+        for round in 1u64.. {
             if let Err(e) = node::renew_lease(&leases, &lease_node).await {
                 tracing::warn!("{e:#} (trying again in {} s)", node::LEASE_RENEW_SECONDS);
+            }
+            // Every ~5 min, as kubelet's nodeStatusReportFrequency.
+            if round.is_multiple_of(30)
+                && let Err(e) = node::heartbeat(&heartbeat_nodes, &node_name).await
+            {
+                tracing::warn!("{e:#}");
             }
             tokio::time::sleep(std::time::Duration::from_secs(node::LEASE_RENEW_SECONDS)).await;
         }

@@ -115,6 +115,26 @@ pub async fn register(nodes: &Api<Node>, name: &str, port: u16) -> anyhow::Resul
         .with_context(|| format!("cannot write the status of Node {name}"))
 }
 
+/// Refreshes the conditions' heartbeat times, as kubelet's status report does every
+/// `nodeStatusReportFrequency` (5 min) when a Lease carries the heartbeat. Conditions merge by
+/// `type` (strategic merge), so their transition times stay.
+pub async fn heartbeat(nodes: &Api<Node>, name: &str) -> anyhow::Result<()> {
+    let now = now_rfc3339();
+    let conditions: Vec<Value> = ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+        .iter()
+        .map(|t| json!({"type": t, "lastHeartbeatTime": now}))
+        .collect();
+    nodes
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"status": {"conditions": conditions}})),
+        )
+        .await
+        .with_context(|| format!("cannot refresh the status of Node {name}"))?;
+    Ok(())
+}
+
 /// Creates or renews the node's Lease in `kube-node-lease`.
 pub async fn renew_lease(leases: &Api<Lease>, node: &Node) -> anyhow::Result<()> {
     let name = node.metadata.name.clone().unwrap_or_default();

@@ -575,6 +575,8 @@ impl Player {
             }
         };
         // Scheduled: the sandbox is being made.
+        self.logs
+            .waiting(&view.namespace, &view.name, "ContainerCreating");
         let creating = State::creating();
         write(
             Snapshot {
@@ -599,6 +601,8 @@ impl Player {
             Role::Job { job_name, script } => {
                 sleep_ms(timing.pod_start_ms).await;
                 if script.outcome == JobOutcome::Stuck {
+                    self.logs
+                        .waiting(&view.namespace, &view.name, &script.waiting_reason);
                     let state =
                         State::Waiting {
                             reason: script.waiting_reason.clone(),
@@ -670,6 +674,8 @@ impl Player {
             Role::Deployment(script) if script.outcome == DeploymentOutcome::Stuck => {
                 sleep_ms(timing.pod_start_ms).await;
                 let crash = script.waiting_reason == "CrashLoopBackOff";
+                self.logs
+                    .waiting(&view.namespace, &view.name, &script.waiting_reason);
                 let state = State::Waiting {
                     reason: script.waiting_reason.clone(),
                     message: Some(
