@@ -2,18 +2,23 @@
 # The real Kubernetes control plane on loopback, for tests and the demo:
 #   scripts/cluster.sh build          build what is missing (cached outside the work tree),
 #                                     krew (`kubectl-krew`) included
-#   scripts/cluster.sh up DIR         build, generate certificates, start etcd, kube-apiserver,
-#                                     kube-controller-manager and kube-scheduler; write
-#                                     DIR/kubeconfig (cluster admin); return once ready
+#   scripts/cluster.sh up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager]
+#                                     build, generate certificates, start etcd, kube-apiserver,
+#                                     kube-controller-manager, kube-scheduler and our node agent
+#                                     (uyuni-node-agent, Node node0, playing FILE or the demo's
+#                                     migration scenario) and the add-ons (uyuni-cluster-addons:
+#                                     the flavour's objects, default StorageClass local-path and
+#                                     its provisioner, the cert-manager stand-in unless
+#                                     --no-cert-manager); write DIR/kubeconfig (cluster admin);
+#                                     return once Node node0 is Ready and the add-ons are
 #   scripts/cluster.sh down DIR       stop exactly the processes `up DIR` started
 #
 # The binaries come from upstream Go modules pinned in testdata/controlplane (go.mod, go.sum);
 # none of their source is in this repository. Builds are cached in $UYUNI_CONTROLPLANE_CACHE
 # (default ~/.cache/kubectl-uyuni/controlplane) and Go's own build cache, so a second build is
-# incremental.
-#
-# Not built yet: the node agent (no Node registers, so pods stay Pending), the volume provisioner
-# and cert-manager. See the README's "Real control plane".
+# incremental. The node agent and the add-ons are this repository's (testdata/src/agent,
+# testdata/src/addons): $UYUNI_NODE_AGENT_BIN and $UYUNI_CLUSTER_ADDONS_BIN, else
+# ${CARGO_TARGET_DIR:-target}/debug/NAME, built by cargo when missing.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -117,6 +122,13 @@ pki() {
   cert scheduler system:kube-scheduler "" "" "$pki"
   # The apiserver's client certificate towards the kubelets (our node agent serves their logs).
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" "$pki"
+  # The node agent, as a kubelet: its client identity (the Node authorizer and NodeRestriction
+  # know a node by this user and group) and its serving certificate, which the apiserver
+  # checks against --kubelet-certificate-authority when it proxies `kubectl logs`.
+  cert node0 system:node:node0 system:nodes "" "$pki"
+  cert node0-serving system:node:node0 "" "IP:127.0.0.1,DNS:node0" "$pki"
+  # The agent's second credential, for what no kubelet does (see up()).
+  cert agent-director uyuni-node-agent-director system:masters "" "$pki"
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 }
@@ -164,10 +176,46 @@ alive_or_die() {
   }
 }
 
+# One of this repository's binaries of the real plane (uyuni-node-agent, uyuni-cluster-addons):
+# $ENV_VAR when set, else the workspace's debug build, built when missing.
+repo_bin() {
+  local name=$1 var=$2
+  if [ -n "${!var:-}" ]; then
+    [ -x "${!var}" ] || die "$var=${!var} is not an executable: build it (cargo build -p kubectl-uyuni-testdata --bin $name) or unset it"
+    echo "${!var}"
+    return 0
+  fi
+  local target="${CARGO_TARGET_DIR:-$root/target}"
+  case "$target" in /*) ;; *) target="$root/$target" ;; esac
+  local path="$target/debug/$name"
+  if [ ! -x "$path" ]; then
+    log "building $name"
+    (cd "$root" && cargo build -q -p kubectl-uyuni-testdata --bin "$name") >&2 \
+      || die "building $name failed (output above): fix the build, or set $var"
+  fi
+  echo "$path"
+}
+
+# Whether Node node0 reports Ready=True.
+node_ready() {
+  local server=$1 pki=$2
+  curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+    "$server/api/v1/nodes/node0" 2>/dev/null | python3 -c '
+import json, sys
+node = json.load(sys.stdin)
+ready = [c for c in node.get("status", {}).get("conditions", []) if c.get("type") == "Ready"]
+sys.exit(0 if ready and ready[0].get("status") == "True" else 1)' 2>/dev/null
+}
+
 up() {
-  local dir=$1
+  local dir=$1 scenario=${2:-} flavour=${3:-k3s} cert_manager=${4:-1}
+  [ -z "$scenario" ] || [ -f "$scenario" ] || die "the scenario $scenario does not exist"
+  [ -z "$scenario" ] || scenario=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario")
   command -v openssl >/dev/null 2>&1 || die "openssl is needed for the certificates: install it (apt-get install openssl)"
   build
+  local agent addons
+  agent=$(repo_bin uyuni-node-agent UYUNI_NODE_AGENT_BIN)
+  addons=$(repo_bin uyuni-cluster-addons UYUNI_CLUSTER_ADDONS_BIN)
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   [ ! -d "$dir/pids" ] || [ -z "$(ls -A "$dir/pids")" ] || die "$dir already has a running cluster (pids in $dir/pids): run \`scripts/cluster.sh down $dir\` first"
@@ -201,6 +249,9 @@ up() {
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
     --authorization-mode=Node,RBAC \
+    --enable-admission-plugins=NodeRestriction \
+    --kubelet-certificate-authority="$pki/ca.crt" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
     --endpoint-reconciler-type=none \
     --allow-privileged=true \
     --cert-dir="$dir/pki/apiserver-generated"
@@ -221,6 +272,12 @@ up() {
   kubeconfig "$dir/kubeconfig" admin "$pki" "$server"
   kubeconfig "$dir/controller-manager.kubeconfig" controller-manager "$pki" "$server"
   kubeconfig "$dir/scheduler.kubeconfig" scheduler "$pki" "$server"
+  kubeconfig "$dir/node0.kubeconfig" node0 "$pki" "$server"
+  # The node identity may touch only its Node, its Lease and the pods bound to it (Node
+  # authorizer, NodeRestriction). The agent also reads each pod's owner Job or ReplicaSet (to pick
+  # the scenario's script) and runs side effects as the pod's ServiceAccount by impersonation;
+  # a node may do neither, so that is this second, admin credential.
+  kubeconfig "$dir/agent-director.kubeconfig" agent-director "$pki" "$server"
 
   start "$dir" kube-controller-manager "$bin/kube-controller-manager" \
     --kubeconfig="$dir/controller-manager.kubeconfig" \
@@ -245,13 +302,36 @@ up() {
     alive_or_die "$dir" kube-scheduler
     if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
       "$server/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1; then
-      log "control plane ready at $server (kubeconfig: $dir/kubeconfig)"
+      break
+    fi
+    [ "$i" -lt 120 ] || { down "$dir"; die "the controllers did not create the default ServiceAccount within 60 s (logs in $dir/logs)"; }
+    sleep 0.5
+  done
+
+  local scenario_args=()
+  [ -z "$scenario" ] || scenario_args=(--scenario "$scenario")
+  start "$dir" uyuni-node-agent "$agent" --kubeconfig "$dir/node0.kubeconfig" \
+    --director-kubeconfig "$dir/agent-director.kubeconfig" --node-name node0 \
+    --listen 127.0.0.1:0 --tls-cert "$pki/node0-serving.crt" --tls-key "$pki/node0-serving.key" \
+    --client-ca "$pki/ca.crt" "${scenario_args[@]}"
+  # The add-ons (testdata/src/addons): the distribution's objects (per flavour), the default
+  # StorageClass `local-path` and its provisioner, the cert-manager stand-in. They print
+  # `addons ready` once their objects are in place.
+  local addons_args=(--kubeconfig="$dir/kubeconfig" --flavour="$flavour" --volumes-dir="$dir/volumes")
+  [ "$cert_manager" = 0 ] || addons_args+=(--cert-manager)
+  mkdir -p "$dir/volumes"
+  start "$dir" uyuni-cluster-addons "$addons" "${addons_args[@]}"
+  for i in $(seq 1 120); do
+    alive_or_die "$dir" uyuni-node-agent
+    alive_or_die "$dir" uyuni-cluster-addons
+    if node_ready "$server" "$pki" && grep -qx 'addons ready' "$dir/logs/uyuni-cluster-addons.log"; then
+      log "control plane ready at $server with Node node0 (kubeconfig: $dir/kubeconfig)"
       return 0
     fi
     sleep 0.5
   done
   down "$dir"
-  die "the controllers did not create the default ServiceAccount within 60 s (logs in $dir/logs)"
+  die "Node node0 or the add-ons were not ready within 60 s (logs: $dir/logs/uyuni-node-agent.log, $dir/logs/uyuni-cluster-addons.log)"
 }
 
 down() {
@@ -259,7 +339,7 @@ down() {
   [ -d "$dir/pids" ] || return 0
   local f pid name
   # Reverse order of start: the controllers first, etcd last.
-  for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  for name in uyuni-cluster-addons uyuni-node-agent kube-scheduler kube-controller-manager kube-apiserver etcd; do
     f="$dir/pids/$name"
     [ -f "$f" ] || continue
     pid=$(cat "$f")
@@ -275,15 +355,40 @@ down() {
   done
 }
 
+usage="usage: scripts/cluster.sh build | up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager] | down DIR"
 case "${1:-}" in
 build) build ;;
 up)
-  [ -n "${2:-}" ] || die "usage: scripts/cluster.sh up DIR"
-  up "$2"
+  [ -n "${2:-}" ] || die "$usage"
+  up_dir=$2
+  up_scenario=""
+  up_flavour=k3s
+  up_cert_manager=1
+  shift 2
+  while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --scenario)
+      [ -n "${2:-}" ] || die "--scenario needs a FILE: $usage"
+      up_scenario=$2
+      shift 2
+      ;;
+    --flavour)
+      case "${2:-}" in k3s | rke2 | plain) ;; *) die "--flavour is k3s, rke2 or plain: $usage" ;; esac
+      up_flavour=$2
+      shift 2
+      ;;
+    --no-cert-manager)
+      up_cert_manager=0
+      shift
+      ;;
+    *) die "unknown option $1: $usage" ;;
+    esac
+  done
+  up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager"
   ;;
 down)
-  [ -n "${2:-}" ] || die "usage: scripts/cluster.sh down DIR"
+  [ -n "${2:-}" ] || die "$usage"
   down "$2"
   ;;
-*) die "usage: scripts/cluster.sh build | up DIR | down DIR" ;;
+*) die "$usage" ;;
 esac

@@ -15,6 +15,7 @@
 //! ```
 
 pub mod addons;
+pub mod agent;
 pub mod certs;
 pub mod cluster;
 mod controllers;

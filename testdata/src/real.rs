@@ -3,11 +3,17 @@
 //! `scripts/cluster.sh`. [`RealCluster`] starts one in a temporary directory and stops exactly
 //! its processes when dropped.
 //!
-//! Not built yet: the node agent that stands in for the kubelets, so no Node exists and pods
-//! stay Pending; objects are validated, admitted, defaulted and stored by upstream's code.
+//! Objects are validated, admitted, defaulted and stored by upstream's code, and upstream's
+//! controllers act on them. One Node, `node0`, is our node agent (`uyuni-node-agent`,
+//! [`crate::agent`]): the scheduler binds pods to it and it plays them with a [`Scenario`]
+//! (the demo's migration unless [`RealCluster::start_with`] names another), so pods run, Jobs
+//! complete or fail, Deployments become Available and `kubectl logs` works, with the states,
+//! exit codes, logs and readiness the scenario says (no container process runs, no probe).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use crate::scenario::Scenario;
 
 /// Set by `scripts/test.sh` once it has built the control plane: the tests that need it then
 /// run; in CI (`CI=true`) they fail without it rather than skip.
@@ -30,6 +36,14 @@ pub fn available() -> Result<(), String> {
     }
 }
 
+/// The node agent cargo built beside the running test (`target/debug/uyuni-node-agent`, next
+/// to `target/debug/deps/TEST`): the current one, where cluster.sh would only build a missing one.
+fn built_agent() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let agent = exe.parent()?.parent()?.join("uyuni-node-agent");
+    agent.is_file().then_some(agent)
+}
+
 #[derive(Debug)]
 pub struct RealCluster {
     dir: tempfile::TempDir,
@@ -37,16 +51,38 @@ pub struct RealCluster {
 }
 
 impl RealCluster {
-    /// Starts a control plane in a new temporary directory; returns once it is ready.
+    /// Starts a control plane in a new temporary directory, its node agent playing the demo's
+    /// migration scenario; returns once Node node0 is Ready.
     pub fn start() -> Result<RealCluster, String> {
+        RealCluster::start_inner(None)
+    }
+
+    /// Like [`RealCluster::start`], the node agent playing `scenario` (written to DIR).
+    pub fn start_with(scenario: &Scenario) -> Result<RealCluster, String> {
+        RealCluster::start_inner(Some(scenario))
+    }
+
+    fn start_inner(scenario: Option<&Scenario>) -> Result<RealCluster, String> {
         let dir = tempfile::Builder::new()
             .prefix("uyuni-real-cluster-")
             .tempdir()
             .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-        let out = Command::new("bash")
-            .arg(cluster_script())
-            .arg("up")
-            .arg(dir.path())
+        let mut command = Command::new("bash");
+        command.arg(cluster_script()).arg("up").arg(dir.path());
+        if let Some(scenario) = scenario {
+            let file = dir.path().join("scenario.json");
+            let text = serde_json::to_string_pretty(scenario)
+                .map_err(|e| format!("cannot write the scenario as JSON: {e}"))?;
+            std::fs::write(&file, text)
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            command.arg("--scenario").arg(file);
+        }
+        if std::env::var_os("UYUNI_NODE_AGENT_BIN").is_none()
+            && let Some(agent) = built_agent()
+        {
+            command.env("UYUNI_NODE_AGENT_BIN", agent);
+        }
+        let out = command
             .output()
             .map_err(|e| format!("cannot run scripts/cluster.sh: {e}"))?;
         if !out.status.success() {

@@ -109,7 +109,8 @@ fn the_real_control_plane_starts_validates_and_stops() {
             "etcd",
             "kube-apiserver",
             "kube-controller-manager",
-            "kube-scheduler"
+            "kube-scheduler",
+            "uyuni-node-agent"
         ]
     );
     assert!(pids.iter().all(|(_, pid)| alive(*pid)));
