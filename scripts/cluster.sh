@@ -3,6 +3,7 @@
 #   scripts/cluster.sh build          build what is missing (cached outside the work tree),
 #                                     krew (`kubectl-krew`) included
 #   scripts/cluster.sh up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager]
+#                           [--no-addons]
 #                                     build, generate certificates, start etcd, kube-apiserver,
 #                                     kube-controller-manager, kube-scheduler and our node agent
 #                                     (uyuni-node-agent, Node node0, playing FILE or the demo's
@@ -208,7 +209,7 @@ sys.exit(0 if ready and ready[0].get("status") == "True" else 1)' 2>/dev/null
 }
 
 up() {
-  local dir=$1 scenario=${2:-} flavour=${3:-k3s} cert_manager=${4:-1}
+  local dir=$1 scenario=${2:-} flavour=${3:-k3s} cert_manager=${4:-1} with_addons=${5:-1}
   [ -z "$scenario" ] || [ -f "$scenario" ] || die "the scenario $scenario does not exist"
   [ -z "$scenario" ] || scenario=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario")
   command -v openssl >/dev/null 2>&1 || die "openssl is needed for the certificates: install it (apt-get install openssl)"
@@ -317,14 +318,18 @@ up() {
   # The add-ons (testdata/src/addons): the distribution's objects (per flavour), the default
   # StorageClass `local-path` and its provisioner, the cert-manager stand-in. They print
   # `addons ready` once their objects are in place.
-  local addons_args=(--kubeconfig="$dir/kubeconfig" --flavour="$flavour" --volumes-dir="$dir/volumes")
-  [ "$cert_manager" = 0 ] || addons_args+=(--cert-manager)
-  mkdir -p "$dir/volumes"
-  start "$dir" uyuni-cluster-addons "$addons" "${addons_args[@]}"
+  # `--no-addons`: the add-ons' own tests start them themselves.
+  if [ "$with_addons" = 1 ]; then
+    local addons_args=(--kubeconfig="$dir/kubeconfig" --flavour="$flavour" --volumes-dir="$dir/volumes")
+    [ "$cert_manager" = 0 ] || addons_args+=(--cert-manager)
+    mkdir -p "$dir/volumes"
+    start "$dir" uyuni-cluster-addons "$addons" "${addons_args[@]}"
+  fi
   for i in $(seq 1 120); do
     alive_or_die "$dir" uyuni-node-agent
-    alive_or_die "$dir" uyuni-cluster-addons
-    if node_ready "$server" "$pki" && grep -qx 'addons ready' "$dir/logs/uyuni-cluster-addons.log"; then
+    [ "$with_addons" = 0 ] || alive_or_die "$dir" uyuni-cluster-addons
+    if node_ready "$server" "$pki" \
+      && { [ "$with_addons" = 0 ] || grep -qx 'addons ready' "$dir/logs/uyuni-cluster-addons.log"; }; then
       log "control plane ready at $server with Node node0 (kubeconfig: $dir/kubeconfig)"
       return 0
     fi
@@ -355,7 +360,7 @@ down() {
   done
 }
 
-usage="usage: scripts/cluster.sh build | up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager] | down DIR"
+usage="usage: scripts/cluster.sh build | up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager] [--no-addons] | down DIR"
 case "${1:-}" in
 build) build ;;
 up)
@@ -364,6 +369,7 @@ up)
   up_scenario=""
   up_flavour=k3s
   up_cert_manager=1
+  up_addons=1
   shift 2
   while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -381,10 +387,14 @@ up)
       up_cert_manager=0
       shift
       ;;
+    --no-addons)
+      up_addons=0
+      shift
+      ;;
     *) die "unknown option $1: $usage" ;;
     esac
   done
-  up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager"
+  up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager" "$up_addons"
   ;;
 down)
   [ -n "${2:-}" ] || die "$usage"

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::scenario::Scenario;
+use crate::sim::Flavour;
 
 /// Set by `scripts/test.sh` once it has built the control plane: the tests that need it then
 /// run; in CI (`CI=true`) they fail without it rather than skip.
@@ -38,10 +39,34 @@ pub fn available() -> Result<(), String> {
 
 /// The node agent cargo built beside the running test (`target/debug/uyuni-node-agent`, next
 /// to `target/debug/deps/TEST`): the current one, where cluster.sh would only build a missing one.
-fn built_agent() -> Option<PathBuf> {
+fn built_bin(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let agent = exe.parent()?.parent()?.join("uyuni-node-agent");
-    agent.is_file().then_some(agent)
+    let bin = exe.parent()?.parent()?.join(name);
+    bin.is_file().then_some(bin)
+}
+
+/// How to start a [`RealCluster`].
+#[derive(Debug, Clone)]
+pub struct RealConfig {
+    /// What the node agent plays; `None`: the demo's migration scenario.
+    pub scenario: Option<Scenario>,
+    /// The distribution objects the add-ons create (ingress classes, CRDs).
+    pub flavour: Flavour,
+    /// The cert-manager stand-in, its CRDs and namespace.
+    pub cert_manager: bool,
+    /// Whether `uyuni-cluster-addons` runs at all (its own tests start it themselves).
+    pub addons: bool,
+}
+
+impl Default for RealConfig {
+    fn default() -> RealConfig {
+        RealConfig {
+            scenario: None,
+            flavour: Flavour::K3s,
+            cert_manager: true,
+            addons: true,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -54,15 +79,21 @@ impl RealCluster {
     /// Starts a control plane in a new temporary directory, its node agent playing the demo's
     /// migration scenario; returns once Node node0 is Ready.
     pub fn start() -> Result<RealCluster, String> {
-        RealCluster::start_inner(None)
+        RealCluster::start_config(&RealConfig::default())
     }
 
     /// Like [`RealCluster::start`], the node agent playing `scenario` (written to DIR).
     pub fn start_with(scenario: &Scenario) -> Result<RealCluster, String> {
-        RealCluster::start_inner(Some(scenario))
+        RealCluster::start_config(&RealConfig {
+            scenario: Some(scenario.clone()),
+            ..RealConfig::default()
+        })
     }
 
-    fn start_inner(scenario: Option<&Scenario>) -> Result<RealCluster, String> {
+    /// Starts a control plane as `config` says; returns once Node node0 is Ready and the
+    /// add-ons (when they run) have created their objects.
+    pub fn start_config(config: &RealConfig) -> Result<RealCluster, String> {
+        let scenario = config.scenario.as_ref();
         let dir = tempfile::Builder::new()
             .prefix("uyuni-real-cluster-")
             .tempdir()
@@ -77,10 +108,27 @@ impl RealCluster {
                 .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
             command.arg("--scenario").arg(file);
         }
-        if std::env::var_os("UYUNI_NODE_AGENT_BIN").is_none()
-            && let Some(agent) = built_agent()
-        {
-            command.env("UYUNI_NODE_AGENT_BIN", agent);
+        let flavour = match config.flavour {
+            Flavour::K3s => "k3s",
+            Flavour::Rke2 => "rke2",
+            Flavour::Plain => "plain",
+        };
+        command.args(["--flavour", flavour]);
+        if !config.cert_manager {
+            command.arg("--no-cert-manager");
+        }
+        if !config.addons {
+            command.arg("--no-addons");
+        }
+        for (name, var) in [
+            ("uyuni-node-agent", "UYUNI_NODE_AGENT_BIN"),
+            ("uyuni-cluster-addons", "UYUNI_CLUSTER_ADDONS_BIN"),
+        ] {
+            if std::env::var_os(var).is_none()
+                && let Some(bin) = built_bin(name)
+            {
+                command.env(var, bin);
+            }
         }
         let out = command
             .output()

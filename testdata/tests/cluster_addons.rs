@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::Value;
-use uyuni_testdata::real::{self, RealCluster};
+use uyuni_testdata::real::{self, RealCluster, RealConfig};
 
 /// The cluster, or `None` (said so) where it was not built; in CI its absence fails the test.
 fn cluster() -> Option<RealCluster> {
@@ -25,7 +25,14 @@ fn cluster() -> Option<RealCluster> {
         println!("real control plane NOT tested: {why}");
         return None;
     }
-    Some(RealCluster::start().expect("the real control plane starts"))
+    Some(
+        // Without the launcher's add-ons: each test starts its own, with the flags it tests.
+        RealCluster::start_config(&RealConfig {
+            addons: false,
+            ..RealConfig::default()
+        })
+        .expect("the real control plane starts"),
+    )
 }
 
 /// The add-ons process; killed on drop. Its log is `DIR/logs/addons.log`.

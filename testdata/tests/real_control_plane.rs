@@ -110,6 +110,7 @@ fn the_real_control_plane_starts_validates_and_stops() {
             "kube-apiserver",
             "kube-controller-manager",
             "kube-scheduler",
+            "uyuni-cluster-addons",
             "uyuni-node-agent"
         ]
     );

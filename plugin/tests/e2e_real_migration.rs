@@ -1,0 +1,232 @@
+//! Migrations against the real control plane: upstream's kube-apiserver, etcd, controllers and
+//! scheduler v1.37, our node agent running the pods (the scenario plays what the Jobs' scripts
+//! would do, as the pods' ServiceAccounts), the local-path provisioner and the cert-manager
+//! stand-in (`scripts/cluster.sh up`). The Job controller completes the Jobs, the Deployment
+//! controller rolls the Deployments out through ReplicaSets, the PV controller binds the claims,
+//! RBAC decides what the data-sync pod may patch — none of it is our simulation.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use support::{CA_PASSWORD, NS, SOURCE, assert_no_secret, ssh_flags, text};
+use uyuni_testdata::real::{self, RealCluster, RealConfig};
+use uyuni_testdata::scenarios;
+
+struct RealEnv {
+    cluster: RealCluster,
+    bin: tempfile::TempDir,
+    cache: tempfile::TempDir,
+}
+
+impl RealEnv {
+    fn start(config: &RealConfig) -> RealEnv {
+        let cluster = RealCluster::start_config(config).expect("the real control plane starts");
+        let bin = tempfile::tempdir().expect("tempdir");
+        let plugin = assert_cmd::cargo::cargo_bin("kubectl-uyuni");
+        std::os::unix::fs::symlink(&plugin, bin.path().join("kubectl-uyuni")).expect("symlink");
+        RealEnv {
+            cluster,
+            bin,
+            cache: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// `kubectl uyuni --kubeconfig ADMIN -n uyuni ARGS…` through the real kubectl.
+    fn uyuni(&self, args: &[&str]) -> Output {
+        let path = format!(
+            "{}:{}",
+            self.bin.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new("kubectl")
+            .env("PATH", path)
+            .env("KUBECACHEDIR", self.cache.path())
+            .env_remove("KUBECONFIG")
+            .env("UYUNI_SSL_PASSWORD", CA_PASSWORD)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(self.cluster.kubeconfig_path())
+            .args(["-n", NS])
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    fn migrate(&self, extra: &[String]) -> Output {
+        let mut args = vec!["migrate", SOURCE, "--yes"];
+        args.extend(extra.iter().map(String::as_str));
+        self.uyuni(&args)
+    }
+
+    /// `kubectl get ARGS -o json` as the cluster admin.
+    fn get(&self, args: &[&str]) -> Value {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", "json"]);
+        let out = self.cluster.kubectl(&all, "").expect("kubectl runs");
+        assert!(out.status.success(), "kubectl get {args:?}: {}", both(&out));
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    }
+
+    fn items(&self, args: &[&str]) -> Vec<Value> {
+        self.get(args)["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+fn both(out: &Output) -> String {
+    let (stdout, stderr) = text(out);
+    format!("stdout:\n{stdout}\nstderr:\n{stderr}")
+}
+
+fn condition(obj: &Value, kind: &str) -> Option<String> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .and_then(|c| c["status"].as_str())
+        .map(str::to_owned)
+}
+
+fn real_plane_or_skip(what: &str) -> bool {
+    if let Err(why) = real::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the real control plane is needed in CI: {why}"
+        );
+        println!("{what} NOT tested: {why}");
+        return false;
+    }
+    true
+}
+
+/// What our field manager wrote, as (kind/name, resourceVersion): objects whose status no
+/// controller keeps updating once the migration is done.
+fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = env
+        .items(&[
+            "secrets,configmaps,services,persistentvolumeclaims,jobs,serviceaccounts,roles,rolebindings",
+            "-n",
+            NS,
+            "-l",
+            "app.kubernetes.io/managed-by=kubectl-uyuni",
+        ])
+        .iter()
+        .map(|o| {
+            (
+                format!(
+                    "{}/{}",
+                    o["kind"].as_str().unwrap_or_default(),
+                    o["metadata"]["name"].as_str().unwrap_or_default()
+                ),
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The README's migration, with the fixture's flags, on the real control plane: the server-side
+/// dry run writes nothing; the run completes (every Job Complete by the Job controller, every
+/// Deployment Available by the Deployment controller, every claim Bound to a provisioned
+/// volume); a second run plans nothing and writes nothing.
+#[test]
+fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothing() {
+    if !real_plane_or_skip("the migration on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&RealConfig {
+        scenario: Some(scenarios::migration()),
+        ..RealConfig::default()
+    });
+
+    let flags = ssh_flags();
+    let mut dry = vec![
+        "migrate".to_owned(),
+        SOURCE.to_owned(),
+        "--dry-run=server".to_owned(),
+    ];
+    dry.extend(flags.iter().cloned());
+    let dry: Vec<&str> = dry.iter().map(String::as_str).collect();
+    let out = env.uyuni(&dry);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_no_secret(&out);
+    let namespaces = env.items(&["namespaces"]);
+    assert!(
+        !namespaces.iter().any(|n| n["metadata"]["name"] == NS),
+        "the server-side dry run created namespace {NS}"
+    );
+
+    let out = env.migrate(&flags);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_no_secret(&out);
+
+    let jobs = env.items(&["jobs", "-n", NS]);
+    assert!(
+        jobs.iter()
+            .any(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == "data-sync"),
+        "no data-sync Job: {jobs:#?}"
+    );
+    for job in &jobs {
+        let name = job["metadata"]["name"].as_str().unwrap_or_default();
+        assert_eq!(
+            condition(job, "Complete").as_deref(),
+            Some("True"),
+            "Job {name} is not Complete: {:#}",
+            job["status"]
+        );
+    }
+    let deployments = env.items(&["deployments", "-n", NS]);
+    assert!(deployments.iter().any(|d| d["metadata"]["name"] == "uyuni"));
+    for d in &deployments {
+        let name = d["metadata"]["name"].as_str().unwrap_or_default();
+        assert_eq!(
+            condition(d, "Available").as_deref(),
+            Some("True"),
+            "Deployment {name} is not Available: {:#}",
+            d["status"]
+        );
+    }
+    let claims = env.items(&["persistentvolumeclaims", "-n", NS]);
+    assert!(claims.len() > 20, "{} claims", claims.len());
+    for claim in &claims {
+        let name = claim["metadata"]["name"].as_str().unwrap_or_default();
+        // WaitForFirstConsumer: a claim no pod mounts yet stays Pending, as on k3s.
+        let phase = claim["status"]["phase"].as_str().unwrap_or_default();
+        assert!(
+            phase == "Bound" || phase == "Pending",
+            "claim {name}: {phase}"
+        );
+        assert_eq!(claim["spec"]["storageClassName"], "local-path", "{name}");
+    }
+    // What the data-sync pod patched as its ServiceAccount, through the Role we wrote.
+    let data = env.get(&["secret", "uyuni-migration-data", "-n", NS]);
+    assert!(
+        data["data"].as_object().is_some_and(|d| d.len() > 3),
+        "{data:#}"
+    );
+
+    let before = written_versions(&env);
+    assert!(!before.is_empty());
+    let again = env.migrate(&[]);
+    let (_, stderr) = text(&again);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    assert_eq!(
+        written_versions(&env),
+        before,
+        "the second run changed objects"
+    );
+    assert!(Path::new(&env.cluster.kubeconfig_path()).is_file());
+}
