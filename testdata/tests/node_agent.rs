@@ -112,6 +112,23 @@ subjects:
 - {kind: ServiceAccount, name: runner, namespace: agent}
 ";
 
+/// restartPolicy OnFailure: the failing container is restarted in place until the Job
+/// controller gives up (restarts count against backoffLimit).
+const RETRIED: &str = "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: retried-1
+  namespace: agent
+  annotations: {kubectl-uyuni.io/step: flaky}
+spec:
+  backoffLimit: 4
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+      - {name: main, image: registry.opensuse.org/uyuni/server-migration:latest}
+";
+
 const WEB: &str = "apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: agent}
@@ -132,7 +149,7 @@ fn scenario() -> Scenario {
     s.jobs.insert(
         "sync".to_owned(),
         JobScript::succeed(
-            4000,
+            6000,
             &[
                 "syncing for $JOB_NAME",
                 "still syncing",
@@ -142,6 +159,13 @@ fn scenario() -> Scenario {
     );
     s.jobs
         .insert("broken".to_owned(), JobScript::fail(3, &["about to fail"]));
+    s.jobs.insert(
+        "flaky".to_owned(),
+        JobScript {
+            duration_ms: 1500,
+            ..JobScript::fail(2, &["about to fail"])
+        },
+    );
     s.jobs
         .insert("pull".to_owned(), JobScript::stuck("ImagePullBackOff"));
     s.jobs.insert(
@@ -197,12 +221,35 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
             .success()
             .then_some(())
     });
-    apply(&cluster, &job("sync-1", "sync", "default"));
     apply(&cluster, &job("broken-1", "broken", "default"));
     apply(&cluster, &job("pull-1", "pull", "default"));
     apply(&cluster, &job("allowed-1", "extract", "runner"));
     apply(&cluster, &job("denied-1", "extract", "nobody"));
     apply(&cluster, WEB);
+    apply(&cluster, RETRIED);
+    // OnFailure: restarted in place, the last instance's log as --previous.
+    // Restarted and running again: the crashed instance is now the previous one (while it
+    // backs off, kubelet too serves the crashed one as the current log).
+    eventually(
+        30,
+        "retried-1's container runs again after a restart",
+        || {
+            let n = jsonpath(
+                &cluster,
+                &["get", "pod", "-n", "agent", "-l", "job-name=retried-1"],
+                "{.items[*].status.containerStatuses[*].restartCount} {.items[*].status.containerStatuses[*].state.running.startedAt}",
+            );
+            let (count, running) = n.split_once(' ').unwrap_or_default();
+            (count.parse::<u32>().unwrap_or(0) >= 1 && !running.trim().is_empty()).then_some(())
+        },
+    );
+    let previous = ok(
+        &cluster,
+        &["logs", "-n", "agent", "job/retried-1", "--previous"],
+    );
+    assert_eq!(previous, "about to fail\n");
+    // Last, so that it still runs when the follow below starts (it runs 6 s).
+    apply(&cluster, &job("sync-1", "sync", "default"));
 
     // A followed log (real kubectl → apiserver → the agent) streams the lines as they come and
     // ends when the container terminates.
@@ -283,6 +330,35 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         "{.items[0].status.containerStatuses[0].state.terminated.exitCode} {.items[0].status.containerStatuses[0].state.terminated.reason} {.items[0].status.phase}",
     );
     assert_eq!(exit, "3 Error Failed");
+
+    // The Job controller's verdict on retried-1 (its pod deleted, so the agent finishes it off).
+    ok(
+        &cluster,
+        &[
+            "wait",
+            "-n",
+            "agent",
+            "job/retried-1",
+            "--for=condition=Failed",
+            "--timeout=90s",
+        ],
+    );
+    eventually(30, "retried-1's pod is gone", || {
+        let out = ok(
+            &cluster,
+            &[
+                "get",
+                "pods",
+                "-n",
+                "agent",
+                "-l",
+                "job-name=retried-1",
+                "-o",
+                "name",
+            ],
+        );
+        out.trim().is_empty().then_some(())
+    });
 
     // A stuck step: its waiting reason is what `kubectl get pods` shows.
     let shown = eventually(30, "pull-1's pod shows ImagePullBackOff", || {

@@ -20,6 +20,8 @@ use tokio_rustls::TlsAcceptor;
 #[derive(Debug, Default, Clone)]
 struct ContainerLog {
     lines: Vec<(Timestamp, String)>,
+    /// The lines of the instance before the last restart (`previous=true`).
+    previous: Option<Vec<(Timestamp, String)>>,
     /// The container terminated: followed streams end.
     done: bool,
 }
@@ -73,10 +75,18 @@ impl LogStore {
             .cloned()
     }
 
-    /// The container started: its log exists (empty) from now on.
+    /// The container started (again: the last instance's lines become the previous log).
     pub fn start(&self, ns: &str, pod: &str, container: &str) {
-        self.lock()
-            .insert(key(ns, pod, container), ContainerLog::default());
+        let mut logs = self.lock();
+        let previous = logs.remove(&key(ns, pod, container)).map(|l| l.lines);
+        logs.insert(
+            key(ns, pod, container),
+            ContainerLog {
+                previous,
+                ..ContainerLog::default()
+            },
+        );
+        drop(logs);
         self.notify();
     }
 
@@ -361,12 +371,18 @@ pub async fn handle(
         );
     };
     if query.previous {
-        // The agent never restarts a container, so there is no previous instance (kubelet's
-        // message for that case).
-        return text(
-            StatusCode::BAD_REQUEST,
-            format!("previous terminated container \"{container}\" in pod \"{pod}\" not found\n"),
-        );
+        let Some(lines) = &log.previous else {
+            // kubelet's message when the container never restarted.
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "previous terminated container \"{container}\" in pod \"{pod}\" not found\n"
+                ),
+            );
+        };
+        let mut left = query.limit_bytes;
+        let out = limit(select(&query, lines, Timestamp::now()).concat(), &mut left);
+        return text(StatusCode::OK, out);
     }
     let mut left = query.limit_bytes;
     let first: String = select(&query, &log.lines, Timestamp::now()).concat();
@@ -634,6 +650,22 @@ mod tests {
             body(handle(store.clone(), &Method::GET, "/containerLogs/ns/p/other", "").await).await;
         assert_eq!(s, StatusCode::BAD_REQUEST);
         assert!(b.contains("waiting to start"), "{b}");
+        // After a restart, the last instance's lines are the previous log.
+        store.finish("ns", "p", "main");
+        store.start("ns", "p", "main");
+        let (s, b) = body(
+            handle(
+                store.clone(),
+                &Method::GET,
+                "/containerLogs/ns/p/main",
+                "previous=true",
+            )
+            .await,
+        )
+        .await;
+        assert_eq!((s, b.as_str()), (StatusCode::OK, "hello\nworld\n"));
+        store.append("ns", "p", "main", "hello");
+        store.append("ns", "p", "main", "world");
         // A followed stream ends when the container terminates.
         let follow = handle(
             store.clone(),

@@ -92,6 +92,8 @@ pub struct PodView {
     pub name: String,
     pub uid: String,
     pub service_account: String,
+    /// `spec.restartPolicy` (Always when unset, the API's default).
+    pub restart_policy: String,
     /// (name, image)
     pub containers: Vec<(String, String)>,
     pub init_containers: Vec<(String, String)>,
@@ -114,6 +116,10 @@ impl PodView {
                 .service_account_name
                 .clone()
                 .unwrap_or_else(|| "default".to_owned()),
+            restart_policy: spec
+                .restart_policy
+                .clone()
+                .unwrap_or_else(|| "Always".to_owned()),
             containers: pairs(&spec.containers),
             init_containers: pairs(spec.init_containers.as_deref().unwrap_or_default()),
             readiness_gates: spec
@@ -187,8 +193,9 @@ pub fn status_patch(
     conditions.set("PodReadyToStartContainers", sandbox, now);
     conditions.set("Initialized", true, now);
     conditions.set("ContainersReady", snap.ready, now);
-    let gates_ok = true; // readiness gates: set True below, as kwok does
-    conditions.set("Ready", snap.ready && gates_ok, now);
+    conditions.set("Ready", snap.ready, now);
+    // Readiness gates are met at once, as kwok's pod-create stage does: nothing here would
+    // ever set them otherwise, and Ready would never come.
     for g in &view.readiness_gates {
         conditions.set(g, true, now);
     }
@@ -625,51 +632,85 @@ impl Player {
                     .await?;
                     return Ok(());
                 }
-                let started_at = now_rfc3339();
-                for (c, _) in &view.containers {
-                    self.logs.start(&view.namespace, &view.name, c);
+                // restartPolicy OnFailure: a failed container is restarted in place (the Job
+                // controller counts restarts against backoffLimit and deletes the pod past it);
+                // Never (what our plugin writes): the pod fails.
+                let restarts_on_failure = view.restart_policy == "OnFailure";
+                let mut restart_count = 0;
+                let mut last_state: Option<Value> = None;
+                loop {
+                    let started_at = now_rfc3339();
+                    for (c, _) in &view.containers {
+                        self.logs.start(&view.namespace, &view.name, c);
+                    }
+                    let running = State::Running {
+                        started_at: started_at.clone(),
+                    };
+                    write(
+                        Snapshot {
+                            phase: "Running",
+                            state: &running,
+                            ready: true,
+                            pod_ip: Some(&ip),
+                            start_time: Some(&start_time),
+                            restart_count,
+                            last_state: last_state.clone(),
+                        },
+                        &mut conditions,
+                    )
+                    .await?;
+                    let (outcome, exit_code) = self.run_job_script(&view, &job_name, &script).await;
+                    for (c, _) in &view.containers {
+                        self.logs.finish(&view.namespace, &view.name, c);
+                    }
+                    let succeeded = outcome == JobOutcome::Succeed;
+                    let state = State::Terminated {
+                        exit_code: if succeeded { 0 } else { exit_code },
+                        reason: if succeeded { "Completed" } else { "Error" }.to_owned(),
+                        started_at,
+                        finished_at: now_rfc3339(),
+                    };
+                    if !succeeded && restarts_on_failure {
+                        // Back-off, then the same script again (kubelet waits 10 s, doubling;
+                        // the scenario's pod start time stands in for it).
+                        restart_count += 1;
+                        last_state = Some(state.to_json());
+                        let backoff = State::Waiting {
+                            reason: "CrashLoopBackOff".to_owned(),
+                            message: Some(waiting_message("CrashLoopBackOff", &image)),
+                        };
+                        write(
+                            Snapshot {
+                                phase: "Running",
+                                state: &backoff,
+                                ready: false,
+                                pod_ip: Some(&ip),
+                                start_time: Some(&start_time),
+                                restart_count,
+                                last_state: last_state.clone(),
+                            },
+                            &mut conditions,
+                        )
+                        .await?;
+                        sleep_ms(timing.pod_start_ms.max(500)).await;
+                        continue;
+                    }
+                    let phase = if succeeded { "Succeeded" } else { "Failed" };
+                    write(
+                        Snapshot {
+                            phase,
+                            state: &state,
+                            ready: false,
+                            pod_ip: Some(&ip),
+                            start_time: Some(&start_time),
+                            restart_count,
+                            last_state,
+                        },
+                        &mut conditions,
+                    )
+                    .await?;
+                    break;
                 }
-                let running = State::Running {
-                    started_at: started_at.clone(),
-                };
-                write(
-                    Snapshot {
-                        phase: "Running",
-                        state: &running,
-                        ready: true,
-                        pod_ip: Some(&ip),
-                        start_time: Some(&start_time),
-                        restart_count: 0,
-                        last_state: None,
-                    },
-                    &mut conditions,
-                )
-                .await?;
-                let (outcome, exit_code) = self.run_job_script(&view, &job_name, &script).await;
-                for (c, _) in &view.containers {
-                    self.logs.finish(&view.namespace, &view.name, c);
-                }
-                let succeeded = outcome == JobOutcome::Succeed;
-                let state = State::Terminated {
-                    exit_code: if succeeded { 0 } else { exit_code },
-                    reason: if succeeded { "Completed" } else { "Error" }.to_owned(),
-                    started_at,
-                    finished_at: now_rfc3339(),
-                };
-                let phase = if succeeded { "Succeeded" } else { "Failed" };
-                write(
-                    Snapshot {
-                        phase,
-                        state: &state,
-                        ready: false,
-                        pod_ip: Some(&ip),
-                        start_time: Some(&start_time),
-                        restart_count: 0,
-                        last_state: None,
-                    },
-                    &mut conditions,
-                )
-                .await?;
             }
             Role::Deployment(script) if script.outcome == DeploymentOutcome::Stuck => {
                 sleep_ms(timing.pod_start_ms).await;
@@ -927,6 +968,7 @@ mod tests {
             name: "job-abcde".to_owned(),
             uid: "u1".to_owned(),
             service_account: "default".to_owned(),
+            restart_policy: "Never".to_owned(),
             containers: vec![("main".to_owned(), "img:1".to_owned())],
             init_containers: vec![("init".to_owned(), "img:0".to_owned())],
             readiness_gates: vec![],
