@@ -230,3 +230,133 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
     );
     assert!(Path::new(&env.cluster.kubeconfig_path()).is_file());
 }
+
+/// `--ssl-server-cert`, `--ssl-server-key`, `--ssl-ca-root` of a freshly issued certificate,
+/// in files that live as long as the returned directory.
+fn third_party_flags() -> (tempfile::TempDir, Vec<String>) {
+    use uyuni_testdata::certs::{Signer, issue};
+    let issued = issue(
+        &serde_json::json!({"dnsNames": [SOURCE]}),
+        Signer::SelfSigned,
+    )
+    .expect("certificate");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, content: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, content).expect("write");
+        p.display().to_string()
+    };
+    let flags = vec![
+        "--ssl-server-cert".to_owned(),
+        write("server.crt", &issued.tls_crt),
+        "--ssl-server-key".to_owned(),
+        write("server.key", &issued.tls_key),
+        "--ssl-ca-root".to_owned(),
+        write("ca.crt", &issued.ca_crt),
+    ];
+    (dir, flags)
+}
+
+fn jobs_of(env: &RealEnv, step: &str) -> Vec<Value> {
+    env.items(&["jobs", "-n", NS])
+        .into_iter()
+        .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == step)
+        .collect()
+}
+
+/// rke2 without cert-manager, the certificates given as files: a `--prepare` copy while the
+/// source serves, then the final run with only the certificate flags; each copy is its own
+/// Job, completed by the Job controller.
+#[test]
+fn prepare_then_final_on_rke2_with_third_party_certificates() {
+    if !real_plane_or_skip("--prepare and the final run on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&RealConfig {
+        scenario: Some(scenarios::migration()),
+        flavour: uyuni_testdata::Flavour::Rke2,
+        cert_manager: false,
+        ..RealConfig::default()
+    });
+    let (_certs, tls) = third_party_flags();
+    let mut prepare = vec!["migrate", SOURCE, "--prepare"];
+    let ssh = ssh_flags();
+    prepare.extend(ssh.iter().map(String::as_str));
+    // The certificates are an input of the final run, checked before the first write.
+    prepare.extend(tls.iter().map(String::as_str));
+    let out = env.uyuni(&prepare);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        env.items(&["deployments", "-n", NS]).is_empty(),
+        "--prepare started a Deployment"
+    );
+    let syncs = jobs_of(&env, "data-sync");
+    assert_eq!(syncs.len(), 1, "{syncs:#?}");
+    assert_eq!(condition(&syncs[0], "Complete").as_deref(), Some("True"));
+
+    // The certificates again (--prepare writes no TLS object); the SSH material is kept.
+    let out = env.migrate(&tls);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_no_secret(&out);
+    let syncs = jobs_of(&env, "data-sync");
+    let modes: Vec<&str> = syncs
+        .iter()
+        .filter_map(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/sync-mode"].as_str())
+        .collect();
+    assert!(
+        modes.contains(&"prepare") && modes.contains(&"final"),
+        "{modes:?}"
+    );
+    let server = env.get(&["deployment", "uyuni", "-n", NS]);
+    assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+    // The certificates came from the files: no cert-manager object was needed or written.
+    let cert = env.get(&["secret", "uyuni-cert", "-n", NS]);
+    assert_eq!(cert["type"], "kubernetes.io/tls");
+}
+
+/// A step whose Job fails (the real Job controller marks it Failed) stops the run with the step
+/// named; the next run retries it as a new Job and completes; the failed Job stays for its logs.
+#[test]
+fn a_failed_step_stops_the_run_and_the_next_run_retries_it_as_a_new_job() {
+    if !real_plane_or_skip("resuming after a failed step on the real control plane") {
+        return;
+    }
+    let mut scenario = scenarios::migration();
+    let ok = scenario.jobs.get("db-fixup").cloned().unwrap_or_default();
+    let mut failing = uyuni_testdata::JobScript::fail(1, &["ERROR: the fix-up failed"]);
+    failing.later_attempts = vec![ok];
+    scenario.jobs.insert("db-fixup".into(), failing);
+    let env = RealEnv::start(&RealConfig {
+        scenario: Some(scenario),
+        ..RealConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(stderr.contains("db-fixup"), "{stderr}");
+    assert!(
+        env.items(&["deployment", "-n", NS])
+            .iter()
+            .all(|d| d["metadata"]["name"] != "uyuni"),
+        "the server was started after a failed fix-up"
+    );
+    let failed = jobs_of(&env, "db-fixup");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(condition(&failed[0], "Failed").as_deref(), Some("True"));
+
+    // Run ids have a one-second resolution.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let out = env.migrate(&[]);
+    assert!(out.status.success(), "{}", both(&out));
+    let fixups = jobs_of(&env, "db-fixup");
+    assert_eq!(fixups.len(), 2, "{fixups:#?}");
+    assert_eq!(
+        fixups
+            .iter()
+            .filter(|j| condition(j, "Complete").as_deref() == Some("True"))
+            .count(),
+        1
+    );
+    let server = env.get(&["deployment", "uyuni", "-n", NS]);
+    assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+}
