@@ -13,6 +13,7 @@
 //!   lines printed for the user: [`kubectl`];
 //! - checks before any write: SSH keys [`ssh`], StorageClasses [`storage`].
 
+pub mod access;
 pub mod builders;
 pub mod dataplane;
 pub mod image;
@@ -23,6 +24,7 @@ pub mod observed;
 pub mod params;
 pub mod pg;
 pub mod phase;
+pub mod pod_security;
 pub mod plan;
 pub mod ports;
 pub mod preview;
