@@ -112,12 +112,7 @@ fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> 
             out
         }
         Action::RunJob { .. } => vec![Access::new("create", "batch", "jobs", Some(namespace))],
-        Action::Scale { .. } => vec![Access::new(
-            "patch",
-            "apps",
-            "deployments",
-            Some(namespace),
-        )],
+        Action::Scale { .. } => vec![Access::new("patch", "apps", "deployments", Some(namespace))],
         Action::AwaitJob { .. }
         | Action::WaitReady { .. }
         | Action::WaitDeployment { .. }
@@ -228,6 +223,9 @@ mod tests {
     #[test]
     fn cluster_scoped_checks_have_no_namespace() {
         let ns = Access::new("create", "", "namespaces", None);
-        assert_eq!(ns.can_i(&Kubectl::BARE), "kubectl auth can-i create namespaces");
+        assert_eq!(
+            ns.can_i(&Kubectl::BARE),
+            "kubectl auth can-i create namespaces"
+        );
     }
 }

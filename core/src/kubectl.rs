@@ -137,7 +137,12 @@ mod tests {
         let k = Kubectl {
             kubeconfig: Some("/k".into()),
             context: Some("c".into()),
-            migrate_flags: vec!["--tag".into(), "5.1".into(), "--ssh-knownhosts".into(), "/my dir/kh".into()],
+            migrate_flags: vec![
+                "--tag".into(),
+                "5.1".into(),
+                "--ssh-knownhosts".into(),
+                "/my dir/kh".into(),
+            ],
         };
         assert_eq!(
             k.migrate(Some("uyuni"), "src.example.com", true),
@@ -147,7 +152,10 @@ mod tests {
             k.uyuni(Some("uyuni"), "version"),
             "kubectl uyuni --kubeconfig /k --context c -n uyuni version"
         );
-        assert_eq!(Kubectl::BARE.migrate(None, "s", false), "kubectl uyuni migrate s");
+        assert_eq!(
+            Kubectl::BARE.migrate(None, "s", false),
+            "kubectl uyuni migrate s"
+        );
     }
 
     #[test]

@@ -142,11 +142,9 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), PlanErro
             return Err(PlanError::PrepareWhileFinalSyncRuns {
                 job,
                 fqdn: params.source_fqdn.clone(),
-                finish: params.kubectl.migrate(
-                    Some(&params.namespace),
-                    &params.source_fqdn,
-                    false,
-                ),
+                finish: params
+                    .kubectl
+                    .migrate(Some(&params.namespace), &params.source_fqdn, false),
             });
         }
         Phase::FinalSyncDone { job } => (

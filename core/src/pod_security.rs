@@ -147,7 +147,10 @@ pub fn required(spec: &PodSpec) -> Need {
                 restricted.push(format!("container {name} adds capability {cap}"));
             }
         }
-        if let Some(t) = sc.se_linux_options.as_ref().and_then(|s| s.type_.as_deref())
+        if let Some(t) = sc
+            .se_linux_options
+            .as_ref()
+            .and_then(|s| s.type_.as_deref())
             && !BASELINE_SELINUX_TYPES.contains(&t)
         {
             baseline.push(format!("container {name} sets SELinux type {t}"));
@@ -157,7 +160,9 @@ pub fn required(spec: &PodSpec) -> Need {
             .as_ref()
             .is_some_and(|p| p.type_ == "Unconfined")
         {
-            baseline.push(format!("container {name} runs without AppArmor (Unconfined)"));
+            baseline.push(format!(
+                "container {name} runs without AppArmor (Unconfined)"
+            ));
         }
         if c.ports
             .iter()
@@ -172,7 +177,9 @@ pub fn required(spec: &PodSpec) -> Need {
             .map(|p| p.type_.clone())
             .or_else(|| pod_seccomp.clone());
         if seccomp.as_deref() == Some("Unconfined") {
-            baseline.push(format!("container {name} runs without seccomp (Unconfined)"));
+            baseline.push(format!(
+                "container {name} runs without seccomp (Unconfined)"
+            ));
         }
         if !matches!(seccomp.as_deref(), Some("RuntimeDefault" | "Localhost")) {
             restricted.push(format!("container {name} sets no seccomp profile"));
@@ -252,10 +259,7 @@ pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
     job(data_sync::data_sync_job(params));
     let fqdn = crate::builders::tls::server_fqdn(params, &data);
     let mut deployment = |d: k8s_openapi::api::apps::v1::Deployment| {
-        let name = format!(
-            "Deployment {}",
-            d.metadata.name.clone().unwrap_or_default()
-        );
+        let name = format!("Deployment {}", d.metadata.name.clone().unwrap_or_default());
         if let Some(spec) = d.spec.and_then(|s| s.template.spec) {
             out.push((name, spec));
         }

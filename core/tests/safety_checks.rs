@@ -155,9 +155,9 @@ fn a_run_naming_another_source_than_the_copy_is_refused() {
     assert!(plan(&params, &synced).is_ok());
     // Removing the copy, as the message says, clears it.
     let mut cleared = synced.clone();
-    cleared.objects.retain(|r, _| {
-        !matches!(r.kind, Kind::Job | Kind::PersistentVolumeClaim)
-    });
+    cleared
+        .objects
+        .retain(|r, _| !matches!(r.kind, Kind::Job | Kind::PersistentVolumeClaim));
     assert!(plan(&other, &cleared).is_ok());
 }
 
@@ -166,16 +166,19 @@ fn the_permissions_of_a_run_name_every_kind_it_writes() {
     let params = common::params();
     let needed = access::needed(&params, &common::empty_cluster());
     let has = |verb: &str, resource: &str, ns: Option<&str>| {
-        needed.iter().any(|a| {
-            a.verb == verb && a.resource == resource && a.namespace.as_deref() == ns
-        })
+        needed
+            .iter()
+            .any(|a| a.verb == verb && a.resource == resource && a.namespace.as_deref() == ns)
     };
     assert!(has("create", "namespaces", None), "{needed:?}");
     assert!(has("create", "jobs", Some("uyuni")));
     assert!(has("create", "persistentvolumeclaims", Some("uyuni")));
     assert!(has("patch", "secrets", Some("uyuni")));
     assert!(has("create", "roles", Some("uyuni")));
-    assert!(has("patch", "deployments", Some("uyuni")), "the server, after the sync");
+    assert!(
+        has("patch", "deployments", Some("uyuni")),
+        "the server, after the sync"
+    );
     let mut sorted = needed.clone();
     sorted.sort();
     sorted.dedup();
@@ -188,8 +191,9 @@ fn the_permissions_of_a_run_name_every_kind_it_writes() {
     let err = access::check(&needed, &denied).expect_err("refused");
     let text = err.to_string();
     assert!(
-        text.contains("create jobs.batch in namespace uyuni (`kubectl -n uyuni auth can-i create jobs.batch`)")
-            && !text.contains("secrets"),
+        text.contains(
+            "create jobs.batch in namespace uyuni (`kubectl -n uyuni auth can-i create jobs.batch`)"
+        ) && !text.contains("secrets"),
         "{text}"
     );
     let allowed: Vec<(Access, bool)> = needed.iter().map(|a| (a.clone(), true)).collect();

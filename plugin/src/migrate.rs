@@ -87,14 +87,30 @@ fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Asks a yes/no question on the terminal; only `y` or `yes` is a yes.
+/// Asks a yes/no question on the terminal; only `y` or `yes` is a yes, end of file (Ctrl-D) a
+/// no. The answer is read from stdin as the terminal's line discipline delivers it: console's
+/// `Term::read_line` reads key by key in raw mode, where Ctrl-D is just a character and the
+/// question would wait on.
 fn confirm(question: &str) -> bool {
-    let term = console::Term::stderr();
-    if term.write_str(question).is_err() {
+    use std::io::{BufRead, Write};
+    let mut stderr = std::io::stderr();
+    if stderr
+        .write_all(question.as_bytes())
+        .and_then(|()| stderr.flush())
+        .is_err()
+    {
         return false;
     }
-    term.read_line()
-        .is_ok_and(|answer| matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    let mut answer = String::new();
+    match std::io::stdin().lock().read_line(&mut answer) {
+        Ok(0) => {
+            // End the question's line, which the terminal did not.
+            let _ = writeln!(stderr);
+            false
+        }
+        Ok(_) => matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+        Err(_) => false,
+    }
 }
 
 /// The environment variable that may hold the registry password.
@@ -223,7 +239,10 @@ pub async fn review_access(
     params: &MigrateParams,
     observed: &Observed,
     reporter: &Reporter,
-) -> Option<(Vec<uyuni_core::access::Access>, Vec<(uyuni_core::access::Access, bool)>)> {
+) -> Option<(
+    Vec<uyuni_core::access::Access>,
+    Vec<(uyuni_core::access::Access, bool)>,
+)> {
     let needed = uyuni_core::access::needed(params, observed);
     match uyuni_effects::access::review(&conn.client, &needed).await {
         Ok(answers) => Some((needed, answers)),
@@ -423,8 +442,16 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
                     bail!(
                         "not confirmed: the services of {source} keep running and nothing was stopped. Run `{again}` again when the outage may start (--yes skips the question), or `{prepare}` to catch up meanwhile",
                         source = params.source_fqdn,
-                        again = params.kubectl.migrate(Some(&params.namespace), &params.source_fqdn, false),
-                        prepare = params.kubectl.migrate(Some(&params.namespace), &params.source_fqdn, true),
+                        again = params.kubectl.migrate(
+                            Some(&params.namespace),
+                            &params.source_fqdn,
+                            false
+                        ),
+                        prepare = params.kubectl.migrate(
+                            Some(&params.namespace),
+                            &params.source_fqdn,
+                            true
+                        ),
                     );
                 }
                 confirmed = true;

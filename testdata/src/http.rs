@@ -671,7 +671,10 @@ async fn resource_request(
                 let attributes = &review["spec"]["resourceAttributes"];
                 let asked = (
                     attributes["verb"].as_str().unwrap_or_default().to_owned(),
-                    attributes["resource"].as_str().unwrap_or_default().to_owned(),
+                    attributes["resource"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
                 );
                 review["status"] = if shared.config.denied_access.contains(&asked) {
                     json!({"allowed": false, "reason": "denied by SimConfig::denied_access"})
