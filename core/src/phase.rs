@@ -118,13 +118,6 @@ fn check_source(params: &MigrateParams, observed: &Observed) -> Result<(), PlanE
         fqdn: params.source_fqdn.clone(),
         namespace: ns.clone(),
         same: params.kubectl.migrate(Some(ns), &found, params.prepare),
-        cleanup: params.kubectl.cmd(
-            Some(ns),
-            &format!(
-                "delete jobs,persistentvolumeclaims -l {}",
-                labels::MANAGED_SELECTOR
-            ),
-        ),
     })
 }
 

@@ -208,17 +208,15 @@ pub enum PlanError {
         fqdn: String,
         finish: String,
     },
-    /// The volumes hold (or receive) a copy of another source than the run names.
-    #[error(
-        "the volumes in namespace {namespace} hold a copy of {found} (data-sync Job {job}, annotation kubectl-uyuni.io/source), and this run names {fqdn}: refused, copying {fqdn} over it would mix two servers' data. Nothing was written. To go on with {found}: `{same}`. To migrate {fqdn} instead, use another namespace (-n), or remove the copy of {found} first (`{cleanup}`), then run again"
-    )]
+    /// The volumes hold (or receive) a copy of another source than the run names. `same`:
+    /// the command that goes on with that source.
+    #[error("{}", self.render(&Kubectl::BARE))]
     OtherSource {
         job: String,
         found: String,
         fqdn: String,
         namespace: String,
         same: String,
-        cleanup: String,
     },
     #[error(
         "a data sync would copy into the volumes {deployments} runs on: refused, nothing was written; {remedy}"
@@ -323,6 +321,23 @@ impl PlanError {
                 )
             ),
             PlanError::Storage(e) => e.render(kubectl),
+            PlanError::OtherSource {
+                job,
+                found,
+                fqdn,
+                namespace,
+                same,
+            } => format!(
+                "the volumes in namespace {namespace} hold a copy of {found} (data-sync Job {job}, annotation {}), and this run names {fqdn}: refused, copying {fqdn} over it would mix two servers' data. Nothing was written. To go on with {found}: `{same}`. To migrate {fqdn} instead, use another namespace (-n), or remove the copy of {found} first (`{}`), then run again",
+                labels::SOURCE_ANNOTATION,
+                kubectl.cmd(
+                    Some(namespace),
+                    &format!(
+                        "delete jobs,persistentvolumeclaims -l {}",
+                        labels::MANAGED_SELECTOR
+                    )
+                ),
+            ),
             PlanError::PodSecurity {
                 namespace,
                 enforced,
