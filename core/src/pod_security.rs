@@ -331,6 +331,12 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), crate::P
 /// apiserver admits the pods and only warns or records.
 pub fn warnings(params: &MigrateParams, observed: &Observed) -> Vec<String> {
     let ns = &params.namespace;
+    let labelled = [WARN_LABEL, AUDIT_LABEL]
+        .iter()
+        .any(|l| namespace_label(observed, ns, l).is_some());
+    if !labelled {
+        return Vec::new();
+    }
     let (needed, reasons) = needed(params);
     [(WARN_LABEL, "warns about"), (AUDIT_LABEL, "records in the audit log")]
         .into_iter()
