@@ -10,7 +10,14 @@ use serde::Serialize;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Kubectl {
     pub kubeconfig: Option<String>,
+    /// The context given, or else the one resolved at connection (the kubeconfig's current
+    /// context then): a pasted command reaches the same cluster after `kubectl config
+    /// use-context`.
     pub context: Option<String>,
+    /// The `migrate` flags of the run that a repeated run needs (everything but the source,
+    /// `--prepare`, `--yes`, `--dry-run` and the kubectl flags above), as given. They hold
+    /// file paths, never secret values: secrets are not accepted in argv.
+    pub migrate_flags: Vec<String>,
 }
 
 impl Kubectl {
@@ -18,7 +25,39 @@ impl Kubectl {
     pub const BARE: Kubectl = Kubectl {
         kubeconfig: None,
         context: None,
+        migrate_flags: Vec::new(),
     };
+
+    /// `kubectl uyuni [--kubeconfig K] [--context C] [-n NS] ARGS`: a command of this tool,
+    /// with the connection flags of the run.
+    pub fn uyuni(&self, namespace: Option<&str>, args: &str) -> String {
+        let plugin = Kubectl {
+            migrate_flags: Vec::new(),
+            ..self.clone()
+        };
+        let base = plugin.cmd(namespace, "");
+        let rest = base.strip_prefix("kubectl").unwrap_or(&base);
+        let mut out = format!("kubectl uyuni{rest}");
+        if !args.is_empty() {
+            out.push(' ');
+            out.push_str(args);
+        }
+        out
+    }
+
+    /// The `kubectl uyuni migrate SOURCE [--prepare] FLAGS…` that repeats the run (as a final
+    /// run without `prepare`), with its connection and migrate flags.
+    pub fn migrate(&self, namespace: Option<&str>, source: &str, prepare: bool) -> String {
+        let mut args = format!("migrate {}", shell_quote(source));
+        if prepare {
+            args.push_str(" --prepare");
+        }
+        for flag in &self.migrate_flags {
+            args.push(' ');
+            args.push_str(&shell_quote(flag));
+        }
+        self.uyuni(namespace, &args)
+    }
 
     /// `kubectl [--kubeconfig K] [--context C] [-n NS] ARGS`; `namespace` is `None` for
     /// cluster-scoped commands. `args` is written as given (the caller's own words).
@@ -79,6 +118,7 @@ mod tests {
         let k = Kubectl {
             kubeconfig: Some("/home/me/my clusters/prod.yaml".into()),
             context: Some("prod-admin@prod".into()),
+            migrate_flags: Vec::new(),
         };
         assert_eq!(
             k.cmd(Some("uyuni"), "get jobs"),
@@ -87,8 +127,35 @@ mod tests {
         let odd = Kubectl {
             kubeconfig: None,
             context: Some("it's".into()),
+            migrate_flags: Vec::new(),
         };
         assert_eq!(odd.cmd(None, ""), r"kubectl --context 'it'\''s'");
+    }
+
+    #[test]
+    fn plugin_commands_carry_the_connection_and_migrate_flags() {
+        let k = Kubectl {
+            kubeconfig: Some("/k".into()),
+            context: Some("c".into()),
+            migrate_flags: vec![
+                "--tag".into(),
+                "5.1".into(),
+                "--ssh-knownhosts".into(),
+                "/my dir/kh".into(),
+            ],
+        };
+        assert_eq!(
+            k.migrate(Some("uyuni"), "src.example.com", true),
+            "kubectl uyuni --kubeconfig /k --context c -n uyuni migrate src.example.com --prepare --tag 5.1 --ssh-knownhosts '/my dir/kh'"
+        );
+        assert_eq!(
+            k.uyuni(Some("uyuni"), "version"),
+            "kubectl uyuni --kubeconfig /k --context c -n uyuni version"
+        );
+        assert_eq!(
+            Kubectl::BARE.migrate(None, "s", false),
+            "kubectl uyuni migrate s"
+        );
     }
 
     #[test]
@@ -102,6 +169,7 @@ mod tests {
         let k = Kubectl {
             kubeconfig: Some("/k".into()),
             context: Some("c".into()),
+            migrate_flags: Vec::new(),
         };
         assert!(
             err.render(&k).contains(

@@ -24,6 +24,10 @@ pub const DESCRIPTION_ANNOTATION: &str = "kubectl-uyuni.io/description";
 pub const SPEC_HASH_ANNOTATION: &str = "kubectl-uyuni.io/spec-hash";
 /// Annotation on data-sync Jobs: `prepare` or `final`.
 pub const SYNC_MODE_ANNOTATION: &str = "kubectl-uyuni.io/sync-mode";
+/// Annotation on data-sync Jobs: the source server they copy from (its FQDN as given), so that
+/// a run naming another source is refused before it mixes two servers' data in one set of
+/// volumes.
+pub const SOURCE_ANNOTATION: &str = "kubectl-uyuni.io/source";
 /// Annotation on Jobs: the id of the run (invocation) that created them.
 pub const RUN_ANNOTATION: &str = "kubectl-uyuni.io/run";
 /// On a TLS Secret written from certificate files (`--ssl-*` or found on the source), not

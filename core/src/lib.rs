@@ -13,6 +13,7 @@
 //!   lines printed for the user: [`kubectl`];
 //! - checks before any write: SSH keys [`ssh`], StorageClasses [`storage`].
 
+pub mod access;
 pub mod builders;
 pub mod dataplane;
 pub mod image;
@@ -24,6 +25,7 @@ pub mod params;
 pub mod pg;
 pub mod phase;
 pub mod plan;
+pub mod pod_security;
 pub mod ports;
 pub mod preview;
 pub mod render;

@@ -91,9 +91,41 @@ pub fn phase(observed: &Observed) -> Phase {
     }
 }
 
+/// The newest data-sync Job that records its source, with that source: whatever state it is
+/// in, it has copied (or copies) into the volumes.
+pub fn copied_source(observed: &Observed) -> Option<(String, String)> {
+    observed
+        .jobs_for_step(data_sync::STEP_ID)
+        .into_iter()
+        .rev()
+        .find_map(|j| job_label(j, labels::SOURCE_ANNOTATION).map(|s| (name_of(j), s)))
+}
+
+/// A run naming another source than the one whose copy is in the volumes would mix two
+/// servers' data (an rsync onto another server's tree, the other's database): refused before
+/// any write. Jobs of a kubectl-uyuni that did not record the source are not judged.
+fn check_source(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
+    let Some((job, found)) = copied_source(observed) else {
+        return Ok(());
+    };
+    if found.eq_ignore_ascii_case(&params.source_fqdn) {
+        return Ok(());
+    }
+    let ns = &params.namespace;
+    Err(PlanError::OtherSource {
+        job,
+        found: found.clone(),
+        fqdn: params.source_fqdn.clone(),
+        namespace: ns.clone(),
+        same: params.kubectl.migrate(Some(ns), &found, params.prepare),
+    })
+}
+
 /// The command line against the phase, before any write: `--prepare` copies while the source
-/// serves, which is only harmless before the final sync.
+/// serves, which is only harmless before the final sync; and the source must be the one whose
+/// copy the volumes hold.
 pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
+    check_source(params, observed)?;
     if !params.prepare {
         return Ok(());
     }
@@ -103,6 +135,9 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), PlanErro
             return Err(PlanError::PrepareWhileFinalSyncRuns {
                 job,
                 fqdn: params.source_fqdn.clone(),
+                finish: params
+                    .kubectl
+                    .migrate(Some(&params.namespace), &params.source_fqdn, false),
             });
         }
         Phase::FinalSyncDone { job } => (
@@ -141,6 +176,7 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), PlanErro
         found,
         fqdn: params.source_fqdn.clone(),
         again,
+        finish: params.kubectl.migrate(Some(ns), &params.source_fqdn, false),
     })
 }
 
@@ -243,6 +279,10 @@ pub enum Need {
     Unknown,
     /// Needed and not there: the run refuses, before the source is stopped.
     Missing,
+    /// Permissions: every one checked is allowed (how many).
+    Allowed(String),
+    /// Permissions: these are refused; the run refuses before its first write.
+    Denied(String),
 }
 
 /// One input a run needs, for the dry run's list.

@@ -190,18 +190,34 @@ pub enum PlanError {
         detail: String,
         remedy: String,
     },
+    /// `finish`: the `kubectl uyuni migrate` command without `--prepare`, with the run's flags.
     #[error(
-        "--prepare refused: {found}, so a copy now would overwrite the volumes of the migrated server. To finish the migration, run `kubectl uyuni migrate {fqdn}` without --prepare: it goes on from where it stands and copies nothing again. To copy from the source anew instead, losing what the migrated server wrote since: {again}then run `kubectl uyuni migrate {fqdn}`. Nothing was written"
+        "--prepare refused: {found}, so a copy now would overwrite the volumes of the migrated server. To finish the migration, run `{finish}` (without --prepare): it goes on from where it stands and copies nothing again. To copy from the source anew instead, losing what the migrated server wrote since: {again}then run `{finish}`. Nothing was written"
     )]
     PrepareAfterFinalSync {
         found: String,
         fqdn: String,
         again: String,
+        finish: String,
     },
     #[error(
-        "--prepare refused: the final data sync runs (Job {job}) and the source's services are stopped for it. Let it finish with `kubectl uyuni migrate {fqdn}`: it waits for the Job and goes on. Nothing was written"
+        "--prepare refused: the final data sync runs (Job {job}) and the source's services are stopped for it. Let it finish with `{finish}`: it waits for the Job and goes on. Nothing was written"
     )]
-    PrepareWhileFinalSyncRuns { job: String, fqdn: String },
+    PrepareWhileFinalSyncRuns {
+        job: String,
+        fqdn: String,
+        finish: String,
+    },
+    /// The volumes hold (or receive) a copy of another source than the run names. `same`:
+    /// the command that goes on with that source.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    OtherSource {
+        job: String,
+        found: String,
+        fqdn: String,
+        namespace: String,
+        same: String,
+    },
     #[error(
         "a data sync would copy into the volumes {deployments} runs on: refused, nothing was written; {remedy}"
     )]
@@ -250,6 +266,17 @@ pub enum PlanError {
     },
     #[error("{}", self.render(&Kubectl::BARE))]
     Storage(#[from] crate::storage::StorageError),
+    /// The namespace's `pod-security.kubernetes.io/enforce` level rejects the migration's pods.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    PodSecurity {
+        namespace: String,
+        enforced: String,
+        needed: &'static str,
+        reasons: Vec<String>,
+    },
+    /// The user may not make some of the writes the migration makes.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    AccessDenied { missing: Vec<crate::access::Access> },
 }
 
 impl PlanError {
@@ -294,6 +321,48 @@ impl PlanError {
                 )
             ),
             PlanError::Storage(e) => e.render(kubectl),
+            PlanError::OtherSource {
+                job,
+                found,
+                fqdn,
+                namespace,
+                same,
+            } => format!(
+                "the volumes in namespace {namespace} hold a copy of {found} (data-sync Job {job}, annotation {}), and this run names {fqdn}: refused, copying {fqdn} over it would mix two servers' data. Nothing was written. To go on with {found}: `{same}`. To migrate {fqdn} instead, use another namespace (-n), or remove the copy of {found} first (`{}`), then run again",
+                labels::SOURCE_ANNOTATION,
+                kubectl.cmd(
+                    Some(namespace),
+                    &format!(
+                        "delete jobs,persistentvolumeclaims -l {}",
+                        labels::MANAGED_SELECTOR
+                    )
+                ),
+            ),
+            PlanError::PodSecurity {
+                namespace,
+                enforced,
+                needed,
+                reasons,
+            } => format!(
+                "namespace {namespace} enforces PodSecurity level {enforced} (label {label}={enforced}), which would reject the migration's pods: they need level {needed} ({}). Allow it with `{}`, then run again; or migrate into another namespace with -n. Nothing was written",
+                reasons.join("; "),
+                kubectl.cmd(
+                    None,
+                    &format!(
+                        "label namespace {namespace} {}={needed} --overwrite",
+                        crate::pod_security::ENFORCE_LABEL
+                    )
+                ),
+                label = crate::pod_security::ENFORCE_LABEL,
+            ),
+            PlanError::AccessDenied { missing } => format!(
+                "you may not make every write this migration makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
+                missing
+                    .iter()
+                    .map(|a| format!("{} (`{}`)", a.describe(), a.can_i(kubectl)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             // Their messages advise no kubectl command. (A variant whose `#[error]` calls
             // `render` must have its own arm above.)
             other => other.to_string(),
@@ -690,8 +759,8 @@ fn prepare_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec
         Some((name, JobState::Succeeded)) => {
             let read = extracted_read(observed, &name, ns, || {
                 format!(
-                    "run `kubectl uyuni migrate {} --prepare` again: a new run copies anew",
-                    params.source_fqdn
+                    "run `{}` again: a new run copies anew",
+                    params.kubectl.migrate(Some(ns), &params.source_fqdn, true)
                 )
             })?;
             Ok(vec![
@@ -823,8 +892,9 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
         let read = extracted_read(observed, name, ns, || {
             let stop = crate::phase::stop_advice(params, observed);
             format!(
-                "to sync again ({stop}delete Job {name} with `kubectl -n {ns} delete job {name}`) run `kubectl uyuni migrate {}` again: the final sync runs anew, and stops the source's services",
-                params.source_fqdn
+                "to sync again ({stop}delete Job {name} with `{}`) run `{}` again: the final sync runs anew, and stops the source's services",
+                params.kubectl.cmd(Some(ns), &format!("delete job {name}")),
+                params.kubectl.migrate(Some(ns), &params.source_fqdn, false)
             )
         })?;
         steps.push(job_step(
@@ -892,8 +962,8 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
                 let name = job_name_of(p);
                 extracted_read(observed, &name, ns, || {
                     format!(
-                        "run `kubectl uyuni migrate {}` again: a new run copies anew",
-                        params.source_fqdn
+                        "run `{}` again: a new run copies anew",
+                        params.kubectl.migrate(Some(ns), &params.source_fqdn, false)
                     )
                 })?;
             }
@@ -1016,6 +1086,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     crate::phase::check(params, observed)?;
     tls::preflight(params, observed)?;
     crate::storage::check(params, observed)?;
+    crate::pod_security::check(params, observed)?;
     let mut steps = Vec::new();
 
     let ns_target = ObjectRef::new(Kind::Namespace, ns.clone());

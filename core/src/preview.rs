@@ -212,6 +212,11 @@ impl Safety {
                     missing.push(input.name);
                     format!("MISSING: give {}", input.how)
                 }
+                Need::Allowed(what) => format!("allowed ({what})"),
+                Need::Denied(what) => {
+                    missing.push(input.name);
+                    format!("MISSING: {what}; ask for {}", input.how)
+                }
             };
             out.push_str(&format!("    {:<20} {status}\n", input.name));
         }

@@ -79,7 +79,7 @@ fn a_finished_migration_is_in_the_server_running_phase_and_refuses_prepare() {
     let refused = message(plan(&prepare_params(), &done));
     assert!(refused.starts_with("--prepare refused"), "{refused}");
     assert!(
-        refused.contains("`kubectl uyuni migrate uyuni.example.com` without --prepare"),
+        refused.contains("`kubectl uyuni -n uyuni migrate uyuni.example.com` (without --prepare)"),
         "{refused}"
     );
     assert!(
@@ -281,7 +281,10 @@ fn other_refusals_that_advise_running_again_are_cleared_by_doing_what_they_say()
     job.metadata.name = Some(PREPARE_JOB.into());
     gone.insert(Object::Job(common::finished(job, true)));
     let refused = message(plan(&prepare_params(), &gone));
-    assert!(refused.contains("run `kubectl uyuni migrate uyuni.example.com --prepare` again"));
+    assert!(
+        refused.contains("run `kubectl uyuni -n uyuni migrate uyuni.example.com --prepare` again"),
+        "{refused}"
+    );
     let next_run = MigrateParams {
         run_id: "20261130100000".into(),
         ..prepare_params()

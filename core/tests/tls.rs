@@ -206,6 +206,41 @@ fn a_wrong_password_or_a_foreign_key_fails_with_the_reason() {
 }
 
 #[test]
+fn an_empty_ca_key_advises_what_clears_it_not_a_plain_rerun() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    pki(dir.path());
+    fs::write(dir.path().join("empty.key"), "").expect("empty");
+    let r = run(dir.path(), "empty.key", PASSWORD);
+    assert!(!r.out.status.success());
+    let out = text(&r.out);
+    assert!(
+        out.contains("holds no CA key")
+            && out.contains("Running again alone does not clear this")
+            && out.contains("delete Job of the final data sync in namespace uyuni"),
+        "{out}"
+    );
+    assert!(r.patch.is_none());
+}
+
+/// A re-run does clear the empty CA key once the sync is repeated: with the final sync's Job
+/// deleted, the planner syncs anew (the Job that would fail is never reached before it).
+#[test]
+fn deleting_the_final_sync_plans_it_anew() {
+    let params = common::params();
+    let mut o = common::after_sync(&params);
+    let name = uyuni_core::builders::data_sync::job_name(&params.run_id);
+    o.objects
+        .remove(&uyuni_core::ObjectRef::new(uyuni_core::Kind::Job, name));
+    let plan = uyuni_core::plan(&params, &o).expect("planned");
+    let next = plan.next_step().expect("a step");
+    assert!(
+        next.id == uyuni_core::plan::PREPARE_SYNC_STEP || next.id == "data-sync",
+        "{}",
+        next.id
+    );
+}
+
+#[test]
 fn the_ca_key_script_is_shellcheck_clean() {
     if Command::new("shellcheck")
         .arg("--version")

@@ -653,6 +653,7 @@ mod tests {
         let k = Kubectl {
             kubeconfig: Some("/k/config".into()),
             context: Some("prod".into()),
+            migrate_flags: Vec::new(),
         };
         let err = forbidden_secret_get();
         let text = err.render(&k);

@@ -14,6 +14,7 @@
 // boxing every variant would make them clumsier to match on. (Big sources are boxed anyway.)
 #![allow(clippy::result_large_err)]
 
+pub mod access;
 pub mod connect;
 mod custom;
 pub mod deployment;

@@ -242,6 +242,7 @@ mod tests {
         let k = Kubectl {
             kubeconfig: Some("/k".into()),
             context: Some("c".into()),
+            migrate_flags: Vec::new(),
         };
         assert!(
             event

@@ -201,11 +201,109 @@ pub enum ProgressMode {
 impl KubeFlags {
     /// The prefix of every `kubectl` command the tool prints: the --kubeconfig and --context
     /// this run was given (the namespace is added per command).
+    /// The connection flags for the commands the tool prints. The context is the one given,
+    /// or else the one the connection resolved (the kubeconfig's current context): a pasted
+    /// hint reaches the same cluster even after `kubectl config use-context`.
     pub fn kubectl_hint(&self) -> uyuni_core::kubectl::Kubectl {
         uyuni_core::kubectl::Kubectl {
             kubeconfig: self.kubeconfig.as_ref().map(|p| p.display().to_string()),
-            context: self.context.clone(),
+            context: self
+                .context
+                .clone()
+                .or_else(|| RESOLVED_CONTEXT.get().cloned()),
+            migrate_flags: Vec::new(),
         }
+    }
+}
+
+/// The kubeconfig context the connection resolved, set once it is made.
+pub static RESOLVED_CONTEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// kubectl's flags (and this tool's output flags) that take a value: not part of the migrate
+/// flags a repeated run needs, the hint names them itself.
+const NOT_REPEATED_WITH_VALUE: [&str; 14] = [
+    "--kubeconfig",
+    "--context",
+    "--cluster",
+    "-n",
+    "--namespace",
+    "--kube-user",
+    "--request-timeout",
+    "--as",
+    "--as-group",
+    "-o",
+    "--output",
+    "--color",
+    "--progress",
+    "--v",
+];
+
+/// Flags without value that a repeated run does not need (or must not inherit: `--yes` is the
+/// user's decision each time, `--prepare` is chosen by the hint).
+const NOT_REPEATED: [&str; 12] = [
+    "--insecure-skip-tls-verify",
+    "-q",
+    "--quiet",
+    "-v",
+    "--verbose",
+    "--yes",
+    "-y",
+    "--prepare",
+    "--dry-run",
+    "--exit-code",
+    "--show-secrets",
+    "--help",
+];
+
+/// The `migrate` flags of a command line (after `normalize_args`) that a repeated run needs:
+/// the words after `migrate`, without the source and the flags the hint gives itself.
+pub fn repeat_flags(argv: &[String], source: &str) -> Vec<String> {
+    let Some(start) = argv.iter().position(|a| a == "migrate") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut source_seen = false;
+    let mut words = argv[start + 1..].iter();
+    while let Some(word) = words.next() {
+        let name = word.split('=').next().unwrap_or(word);
+        if NOT_REPEATED_WITH_VALUE.contains(&name) {
+            if !word.contains('=') {
+                words.next();
+            }
+            continue;
+        }
+        if NOT_REPEATED.contains(&name)
+            || (word.starts_with("-v") && word.trim_start_matches('-').chars().all(|c| c == 'v'))
+            || (word.starts_with("-n") && word.len() > 2 && !word.starts_with("--"))
+        {
+            continue;
+        }
+        if !source_seen && word == source {
+            source_seen = true;
+            continue;
+        }
+        out.push(word.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod repeat_tests {
+    use super::repeat_flags;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn only_the_migrate_flags_are_repeated() {
+        let argv = words(
+            "kubectl-uyuni --kubeconfig /k migrate src.example.com -n uyuni --context=c --prepare --yes --tag 5.1 --ssh-knownhosts /kh -o json --dry-run=client -vv --user admin",
+        );
+        assert_eq!(
+            repeat_flags(&argv, "src.example.com"),
+            words("--tag 5.1 --ssh-knownhosts /kh --user admin")
+        );
     }
 }
 

@@ -127,7 +127,16 @@ pub async fn run(
     }
     let observed = assumption.as_ref().map_or(observed, |a| &a.observed);
     let changes = !preview.executed.is_empty();
-    let safety = uyuni_core::preview::safety(params, observed, &preview);
+    let mut safety = uyuni_core::preview::safety(params, observed, &preview);
+    if let Some((needed, answers)) =
+        crate::migrate::review_access(conn, params, observed, reporter).await
+    {
+        safety.inputs.push(uyuni_core::access::input(
+            &needed,
+            &answers,
+            &params.kubectl,
+        ));
+    }
     if cmd.show_secrets {
         reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
     }

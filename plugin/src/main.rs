@@ -60,9 +60,13 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
         impersonate: kube.as_user.clone(),
         impersonate_groups: kube.as_group.clone(),
     };
-    uyuni_effects::connect(&opts)
+    let conn = uyuni_effects::connect(&opts)
         .await
-        .context("cannot reach the cluster")
+        .context("cannot reach the cluster")?;
+    if let Some(context) = &conn.context {
+        let _ = cli::RESOLVED_CONTEXT.set(context.clone());
+    }
+    Ok(conn)
 }
 
 fn init_tracing(verbose: u8, quiet: bool) {
@@ -237,8 +241,11 @@ fn main() -> ExitCode {
         }
     };
     let cli_color = cli.color;
-    let kubectl = cli.kube.kubectl_hint();
-    match runtime.block_on(run(cli)) {
+    let kube = cli.kube.clone();
+    let result = runtime.block_on(run(cli));
+    // After the run: the context the connection resolved is known now.
+    let kubectl = kube.kubectl_hint();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of stdout went away (`… | head`): stop quietly, as kubectl does.
         Err(e)

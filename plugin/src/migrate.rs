@@ -9,7 +9,7 @@ use uyuni_core::plan::Plan;
 use uyuni_core::secret::SecretString;
 use uyuni_core::{ExtractedData, MigrateArgs, MigrateParams, Observed};
 
-use crate::cli::{Cli, MigrateCmd};
+use crate::cli::{self, Cli, MigrateCmd};
 use crate::output::Reporter;
 use crate::{clock, connect};
 
@@ -87,14 +87,30 @@ fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Asks a yes/no question on the terminal; only `y` or `yes` is a yes.
+/// Asks a yes/no question on the terminal; only `y` or `yes` is a yes, end of file (Ctrl-D) a
+/// no. The answer is read from stdin as the terminal's line discipline delivers it: console's
+/// `Term::read_line` reads key by key in raw mode, where Ctrl-D is just a character and the
+/// question would wait on.
 fn confirm(question: &str) -> bool {
-    let term = console::Term::stderr();
-    if term.write_str(question).is_err() {
+    use std::io::{BufRead, Write};
+    let mut stderr = std::io::stderr();
+    if stderr
+        .write_all(question.as_bytes())
+        .and_then(|()| stderr.flush())
+        .is_err()
+    {
         return false;
     }
-    term.read_line()
-        .is_ok_and(|answer| matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    let mut answer = String::new();
+    match std::io::stdin().lock().read_line(&mut answer) {
+        Ok(0) => {
+            // End the question's line, which the terminal did not.
+            let _ = writeln!(stderr);
+            false
+        }
+        Ok(_) => matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+        Err(_) => false,
+    }
 }
 
 /// The environment variable that may hold the registry password.
@@ -129,9 +145,17 @@ fn args(
     .into_iter()
     .filter_map(|(flag, v)| v.clone().map(|v| (flag.to_owned(), v)))
     .collect();
+    let argv: Vec<String> = cli::normalize_args(std::env::args_os())
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let kubectl = uyuni_core::kubectl::Kubectl {
+        migrate_flags: cli::repeat_flags(&argv, &cmd.source),
+        ..cli.kube.kubectl_hint()
+    };
     Ok(MigrateArgs {
         namespace,
-        kubectl: cli.kube.kubectl_hint(),
+        kubectl,
         namespace_explicit,
         source_fqdn: cmd.source.clone(),
         ssh_user: cmd.user.clone(),
@@ -195,16 +219,45 @@ const NOT_BUILT: &str = "Not built yet: Gateway API routes, saline, and LoadBala
 
 /// Connects, and validates the flags into parameters: everything before the first request that
 /// depends on them.
-async fn start(cmd: &MigrateCmd, cli: &Cli) -> Result<(uyuni_effects::Connection, MigrateParams)> {
+async fn start(
+    cmd: &MigrateCmd,
+    cli: &Cli,
+    reporter: &Reporter,
+) -> Result<(uyuni_effects::Connection, MigrateParams)> {
     let conn = connect(&cli.kube).await?;
+    // The hints from now on name the context the connection resolved.
+    reporter.set_kubectl(cli.kube.kubectl_hint());
     let args = args(cmd, cli, conn.namespace.clone(), conn.namespace_explicit)?;
     let params = MigrateParams::from_args(&args).map_err(|e| anyhow!("{e}"))?;
     Ok((conn, params))
 }
 
+/// Asks the cluster whether the user may make every write of the run; `None` (with a warning)
+/// when it could not be asked.
+pub async fn review_access(
+    conn: &uyuni_effects::Connection,
+    params: &MigrateParams,
+    observed: &Observed,
+    reporter: &Reporter,
+) -> Option<(
+    Vec<uyuni_core::access::Access>,
+    Vec<(uyuni_core::access::Access, bool)>,
+)> {
+    let needed = uyuni_core::access::needed(params, observed);
+    match uyuni_effects::access::review(&conn.client, &needed).await {
+        Ok(answers) => Some((needed, answers)),
+        Err(e) => {
+            reporter.warn(&format!(
+                "permissions could not be checked before the first write (a SelfSubjectAccessReview failed: {e}); going on: a write you may not make fails with its own error"
+            ));
+            None
+        }
+    }
+}
+
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
-    let (conn, params) = start(cmd, cli).await?;
+    let (conn, params) = start(cmd, cli, reporter).await?;
     let observation = uyuni_core::observed::observation(&params);
     let observed = uyuni_effects::observe(&conn.client, &observation).await?;
     crate::dry_run::run(cmd, cli, &conn, &params, &observed, reporter).await
@@ -325,7 +378,8 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         dry_run(cmd, cli, reporter).await?;
         return Ok(());
     }
-    let (conn, mut params) = start(cmd, cli).await?;
+    let (conn, mut params) = start(cmd, cli, reporter).await?;
+    let mut access_checked = false;
     let observation = uyuni_core::observed::observation(&params);
     let mut executed = 0usize;
     let mut confirmed = cmd.yes;
@@ -334,10 +388,13 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     let mut expected_steps = None;
     let observed: Observed = loop {
         let observed = uyuni_effects::observe(&conn.client, &observation).await?;
-        if executed == 0
-            && let Some(warning) = uyuni_core::storage::unchecked_warning(&observed)
-        {
-            reporter.warn(&warning);
+        if executed == 0 {
+            if let Some(warning) = uyuni_core::storage::unchecked_warning(&observed) {
+                reporter.warn(&warning);
+            }
+            for warning in uyuni_core::pod_security::warnings(&params, &observed) {
+                reporter.warn(&warning);
+            }
         }
         let plan: Plan = match uyuni_core::plan(&params, &observed) {
             // The planner says when the CA password is needed; only then is it asked for.
@@ -355,6 +412,16 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         let Some(step) = plan.next_step() else {
             break observed;
         };
+        // Before the first write: every write of the run, as far as it can be planned now,
+        // against what the user may do.
+        if !access_checked {
+            access_checked = true;
+            if let Some((needed, answers)) =
+                review_access(&conn, &params, &observed, reporter).await
+            {
+                uyuni_core::access::check(&needed, &answers)?;
+            }
+        }
         // The outage is the user's decision: refused before any write where nobody can be
         // asked, asked for just before the step that stops the source otherwise.
         if !confirmed && let Some(outage) = plan.outage_step() {
@@ -373,8 +440,18 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
                     params.source_fqdn
                 )) {
                     bail!(
-                        "not confirmed: the services of {source} keep running and nothing was stopped. Run `kubectl uyuni migrate {source}` again when the outage may start (--yes skips the question), or --prepare to catch up meanwhile",
-                        source = params.source_fqdn
+                        "not confirmed: the services of {source} keep running and nothing was stopped. Run `{again}` again when the outage may start (--yes skips the question), or `{prepare}` to catch up meanwhile",
+                        source = params.source_fqdn,
+                        again = params.kubectl.migrate(
+                            Some(&params.namespace),
+                            &params.source_fqdn,
+                            false
+                        ),
+                        prepare = params.kubectl.migrate(
+                            Some(&params.namespace),
+                            &params.source_fqdn,
+                            true
+                        ),
                     );
                 }
                 confirmed = true;

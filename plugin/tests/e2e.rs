@@ -232,7 +232,7 @@ fn a_failed_sync_names_the_job_shows_its_log_and_is_retried_as_a_new_job() {
     );
     assert!(
         stderr.contains(&format!(
-            "kubectl --kubeconfig {} -n {NS} logs job/{failed}",
+            "kubectl --kubeconfig {} --context uyuni-sim -n {NS} logs job/{failed}",
             env.kubeconfig().display()
         )),
         "{stderr}"

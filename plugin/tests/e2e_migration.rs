@@ -1315,13 +1315,16 @@ fn prepare_after_a_finished_migration_is_refused_and_changes_nothing() {
     assert!(stderr.contains("--prepare refused"), "{stderr}");
     assert!(stderr.contains("Deployment uyuni runs"), "{stderr}");
     assert!(
-        stderr.contains("`kubectl uyuni migrate uyuni.example.com` without --prepare"),
+        stderr.contains(&format!(
+            "`kubectl uyuni --kubeconfig {} --context uyuni-sim -n {NS} migrate uyuni.example.com` (without --prepare)",
+            env.kubeconfig().display()
+        )),
         "{stderr}"
     );
     let final_job = name_of_final(&env);
     assert!(
         stderr.contains(&format!(
-            "kubectl --kubeconfig {} -n {NS} delete job {final_job}",
+            "kubectl --kubeconfig {} --context uyuni-sim -n {NS} delete job {final_job}",
             env.kubeconfig().display()
         )),
         "{stderr}"

@@ -295,3 +295,263 @@ fn a_user_who_may_not_list_storage_classes_is_warned_not_blocked() {
         "the fault was hit"
     );
 }
+
+/// The flags `kubectl uyuni` hints carry in these tests: the kubeconfig, and the context the
+/// connection resolved although none was given.
+fn hint_prefix(env: &Env) -> String {
+    format!(
+        "--kubeconfig {} --context uyuni-sim -n {NS}",
+        env.kubeconfig().display()
+    )
+}
+
+#[test]
+fn a_denied_permission_is_refused_before_any_write_naming_the_check() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        denied_access: vec![("create".into(), "jobs".into())],
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("create jobs.batch in namespace uyuni")
+            && stderr.contains(&format!(
+                "`kubectl {} auth can-i create jobs.batch`",
+                hint_prefix(&env)
+            ))
+            && stderr.contains("Nothing was written")
+            && !stderr.contains("secrets in namespace"),
+        "{stderr}"
+    );
+    assert_nothing_written(&env);
+    assert!(
+        env.sim
+            .request_log()
+            .iter()
+            .any(|r| r.resource.as_deref() == Some("selfsubjectaccessreviews")),
+        "asked with SelfSubjectAccessReviews"
+    );
+
+    // The dry run lists it among the inputs.
+    let mut flags = ssh_flags();
+    flags.push("--dry-run".into());
+    let out = env.migrate(&flags);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("Permissions"))
+        .unwrap_or_else(|| panic!("no Permissions input:\n{stdout}"));
+    assert!(
+        line.contains("MISSING") && line.contains("create jobs.batch"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_allowed_run_lists_its_permissions_as_allowed_in_the_dry_run() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let mut flags = ssh_flags();
+    flags.push("--dry-run".into());
+    let out = env.migrate(&flags);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("Permissions") && l.contains("allowed")),
+        "{stdout}"
+    );
+}
+
+fn labelled_namespace(labels: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": NS, "labels": labels},
+    })
+}
+
+#[test]
+fn an_enforced_baseline_namespace_is_refused_before_any_write() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        objects: vec![labelled_namespace(
+            serde_json::json!({"pod-security.kubernetes.io/enforce": "baseline"}),
+        )],
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("pod-security.kubernetes.io/enforce=baseline")
+            && stderr.contains("SYS_ADMIN")
+            && stderr.contains(&format!(
+                "`kubectl --kubeconfig {} --context uyuni-sim label namespace {NS} pod-security.kubernetes.io/enforce=privileged --overwrite`",
+                env.kubeconfig().display()
+            )),
+        "{stderr}"
+    );
+    assert_nothing_written(&env);
+}
+
+#[test]
+fn a_warn_level_namespace_only_warns() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        objects: vec![labelled_namespace(
+            serde_json::json!({"pod-security.kubernetes.io/warn": "restricted"}),
+        )],
+        ..SimConfig::default()
+    });
+    let mut flags = ssh_flags();
+    flags.push("--prepare".into());
+    let out = env.migrate(&flags);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("warning:")
+            && stderr.contains("pod-security.kubernetes.io/warn=restricted"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_run_naming_another_source_than_the_copy_is_refused() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let mut flags = ssh_flags();
+    flags.push("--prepare".into());
+    let out = env.migrate(&flags);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let job = name(&env.jobs_of("data-sync")[0]).to_owned();
+    assert_eq!(
+        env.jobs_of("data-sync")[0]["metadata"]["annotations"]["kubectl-uyuni.io/source"],
+        SOURCE
+    );
+
+    for prepare in [true, false] {
+        env.sim.clear_request_log();
+        let mut args = vec!["migrate", "other.example.com", "--yes"];
+        if prepare {
+            args.push("--prepare");
+        }
+        let out = env.uyuni(&args);
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains(&format!("hold a copy of {SOURCE} (data-sync Job {job}"))
+                && stderr.contains("this run names other.example.com")
+                && stderr.contains(&format!(
+                    "`kubectl uyuni {} migrate {SOURCE}",
+                    hint_prefix(&env)
+                ))
+                && stderr.contains("Nothing was written"),
+            "{stderr}"
+        );
+        assert_nothing_written(&env);
+    }
+}
+
+/// `python3 pty_answer.py '[y/N]' -- kubectl uyuni … migrate SOURCE SSH…` without --yes: the
+/// run on a pseudo-terminal, answered with `answer` (`y`, `n` or `EOF`). Returns the exit
+/// code, the output on the terminal, and the writes made after the question was shown.
+fn answered(answer: &str) -> (Env, Option<i32>, String, Vec<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let mut kubectl = env.kubectl();
+    kubectl
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", NS, "migrate", SOURCE])
+        .args(ssh_flags());
+    let helper =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pty_answer.py");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(helper)
+        .arg("[y/N]")
+        .arg("--")
+        .arg(kubectl.get_program())
+        .args(kubectl.get_args());
+    for (key, value) in kubectl.get_envs() {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs");
+    let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("read");
+    assert_eq!(line.trim(), "PROMPTED", "the question was asked");
+    let before = env.sim.request_log().len();
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "{answer}").expect("answer");
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).expect("read");
+    let status = child.wait().expect("wait");
+    let after: Vec<String> = env.sim.request_log()[before..]
+        .iter()
+        .filter(|r| r.write)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    (env, status.code(), rest, after)
+}
+
+#[test]
+fn on_a_terminal_no_stops_nothing_and_says_how_to_go_on() {
+    let (env, code, output, writes) = answered("n");
+    assert_eq!(code, Some(1), "{output}");
+    assert!(writes.is_empty(), "wrote after the question: {writes:?}");
+    assert!(
+        output.contains("Stop the services of uyuni.example.com now? [y/N]")
+            && output.contains("not confirmed: the services of uyuni.example.com keep running"),
+        "{output}"
+    );
+    // The advice repeats the run: its connection and SSH flags, no --yes.
+    let private = fixtures().join("id_ed25519").display().to_string();
+    assert!(
+        output.contains(&format!(
+            "`kubectl uyuni {} migrate {SOURCE} --ssh-key-private {private}",
+            hint_prefix(&env)
+        )),
+        "{output}"
+    );
+    assert!(env.syncs_of_mode("final").is_empty(), "no final sync");
+}
+
+#[test]
+fn on_a_terminal_end_of_file_is_a_no() {
+    let (env, code, output, writes) = answered("EOF");
+    // Ctrl-D ends the question by itself (no waiting on), as a no.
+    assert_eq!(code, Some(1), "{output}");
+    assert!(writes.is_empty(), "wrote after the question: {writes:?}");
+    assert!(output.contains("not confirmed"), "{output}");
+    assert!(env.syncs_of_mode("final").is_empty());
+}
+
+#[test]
+fn on_a_terminal_yes_runs_the_final_sync() {
+    let (env, code, output, writes) = answered("y");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(!writes.is_empty());
+    assert_eq!(env.syncs_of_mode("final").len(), 1, "{output}");
+}

@@ -668,8 +668,19 @@ async fn resource_request(
             let body = parse_body(body, ctx.content_type.as_deref())?;
             if rt.create_only {
                 let mut review = body;
-                review["status"] =
-                    json!({"allowed": true, "reason": "the simulated cluster allows everything"});
+                let attributes = &review["spec"]["resourceAttributes"];
+                let asked = (
+                    attributes["verb"].as_str().unwrap_or_default().to_owned(),
+                    attributes["resource"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                );
+                review["status"] = if shared.config.denied_access.contains(&asked) {
+                    json!({"allowed": false, "reason": "denied by SimConfig::denied_access"})
+                } else {
+                    json!({"allowed": true, "reason": "the simulated cluster allows everything"})
+                };
                 if review["metadata"].is_null() {
                     review["metadata"] = json!({"creationTimestamp": null});
                 }

@@ -71,6 +71,10 @@ pub struct SimConfig {
     pub objects: Vec<Value>,
     /// Seeds generated names and uids.
     pub seed: u64,
+    /// (verb, resource) pairs a `SelfSubjectAccessReview` answers `allowed: false` for, in
+    /// every namespace (`("create", "jobs")`); everything else is allowed. Only the reviews
+    /// answer so: the requests themselves are not refused.
+    pub denied_access: Vec<(String, String)>,
 }
 
 impl Default for SimConfig {
@@ -89,6 +93,7 @@ impl Default for SimConfig {
             crds_dir: None,
             objects: Vec::new(),
             seed: 1,
+            denied_access: Vec::new(),
         }
     }
 }

@@ -239,6 +239,10 @@ pub fn data_sync_job(params: &MigrateParams) -> Job {
             sync_mode(params.prepare).to_owned(),
         ),
         (labels::RUN_ANNOTATION.to_owned(), params.run_id.clone()),
+        (
+            labels::SOURCE_ANNOTATION.to_owned(),
+            params.source_fqdn.clone(),
+        ),
     ]));
     Job {
         metadata,

@@ -47,8 +47,13 @@ trap cleanup EXIT
 : "${NAMESPACE:?NAMESPACE is not set}"
 : "${KUBERNETES_SERVICE_HOST:?KUBERNETES_SERVICE_HOST is not set}"
 : "${KUBERNETES_SERVICE_PORT:?KUBERNETES_SERVICE_PORT is not set}"
-[ -s "$SOURCE/ca.key" ] || fail "the data sync found no CA key: run the migration again"
-[ -s "$SOURCE/ca.crt" ] || fail "the data sync found no CA certificate: run the migration again"
+# The planner runs this Job only on data that holds a CA key and certificate: empty ones mean
+# Secret uyuni-migration-data was changed since. The sync that succeeded is never repeated by
+# itself, so running again would meet the same empty item: the advice is what clears it.
+sync_job=${UYUNI_DATA_SYNC_JOB:-of the final data sync}
+resync="the Secret was changed since the sync. Running again alone does not clear this: delete Job $sync_job in namespace $NAMESPACE (kubectl delete job), then run the migration again; the final data sync runs anew and stops the source's services"
+[ -s "$SOURCE/ca.key" ] || fail "Secret uyuni-migration-data holds no CA key although data sync Job $sync_job recorded one: $resync"
+[ -s "$SOURCE/ca.crt" ] || fail "Secret uyuni-migration-data holds no CA certificate although data sync Job $sync_job recorded one: $resync"
 [ -s "$PASSWORD_FILE" ] || fail "the CA password is empty: pass it with --ssl-password-file"
 mkdir -p -- "$SCRATCH"
 

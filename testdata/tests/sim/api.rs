@@ -1055,6 +1055,44 @@ async fn self_subject_access_reviews_are_allowed_and_not_writes() {
 }
 
 #[tokio::test]
+async fn self_subject_access_reviews_deny_the_configured_pairs_only() {
+    let sim = start(SimConfig {
+        denied_access: vec![("create".into(), "jobs".into())],
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim).await;
+    let review = |verb: &str, resource: &str| {
+        json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "group": "batch", "namespace": "uyuni"}}
+        })
+    };
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let (code, _, body) = raw(
+        &c,
+        "POST",
+        path,
+        Some("application/json"),
+        None,
+        Some(review("create", "jobs")),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(parse(&body)["status"]["allowed"], json!(false));
+    let (_, _, body) = raw(
+        &c,
+        "POST",
+        path,
+        Some("application/json"),
+        None,
+        Some(review("get", "jobs")),
+    )
+    .await;
+    assert_eq!(parse(&body)["status"]["allowed"], json!(true));
+}
+
+#[tokio::test]
 async fn watches_honour_resource_versions_bookmarks_and_timeouts() {
     let sim = start(SimConfig::default()).await;
     let c = client(&sim).await;
