@@ -221,10 +221,31 @@ fn fixup_writes_the_marker_when_the_source_had_none() {
 #[test]
 fn fixup_fails_on_missing_or_unexpected_data() {
     let s = fixup_sandbox(false);
-    let out = s.run(&render_fixup(Some(14), &s.root().display().to_string()));
+    // The Job gets the final sync's name from the planner (builders::database::SYNC_JOB_ENV).
+    let out = s.run_with(
+        &render_fixup(Some(14), &s.root().display().to_string()),
+        &[("UYUNI_DATA_SYNC_JOB", "uyuni-data-sync-20261129180000")],
+    );
     assert!(!out.status.success());
     assert!(
         text(&out).contains("PostgreSQL 16, the data sync reported 14"),
+        "{}",
+        text(&out)
+    );
+    // Retrying the fix-up meets the same data: the advice is the new sync that clears it.
+    assert!(
+        text(&out).contains("running again alone does not clear this: delete the final data-sync Job uyuni-data-sync-20261129180000"),
+        "{}",
+        text(&out)
+    );
+
+    let s = fixup_sandbox(false);
+    fs::remove_file(s.path("/etc/rhn/rhn.conf")).expect("rm");
+    let out = s.run(&render_fixup(None, &s.root().display().to_string()));
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("no /etc/rhn/rhn.conf")
+            && text(&out).contains("delete the final data-sync Job (kubectl get jobs -l kubectl-uyuni.io/step=data-sync)"),
         "{}",
         text(&out)
     );
@@ -393,7 +414,8 @@ fn upgrade_failures_name_the_cause_and_leave_the_source() {
     let out = s.run(&render_upgrade(14, &s.root().display().to_string()));
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("holds PostgreSQL 16, expected 14"),
+        text(&out).contains("holds PostgreSQL 16, expected 14")
+            && text(&out).contains("running again alone does not clear this"),
         "{}",
         text(&out)
     );
@@ -666,7 +688,7 @@ fn passwords_fail_and_stop_the_server_on_a_missing_role_or_a_failed_alter() {
     assert!(
         text(&out).contains(
             "role pythia_susemanager (the username of Secret reportdb-credentials) does not exist"
-        ),
+        ) && text(&out).contains("running again alone does not clear this"),
         "{}",
         text(&out)
     );

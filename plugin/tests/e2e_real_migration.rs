@@ -314,8 +314,9 @@ fn prepare_then_final_on_rke2_with_third_party_certificates() {
     assert_eq!(cert["type"], "kubernetes.io/tls");
 }
 
-/// A step whose Job fails (the real Job controller marks it Failed) stops the run with the step
-/// named; the next run retries it as a new Job and completes; the failed Job stays for its logs.
+/// On the plain flavour, a step whose Job fails (the real Job controller marks it Failed) stops
+/// the run with the step named; the next run retries it as a new Job and completes; the failed
+/// Job stays for its logs.
 #[test]
 fn a_failed_step_stops_the_run_and_the_next_run_retries_it_as_a_new_job() {
     if !real_plane_or_skip("resuming after a failed step on the real control plane") {
@@ -326,8 +327,10 @@ fn a_failed_step_stops_the_run_and_the_next_run_retries_it_as_a_new_job() {
     let mut failing = uyuni_testdata::JobScript::fail(1, &["ERROR: the fix-up failed"]);
     failing.later_attempts = vec![ok];
     scenario.jobs.insert("db-fixup".into(), failing);
+    // The plain flavour: no ingress controller, no distribution CRDs.
     let env = RealEnv::start(&RealConfig {
         scenario: Some(scenario),
+        flavour: uyuni_testdata::Flavour::Plain,
         ..RealConfig::default()
     });
     let out = env.migrate(&ssh_flags());
@@ -359,4 +362,133 @@ fn a_failed_step_stops_the_run_and_the_next_run_retries_it_as_a_new_job() {
     );
     let server = env.get(&["deployment", "uyuni", "-n", NS]);
     assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+}
+
+/// Every pod template of the objects a dry run shows (`--dry-run -o yaml`: the Jobs and
+/// Deployments the run would write, as it would write them).
+fn pod_templates(objects: &[Value]) -> Vec<(String, Value)> {
+    objects
+        .iter()
+        .filter_map(|object| {
+            let template = &object["spec"]["template"];
+            template["spec"].is_object().then(|| {
+                (
+                    format!(
+                        "{}/{}",
+                        object["kind"].as_str().unwrap_or_default(),
+                        object["metadata"]["name"].as_str().unwrap_or_default()
+                    ),
+                    template.clone(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// PodSecurity on the real apiserver: a namespace that enforces `baseline` is refused before any
+/// write, naming what needs more; and upstream's admission agrees — the server's pod, created
+/// with `--dry-run=server` in such a namespace, is refused by PodSecurity for the same
+/// capability, while every pod template of the plan is admitted under `privileged`.
+#[test]
+fn pod_security_the_plugin_refuses_what_the_real_admission_would_refuse() {
+    if !real_plane_or_skip("PodSecurity on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&RealConfig::default());
+    let kubectl = |args: &[&str], stdin: &str| env.cluster.kubectl(args, stdin).expect("kubectl");
+    for (ns, level) in [(NS, "baseline"), ("psa-privileged", "privileged")] {
+        let out = kubectl(&["create", "namespace", ns], "");
+        assert!(out.status.success(), "{}", both(&out));
+        let label = format!("pod-security.kubernetes.io/enforce={level}");
+        let out = kubectl(&["label", "namespace", ns, &label], "");
+        assert!(out.status.success(), "{}", both(&out));
+    }
+
+    let out = env.migrate(&ssh_flags());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        stderr.contains("enforces PodSecurity level baseline") && stderr.contains("SYS_ADMIN"),
+        "{stderr}"
+    );
+    let written = env.items(&[
+        "all,secrets,configmaps,persistentvolumeclaims,serviceaccounts,roles,rolebindings",
+        "-n",
+        NS,
+        "-l",
+        "app.kubernetes.io/managed-by=kubectl-uyuni",
+    ]);
+    assert!(
+        written.is_empty(),
+        "written despite the refusal: {written:#?}"
+    );
+
+    // The plan's pod templates, from a dry run into a namespace without labels.
+    let mut args = vec!["migrate", SOURCE, "--dry-run", "-o", "yaml"];
+    let flags = ssh_flags();
+    args.extend(flags.iter().map(String::as_str));
+    let path = format!(
+        "{}:{}",
+        env.bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("kubectl")
+        .env("PATH", path)
+        .env("KUBECACHEDIR", env.cache.path())
+        .env_remove("KUBECONFIG")
+        .env("UYUNI_SSL_PASSWORD", CA_PASSWORD)
+        .stdin(Stdio::null())
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.cluster.kubeconfig_path())
+        .args(["-n", "psa-preview"])
+        .args(&args)
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    let objects: Vec<Value> =
+        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).expect("YAML objects");
+    let templates = pod_templates(&objects);
+    assert!(
+        templates.iter().any(|(name, _)| name == "Deployment/uyuni"),
+        "{:?}",
+        templates.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
+
+    let admit = |ns: &str, name: &str, template: &Value| {
+        let mut spec = template["spec"].clone();
+        // The ServiceAccount admission would refuse a missing account; PodSecurity is the question.
+        if let Some(spec) = spec.as_object_mut() {
+            spec.remove("serviceAccountName");
+        }
+        let pod = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "psa-check", "namespace": ns},
+            "spec": spec,
+        });
+        let out = kubectl(
+            &["create", "--dry-run=server", "-f", "-", "-o", "name"],
+            &pod.to_string(),
+        );
+        (out.status.success(), format!("{name}: {}", both(&out)))
+    };
+    for (name, template) in &templates {
+        let (ok, text) = admit("psa-privileged", name, template);
+        assert!(ok, "refused under privileged: {text}");
+    }
+    let server = &templates
+        .iter()
+        .find(|(name, _)| name == "Deployment/uyuni")
+        .expect("the server")
+        .1;
+    let (ok, text) = admit(NS, "Deployment/uyuni", server);
+    assert!(
+        !ok,
+        "upstream admitted the server's pod under baseline: {text}"
+    );
+    assert!(
+        text.contains("violates PodSecurity \"baseline:latest\"") && text.contains("SYS_ADMIN"),
+        "{text}"
+    );
 }

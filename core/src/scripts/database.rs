@@ -70,6 +70,13 @@ fail() {
   exit 1
 }
 
+# What clears a fault in the synced data itself: a new final sync. A sync that succeeded is never
+# repeated by itself, so "run again" alone would retry this Job on the same data (issue 18: every
+# advice to run again must be one a re-run can clear). The Jobs carry the sync's name.
+resync_advice() {
+  printf '%s' "running again alone does not clear this: delete the final data-sync Job ${UYUNI_DATA_SYNC_JOB:-(kubectl get jobs -l kubectl-uyuni.io/step=data-sync)} (kubectl delete job, in the migration's namespace), then run the migration again; the final data sync runs anew and stops the source's services"
+}
+
 trim_var() {
   local -n ref=$1
   ref=${ref#"${ref%%[![:space:]]*}"}
@@ -163,7 +170,7 @@ pub fn render_fixup(expected_major: Option<u32>, local_root: &str) -> String {
     if let Some(expected) = expected_major {
         o.line(&format!("EXPECTED_MAJOR={}", q(&expected.to_string())));
         o.line("[ \"$major\" = \"$EXPECTED_MAJOR\" ] ||");
-        o.line("  fail \"the synced database is PostgreSQL $major, the data sync reported $EXPECTED_MAJOR: run the migration again\"");
+        o.line("  fail \"the synced database is PostgreSQL $major, the data sync reported $EXPECTED_MAJOR: $(resync_advice)\"");
     }
     o.line("echo \"The synced database is PostgreSQL $major\"");
     o.line("");
@@ -186,7 +193,7 @@ pub fn render_fixup(expected_major: Option<u32>, local_root: &str) -> String {
         ));
     }
     o.line("");
-    o.line("[ -f \"$RHN_CONF\" ] || fail \"no /etc/rhn/rhn.conf in the etc-rhn volume: run the migration again to sync it\"");
+    o.line("[ -f \"$RHN_CONF\" ] || fail \"no /etc/rhn/rhn.conf in the etc-rhn volume: $(resync_advice)\"");
     o.line("echo 'Pointing rhn.conf at the db and reportdb Services'");
     for (key, value) in RHN_CONF_SETTINGS {
         o.line(&format!("conf_set {} {} \"$RHN_CONF\"", q(key), q(value)));
@@ -242,7 +249,9 @@ pub fn render_upgrade(from: u32, local_root: &str) -> String {
     o.line("");
     o.line("found=$(pg_major \"$SOURCE\") || fail \"no PG_VERSION in the source volume: the data sync did not complete\"");
     o.line("[ \"$found\" = \"$FROM\" ] ||");
-    o.line("  fail \"the source volume holds PostgreSQL $found, expected $FROM: run the migration again\"");
+    o.line(
+        "  fail \"the source volume holds PostgreSQL $found, expected $FROM: $(resync_advice)\"",
+    );
     o.line("for tool in \"$OLD_BIN/postgres\" \"$NEW_BIN/postgres\" \"$NEW_BIN/initdb\" \"$NEW_BIN/pg_upgrade\" \"$NEW_BIN/pg_checksums\" \"$OLD_BIN/pg_controldata\"; do");
     o.line("  [ -x \"$tool\" ] || fail \"$tool is missing: the upgrade image cannot upgrade PostgreSQL $FROM to $TO (check --dbupgrade-image)\"");
     o.line("done");
@@ -380,7 +389,7 @@ rehash_role() {
       echo "WARNING: role $role has no password and cannot log in over TCP; set the one of Secret $secret (ALTER ROLE ... PASSWORD) if the server fails to connect" >&2
       ;;
     '')
-      fail "role $role (the username of Secret $secret) does not exist in the migrated database: the Secret and the data do not match; check the data-sync Job's log, then run the migration again"
+      fail "role $role (the username of Secret $secret) does not exist in the migrated database: the Secret and the data do not match; check the data-sync Job's log; $(resync_advice)"
       ;;
     *)
       echo "WARNING: role $role has a password that is neither md5 nor scram-sha-256; left as it is" >&2
