@@ -10,6 +10,7 @@
 //! Jobs and ReplicaSets to pick a script, and acting as a pod's ServiceAccount (impersonation)
 //! for the scenario's side effects, so that RBAC decides them as it would a real script.
 
+pub mod exec;
 pub mod logs;
 pub mod node;
 pub mod pods;
@@ -38,6 +39,8 @@ pub struct AgentConfig {
     pub tls_cert: PathBuf,
     pub tls_key: PathBuf,
     pub client_ca: PathBuf,
+    /// Where executed pods run (`exec`); `None`: a new directory under the system's temp dir.
+    pub sandbox_dir: Option<PathBuf>,
 }
 
 async fn kube_config(path: &PathBuf) -> anyhow::Result<kube::Config> {
@@ -84,6 +87,16 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         .local_addr()
         .context("the log server's address")?
         .port();
+    let sandbox_dir = match &config.sandbox_dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("uyuni-node-agent-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&sandbox_dir).with_context(|| {
+        format!(
+            "cannot create the sandbox directory {} (--sandbox-dir)",
+            sandbox_dir.display()
+        )
+    })?;
     let store = Arc::new(logs::LogStore::default());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(logs::serve(listener, tls, store.clone(), stopped));
@@ -119,6 +132,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         director_config,
         config.scenario,
         store,
+        sandbox_dir,
     ));
     let pods_task = tokio::spawn(player.run());
 
