@@ -225,9 +225,18 @@ spec:
         "{start}"
     );
     // The init container ran first, in the same emptyDir; main in its own working directory.
-    eventually(30, "shared succeeded", || {
-        (pod_path(&cluster, "shared", "{.status.phase}") == "Succeeded").then_some(())
-    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pod_path(&cluster, "shared", "{.status.phase}") != "Succeeded" {
+        assert!(
+            Instant::now() < deadline,
+            "within 30 s: shared succeeded\n{}",
+            ok(
+                &cluster,
+                &["get", "pod", "-n", "exec", "shared", "-o", "yaml"]
+            )
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     let shared = ok(&cluster, &["logs", "-n", "exec", "shared", "-c", "main"]);
     let shared: Vec<&str> = shared.lines().collect();
     assert_eq!(shared.first(), Some(&"from-init"), "{shared:?}");
@@ -298,7 +307,7 @@ spec:
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
     let cmdline = std::fs::read(proc_dir.join("cmdline")).expect("the process runs");
     assert!(
-        String::from_utf8_lossy(&cmdline).starts_with("sleep\0600"),
+        String::from_utf8_lossy(&cmdline).starts_with("sleep\x00600"),
         "{cmdline:?}"
     );
     let started = Instant::now();

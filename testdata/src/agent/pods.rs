@@ -348,6 +348,9 @@ enum Role {
     Other,
 }
 
+/// A running command: its process group, and its exit code once it ended.
+type Process = (u32, tokio::sync::watch::Receiver<Option<i32>>);
+
 pub struct Player {
     pub node_name: String,
     /// The node's own credential: its pods, their status, their deletion.
@@ -368,7 +371,7 @@ pub struct Player {
     /// Where executed pods get their working directories and emptyDirs (`exec`).
     pub sandbox_dir: std::path::PathBuf,
     /// The processes of executed pods, by pod uid: (process group, its exit code once ended).
-    processes: Mutex<HashMap<String, Vec<(u32, tokio::sync::watch::Receiver<Option<i32>>)>>>,
+    processes: Mutex<HashMap<String, Vec<Process>>>,
 }
 
 impl Player {
@@ -646,6 +649,7 @@ impl Player {
         self.logs
             .waiting(&view.namespace, &view.name, "ContainerCreating");
         let creating = State::creating();
+        let executed = exec::wants_execution(&pod);
         write(
             Snapshot {
                 phase: "Pending",
@@ -655,12 +659,15 @@ impl Player {
                 start_time: Some(&start_time),
                 restart_count: 0,
                 last_state: None,
-                init: None,
+                // Executed init containers have not run yet: the apiserver refuses a
+                // terminated container that runs again under restartPolicy Never
+                // (`ValidateContainerStateTransition`, pkg/apis/core/validation/validation.go).
+                init: executed.then_some(&[]),
             },
             &mut conditions,
         )
         .await?;
-        if exec::wants_execution(&pod) {
+        if executed {
             return self
                 .execute(&pod, &view, &ip, &start_time, &mut conditions, &write)
                 .await;
