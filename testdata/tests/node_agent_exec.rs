@@ -108,6 +108,17 @@ spec:
         command: [sh, -c, 'echo out; echo err >&2; exit 3']
 ";
 
+/// The pid a pod's `echo pid $$` printed.
+fn printed_pid(cluster: &RealCluster, pod: &str) -> u32 {
+    eventually(30, &format!("{pod} prints its pid"), || {
+        let out = kubectl(cluster, &["logs", "-n", "exec", pod]);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .strip_prefix("pid ")
+            .and_then(|p| p.parse().ok())
+    })
+}
+
 fn pod_path(cluster: &RealCluster, pod: &str, path: &str) -> String {
     jsonpath(cluster, &["get", "pod", "-n", "exec", pod], path)
 }
@@ -297,13 +308,7 @@ spec:
             "{name: main, image: x, command: [sh, -c, 'echo pid $$; exec sleep 600']}",
         ),
     );
-    let pid: u32 = eventually(30, "sleeper prints its pid", || {
-        let out = kubectl(&cluster, &["logs", "-n", "exec", "sleeper"]);
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .strip_prefix("pid ")
-            .and_then(|p| p.parse().ok())
-    });
+    let pid = printed_pid(&cluster, "sleeper");
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
     let cmdline = std::fs::read(proc_dir.join("cmdline")).expect("the process runs");
     assert!(
@@ -325,4 +330,21 @@ spec:
         "{}",
         text(&gone)
     );
+
+    // Stopping the agent (cluster.sh down) ends the commands still running: they are in
+    // their own process groups and would outlive it.
+    apply(
+        &cluster,
+        &pod(
+            "survivor",
+            "{name: main, image: x, command: [sh, -c, 'echo pid $$; exec sleep 600']}",
+        ),
+    );
+    let pid = printed_pid(&cluster, "survivor");
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(proc_dir.exists());
+    cluster.stop().expect("the cluster stops");
+    eventually(15, "the survivor's process is gone", || {
+        (!proc_dir.exists()).then_some(())
+    });
 }

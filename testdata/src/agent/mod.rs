@@ -3,6 +3,9 @@
 //! `uyuni-sim` does (no container runs; states, exit codes, logs and side effects come from
 //! the scenario, and so does readiness: no probe is run), and serves their logs on the
 //! kubelet's `/containerLogs` endpoint, where `kubectl logs` reaches through the apiserver.
+//! A pod annotated `uyuni.test/execute: "true"` is not played but run: its containers'
+//! commands run on the host as child processes in a scratch directory (`--sandbox-dir`), with
+//! no isolation beyond that directory, since there is no container runtime (see `exec`).
 //!
 //! Two credentials: the node's own (`--kubeconfig`, user `system:node:NAME` in `system:nodes`,
 //! held to its Node, Lease and pods by the Node authorizer and NodeRestriction, as a kubelet
@@ -134,7 +137,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         store,
         sandbox_dir,
     ));
-    let pods_task = tokio::spawn(player.run());
+    let pods_task = tokio::spawn(player.clone().run());
 
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
@@ -146,6 +149,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let _ = stop.send(true);
     lease_task.abort();
     pods_task.abort();
+    player.stop_all(5).await;
     let _ = server.await;
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! the scenario's script for the owner Job's step and attempt, Deployment pods by the script
 //! for the Deployment that owns their ReplicaSet, every other pod ready after
 //! `timing.deploymentReadyMs`. No container runs: states, exit codes and logs come from the
-//! scenario, and readiness too (no probe is run).
+//! scenario, and readiness too (no probe is run). Pods annotated `uyuni.test/execute: "true"`
+//! are the exception: their commands run (`Player::execute`, see `exec`), through the same
+//! status writes and log store.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -1375,6 +1377,15 @@ impl Player {
             list.retain(|(p, _)| *p != pid);
         }
         (code, None)
+    }
+
+    /// Ends every command still running (the agent stops): their process groups are not the
+    /// agent's, so they would outlive it, and `cluster.sh down` must leave nothing running.
+    pub async fn stop_all(&self, grace_seconds: u64) {
+        let uids: Vec<String> = lock(&self.processes).keys().cloned().collect();
+        for uid in uids {
+            self.stop_processes(&uid, grace_seconds).await;
+        }
     }
 
     /// Ends the processes of a pod being deleted, as kubelet's `killContainer` does: SIGTERM,
