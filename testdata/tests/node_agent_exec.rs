@@ -342,9 +342,13 @@ spec:
     );
     let pid = printed_pid(&cluster, "survivor");
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
-    assert!(proc_dir.exists());
+    // Its working directory, in the agent's default sandbox (under the temp dir).
+    let cwd = std::fs::read_link(proc_dir.join("cwd")).expect("the process runs");
+    assert!(cwd.starts_with(std::env::temp_dir()), "{}", cwd.display());
     cluster.stop().expect("the cluster stops");
     eventually(15, "the survivor's process is gone", || {
         (!proc_dir.exists()).then_some(())
     });
+    // The default sandbox goes with the agent.
+    assert!(!cwd.exists(), "{} outlived the agent", cwd.display());
 }

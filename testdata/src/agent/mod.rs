@@ -135,7 +135,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         director_config,
         config.scenario,
         store,
-        sandbox_dir,
+        sandbox_dir.clone(),
     ));
     let pods_task = tokio::spawn(player.clone().run());
 
@@ -150,6 +150,12 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     lease_task.abort();
     pods_task.abort();
     player.stop_all(5).await;
+    // The default sandbox is the agent's own: it goes with it (a given --sandbox-dir stays).
+    if config.sandbox_dir.is_none()
+        && let Err(e) = std::fs::remove_dir_all(&sandbox_dir)
+    {
+        tracing::warn!("cannot remove the sandbox {}: {e}", sandbox_dir.display());
+    }
     let _ = server.await;
     Ok(())
 }
