@@ -1581,6 +1581,74 @@ mod tests {
     }
 
     #[test]
+    fn executed_init_containers_report_their_own_state() {
+        let waiting = State::Waiting {
+            reason: "PodInitializing".to_owned(),
+            message: None,
+        };
+        let init = [State::Running {
+            started_at: "2026-12-01T10:00:01Z".to_owned(),
+        }];
+        let p = status_patch(
+            &view(),
+            &Snapshot {
+                phase: "Pending",
+                state: &waiting,
+                ready: false,
+                pod_ip: Some("10.244.0.4"),
+                start_time: Some("2026-12-01T10:00:00Z"),
+                restart_count: 0,
+                last_state: None,
+                init: Some(&init),
+            },
+            &mut Conditions::default(),
+            "2026-12-01T10:00:01Z",
+        );
+        let i = &p["status"]["initContainerStatuses"][0];
+        assert_eq!(i["state"]["running"]["startedAt"], "2026-12-01T10:00:01Z");
+        assert_eq!(i["started"], true);
+        assert!(
+            i["containerID"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("containerd://"))
+        );
+        let initialized = p["status"]["conditions"]
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|c| c["type"] == "Initialized")
+            .cloned()
+            .expect("Initialized");
+        assert_eq!(initialized["status"], "False");
+        // Not yet started: waiting, no ids (a failed StartError carries its message).
+        let failed = terminated(128, Some("no command specified".to_owned()), "t".to_owned());
+        let none: [State; 0] = [];
+        let p = status_patch(
+            &view(),
+            &Snapshot {
+                phase: "Pending",
+                state: &failed,
+                ready: false,
+                pod_ip: None,
+                start_time: None,
+                restart_count: 0,
+                last_state: None,
+                init: Some(&none),
+            },
+            &mut Conditions::default(),
+            "2026-12-01T10:00:01Z",
+        );
+        let i = &p["status"]["initContainerStatuses"][0];
+        assert_eq!(i["state"]["waiting"]["reason"], "PodInitializing");
+        assert!(i.get("containerID").is_none());
+        let t = &p["status"]["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(
+            (t["reason"].as_str(), t["message"].as_str()),
+            (Some("StartError"), Some("no command specified"))
+        );
+    }
+
+    #[test]
     fn waiting_status_has_reason_and_no_ids() {
         let state = State::Waiting {
             reason: "ImagePullBackOff".to_owned(),
