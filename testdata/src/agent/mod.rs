@@ -3,6 +3,9 @@
 //! `uyuni-sim` does (no container runs; states, exit codes, logs and side effects come from
 //! the scenario, and so does readiness: no probe is run), and serves their logs on the
 //! kubelet's `/containerLogs` endpoint, where `kubectl logs` reaches through the apiserver.
+//! A pod annotated `uyuni.test/execute: "true"` is not played but run: its containers'
+//! commands run on the host as child processes in a scratch directory (`--sandbox-dir`), with
+//! no isolation beyond that directory, since there is no container runtime (see `exec`).
 //!
 //! Two credentials: the node's own (`--kubeconfig`, user `system:node:NAME` in `system:nodes`,
 //! held to its Node, Lease and pods by the Node authorizer and NodeRestriction, as a kubelet
@@ -10,6 +13,7 @@
 //! Jobs and ReplicaSets to pick a script, and acting as a pod's ServiceAccount (impersonation)
 //! for the scenario's side effects, so that RBAC decides them as it would a real script.
 
+pub mod exec;
 pub mod logs;
 pub mod node;
 pub mod pods;
@@ -38,6 +42,8 @@ pub struct AgentConfig {
     pub tls_cert: PathBuf,
     pub tls_key: PathBuf,
     pub client_ca: PathBuf,
+    /// Where executed pods run (`exec`); `None`: a new directory under the system's temp dir.
+    pub sandbox_dir: Option<PathBuf>,
 }
 
 async fn kube_config(path: &PathBuf) -> anyhow::Result<kube::Config> {
@@ -84,6 +90,16 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         .local_addr()
         .context("the log server's address")?
         .port();
+    let sandbox_dir = match &config.sandbox_dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("uyuni-node-agent-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&sandbox_dir).with_context(|| {
+        format!(
+            "cannot create the sandbox directory {} (--sandbox-dir)",
+            sandbox_dir.display()
+        )
+    })?;
     let store = Arc::new(logs::LogStore::default());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(logs::serve(listener, tls, store.clone(), stopped));
@@ -119,8 +135,9 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         director_config,
         config.scenario,
         store,
+        sandbox_dir.clone(),
     ));
-    let pods_task = tokio::spawn(player.run());
+    let pods_task = tokio::spawn(player.clone().run());
 
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
@@ -132,6 +149,13 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let _ = stop.send(true);
     lease_task.abort();
     pods_task.abort();
+    player.stop_all(5).await;
+    // The default sandbox is the agent's own: it goes with it (a given --sandbox-dir stays).
+    if config.sandbox_dir.is_none()
+        && let Err(e) = std::fs::remove_dir_all(&sandbox_dir)
+    {
+        tracing::warn!("cannot remove the sandbox {}: {e}", sandbox_dir.display());
+    }
     let _ = server.await;
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! the scenario's script for the owner Job's step and attempt, Deployment pods by the script
 //! for the Deployment that owns their ReplicaSet, every other pod ready after
 //! `timing.deploymentReadyMs`. No container runs: states, exit codes and logs come from the
-//! scenario, and readiness too (no probe is run).
+//! scenario, and readiness too (no probe is run). Pods annotated `uyuni.test/execute: "true"`
+//! are the exception: their commands run (`Player::execute`, see `exec`), through the same
+//! status writes and log store.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,6 +20,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 
+use super::exec;
 use super::logs::LogStore;
 use super::node::now_rfc3339;
 use crate::scenario::{
@@ -50,6 +53,8 @@ pub enum State {
         reason: String,
         started_at: String,
         finished_at: String,
+        /// Why it could not start (kubelet's StartError), for instance.
+        message: Option<String>,
     },
 }
 
@@ -76,11 +81,18 @@ impl State {
                 reason,
                 started_at,
                 finished_at,
-            } => json!({"terminated": {
-                "exitCode": exit_code, "reason": reason,
-                "startedAt": started_at, "finishedAt": finished_at,
-                "containerID": Value::Null,
-            }}),
+                message,
+            } => {
+                let mut t = json!({
+                    "exitCode": exit_code, "reason": reason,
+                    "startedAt": started_at, "finishedAt": finished_at,
+                    "containerID": Value::Null,
+                });
+                if let Some(m) = message {
+                    t["message"] = json!(m);
+                }
+                json!({"terminated": t})
+            }
         }
     }
 }
@@ -177,6 +189,9 @@ pub struct Snapshot<'a> {
     pub start_time: Option<&'a str>,
     pub restart_count: i32,
     pub last_state: Option<Value>,
+    /// The init containers' states, in order (a missing one has not started); `None`: all
+    /// completed when the pod started, as the scenario plays them.
+    pub init: Option<&'a [State]>,
 }
 
 /// The strategic-merge patch of `pods/status` for `snap`. Conditions merge by `type`
@@ -191,7 +206,15 @@ pub fn status_patch(
     let started = matches!(snap.state, State::Running { .. });
     let sandbox = snap.pod_ip.is_some();
     conditions.set("PodReadyToStartContainers", sandbox, now);
-    conditions.set("Initialized", true, now);
+    // Initialized once every init container completed (`pkg/kubelet/status/generate.go`,
+    // `GeneratePodInitializedCondition`).
+    let initialized = snap.init.is_none_or(|states| {
+        states.len() >= view.init_containers.len()
+            && states
+                .iter()
+                .all(|s| matches!(s, State::Terminated { exit_code: 0, .. }))
+    });
+    conditions.set("Initialized", initialized, now);
     conditions.set("ContainersReady", snap.ready, now);
     conditions.set("Ready", snap.ready, now);
     // Readiness gates are met at once, as kwok's pod-create stage does: nothing here would
@@ -258,18 +281,34 @@ pub fn status_patch(
     let init: Vec<Value> = view
         .init_containers
         .iter()
-        .map(|c| {
-            let t = State::Terminated {
-                exit_code: 0,
-                reason: "Completed".to_owned(),
-                started_at: snap.start_time.unwrap_or(now).to_owned(),
-                finished_at: snap.start_time.unwrap_or(now).to_owned(),
+        .enumerate()
+        .map(|(i, c)| {
+            let t = match snap.init {
+                None => State::Terminated {
+                    exit_code: 0,
+                    reason: "Completed".to_owned(),
+                    started_at: snap.start_time.unwrap_or(now).to_owned(),
+                    finished_at: snap.start_time.unwrap_or(now).to_owned(),
+                    message: None,
+                },
+                Some(states) => states.get(i).cloned().unwrap_or_else(|| State::Waiting {
+                    reason: "PodInitializing".to_owned(),
+                    message: None,
+                }),
             };
-            let mut s = container(c, t.to_json(), false, false, 0, None);
-            let id = format!("containerd://{}", hex_id(&[&view.uid, &c.0]));
-            s["containerID"] = json!(id);
-            s["state"]["terminated"]["containerID"] = json!(id);
-            s["imageID"] = json!(format!("{}@sha256:{}", c.1, hex_id(&[&c.1])));
+            let running = matches!(t, State::Running { .. });
+            let mut s = container(c, t.to_json(), false, running, 0, None);
+            if !matches!(t, State::Waiting { .. }) {
+                let id = format!("containerd://{}", hex_id(&[&view.uid, &c.0]));
+                s["containerID"] = json!(id);
+                if let Some(term) = s["state"].get_mut("terminated") {
+                    term["containerID"] = json!(id);
+                }
+                s["imageID"] = json!(format!("{}@sha256:{}", c.1, hex_id(&[&c.1])));
+            } else {
+                s["imageID"] = json!("");
+                s.as_object_mut().map(|m| m.remove("containerID"));
+            }
             s
         })
         .collect();
@@ -311,6 +350,9 @@ enum Role {
     Other,
 }
 
+/// A running command: its process group, and its exit code once it ended.
+type Process = (u32, tokio::sync::watch::Receiver<Option<i32>>);
+
 pub struct Player {
     pub node_name: String,
     /// The node's own credential: its pods, their status, their deletion.
@@ -328,6 +370,10 @@ pub struct Player {
     job_attempt: Mutex<HashMap<String, usize>>,
     playing: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
     deleting: Mutex<HashSet<String>>,
+    /// Where executed pods get their working directories and emptyDirs (`exec`).
+    pub sandbox_dir: std::path::PathBuf,
+    /// The processes of executed pods, by pod uid: (process group, its exit code once ended).
+    processes: Mutex<HashMap<String, Vec<Process>>>,
 }
 
 impl Player {
@@ -338,6 +384,7 @@ impl Player {
         director_config: kube::Config,
         scenario: Scenario,
         logs: Arc<LogStore>,
+        sandbox_dir: std::path::PathBuf,
     ) -> Player {
         Player {
             node_name,
@@ -351,6 +398,8 @@ impl Player {
             job_attempt: Mutex::default(),
             playing: Mutex::default(),
             deleting: Mutex::default(),
+            sandbox_dir,
+            processes: Mutex::default(),
         }
     }
 
@@ -418,10 +467,17 @@ impl Player {
             task.abort();
         }
         lock(&self.deleting).remove(&uid);
-        self.logs.remove_pod(
-            pod.metadata.namespace.as_deref().unwrap_or_default(),
-            pod.metadata.name.as_deref().unwrap_or_default(),
-        );
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        self.logs.remove_pod(ns, name);
+        if exec::wants_execution(pod) {
+            let dir = exec::pod_dir(&self.sandbox_dir, ns, name, &uid);
+            if let Err(e) = std::fs::remove_dir_all(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!("cannot remove the sandbox {}: {e}", dir.display());
+            }
+        }
     }
 
     /// A pod being deleted: its containers stop, then it goes for good (grace period 0, only
@@ -430,6 +486,13 @@ impl Player {
     /// `NewDeleteOptions(0)` and a UID precondition).
     async fn terminate(&self, pod: Pod) {
         let view = PodView::of(&pod);
+        // The processes of an executed pod: SIGTERM, SIGKILL after the grace period.
+        let grace = pod
+            .metadata
+            .deletion_grace_period_seconds
+            .and_then(|g| u64::try_from(g).ok())
+            .unwrap_or(30);
+        let killed = self.stop_processes(&view.uid, grace).await;
         self.logs.finish_pod(&view.namespace, &view.name);
         let pods: Api<Pod> = Api::namespaced(self.node.clone(), &view.namespace);
         let status = pod.status.clone().unwrap_or_default();
@@ -439,18 +502,20 @@ impl Player {
             .unwrap_or_default()
             .iter()
             .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
-        if running {
+        if running || killed.is_some() {
             let now = now_rfc3339();
             let started = status
                 .start_time
                 .as_ref()
                 .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
-            // SIGTERM ends the (imaginary) process: 128 + 15.
+            // SIGTERM ends the (imaginary) process: 128 + 15; a real one says how it ended.
+            let exit_code = killed.unwrap_or(143);
             let state = State::Terminated {
-                exit_code: 143,
-                reason: "Error".to_owned(),
+                exit_code,
+                reason: exec::exit_reason(exit_code).to_owned(),
                 started_at: started.clone().unwrap_or_else(|| now.clone()),
                 finished_at: now.clone(),
+                message: None,
             };
             let phase = status.phase.clone().unwrap_or_else(|| "Running".to_owned());
             let snap = Snapshot {
@@ -461,6 +526,7 @@ impl Player {
                 start_time: started.as_deref(),
                 restart_count: 0,
                 last_state: None,
+                init: None,
             };
             let patch = status_patch(&view, &snap, &mut Conditions::default(), &now);
             let _ = pods
@@ -585,6 +651,7 @@ impl Player {
         self.logs
             .waiting(&view.namespace, &view.name, "ContainerCreating");
         let creating = State::creating();
+        let executed = exec::wants_execution(&pod);
         write(
             Snapshot {
                 phase: "Pending",
@@ -594,10 +661,19 @@ impl Player {
                 start_time: Some(&start_time),
                 restart_count: 0,
                 last_state: None,
+                // Executed init containers have not run yet: the apiserver refuses a
+                // terminated container that runs again under restartPolicy Never
+                // (`ValidateContainerStateTransition`, pkg/apis/core/validation/validation.go).
+                init: executed.then_some(&[]),
             },
             &mut conditions,
         )
         .await?;
+        if executed {
+            return self
+                .execute(&pod, &view, &ip, &start_time, &mut conditions, &write)
+                .await;
+        }
         let timing = self.scenario.timing.clone();
         let image = view
             .containers
@@ -626,6 +702,7 @@ impl Player {
                             start_time: Some(&start_time),
                             restart_count: 0,
                             last_state: None,
+                            init: None,
                         },
                         &mut conditions,
                     )
@@ -655,6 +732,7 @@ impl Player {
                             start_time: Some(&start_time),
                             restart_count,
                             last_state: last_state.clone(),
+                            init: None,
                         },
                         &mut conditions,
                     )
@@ -669,6 +747,7 @@ impl Player {
                         reason: if succeeded { "Completed" } else { "Error" }.to_owned(),
                         started_at,
                         finished_at: now_rfc3339(),
+                        message: None,
                     };
                     if !succeeded && restarts_on_failure {
                         // Back-off, then the same script again (kubelet waits 10 s, doubling;
@@ -688,6 +767,7 @@ impl Player {
                                 start_time: Some(&start_time),
                                 restart_count,
                                 last_state: last_state.clone(),
+                                init: None,
                             },
                             &mut conditions,
                         )
@@ -705,6 +785,7 @@ impl Player {
                             start_time: Some(&start_time),
                             restart_count,
                             last_state,
+                            init: None,
                         },
                         &mut conditions,
                     )
@@ -742,6 +823,7 @@ impl Player {
                         start_time: Some(&start_time),
                         restart_count: if crash { 3 } else { 0 },
                         last_state: last,
+                        init: None,
                     },
                     &mut conditions,
                 )
@@ -788,6 +870,7 @@ impl Player {
                 start_time: Some(start_time),
                 restart_count: 0,
                 last_state: None,
+                init: None,
             },
             conditions,
         )
@@ -958,6 +1041,416 @@ impl Player {
     }
 }
 
+/// Real execution (`exec`): the same status writes and log store as the scenario's pods.
+impl Player {
+    #[allow(clippy::too_many_arguments)]
+    async fn execute<W, F>(
+        &self,
+        pod: &Pod,
+        view: &PodView,
+        ip: &str,
+        start_time: &str,
+        conditions: &mut Conditions,
+        write: &W,
+    ) -> anyhow::Result<()>
+    where
+        W: Fn(Snapshot<'_>, &mut Conditions) -> F,
+        F: std::future::Future<Output = Result<(), kube::Error>>,
+    {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let pod_dir = exec::pod_dir(&self.sandbox_dir, &view.namespace, &view.name, &view.uid);
+        let never = view.restart_policy == "Never";
+        let initializing = State::Waiting {
+            reason: "PodInitializing".to_owned(),
+            message: None,
+        };
+        // Init containers first, in order; each must succeed before the next starts.
+        let mut init_states: Vec<State> = Vec::new();
+        for c in spec.init_containers.as_deref().unwrap_or_default() {
+            loop {
+                let env = self
+                    .env_or_wait(
+                        view,
+                        c,
+                        ip,
+                        start_time,
+                        Some(&init_states),
+                        conditions,
+                        write,
+                    )
+                    .await?;
+                let started_at = now_rfc3339();
+                init_states.push(State::Running {
+                    started_at: started_at.clone(),
+                });
+                fn pending<'a>(
+                    state: &'a State,
+                    ip: &'a str,
+                    start_time: &'a str,
+                    init: &'a [State],
+                ) -> Snapshot<'a> {
+                    Snapshot {
+                        phase: "Pending",
+                        state,
+                        ready: false,
+                        pod_ip: Some(ip),
+                        start_time: Some(start_time),
+                        restart_count: 0,
+                        last_state: None,
+                        init: Some(init),
+                    }
+                }
+                write(
+                    pending(&initializing, ip, start_time, &init_states),
+                    conditions,
+                )
+                .await?;
+                let (code, message) = self.run_process(view, pod, c, env, &pod_dir).await;
+                let ended = terminated(code, message, started_at);
+                init_states.pop();
+                if code == 0 {
+                    init_states.push(ended);
+                    break;
+                }
+                init_states.push(ended);
+                if never {
+                    let mut failed = pending(&initializing, ip, start_time, &init_states);
+                    failed.phase = "Failed";
+                    write(failed, conditions).await?;
+                    return Ok(());
+                }
+                write(
+                    pending(&initializing, ip, start_time, &init_states),
+                    conditions,
+                )
+                .await?;
+                sleep_ms(self.scenario.timing.pod_start_ms.max(500)).await;
+                init_states.pop();
+            }
+        }
+        let init = (!init_states.is_empty()).then_some(init_states.as_slice());
+        let mut restart_count = 0;
+        let mut last_state: Option<Value> = None;
+        loop {
+            let mut envs = Vec::new();
+            for c in &spec.containers {
+                envs.push(
+                    self.env_or_wait(view, c, ip, start_time, init, conditions, write)
+                        .await?,
+                );
+            }
+            let started_at = now_rfc3339();
+            let running = State::Running {
+                started_at: started_at.clone(),
+            };
+            // No probe is run: a running process is ready, as the scenario's pods are.
+            write(
+                Snapshot {
+                    phase: "Running",
+                    state: &running,
+                    ready: true,
+                    pod_ip: Some(ip),
+                    start_time: Some(start_time),
+                    restart_count,
+                    last_state: last_state.clone(),
+                    init,
+                },
+                conditions,
+            )
+            .await?;
+            // The containers of a pod run side by side; the pod's one reported state is the
+            // first failure among them, or success.
+            let ended = futures::future::join_all(
+                spec.containers
+                    .iter()
+                    .zip(envs)
+                    .map(|(c, env)| self.run_process(view, pod, c, env, &pod_dir)),
+            )
+            .await;
+            let (code, message) = ended
+                .iter()
+                .find(|(code, _)| *code != 0)
+                .cloned()
+                .unwrap_or((0, None));
+            let state = terminated(code, message, started_at);
+            // restartPolicy: Always restarts any ended container, OnFailure a failed one.
+            let restart = match view.restart_policy.as_str() {
+                "Never" => false,
+                "OnFailure" => code != 0,
+                _ => true,
+            };
+            if restart {
+                restart_count += 1;
+                last_state = Some(state.to_json());
+                let backoff = State::Waiting {
+                    reason: "CrashLoopBackOff".to_owned(),
+                    message: Some(waiting_message("CrashLoopBackOff", "")),
+                };
+                write(
+                    Snapshot {
+                        phase: "Running",
+                        state: &backoff,
+                        ready: false,
+                        pod_ip: Some(ip),
+                        start_time: Some(start_time),
+                        restart_count,
+                        last_state: last_state.clone(),
+                        init,
+                    },
+                    conditions,
+                )
+                .await?;
+                sleep_ms(self.scenario.timing.pod_start_ms.max(500)).await;
+                continue;
+            }
+            write(
+                Snapshot {
+                    phase: if code == 0 { "Succeeded" } else { "Failed" },
+                    state: &state,
+                    ready: false,
+                    pod_ip: Some(ip),
+                    start_time: Some(start_time),
+                    restart_count,
+                    last_state,
+                    init,
+                },
+                conditions,
+            )
+            .await?;
+            return Ok(());
+        }
+    }
+
+    /// The container's environment; while a reference is missing the pod waits with kubelet's
+    /// `CreateContainerConfigError`, and it is tried again (kubelet retries on each sync).
+    #[allow(clippy::too_many_arguments)]
+    async fn env_or_wait<W, F>(
+        &self,
+        view: &PodView,
+        container: &k8s_openapi::api::core::v1::Container,
+        ip: &str,
+        start_time: &str,
+        init: Option<&[State]>,
+        conditions: &mut Conditions,
+        write: &W,
+    ) -> anyhow::Result<Vec<(String, String)>>
+    where
+        W: Fn(Snapshot<'_>, &mut Conditions) -> F,
+        F: std::future::Future<Output = Result<(), kube::Error>>,
+    {
+        let mut said: Option<String> = None;
+        loop {
+            match exec::resolve_env(&self.node, &view.namespace, container).await {
+                Ok(env) => return Ok(env),
+                Err(message) if said.as_deref() != Some(message.as_str()) => {
+                    self.logs
+                        .waiting(&view.namespace, &view.name, "CreateContainerConfigError");
+                    let state = State::Waiting {
+                        reason: "CreateContainerConfigError".to_owned(),
+                        message: Some(message.clone()),
+                    };
+                    // An init container waiting: its own state says why.
+                    let mut init_states: Option<Vec<State>> = None;
+                    let main = if view.init_containers.iter().any(|c| c.0 == container.name) {
+                        let mut states = init.unwrap_or_default().to_vec();
+                        states.push(state.clone());
+                        init_states = Some(states);
+                        State::Waiting {
+                            reason: "PodInitializing".to_owned(),
+                            message: None,
+                        }
+                    } else {
+                        state
+                    };
+                    write(
+                        Snapshot {
+                            phase: "Pending",
+                            state: &main,
+                            ready: false,
+                            pod_ip: Some(ip),
+                            start_time: Some(start_time),
+                            restart_count: 0,
+                            last_state: None,
+                            init: init_states.as_deref().or(init),
+                        },
+                        conditions,
+                    )
+                    .await?;
+                    said = Some(message);
+                }
+                Err(_) => {}
+            }
+            sleep_ms(2000).await;
+        }
+    }
+
+    /// Runs one container's command to its end: its output into the log store line by line
+    /// (followed streams see each line as it comes), its exit code, or 128 and why it could
+    /// not start (kubelet's `StartError`).
+    async fn run_process(
+        &self,
+        view: &PodView,
+        pod: &Pod,
+        container: &k8s_openapi::api::core::v1::Container,
+        env: Vec<(String, String)>,
+        pod_dir: &std::path::Path,
+    ) -> (i32, Option<String>) {
+        let name = container.name.clone();
+        let argv = match exec::argv(container) {
+            Ok(a) => a,
+            Err(m) => return (128, Some(m)),
+        };
+        // A fresh working directory for each start of the container.
+        let workdir = pod_dir.join("containers").join(&name);
+        let _ = std::fs::remove_dir_all(&workdir);
+        if let Err(e) = std::fs::create_dir_all(&workdir) {
+            return (
+                128,
+                Some(format!(
+                    "cannot create the working directory {} (--sandbox-dir): {e}",
+                    workdir.display()
+                )),
+            );
+        }
+        let mut vars = exec::base_env(&workdir, &view.name);
+        for (var, dir) in exec::mounts(pod, container, pod_dir) {
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                return (
+                    128,
+                    Some(format!("cannot create the emptyDir {}: {e}", dir.display())),
+                );
+            }
+            vars.push((var, dir.display().to_string()));
+        }
+        vars.extend(env);
+        let mut command = tokio::process::Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .env_clear()
+            .envs(vars)
+            .current_dir(&workdir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            // Its own process group: deletion signals the command and what it started.
+            .process_group(0);
+        self.logs.start(&view.namespace, &view.name, &name);
+        let mut child = match command.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                self.logs.finish(&view.namespace, &view.name, &name);
+                return (
+                    128,
+                    Some(format!(
+                        "cannot start {:?}: {e} (the node agent runs the host's binaries)",
+                        argv[0]
+                    )),
+                );
+            }
+        };
+        let pid = child.id().unwrap_or(0);
+        let (tx, mut rx) = tokio::sync::watch::channel(None);
+        lock(&self.processes)
+            .entry(view.uid.clone())
+            .or_default()
+            .push((pid, rx.clone()));
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let logs = self.logs.clone();
+        let (ns, pod_name) = (view.namespace.clone(), view.name.clone());
+        // Its own task: a deleted pod's player is aborted, the process is still waited for.
+        tokio::spawn(async move {
+            let (_, _, status) = tokio::join!(
+                pump(stdout, &logs, &ns, &pod_name, &name),
+                pump(stderr, &logs, &ns, &pod_name, &name),
+                child.wait()
+            );
+            let code = status.map(exec::exit_code).unwrap_or(1);
+            logs.finish(&ns, &pod_name, &name);
+            let _ = tx.send(Some(code));
+        });
+        let code = rx
+            .wait_for(|c| c.is_some())
+            .await
+            .map(|c| c.unwrap_or(1))
+            .unwrap_or(1);
+        if let Some(list) = lock(&self.processes).get_mut(&view.uid) {
+            list.retain(|(p, _)| *p != pid);
+        }
+        (code, None)
+    }
+
+    /// Ends every command still running (the agent stops): their process groups are not the
+    /// agent's, so they would outlive it, and `cluster.sh down` must leave nothing running.
+    pub async fn stop_all(&self, grace_seconds: u64) {
+        let uids: Vec<String> = lock(&self.processes).keys().cloned().collect();
+        for uid in uids {
+            self.stop_processes(&uid, grace_seconds).await;
+        }
+    }
+
+    /// Ends the processes of a pod being deleted, as kubelet's `killContainer` does: SIGTERM,
+    /// SIGKILL when the grace period is over. The exit code of the first, if any ran.
+    async fn stop_processes(&self, uid: &str, grace_seconds: u64) -> Option<i32> {
+        let processes = lock(&self.processes).remove(uid)?;
+        for (pid, _) in &processes {
+            exec::signal_group(*pid, exec::Stop::Term);
+        }
+        let mut first = None;
+        for (pid, mut rx) in processes {
+            let graceful = tokio::time::timeout(
+                std::time::Duration::from_secs(grace_seconds),
+                rx.wait_for(|c| c.is_some()),
+            )
+            .await
+            .is_ok();
+            if !graceful {
+                exec::signal_group(pid, exec::Stop::Kill);
+            }
+            let code = rx.wait_for(|c| c.is_some()).await.ok().and_then(|c| *c);
+            first = first.or(code);
+        }
+        first
+    }
+}
+
+fn terminated(code: i32, message: Option<String>, started_at: String) -> State {
+    State::Terminated {
+        exit_code: code,
+        reason: if message.is_some() {
+            "StartError".to_owned()
+        } else {
+            exec::exit_reason(code).to_owned()
+        },
+        started_at,
+        finished_at: now_rfc3339(),
+        message,
+    }
+}
+
+/// Copies a process's output into the log store, a line at a time.
+async fn pump<R: tokio::io::AsyncRead + Unpin>(
+    from: Option<R>,
+    logs: &LogStore,
+    ns: &str,
+    pod: &str,
+    container: &str,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let Some(from) = from else { return };
+    let mut reader = tokio::io::BufReader::new(from);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                logs.append(ns, pod, container, text.trim_end_matches(['\n', '\r']));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -991,6 +1484,7 @@ mod tests {
                 start_time: Some("2026-12-01T10:00:00Z"),
                 restart_count: 0,
                 last_state: None,
+                init: None,
             },
             &mut conds,
             "2026-12-01T10:00:01Z",
@@ -1034,6 +1528,7 @@ mod tests {
             reason: "Error".to_owned(),
             started_at: "2026-12-01T10:00:01Z".to_owned(),
             finished_at: "2026-12-01T10:00:09Z".to_owned(),
+            message: None,
         };
         let p = status_patch(
             &view(),
@@ -1045,6 +1540,7 @@ mod tests {
                 start_time: Some("2026-12-01T10:00:00Z"),
                 restart_count: 0,
                 last_state: None,
+                init: None,
             },
             &mut conds,
             "2026-12-01T10:00:09Z",
@@ -1085,6 +1581,74 @@ mod tests {
     }
 
     #[test]
+    fn executed_init_containers_report_their_own_state() {
+        let waiting = State::Waiting {
+            reason: "PodInitializing".to_owned(),
+            message: None,
+        };
+        let init = [State::Running {
+            started_at: "2026-12-01T10:00:01Z".to_owned(),
+        }];
+        let p = status_patch(
+            &view(),
+            &Snapshot {
+                phase: "Pending",
+                state: &waiting,
+                ready: false,
+                pod_ip: Some("10.244.0.4"),
+                start_time: Some("2026-12-01T10:00:00Z"),
+                restart_count: 0,
+                last_state: None,
+                init: Some(&init),
+            },
+            &mut Conditions::default(),
+            "2026-12-01T10:00:01Z",
+        );
+        let i = &p["status"]["initContainerStatuses"][0];
+        assert_eq!(i["state"]["running"]["startedAt"], "2026-12-01T10:00:01Z");
+        assert_eq!(i["started"], true);
+        assert!(
+            i["containerID"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("containerd://"))
+        );
+        let initialized = p["status"]["conditions"]
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|c| c["type"] == "Initialized")
+            .cloned()
+            .expect("Initialized");
+        assert_eq!(initialized["status"], "False");
+        // Not yet started: waiting, no ids (a failed StartError carries its message).
+        let failed = terminated(128, Some("no command specified".to_owned()), "t".to_owned());
+        let none: [State; 0] = [];
+        let p = status_patch(
+            &view(),
+            &Snapshot {
+                phase: "Pending",
+                state: &failed,
+                ready: false,
+                pod_ip: None,
+                start_time: None,
+                restart_count: 0,
+                last_state: None,
+                init: Some(&none),
+            },
+            &mut Conditions::default(),
+            "2026-12-01T10:00:01Z",
+        );
+        let i = &p["status"]["initContainerStatuses"][0];
+        assert_eq!(i["state"]["waiting"]["reason"], "PodInitializing");
+        assert!(i.get("containerID").is_none());
+        let t = &p["status"]["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(
+            (t["reason"].as_str(), t["message"].as_str()),
+            (Some("StartError"), Some("no command specified"))
+        );
+    }
+
+    #[test]
     fn waiting_status_has_reason_and_no_ids() {
         let state = State::Waiting {
             reason: "ImagePullBackOff".to_owned(),
@@ -1100,6 +1664,7 @@ mod tests {
                 start_time: None,
                 restart_count: 0,
                 last_state: None,
+                init: None,
             },
             &mut Conditions::default(),
             "2026-12-01T10:00:00Z",

@@ -39,6 +39,11 @@ struct Args {
     /// Clients (the apiserver) must present a certificate chained to this CA.
     #[arg(long)]
     client_ca: PathBuf,
+    /// Where pods annotated `uyuni.test/execute: "true"` run their commands (a working
+    /// directory per container, a directory per emptyDir); default: a new directory under the
+    /// system's temp dir. Not an isolation: the commands run as this agent's user.
+    #[arg(long)]
+    sandbox_dir: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -74,6 +79,7 @@ fn main() -> ExitCode {
         tls_cert: args.tls_cert,
         tls_key: args.tls_key,
         client_ca: args.client_ca,
+        sandbox_dir: args.sandbox_dir,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
