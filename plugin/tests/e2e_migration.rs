@@ -8,7 +8,7 @@ mod support;
 use serde_json::Value;
 use support::{
     CA_PASSWORD, Env, NS, REGISTRY_PASSWORD, assert_no_secret, check_golden, ssh_flags, text,
-    validate_custom_resources, validate_written,
+    third_party_flags, validate_custom_resources, validate_written,
 };
 use uyuni_testdata::{
     DeploymentScript, Flavour, JobScript, Scenario, SideEffect, SimConfig, scenarios,
@@ -165,32 +165,6 @@ enum Tls {
     ReusedCa,
     /// Certificate files given with --ssl-*, on a cluster without cert-manager.
     ThirdParty,
-}
-
-/// `--ssl-server-cert`, `--ssl-server-key`, `--ssl-ca-root` of a freshly issued certificate,
-/// in files that live as long as the returned directory.
-fn third_party_flags() -> (tempfile::TempDir, Vec<String>, String) {
-    use uyuni_testdata::certs::{Signer, issue};
-    let issued = issue(
-        &serde_json::json!({"dnsNames": ["uyuni.example.com"]}),
-        Signer::SelfSigned,
-    )
-    .expect("certificate");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, content: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, content).expect("write");
-        p.display().to_string()
-    };
-    let flags = vec![
-        "--ssl-server-cert".to_owned(),
-        write("server.crt", &issued.tls_crt),
-        "--ssl-server-key".to_owned(),
-        write("server.key", &issued.tls_key),
-        "--ssl-ca-root".to_owned(),
-        write("ca.crt", &issued.ca_crt),
-    ];
-    (dir, flags, issued.tls_key)
 }
 
 fn full_migration(flavour: Flavour, pg_version: &str, tls: Tls) {

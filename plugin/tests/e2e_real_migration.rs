@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use support::{CA_PASSWORD, NS, SOURCE, assert_no_secret, ssh_flags, text};
+use support::{CA_PASSWORD, NS, SOURCE, assert_no_secret, ssh_flags, text, third_party_flags};
 use uyuni_testdata::real::{self, RealCluster, RealConfig};
 use uyuni_testdata::scenarios;
 
@@ -231,32 +231,6 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
     assert!(Path::new(&env.cluster.kubeconfig_path()).is_file());
 }
 
-/// `--ssl-server-cert`, `--ssl-server-key`, `--ssl-ca-root` of a freshly issued certificate,
-/// in files that live as long as the returned directory.
-fn third_party_flags() -> (tempfile::TempDir, Vec<String>) {
-    use uyuni_testdata::certs::{Signer, issue};
-    let issued = issue(
-        &serde_json::json!({"dnsNames": [SOURCE]}),
-        Signer::SelfSigned,
-    )
-    .expect("certificate");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, content: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, content).expect("write");
-        p.display().to_string()
-    };
-    let flags = vec![
-        "--ssl-server-cert".to_owned(),
-        write("server.crt", &issued.tls_crt),
-        "--ssl-server-key".to_owned(),
-        write("server.key", &issued.tls_key),
-        "--ssl-ca-root".to_owned(),
-        write("ca.crt", &issued.ca_crt),
-    ];
-    (dir, flags)
-}
-
 fn jobs_of(env: &RealEnv, step: &str) -> Vec<Value> {
     env.items(&["jobs", "-n", NS])
         .into_iter()
@@ -278,7 +252,7 @@ fn prepare_then_final_on_rke2_with_third_party_certificates() {
         cert_manager: false,
         ..RealConfig::default()
     });
-    let (_certs, tls) = third_party_flags();
+    let (_certs, tls, _key) = third_party_flags();
     let mut prepare = vec!["migrate", SOURCE, "--prepare"];
     let ssh = ssh_flags();
     prepare.extend(ssh.iter().map(String::as_str));

@@ -3,61 +3,13 @@
 //! what the agent reports, RBAC decides the side effects it runs as the pods' ServiceAccounts,
 //! and real kubectl reads the logs through the apiserver from the agent's kubelet endpoint.
 
-use std::process::Output;
+mod agent_support;
+
 use std::time::{Duration, Instant};
 
-use uyuni_testdata::real::{self, RealCluster};
+use agent_support::{apply, eventually, kubectl, ok, text};
+use uyuni_testdata::real::RealCluster;
 use uyuni_testdata::{DeploymentScript, JobScript, Scenario};
-
-/// The cluster, or `None` (said so) where it was not built; in CI its absence fails the test.
-fn cluster(scenario: &Scenario) -> Option<RealCluster> {
-    if let Err(why) = real::available() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the real control plane is needed in CI: {why}"
-        );
-        println!("node agent NOT tested on the real control plane: {why}");
-        return None;
-    }
-    Some(RealCluster::start_with(scenario).expect("the real control plane starts"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn kubectl(cluster: &RealCluster, args: &[&str]) -> Output {
-    cluster.kubectl(args, "").expect("kubectl runs")
-}
-
-fn ok(cluster: &RealCluster, args: &[&str]) -> String {
-    let out = kubectl(cluster, args);
-    assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn apply(cluster: &RealCluster, yaml: &str) {
-    let out = cluster
-        .kubectl(&["apply", "-f", "-"], yaml)
-        .expect("kubectl runs");
-    assert!(out.status.success(), "apply: {}\n{yaml}", text(&out));
-}
-
-/// Polls `f` until it gives `Some`, for at most `secs`.
-fn eventually<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "within {secs} s: {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
 
 fn job(name: &str, step: &str, service_account: &str) -> String {
     format!(
@@ -191,7 +143,7 @@ fn jsonpath(cluster: &RealCluster, args: &[&str], path: &str) -> String {
 
 #[test]
 fn the_node_agent_runs_pods_for_the_real_controllers() {
-    let Some(cluster) = cluster(&scenario()) else {
+    let Some(cluster) = agent_support::cluster("node agent", &scenario()) else {
         return;
     };
 

@@ -3,61 +3,15 @@
 //! upstream's Job controller reads it, its output to `kubectl logs` (live with `-f`), its
 //! environment from the API's Secrets, and deleting the pod ends the process.
 
+mod agent_support;
+
 use std::io::BufRead;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agent_support::{apply, eventually, kubectl, ok, text};
 use uyuni_testdata::Scenario;
-use uyuni_testdata::real::{self, RealCluster};
-
-/// The cluster, or `None` (said so) where it was not built; in CI its absence fails the test.
-fn cluster() -> Option<RealCluster> {
-    if let Err(why) = real::available() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the real control plane is needed in CI: {why}"
-        );
-        println!("node agent execution NOT tested on the real control plane: {why}");
-        return None;
-    }
-    Some(RealCluster::start_with(&Scenario::default()).expect("the real control plane starts"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn kubectl(cluster: &RealCluster, args: &[&str]) -> Output {
-    cluster.kubectl(args, "").expect("kubectl runs")
-}
-
-fn ok(cluster: &RealCluster, args: &[&str]) -> String {
-    let out = kubectl(cluster, args);
-    assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn apply(cluster: &RealCluster, yaml: &str) {
-    let out = cluster
-        .kubectl(&["apply", "-f", "-"], yaml)
-        .expect("kubectl runs");
-    assert!(out.status.success(), "apply: {}\n{yaml}", text(&out));
-}
-
-fn eventually<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "within {secs} s: {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
+use uyuni_testdata::real::RealCluster;
 
 fn jsonpath(cluster: &RealCluster, args: &[&str], path: &str) -> String {
     let arg = format!("jsonpath={path}");
@@ -125,7 +79,7 @@ fn pod_path(cluster: &RealCluster, pod: &str, path: &str) -> String {
 
 #[test]
 fn the_node_agent_runs_commands_where_asked() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = agent_support::cluster("node agent execution", &Scenario::default()) else {
         return;
     };
     apply(

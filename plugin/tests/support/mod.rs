@@ -288,3 +288,29 @@ pub fn validate_custom_resources(sim: &SimCluster) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `--ssl-server-cert`, `--ssl-server-key`, `--ssl-ca-root` of a freshly issued certificate,
+/// in files that live as long as the returned directory.
+pub fn third_party_flags() -> (tempfile::TempDir, Vec<String>, String) {
+    use uyuni_testdata::certs::{Signer, issue};
+    let issued = issue(
+        &serde_json::json!({"dnsNames": [SOURCE]}),
+        Signer::SelfSigned,
+    )
+    .expect("certificate");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, content: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, content).expect("write");
+        p.display().to_string()
+    };
+    let flags = vec![
+        "--ssl-server-cert".to_owned(),
+        write("server.crt", &issued.tls_crt),
+        "--ssl-server-key".to_owned(),
+        write("server.key", &issued.tls_key),
+        "--ssl-ca-root".to_owned(),
+        write("ca.crt", &issued.ca_crt),
+    ];
+    (dir, flags, issued.tls_key)
+}
