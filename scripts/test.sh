@@ -66,9 +66,7 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 log "building the binaries the end-to-end tests run"
 cargo build --workspace --bins --quiet
 
+# The test binaries run three at a time, longest first (scripts/run-tests.py says why);
+# UYUNI_TEST_JOBS=1 runs them one after the other as `cargo test` would.
 log "tests"
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast
-else
-  cargo test --workspace --no-fail-fast
-fi
+python3 scripts/run-tests.py
