@@ -7,12 +7,14 @@ root=$(pwd)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-# ShellCheck lints the Job scripts; the script tests run the real rsync and ssh-keygen.
-# Debian ships all three.
+# ShellCheck lints the Job scripts; the script tests run the real rsync, ssh-keygen, ssh and
+# sshd. Debian ships them all.
 missing=()
 command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
+# sshd: the data-sync script's shared SSH connection is tested against the real server.
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 if [ "${#missing[@]}" -gt 0 ]; then
   log "installing ${missing[*]} (apt)"
   sudo=()

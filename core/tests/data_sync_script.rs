@@ -1433,3 +1433,230 @@ fn ssh_material_in_a_path_with_quotes_and_spaces_reaches_ssh_through_the_real_rs
     let out = w.run(false, "admin");
     assert_success(&out);
 }
+
+/// Connections and sessions of one run, from the ssh stub's log.
+fn ssh_counts(log: &[String]) -> (usize, usize, usize) {
+    let count = |what: &str| log.iter().filter(|l| *l == what).count();
+    let sessions = log.iter().filter(|l| l.starts_with("ssh-args ")).count();
+    (count("ssh-connect"), sessions, count("ssh-master-exit"))
+}
+
+#[test]
+fn one_ssh_connection_serves_every_session_of_a_run_and_is_closed_at_its_end() {
+    // Each session used to cost a handshake: ~87 of them in a final run. Now the first opens a
+    // shared connection whose socket is in the scratch dir, rsync's sessions included, and the
+    // script ends it on exit.
+    for prepare in [false, true] {
+        let w = World::with_real_rsync(true);
+        let out = w.run(prepare, "admin");
+        assert_success(&out);
+        let log = w.log();
+        let (connections, sessions, closed) = ssh_counts(&log);
+        assert_eq!(connections, 1, "prepare={prepare}: {log:?}");
+        assert!(sessions > 10, "prepare={prepare}: only {sessions} sessions");
+        assert!(
+            log.iter()
+                .any(|l| l.starts_with("remote-raw sudo -n rsync --server")),
+            "rsync's sessions go through the stub too: {log:?}"
+        );
+        assert_eq!(closed, 1, "prepare={prepare}: {log:?}");
+        assert_eq!(
+            fs::read_dir(&w.scratch).expect("scratch").count(),
+            0,
+            "no socket left in the scratch dir"
+        );
+    }
+}
+
+#[test]
+fn a_failed_run_closes_the_shared_ssh_connection_too() {
+    let w = World::new(true);
+    fs::remove_file(rel(&w.src, "/etc/uyuni-release")).expect("rm");
+    let out = w.run(false, "root");
+    assert_fails(
+        &out,
+        "neither /etc/susemanager-release nor /etc/uyuni-release exists",
+    );
+    let (connections, _, closed) = ssh_counts(&w.log());
+    assert_eq!((connections, closed), (1, 1), "{:?}", w.log());
+}
+
+#[test]
+fn every_ssh_of_the_script_shares_the_master_connection() {
+    // The script's own ssh and rsync's -e carry the same options; the socket is in the
+    // scratch dir the Job mounts, under a name short enough for a Unix socket.
+    let text = render(&script(false, "root", ScriptPaths::production()));
+    let path =
+        uyuni_core::scripts::data_sync::ssh_control_path(uyuni_core::scripts::SECRET_SCRATCH_DIR);
+    assert!(path.len() < 100, "{path}: too long for a socket");
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("SSH=(ssh ") || l.trim_start().starts_with("RSYNC_RSH="))
+    {
+        for option in ["ControlMaster=auto", "ControlPersist=600"] {
+            assert!(line.contains(option), "{option} missing in {line}");
+        }
+        assert!(line.contains(&format!("ControlPath={path}")), "{line}");
+    }
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("SSH=(ssh ") || l.trim_start().starts_with("RSYNC_RSH="))
+            .count(),
+        3
+    );
+}
+
+/// An OpenSSH server on 127.0.0.1 for one test, logging each connection and session; the
+/// world's SSH material (key, config, known_hosts) is made to reach it as the source.
+struct Sshd {
+    child: std::process::Child,
+    log: PathBuf,
+}
+
+impl Sshd {
+    /// `None` where the machine has no sshd or the test does not run as root (sshd checks the
+    /// login against its own user); in CI both are given (scripts/test.sh installs sshd).
+    fn start(w: &World) -> Option<Sshd> {
+        let sshd = Path::new("/usr/sbin/sshd");
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        if !sshd.exists() || !root {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI needs /usr/sbin/sshd (openssh-server) and root for the real-ssh test"
+            );
+            eprintln!("skipped: no /usr/sbin/sshd, or not root");
+            return None;
+        }
+        let dir = w.base.join("sshd");
+        fs::create_dir_all(&dir).expect("sshd dir");
+        // sshd's privilege separation needs its directory.
+        fs::create_dir_all("/run/sshd").expect("/run/sshd");
+        let keygen = |path: &Path| {
+            let _ = fs::remove_file(path);
+            let out = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(path)
+                .output()
+                .expect("ssh-keygen runs");
+            assert!(out.status.success(), "{out:?}");
+        };
+        keygen(&dir.join("host_key"));
+        keygen(&w.ssh_dir.join("id"));
+        let _ = fs::remove_file(w.ssh_dir.join("id.pub"));
+        keygen(&dir.join("user_key"));
+        fs::copy(dir.join("user_key"), w.ssh_dir.join("id")).expect("key");
+        fs::set_permissions(w.ssh_dir.join("id"), fs::Permissions::from_mode(0o600))
+            .expect("chmod key");
+        fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).expect("authorized");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let config = dir.join("sshd_config");
+        fs::write(
+            &config,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
+                 AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
+                 PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nLogLevel VERBOSE\n",
+                d = dir.display()
+            ),
+        )
+        .expect("sshd_config");
+        let host_key = fs::read_to_string(dir.join("host_key.pub")).expect("host key");
+        fs::write(
+            w.ssh_dir.join("known_hosts"),
+            format!("[127.0.0.1]:{port} {host_key}"),
+        )
+        .expect("known_hosts");
+        fs::write(
+            w.ssh_dir.join("config"),
+            format!("Host uyuni.example.com\n  HostName 127.0.0.1\n  Port {port}\n"),
+        )
+        .expect("ssh config");
+        let log = dir.join("sshd.log");
+        let child = Command::new(sshd)
+            .arg("-D")
+            .arg("-f")
+            .arg(&config)
+            .arg("-E")
+            .arg(&log)
+            .spawn()
+            .expect("sshd starts");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sshd does not listen: {}",
+                fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Some(Sshd { child, log })
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Processes whose command line names `needle` (a master connection names its socket).
+fn processes_naming(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir("/proc").expect("/proc").flatten() {
+        if let Ok(cmdline) = fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(needle) {
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn with_the_real_ssh_the_sessions_of_a_run_share_one_connection_that_ends_with_it() {
+    // The real ssh and sshd, with the script's own options: this machine stands in for the
+    // source. It has no Uyuni release file, so the script stops after its first checks (a
+    // login check and two file tests) — enough sessions to see them share the connection, and
+    // a failed run, which must close the connection too.
+    let w = World::new(true);
+    fs::remove_file(w.base.join("bin/ssh")).expect("rm ssh stub");
+    let Some(sshd) = Sshd::start(&w) else { return };
+    let out = w.run(false, "root");
+    assert_fails(
+        &out,
+        "neither /etc/susemanager-release nor /etc/uyuni-release exists",
+    );
+    // sshd's verbose log: one "Accepted publickey" per connection, one "Starting session" per
+    // command run over it.
+    let log = sshd.log();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut log = log;
+    while !log.contains("Close session") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        log = sshd.log();
+    }
+    let connections = log.matches("Accepted publickey").count();
+    let sessions = log.matches("Starting session: command").count();
+    assert_eq!(connections, 1, "{log}");
+    assert!(sessions >= 3, "{sessions} sessions: {log}");
+    let socket = w.scratch.join("ssh-master");
+    assert!(!socket.exists(), "the master's socket is gone");
+    assert_eq!(
+        processes_naming(&socket.display().to_string()),
+        Vec::<String>::new(),
+        "no master connection outlives the run"
+    );
+}

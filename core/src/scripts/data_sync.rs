@@ -201,6 +201,20 @@ const MONITORING_FILES: &[(&str, &str)] = &[
     ),
 ];
 
+/// ssh options that make every session of a run share one connection: the first session opens
+/// a master (`ControlMaster=auto`) that outlives it (`ControlPersist`, seconds idle) for the
+/// next ones; `ControlPath` ([`ssh_control_path`]) names its socket. Without the master (it
+/// failed or timed out) a session connects on its own, as before.
+/// https://man.openbsd.org/ssh_config#ControlMaster
+pub const SSH_MULTIPLEX_OPTIONS: &[&str] = &["ControlMaster=auto", "ControlPersist=600"];
+
+/// The master connection's socket: in the Job's scratch dir (an emptyDir of the pod only). A
+/// Job talks to one source, so a fixed name serves, and the script can tell whether a master
+/// was opened.
+pub fn ssh_control_path(scratch_dir: &str) -> String {
+    format!("{}/ssh-master", scratch_dir.trim_end_matches('/'))
+}
+
 /// The reference's distribution query (step 3): one row per distinct tree path, named after the
 /// lowest `org_id-label` using it.
 const DISTROS_SQL: &str = "COPY (SELECT MIN(CONCAT(org_id, '-', label)) AS target, base_path \
@@ -382,7 +396,16 @@ patch_secret() {
     fail "could not update Secret $DATA_SECRET"
 }
 
+# Ends the shared SSH connection, if one was opened: its socket is in the scratch dir.
+close_ssh() {
+  if [ -e "$SSH_SOCKET" ]; then
+    "${SSH[@]}" -O exit "$SOURCE" >/dev/null 2>&1 || true
+  fi
+}
+
+# The shared connection goes first: its socket is one of the scratch dir's files.
 cleanup_scratch() {
+  close_ssh
   find "$SCRATCH" -mindepth 1 -delete 2>/dev/null || true
 }
 
@@ -439,6 +462,10 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line(&format!("LOCAL_ROOT={}", q(root)));
     o.line(&format!("WORK_DIR={}", local(WORK_DIR)));
     o.line(&format!("SCRATCH={}", q(&p.scratch_dir)));
+    o.line(&format!(
+        "SSH_SOCKET={}",
+        q(&ssh_control_path(&p.scratch_dir))
+    ));
     o.line(&format!("SA_DIR={}", q(&p.service_account_dir)));
     o.line(&format!("DATA_SECRET={}", q(&script.data_secret)));
     o.line(&format!("SSL_BUILD={}", local("/root/ssl-build")));
@@ -454,12 +481,22 @@ pub fn render(script: &DataSyncScript) -> String {
 
     // SSH without agent (R of §3.4): key, config and known_hosts mounted outside every synced
     // path (D33), host key checked strictly, never a prompt.
+    // One connection for the whole run (issue: cutover downtime): every ssh, rsync's included,
+    // goes through a master connection whose socket is in the scratch dir; the first use opens
+    // it, `close_ssh` ends it on exit. A session costs a round trip instead of a handshake.
+    let control_path = format!("ControlPath={}", ssh_control_path(&p.scratch_dir));
     let rsh = |config: &str| {
         format!(
-            "ssh -i {} -F {} -o {} -o StrictHostKeyChecking=yes -o BatchMode=yes",
+            "ssh -i {} -F {} -o {} -o StrictHostKeyChecking=yes -o BatchMode=yes {}",
             rsync_rsh_quote(&p.ssh_private_key),
             rsync_rsh_quote(config),
             rsync_rsh_quote(&format!("UserKnownHostsFile={}", p.ssh_known_hosts)),
+            SSH_MULTIPLEX_OPTIONS
+                .iter()
+                .map(|o| format!("-o {o}"))
+                .chain([format!("-o {}", rsync_rsh_quote(&control_path))])
+                .collect::<Vec<_>>()
+                .join(" "),
         )
     };
     o.line("# The ConfigMap's `config` key is optional (R of §3.2).");
@@ -471,9 +508,15 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line(&format!("  RSYNC_RSH={}", q(&rsh("/dev/null"))));
     o.line("fi");
     o.line(&format!(
-        "SSH=(ssh -i {} -F \"$SSH_CONFIG\" -o {} -o StrictHostKeyChecking=yes -o BatchMode=yes)",
+        "SSH=(ssh -i {} -F \"$SSH_CONFIG\" -o {} -o StrictHostKeyChecking=yes -o BatchMode=yes {} -o {})",
         q(&p.ssh_private_key),
         q(&format!("UserKnownHostsFile={}", p.ssh_known_hosts)),
+        SSH_MULTIPLEX_OPTIONS
+            .iter()
+            .map(|o| format!("-o {o}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        q(&control_path),
     ));
     o.line("RSYNC=(rsync -a -z --trust-sender -e \"$RSYNC_RSH\")");
     if !as_root {
