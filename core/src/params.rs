@@ -30,6 +30,8 @@ pub struct MigrateArgs {
     pub source_fqdn: String,
     pub ssh_user: String,
     pub prepare: bool,
+    /// `--compress`: rsync compresses the data on the wire.
+    pub compress: bool,
     /// Identifies this invocation (UTC `YYYYMMDDhhmmss` from the caller's clock); Job names
     /// carry it.
     pub run_id: String,
@@ -172,6 +174,9 @@ pub struct MigrateParams {
     pub source_fqdn: String,
     pub ssh_user: String,
     pub prepare: bool,
+    /// rsync compresses on the wire (`-z`): for slow links only; on a LAN it costs the copy
+    /// more CPU than it saves.
+    pub compress: bool,
     pub run_id: String,
     pub image: ImageParams,
     /// Given on the command line; `None` means: reuse the Secret in the cluster.
@@ -798,6 +803,7 @@ impl MigrateParams {
             source_fqdn: source,
             ssh_user: user.to_owned(),
             prepare: args.prepare,
+            compress: args.compress,
             run_id: args.run_id.clone(),
             image: ImageParams {
                 server: server.clone(),

@@ -72,6 +72,7 @@ fn script(prepare: bool, user: &str, paths: ScriptPaths) -> DataSyncScript {
         source_fqdn: "uyuni.example.com".to_owned(),
         ssh_user: user.to_owned(),
         prepare,
+        compress: false,
         volumes: production_volumes(),
         data_secret: "uyuni-migration-data".to_owned(),
         db_host: "db".to_owned(),
@@ -516,7 +517,11 @@ impl World {
     }
 
     fn run(&self, prepare: bool, user: &str) -> Output {
-        let text = render(&script(prepare, user, self.paths()));
+        self.run_script(&script(prepare, user, self.paths()))
+    }
+
+    fn run_script(&self, script: &DataSyncScript) -> Output {
+        let text = render(script);
         let path = format!(
             "{}:{}",
             self.base.join("bin").display(),
@@ -1659,4 +1664,34 @@ fn with_the_real_ssh_the_sessions_of_a_run_share_one_connection_that_ends_with_i
         Vec::<String>::new(),
         "no master connection outlives the run"
     );
+}
+
+/// The option letters of the remote `rsync --server` runs of the log (rsync passes `z` there
+/// when it compresses).
+fn remote_rsync_options(log: &[String]) -> Vec<String> {
+    log.iter()
+        .filter_map(|l| l.strip_prefix("remote rsync --server --sender "))
+        .filter_map(|rest| rest.split(' ').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_copy_is_compressed_only_with_compress() {
+    // Through the real rsync: what it asks of the source's rsync says whether it compresses.
+    for compress in [false, true] {
+        let w = World::with_real_rsync(true);
+        let out = w.run_script(&DataSyncScript {
+            compress,
+            ..script(false, "root", w.paths())
+        });
+        assert_success(&out);
+        let options = remote_rsync_options(&w.log());
+        assert!(options.len() > 3, "{options:?}");
+        for o in &options {
+            // The short options end at the first '.', after which rsync lists its capabilities.
+            let short = o.split('.').next().unwrap_or_default();
+            assert_eq!(short.contains('z'), compress, "compress={compress}: {o}");
+        }
+    }
 }

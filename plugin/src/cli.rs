@@ -409,6 +409,11 @@ pub struct MigrateCmd {
     #[arg(long, short = 'y')]
     pub yes: bool,
 
+    /// Compress the copy on the wire (rsync -z), for a slow link between the cluster and the
+    /// source; without it the data travels as it is, which is faster on a LAN.
+    #[arg(long, help_heading = SSH)]
+    pub compress: bool,
+
     /// SSH user on the source (needs passwordless sudo when not root).
     #[arg(long, default_value = "root", value_name = "USER", help_heading = SSH)]
     pub user: String,

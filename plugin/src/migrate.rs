@@ -160,6 +160,7 @@ fn args(
         source_fqdn: cmd.source.clone(),
         ssh_user: cmd.user.clone(),
         prepare: cmd.prepare,
+        compress: cmd.compress,
         run_id: clock::run_id(),
         image: cmd.image.clone(),
         tag: cmd.tag.clone(),

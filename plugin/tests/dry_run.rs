@@ -338,3 +338,29 @@ fn the_server_confinement_flags_reach_the_server_deployment() {
         stderr(&out)
     );
 }
+
+#[test]
+fn compress_reaches_the_data_sync_script_and_is_off_by_default() {
+    let env = env();
+    let rsync_lines = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["--dry-run", "-o", "yaml"];
+        args.extend_from_slice(extra);
+        let out = migrate(&env, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("RSYNC=(rsync "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let plain = rsync_lines(&[]);
+    assert!(!plain.is_empty(), "the data-sync script sets RSYNC");
+    assert!(plain.iter().all(|l| !l.contains(" -z")), "{plain:?}");
+    let compressed = rsync_lines(&["--compress"]);
+    assert!(!compressed.is_empty());
+    assert!(
+        compressed.iter().all(|l| l.contains(" -z")),
+        "{compressed:?}"
+    );
+}

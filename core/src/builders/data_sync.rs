@@ -91,6 +91,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
         source_fqdn: params.source_fqdn.clone(),
         ssh_user: params.ssh_user.clone(),
         prepare: params.prepare,
+        compress: params.compress,
         volumes: params
             .volumes
             .iter()
