@@ -49,12 +49,34 @@ fn prepare_with_every_kube_flag(env: &Env) -> std::process::Command {
     cmd
 }
 
+/// Runs a command line the tool printed (`kubectl …`, words without spaces or quotes) with
+/// the test's kubectl.
+fn run_printed(env: &Env, line: &str) -> Output {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"kubectl"), "{line}");
+    env.kubectl()
+        .args(&words[1..])
+        .output()
+        .expect("kubectl runs")
+}
+
+/// The text between `before` and the next backtick.
+fn quoted_after<'a>(text: &'a str, before: &str) -> &'a str {
+    let start = text
+        .find(before)
+        .unwrap_or_else(|| panic!("no {before:?} in:\n{text}"))
+        + before.len();
+    let len = text[start..].find('`').expect("closing backtick");
+    &text[start..start + len]
+}
+
 /// Starts a migration whose data-sync Job runs long, sends `signal` once the Job exists, and
-/// returns the run's output and the Job's name.
+/// returns the run's output and the Job's name. The Job outlasts the run by a few seconds, so
+/// that a re-run still finds it running and waits for it.
 fn interrupted(signal: &str) -> (Env, Output, String) {
     let mut scenario = quick_migration();
     if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        job.duration_ms = 60_000;
+        job.duration_ms = 8_000;
     }
     let env = Env::new(SimConfig {
         scenario,
@@ -116,6 +138,36 @@ fn check_interrupted(signal: &str, code: i32) {
         "the Job is still running: {}",
         jobs[0]["status"]
     );
+
+    // The advice names the whole command line of the run (flags, resolved context and
+    // namespace), and following it resumes: the same Job is waited for, none is started.
+    let again = quoted_after(&stderr, "run `");
+    let expected = format!(
+        "{} migrate {SOURCE} --prepare {}",
+        prefix.replacen("kubectl", "kubectl uyuni", 1),
+        ssh_flags().join(" ")
+    );
+    assert_eq!(again, expected, "{stderr}");
+    let mut quick = env.sim.scenario();
+    if let Some(job) = quick.jobs.get_mut("data-sync") {
+        job.duration_ms = 400;
+    }
+    env.sim.set_scenario(quick);
+    let out = run_printed(&env, again);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains(&format!("await Job job/{job}"))
+                && l.contains("still running; waiting for it")),
+        "the re-run first waits for the Job left running:\n{stderr}"
+    );
+    let jobs = env.jobs_of("data-sync");
+    let first = jobs.iter().find(|j| name(j) == job).expect("the Job");
+    assert_eq!(first["status"]["succeeded"], 1, "{}", first["status"]);
+    // (A --prepare run then copies again to catch up, as each --prepare run does.)
 }
 
 #[test]
