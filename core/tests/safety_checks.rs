@@ -199,3 +199,75 @@ fn the_permissions_of_a_run_name_every_kind_it_writes() {
     let allowed: Vec<(Access, bool)> = needed.iter().map(|a| (a.clone(), true)).collect();
     assert!(access::check(&needed, &allowed).is_ok());
 }
+
+#[test]
+fn the_permissions_of_a_run_name_every_read_it_waits_with() {
+    let params = common::params();
+    let needed = access::needed(&params, &common::empty_cluster());
+    let has = |verb: &str, group: &str, resource: &str, sub: Option<&str>| {
+        needed.iter().any(|a| {
+            a.verb == verb
+                && a.group == group
+                && a.resource == resource
+                && a.subresource.as_deref() == sub
+                && a.namespace.as_deref() == Some("uyuni")
+        })
+    };
+    // What the observation reads, before anything else.
+    assert!(has("get", "", "secrets", None), "{needed:?}");
+    assert!(has("get", "", "configmaps", None));
+    assert!(has("list", "batch", "jobs", None));
+    assert!(
+        needed
+            .iter()
+            .any(|a| a.verb == "get" && a.resource == "namespaces" && a.namespace.is_none()),
+        "the namespace is read cluster-wide"
+    );
+    // Waiting on Jobs: the Job watched, its pods listed and watched, their log read.
+    for verb in ["get", "list", "watch"] {
+        assert!(has(verb, "batch", "jobs", None), "{verb} jobs: {needed:?}");
+        assert!(has(verb, "apps", "deployments", None), "{verb} deployments");
+    }
+    for verb in ["list", "watch"] {
+        assert!(has(verb, "", "pods", None), "{verb} pods");
+        assert!(
+            has(verb, "cert-manager.io", "certificates", None),
+            "{verb} certificates (waited on until Ready)"
+        );
+    }
+    assert!(has("get", "", "pods", Some("log")), "get pods/log");
+    assert!(
+        !has("get", "", "pods", None),
+        "pods are never read one by one"
+    );
+    // Cluster-wide lists whose refusal reads as "none" are not required.
+    assert!(
+        !needed
+            .iter()
+            .any(|a| a.resource == "storageclasses" || a.resource == "ingressclasses"),
+        "{needed:?}"
+    );
+    let log = needed
+        .iter()
+        .find(|a| a.subresource.is_some())
+        .expect("pods/log");
+    assert_eq!(log.describe(), "get pods/log in namespace uyuni");
+    assert_eq!(
+        log.can_i(&uyuni_core::kubectl::Kubectl::BARE),
+        "kubectl -n uyuni auth can-i get pods --subresource=log"
+    );
+    assert!(!log.is_write());
+
+    // The dry run's line counts both.
+    let allowed: Vec<(Access, bool)> = needed.iter().map(|a| (a.clone(), true)).collect();
+    let input = access::input(&needed, &allowed, &uyuni_core::kubectl::Kubectl::BARE);
+    let text = format!("{:?}", input.need);
+    let writes = needed.iter().filter(|a| a.is_write()).count();
+    assert!(
+        text.contains(&format!(
+            "({writes} to write, {} to read",
+            needed.len() - writes
+        )),
+        "{text}"
+    );
+}

@@ -403,6 +403,58 @@ fn a_denied_permission_is_refused_before_any_write_naming_the_check() {
 }
 
 #[test]
+fn a_denied_read_the_run_waits_with_is_refused_before_any_write() {
+    // Without them the run would create its Jobs, stop the source, and only then fail to
+    // follow the data sync.
+    for (verb, resource, described, check) in [
+        (
+            "list",
+            "pods",
+            "list pods in namespace uyuni",
+            "auth can-i list pods",
+        ),
+        (
+            "get",
+            "pods/log",
+            "get pods/log in namespace uyuni",
+            "auth can-i get pods --subresource=log",
+        ),
+    ] {
+        let env = Env::new(SimConfig {
+            scenario: quick_migration(),
+            denied_access: vec![(verb.into(), resource.into())],
+            ..SimConfig::default()
+        });
+        let out = env.migrate(&ssh_flags());
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{described} (`kubectl {} {check}`)",
+                hint_prefix(&env)
+            )) && stderr.contains("Nothing was written"),
+            "{stderr}"
+        );
+        assert_nothing_written(&env);
+
+        // The dry run shows it as the missing part of the Permissions input.
+        let mut flags = ssh_flags();
+        flags.push("--dry-run".into());
+        let out = env.migrate(&flags);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("Permissions"))
+            .unwrap_or_else(|| panic!("no Permissions input:\n{stdout}"));
+        assert!(
+            line.contains("MISSING") && line.contains(described),
+            "{line}"
+        );
+    }
+}
+
+#[test]
 fn an_allowed_run_lists_its_permissions_as_allowed_in_the_dry_run() {
     let env = Env::new(SimConfig {
         scenario: quick_migration(),
@@ -416,7 +468,9 @@ fn an_allowed_run_lists_its_permissions_as_allowed_in_the_dry_run() {
     assert!(
         stdout
             .lines()
-            .any(|l| l.trim_start().starts_with("Permissions") && l.contains("allowed")),
+            .any(|l| l.trim_start().starts_with("Permissions")
+                && l.contains("allowed")
+                && l.contains("to read")),
         "{stdout}"
     );
 }
