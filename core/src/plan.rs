@@ -968,10 +968,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
                     )
                 })?;
             }
-            let name = unique_job_name(
-                format!("{}-prepare-{}", names::DATA_SYNC_JOB_PREFIX, params.run_id),
-                observed,
-            );
+            let name = unique_job_name(data_sync::prepare_job_name(&params.run_id), observed);
             let mut job = data_sync::data_sync_job(&prepare_params);
             job.metadata.name = Some(name.clone());
             steps.push(job_step(

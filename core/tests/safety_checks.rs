@@ -200,6 +200,58 @@ fn the_permissions_of_a_run_name_every_kind_it_writes() {
     assert!(access::check(&needed, &allowed).is_ok());
 }
 
+/// The names of the Jobs and Deployments a whole run from `observed` starts, as the preview
+/// carries it out.
+fn pods_of_the_run(params: &MigrateParams, observed: &Observed) -> Vec<String> {
+    let preview = uyuni_core::preview(params, observed).expect("plans");
+    let mut out: Vec<String> = preview
+        .executed
+        .iter()
+        .filter_map(|step| match &step.action {
+            uyuni_core::plan::Action::RunJob { job, .. } => Some(format!(
+                "Job {}",
+                job.metadata.name.clone().unwrap_or_default()
+            )),
+            uyuni_core::plan::Action::Apply(object) => match &**object {
+                Object::Deployment(d) => Some(format!(
+                    "Deployment {}",
+                    d.metadata.name.clone().unwrap_or_default()
+                )),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_pod_the_plan_runs_has_its_pod_security_level_computed() {
+    // With and without TFTP; from an empty cluster (placeholders after the sync) and from a
+    // finished sync (real data: the database's Jobs and Deployment as they will run).
+    for params in [common::params(), params_with(|a| a.tftp = Some(true))] {
+        let checked: Vec<String> = pod_security::pods(&params)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        for observed in [common::empty_cluster(), common::after_sync(&params)] {
+            let run = pods_of_the_run(&params, &observed);
+            assert!(
+                run.iter().any(|p| p == "Deployment db")
+                    && run.iter().filter(|p| p.starts_with("Job uyuni-db")).count() >= 2,
+                "the run has database pods: {run:?}"
+            );
+            let unchecked: Vec<&String> = run.iter().filter(|p| !checked.contains(p)).collect();
+            assert!(
+                unchecked.is_empty(),
+                "pods the run starts whose PodSecurity level is not computed: {unchecked:?} (checked: {checked:?})"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_permissions_of_a_run_name_every_read_it_waits_with() {
     let params = common::params();
