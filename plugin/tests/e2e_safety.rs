@@ -661,3 +661,66 @@ fn on_a_terminal_yes_runs_the_final_sync() {
     assert!(!writes.is_empty());
     assert_eq!(env.syncs_of_mode("final").len(), 1, "{output}");
 }
+
+#[test]
+fn hints_follow_the_context_each_run_resolved_after_use_context() {
+    let mut scenario = quick_migration();
+    scenario.jobs.insert(
+        "data-sync".into(),
+        JobScript::fail(12, &["rsync error: connection unexpectedly closed"]),
+    );
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    // A kubeconfig of our own with a second context to the same cluster.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config");
+    std::fs::copy(env.kubeconfig(), &config).expect("copy");
+    let kubectl = |args: &[&str]| {
+        let out = env
+            .kubectl()
+            .arg("--kubeconfig")
+            .arg(&config)
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        assert!(out.status.success(), "kubectl {args:?}: {:?}", text(&out));
+    };
+    kubectl(&[
+        "config",
+        "set-context",
+        "second",
+        "--cluster=uyuni-sim",
+        "--user=uyuni-sim-admin",
+    ]);
+    for context in ["second", "uyuni-sim"] {
+        kubectl(&["config", "use-context", context]);
+        let out = env
+            .kubectl()
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(&config)
+            .args(["-n", NS, "migrate", SOURCE, "--prepare"])
+            .args(ssh_flags())
+            .output()
+            .expect("kubectl runs");
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{stderr}");
+        let job = env
+            .jobs_of("data-sync")
+            .iter()
+            .map(|j| name(j).to_owned())
+            .max()
+            .expect("a Job");
+        // The context this run resolved from the current context, not the one of the
+        // earlier run, nor none (a pasted hint would follow a later use-context).
+        assert!(
+            stderr.contains(&format!(
+                "`kubectl --kubeconfig {} --context {context} -n {NS} logs job/{job}`",
+                config.display()
+            )),
+            "{stderr}"
+        );
+    }
+}
