@@ -226,14 +226,31 @@ fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access>
 
 /// Every distinct permission this run needs, from the state it starts from: the reads of each
 /// observation, and the reads and writes of the plan carried out in simulation, as far as it
-/// can be planned now (a plan that stops on an error, such as a missing CA password, yields
-/// the steps before it). Sorted, no duplicates.
+/// can be planned now. A missing CA password does not stop it: the run asks for it when the
+/// plan needs it, and which requests follow does not depend on its value, so the rest is
+/// planned with a stand-in (as the dry run's preview is). Another planning error yields the
+/// steps before it. Sorted, no duplicates.
 pub fn needed(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
     let mut state = observed.clone();
     let mut out = observation_needs(params, observed);
+    let mut with_password: Option<MigrateParams> = None;
     for _ in 0..crate::preview::MAX_STEPS {
-        let Ok(current) = plan(params, &state) else {
-            break;
+        let params = with_password.as_ref().unwrap_or(params);
+        let current = match plan(params, &state) {
+            Ok(current) => current,
+            Err(crate::PlanError::CaPasswordNeeded) if with_password.is_none() => {
+                with_password = Some(MigrateParams {
+                    tls: crate::params::TlsParams {
+                        ca_password: Some(crate::secret::SecretString::new(
+                            crate::observed::PLACEHOLDER,
+                        )),
+                        ..params.tls.clone()
+                    },
+                    ..params.clone()
+                });
+                continue;
+            }
+            Err(_) => break,
         };
         let Some(step) = current.next_step().cloned() else {
             break;

@@ -323,3 +323,23 @@ fn the_permissions_of_a_run_name_every_read_it_waits_with() {
         "{text}"
     );
 }
+
+#[test]
+fn the_permissions_of_a_run_without_the_ca_password_reach_past_the_point_it_is_asked_for() {
+    // After a --prepare copy the final run needs the CA password; the run asks for it there,
+    // and the requests after it are reviewed all the same.
+    let without = params_with(|a| a.ssl_password = None);
+    let after_sync = common::after_sync(&without);
+    assert_eq!(
+        plan(&without, &after_sync).map(|_| ()),
+        Err(PlanError::CaPasswordNeeded)
+    );
+    let needed = access::needed(&without, &after_sync);
+    assert_eq!(needed, access::needed(&common::params(), &after_sync));
+    assert!(
+        needed
+            .iter()
+            .any(|a| a.verb == "patch" && a.resource == "deployments"),
+        "the server's Deployment, planned past the password: {needed:?}"
+    );
+}
