@@ -1016,3 +1016,61 @@ async fn unknown_certificates_fail_at_once_unless_verification_is_skipped() {
     .unwrap();
     bounded(observe(&conn.client, &named)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_resource_not_ready_in_time_is_cleared_by_fixing_the_cause_and_waiting_again() {
+    use uyuni_core::builders::{names, tls};
+    let sim = sim(Scenario::default()).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    // The CA issuer without its CA Secret: cert-manager says why it is not Ready.
+    let issuer = tls::ca_issuer(NS);
+    execute(
+        &conn.client,
+        NS,
+        &apply_step(uyuni_core::Object::Custom(issuer.clone())),
+        &NoProgress,
+    )
+    .await
+    .unwrap();
+    let wait_step = |timeout_seconds| uyuni_core::Step {
+        id: "ca-issuer-ready".to_owned(),
+        description: "wait until the CA issuer is ready".to_owned(),
+        op: uyuni_core::Op::Wait,
+        target: ObjectRef::new(
+            Kind::Custom(uyuni_core::object::CustomKind::Issuer),
+            names::CA_ISSUER,
+        ),
+        reason: "test".to_owned(),
+        action: Action::WaitReady {
+            target: ObjectRef::new(
+                Kind::Custom(uyuni_core::object::CustomKind::Issuer),
+                names::CA_ISSUER,
+            ),
+            wait: uyuni_core::plan::DeploymentWait {
+                timeout_seconds,
+                unschedulable_grace_seconds: uyuni_core::plan::UNSCHEDULABLE_GRACE_SECONDS,
+            },
+        },
+    };
+    let err = bounded(execute(&conn.client, NS, &wait_step(Some(1)), &NoProgress))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EffectsError::NotReady { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("ErrGetKeyPair")
+            && text.contains("fix the cause, then run the command again to keep waiting"),
+        "{text}"
+    );
+    // The cause fixed (the CA Secret written), the same wait again ends Ready.
+    sim.put(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": names::CA_SECRET, "namespace": NS},
+        "stringData": {"tls.crt": "CERT", "tls.key": "KEY"},
+    }))
+    .unwrap();
+    bounded(execute(&conn.client, NS, &wait_step(Some(30)), &NoProgress))
+        .await
+        .unwrap();
+}
