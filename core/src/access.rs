@@ -175,7 +175,9 @@ fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> 
             out
         }
         Action::RunJob { .. } => {
+            // The Job is written by server-side apply, as every object: a patch that creates.
             let mut out = wait_reads("batch", "jobs", namespace);
+            out.push(Access::new("patch", "batch", "jobs", Some(namespace)));
             out.push(Access::new("create", "batch", "jobs", Some(namespace)));
             out
         }

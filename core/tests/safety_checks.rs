@@ -275,6 +275,8 @@ fn the_permissions_of_a_run_name_every_read_it_waits_with() {
             .any(|a| a.verb == "get" && a.resource == "namespaces" && a.namespace.is_none()),
         "the namespace is read cluster-wide"
     );
+    // Jobs are written by server-side apply: a patch that creates.
+    assert!(has("patch", "batch", "jobs", None), "{needed:?}");
     // Waiting on Jobs: the Job watched, its pods listed and watched, their log read.
     for verb in ["get", "list", "watch"] {
         assert!(has(verb, "batch", "jobs", None), "{verb} jobs: {needed:?}");
