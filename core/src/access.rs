@@ -1,7 +1,17 @@
-//! Permissions, before the first write: every write the migration will make, as the
-//! (verb, group, resource, namespace) an authorizer decides on, and the verdict on what the
-//! cluster answered to a `SelfSubjectAccessReview` for each (`effects` asks; the verdict is
-//! pure).
+//! Permissions, before the first write: every request the migration will make, as the
+//! (verb, group, resource, subresource, namespace) an authorizer decides on, and the verdict on
+//! what the cluster answered to a `SelfSubjectAccessReview` for each (`effects` asks; the
+//! verdict is pure). Writes and reads both: a run that may create its Job but not watch its
+//! pods or read their log would stop the source and then fail in the middle of the outage.
+//!
+//! The reads mirror what `effects` requests: a GET of each object the observation names and a
+//! LIST of the migration's Jobs (`effects::observe`); a GET before each apply
+//! (`effects::apply`); for a Job it runs or waits on, the Job watched by name and its pods by
+//! label (a watcher lists, then watches), and `pods/log` to stream and tail the log
+//! (`effects::job`); for a Deployment it waits on or scales, a GET, the Deployment and its
+//! pods watched, and the failing container's log (`effects::deployment`); for a custom
+//! resource it waits on, a watch of its kind (`effects::custom`). The cluster-wide lists of
+//! StorageClasses and IngressClasses are not needed: a refusal there reads as "none".
 //!
 //! Kubernetes authorizes each request by its verb and resource attributes
 //! (https://kubernetes.io/docs/reference/access-authn-authz/authorization/; the review's
@@ -28,6 +38,8 @@ pub struct Access {
     pub group: String,
     /// The plural resource name (`jobs`).
     pub resource: String,
+    /// `log` for `pods/log`; `None` for the resource itself.
+    pub subresource: Option<String>,
     /// `None` for cluster-scoped resources.
     pub namespace: Option<String>,
 }
@@ -38,8 +50,22 @@ impl Access {
             verb: verb.to_owned(),
             group: group.to_owned(),
             resource: resource.to_owned(),
+            subresource: None,
             namespace: namespace.map(str::to_owned),
         }
+    }
+
+    /// `get pods/log`: reading a container's log.
+    fn pod_log(namespace: &str) -> Access {
+        Access {
+            subresource: Some("log".to_owned()),
+            ..Access::new("get", "", "pods", Some(namespace))
+        }
+    }
+
+    /// Whether an authorizer counts it as a write.
+    pub fn is_write(&self) -> bool {
+        !matches!(self.verb.as_str(), "get" | "list" | "watch")
     }
 
     /// `jobs.batch`, `secrets`: the resource as kubectl names it with its group.
@@ -51,19 +77,29 @@ impl Access {
         }
     }
 
-    /// "create jobs.batch in namespace uyuni".
+    /// "create jobs.batch in namespace uyuni", "get pods/log in namespace uyuni".
     pub fn describe(&self) -> String {
+        let resource = match &self.subresource {
+            Some(sub) => format!("{}/{sub}", self.resource_name()),
+            None => self.resource_name(),
+        };
         match &self.namespace {
-            Some(ns) => format!("{} {} in namespace {ns}", self.verb, self.resource_name()),
-            None => format!("{} {} (cluster-wide)", self.verb, self.resource_name()),
+            Some(ns) => format!("{} {resource} in namespace {ns}", self.verb),
+            None => format!("{} {resource} (cluster-wide)", self.verb),
         }
     }
 
-    /// The `kubectl auth can-i` command that checks it, with the run's flags.
+    /// The `kubectl auth can-i` command that checks it, with the run's flags. A subresource
+    /// goes in `--subresource`: `pods/log` would be read as the pod named `log`.
     pub fn can_i(&self, kubectl: &Kubectl) -> String {
+        let sub = self
+            .subresource
+            .as_deref()
+            .map(|s| format!(" --subresource={s}"))
+            .unwrap_or_default();
         kubectl.cmd(
             self.namespace.as_deref(),
-            &format!("auth can-i {} {}", self.verb, self.resource_name()),
+            &format!("auth can-i {} {}{sub}", self.verb, self.resource_name()),
         )
     }
 }
@@ -94,7 +130,30 @@ fn object_namespace(object: &Object) -> Option<String> {
     json["metadata"]["namespace"].as_str().map(str::to_owned)
 }
 
-/// The permissions one step's action needs.
+/// The namespace a kind's object lives in: `None` when cluster-scoped.
+fn kind_namespace(kind: Kind, namespace: &str) -> Option<String> {
+    match kind {
+        Kind::Custom(c) => Some(c.fixed_namespace().unwrap_or(namespace).to_owned()),
+        k if k.namespaced() => Some(namespace.to_owned()),
+        _ => None,
+    }
+}
+
+/// What watching a Job (or a Deployment: `group`, `resource`) and its pods needs: the object
+/// read and watched, its pods listed and watched, their log read.
+fn wait_reads(group: &str, resource: &str, namespace: &str) -> Vec<Access> {
+    let ns = Some(namespace);
+    vec![
+        Access::new("get", group, resource, ns),
+        Access::new("list", group, resource, ns),
+        Access::new("watch", group, resource, ns),
+        Access::new("list", "", "pods", ns),
+        Access::new("watch", "", "pods", ns),
+        Access::pod_log(namespace),
+    ]
+}
+
+/// The permissions one step's action needs, reads and writes.
 fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> {
     match &step.action {
         Action::Apply(object) => {
@@ -105,30 +164,95 @@ fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> 
             } else {
                 None
             };
-            let mut out = vec![Access::new("patch", group, resource, ns.as_deref())];
+            // The apply reads the object's metadata first (what changed).
+            let mut out = vec![
+                Access::new("get", group, resource, ns.as_deref()),
+                Access::new("patch", group, resource, ns.as_deref()),
+            ];
             if !observed.objects.contains_key(&object.object_ref()) {
                 out.push(Access::new("create", group, resource, ns.as_deref()));
             }
             out
         }
-        Action::RunJob { .. } => vec![Access::new("create", "batch", "jobs", Some(namespace))],
-        Action::Scale { .. } => vec![Access::new("patch", "apps", "deployments", Some(namespace))],
-        Action::AwaitJob { .. }
-        | Action::WaitReady { .. }
-        | Action::WaitDeployment { .. }
-        | Action::None => Vec::new(),
+        Action::RunJob { .. } => {
+            // The Job is written by server-side apply, as every object: a patch that creates.
+            let mut out = wait_reads("batch", "jobs", namespace);
+            out.push(Access::new("patch", "batch", "jobs", Some(namespace)));
+            out.push(Access::new("create", "batch", "jobs", Some(namespace)));
+            out
+        }
+        Action::AwaitJob { .. } => wait_reads("batch", "jobs", namespace),
+        Action::Scale { .. } => {
+            let mut out = wait_reads("apps", "deployments", namespace);
+            out.push(Access::new("patch", "apps", "deployments", Some(namespace)));
+            out
+        }
+        Action::WaitDeployment { .. } => wait_reads("apps", "deployments", namespace),
+        Action::WaitReady { target, .. } => {
+            let (group, resource) = group_resource(target.kind);
+            let ns = kind_namespace(target.kind, namespace);
+            vec![
+                Access::new("list", group, resource, ns.as_deref()),
+                Access::new("watch", group, resource, ns.as_deref()),
+            ]
+        }
+        Action::None => Vec::new(),
     }
 }
 
-/// Every distinct permission the writes of this run need, from the state it starts from: the
-/// plan carried out in simulation, as far as it can be planned now (a plan that stops on an
-/// error, such as a missing CA password, yields the writes before it). Sorted, no duplicates.
+/// What each observation reads: a GET of every object it names (custom kinds only where the
+/// cluster serves them, as `effects::observe` skips the others) and a LIST of the Jobs.
+fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
+    let observation = crate::observed::observation(params);
+    let ns = observation.namespace.as_str();
+    let mut out: Vec<Access> = observation
+        .named
+        .iter()
+        .filter(|target| match target.kind {
+            Kind::Custom(c) => observed.serves(c),
+            _ => true,
+        })
+        .map(|target| {
+            let (group, resource) = group_resource(target.kind);
+            Access::new(
+                "get",
+                group,
+                resource,
+                kind_namespace(target.kind, ns).as_deref(),
+            )
+        })
+        .collect();
+    out.push(Access::new("list", "batch", "jobs", Some(ns)));
+    out
+}
+
+/// Every distinct permission this run needs, from the state it starts from: the reads of each
+/// observation, and the reads and writes of the plan carried out in simulation, as far as it
+/// can be planned now. A missing CA password does not stop it: the run asks for it when the
+/// plan needs it, and which requests follow does not depend on its value, so the rest is
+/// planned with a stand-in (as the dry run's preview is). Another planning error yields the
+/// steps before it. Sorted, no duplicates.
 pub fn needed(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
     let mut state = observed.clone();
-    let mut out = Vec::new();
+    let mut out = observation_needs(params, observed);
+    let mut with_password: Option<MigrateParams> = None;
     for _ in 0..crate::preview::MAX_STEPS {
-        let Ok(current) = plan(params, &state) else {
-            break;
+        let params = with_password.as_ref().unwrap_or(params);
+        let current = match plan(params, &state) {
+            Ok(current) => current,
+            Err(crate::PlanError::CaPasswordNeeded) if with_password.is_none() => {
+                with_password = Some(MigrateParams {
+                    tls: crate::params::TlsParams {
+                        ca_password: Some(crate::secret::SecretString::new(
+                            crate::observed::PLACEHOLDER,
+                        )),
+                        ..params.tls.clone()
+                    },
+                    ..params.clone()
+                });
+                continue;
+            }
+            Err(_) => break,
         };
         let Some(step) = current.next_step().cloned() else {
             break;
@@ -171,9 +295,11 @@ pub fn input(
     use crate::phase::Need;
     let missing = missing(needed, answers);
     let need = if missing.is_empty() {
+        let writes = needed.iter().filter(|a| a.is_write()).count();
         Need::Allowed(format!(
-            "{} permission(s) the writes need, checked with SelfSubjectAccessReviews",
-            needed.len()
+            "{} permission(s) the run needs ({writes} to write, {} to read: the objects it observes and waits on, and pods/log for the Jobs' logs), checked with SelfSubjectAccessReviews",
+            needed.len(),
+            needed.len() - writes
         ))
     } else {
         Need::Denied(

@@ -274,7 +274,8 @@ pub enum PlanError {
         needed: &'static str,
         reasons: Vec<String>,
     },
-    /// The user may not make some of the writes the migration makes.
+    /// The user may not make some of the requests (writes, or reads it waits with) the
+    /// migration makes.
     #[error("{}", self.render(&Kubectl::BARE))]
     AccessDenied { missing: Vec<crate::access::Access> },
 }
@@ -356,7 +357,7 @@ impl PlanError {
                 label = crate::pod_security::ENFORCE_LABEL,
             ),
             PlanError::AccessDenied { missing } => format!(
-                "you may not make every write this migration makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
+                "you may not make every request this migration makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
                 missing
                     .iter()
                     .map(|a| format!("{} (`{}`)", a.describe(), a.can_i(kubectl)))
@@ -967,10 +968,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
                     )
                 })?;
             }
-            let name = unique_job_name(
-                format!("{}-prepare-{}", names::DATA_SYNC_JOB_PREFIX, params.run_id),
-                observed,
-            );
+            let name = unique_job_name(data_sync::prepare_job_name(&params.run_id), observed);
             let mut job = data_sync::data_sync_job(&prepare_params);
             job.metadata.name = Some(name.clone());
             steps.push(job_step(

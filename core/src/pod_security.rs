@@ -242,31 +242,52 @@ fn stand_in_data() -> ExtractedData {
 }
 
 /// Every kind of pod the migration runs, by the object that makes it: the image checks, the
-/// data sync, the server and the TFTP server (the pods with the most needs; the database's
-/// Jobs and Deployment run as the data sync's do).
+/// data syncs (final, and the copy while the source serves), the database's Jobs (fixup, upgrade, passwords, migration SQL) and Deployment,
+/// the CA key Job, the server, the hub XML-RPC API, the confidential-computing attestation
+/// and the TFTP server. Each is built by the builder the plan uses, with data that turns every
+/// optional part on, so that no pod of the run escapes the check (a Job that PodSecurity
+/// rejects after the source was stopped would leave it down).
 pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
+    use crate::builders::database;
     let data = stand_in_data();
+    let mut jobs = image_check::jobs(params);
+    jobs.push(data_sync::data_sync_job(params));
+    // A final run without an earlier --prepare copies while the source serves first.
+    let mut prepare_copy = data_sync::data_sync_job(&MigrateParams {
+        prepare: true,
+        ..params.clone()
+    });
+    prepare_copy.metadata.name = Some(data_sync::prepare_job_name(&params.run_id));
+    jobs.push(prepare_copy);
+    // The database Jobs as a PostgreSQL upgrade runs them: the most that runs.
+    let upgrade = crate::pg::Upgrade::Unknown;
+    jobs.push(database::fixup_job(params, &data, upgrade));
+    jobs.push(database::upgrade_job(params, &data, None));
+    jobs.push(database::passwords_job(params, &data, upgrade));
+    jobs.push(database::migration_sql_job(params, &data));
+    jobs.push(crate::builders::tls::ca_key_job(params, &data));
+    let fqdn = crate::builders::tls::server_fqdn(params, &data);
+    let mut deployments = vec![
+        database::db_deployment(params, &data, &database::data_claim(upgrade)),
+        server::server_deployment(params, &data, &fqdn),
+        server::hub_deployment(params, 1),
+        server::coco_deployment(params, &data),
+    ];
+    if params.tftp.enabled != Some(false) {
+        deployments.push(tftp::tftp_deployment(params, &fqdn, 1));
+    }
     let mut out = Vec::new();
-    let mut job = |job: k8s_openapi::api::batch::v1::Job| {
+    for job in jobs {
         let name = format!("Job {}", job.metadata.name.clone().unwrap_or_default());
         if let Some(spec) = job.spec.and_then(|s| s.template.spec) {
             out.push((name, spec));
         }
-    };
-    for j in image_check::jobs(params) {
-        job(j);
     }
-    job(data_sync::data_sync_job(params));
-    let fqdn = crate::builders::tls::server_fqdn(params, &data);
-    let mut deployment = |d: k8s_openapi::api::apps::v1::Deployment| {
+    for d in deployments {
         let name = format!("Deployment {}", d.metadata.name.clone().unwrap_or_default());
         if let Some(spec) = d.spec.and_then(|s| s.template.spec) {
             out.push((name, spec));
         }
-    };
-    deployment(server::server_deployment(params, &data, &fqdn));
-    if params.tftp.enabled != Some(false) {
-        deployment(tftp::tftp_deployment(params, &fqdn, 1));
     }
     out
 }

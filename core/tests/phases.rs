@@ -291,3 +291,101 @@ fn other_refusals_that_advise_running_again_are_cleared_by_doing_what_they_say()
     };
     assert!(plan(&next_run, &gone).is_ok());
 }
+
+/// Carries out the plan from `state` in simulation until its next step runs a Job of `step_id`;
+/// returns the state then and that Job.
+fn until_job_of(
+    params: &MigrateParams,
+    mut state: Observed,
+    step_id: &str,
+) -> (Observed, k8s_openapi::api::batch::v1::Job) {
+    for _ in 0..uyuni_core::preview::MAX_STEPS {
+        let current = plan(params, &state).expect("plans");
+        let step = current
+            .next_step()
+            .cloned()
+            .unwrap_or_else(|| panic!("the run ended without a Job of step {step_id}"));
+        if step.id == step_id
+            && let uyuni_core::Action::RunJob { job, .. } = &step.action
+        {
+            return (state, (**job).clone());
+        }
+        state = uyuni_core::simulate(&state, &params.namespace, &step);
+    }
+    panic!("no Job of step {step_id} within the step limit");
+}
+
+#[test]
+fn a_failed_database_job_whose_script_says_run_again_is_retried_by_the_next_run() {
+    use uyuni_core::builders::database::{
+        FIXUP_STEP, MIGRATION_SQL_STEP, PASSWORDS_STEP, UPGRADE_STEP,
+    };
+    // Each step, with the messages of its script that advise running the migration again and
+    // that a new attempt clears (a fault of the moment: psql refused, the temporary server did
+    // not start or stop, the migration SQL failed).
+    let cases: [(&str, &[&str]); 4] = [
+        (FIXUP_STEP, &[]),
+        (UPGRADE_STEP, &[]),
+        (
+            PASSWORDS_STEP,
+            &[
+                "ALTER ROLE failed for role $role (psql's error is above); run the migration again",
+                "the temporary PostgreSQL server did not start (its log follows); fix the cause, then run the migration again",
+                "the temporary PostgreSQL server did not stop cleanly; run the migration again",
+            ],
+        ),
+        (
+            MIGRATION_SQL_STEP,
+            &[
+                "the migration SQL failed (spacewalk-sql exit code $rc; its error is above): fix the cause, then run the migration again",
+            ],
+        ),
+    ];
+    let params = common::params();
+    for (step_id, messages) in cases {
+        let (state, job) = until_job_of(&params, common::after_sync(&params), step_id);
+        let spec = serde_json::to_string(&job).expect("json");
+        for m in messages {
+            assert!(
+                spec.contains(&m.replace('"', "\\\"")),
+                "step {step_id}: its script says {m:?}"
+            );
+        }
+        let failed_name = job.metadata.name.clone().expect("name");
+        // Still running when a run ended (its wait timed out, or the run was interrupted): the
+        // same command again waits for it, as the timeout's message says, and starts no other.
+        let mut running = state.clone();
+        running.insert(Object::Job(job.clone()));
+        let again = plan(&params, &running).expect("a re-run plans");
+        let awaited = again.next_step().expect("a step");
+        assert!(
+            awaited.id == step_id
+                && matches!(&awaited.action, uyuni_core::Action::AwaitJob { name, .. } if *name == failed_name),
+            "{awaited:?}"
+        );
+        // The Job failed: the same command again plans a new attempt of that very step…
+        let mut failed = state.clone();
+        failed.insert(Object::Job(common::finished(job, false)));
+        let again = plan(&params, &failed).expect("a re-run plans");
+        let retry = again.next_step().expect("a step");
+        assert_eq!(retry.id, step_id, "{retry:?}");
+        assert_eq!(
+            retry.reason,
+            format!("Job {failed_name} failed; running a new attempt")
+        );
+        let uyuni_core::Action::RunJob { job: new, .. } = &retry.action else {
+            panic!("step {step_id}: not a Job run: {retry:?}");
+        };
+        let new_name = new.metadata.name.clone().expect("name");
+        assert_ne!(new_name, failed_name, "a new attempt, the failed Job stays");
+        // …and once it succeeds the run goes past it.
+        let mut cleared = failed;
+        cleared.insert(Object::Job(common::finished((**new).clone(), true)));
+        let next = plan(&params, &cleared).expect("plans");
+        assert!(
+            next.next_step().is_none_or(|s| s.id != step_id),
+            "step {step_id} is done after the new attempt: {:?}",
+            next.next_step()
+        );
+    }
+}

@@ -199,3 +199,149 @@ fn the_permissions_of_a_run_name_every_kind_it_writes() {
     let allowed: Vec<(Access, bool)> = needed.iter().map(|a| (a.clone(), true)).collect();
     assert!(access::check(&needed, &allowed).is_ok());
 }
+
+/// The names of the Jobs and Deployments a whole run from `observed` starts, as the preview
+/// carries it out.
+fn pods_of_the_run(params: &MigrateParams, observed: &Observed) -> Vec<String> {
+    let preview = uyuni_core::preview(params, observed).expect("plans");
+    let mut out: Vec<String> = preview
+        .executed
+        .iter()
+        .filter_map(|step| match &step.action {
+            uyuni_core::plan::Action::RunJob { job, .. } => Some(format!(
+                "Job {}",
+                job.metadata.name.clone().unwrap_or_default()
+            )),
+            uyuni_core::plan::Action::Apply(object) => match &**object {
+                Object::Deployment(d) => Some(format!(
+                    "Deployment {}",
+                    d.metadata.name.clone().unwrap_or_default()
+                )),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_pod_the_plan_runs_has_its_pod_security_level_computed() {
+    // With and without TFTP; from an empty cluster (placeholders after the sync) and from a
+    // finished sync (real data: the database's Jobs and Deployment as they will run).
+    for params in [common::params(), params_with(|a| a.tftp = Some(true))] {
+        let checked: Vec<String> = pod_security::pods(&params)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        for observed in [common::empty_cluster(), common::after_sync(&params)] {
+            let run = pods_of_the_run(&params, &observed);
+            assert!(
+                run.iter().any(|p| p == "Deployment db")
+                    && run.iter().filter(|p| p.starts_with("Job uyuni-db")).count() >= 2,
+                "the run has database pods: {run:?}"
+            );
+            let unchecked: Vec<&String> = run.iter().filter(|p| !checked.contains(p)).collect();
+            assert!(
+                unchecked.is_empty(),
+                "pods the run starts whose PodSecurity level is not computed: {unchecked:?} (checked: {checked:?})"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_permissions_of_a_run_name_every_read_it_waits_with() {
+    let params = common::params();
+    let needed = access::needed(&params, &common::empty_cluster());
+    let has = |verb: &str, group: &str, resource: &str, sub: Option<&str>| {
+        needed.iter().any(|a| {
+            a.verb == verb
+                && a.group == group
+                && a.resource == resource
+                && a.subresource.as_deref() == sub
+                && a.namespace.as_deref() == Some("uyuni")
+        })
+    };
+    // What the observation reads, before anything else.
+    assert!(has("get", "", "secrets", None), "{needed:?}");
+    assert!(has("get", "", "configmaps", None));
+    assert!(has("list", "batch", "jobs", None));
+    assert!(
+        needed
+            .iter()
+            .any(|a| a.verb == "get" && a.resource == "namespaces" && a.namespace.is_none()),
+        "the namespace is read cluster-wide"
+    );
+    // Jobs are written by server-side apply: a patch that creates.
+    assert!(has("patch", "batch", "jobs", None), "{needed:?}");
+    // Waiting on Jobs: the Job watched, its pods listed and watched, their log read.
+    for verb in ["get", "list", "watch"] {
+        assert!(has(verb, "batch", "jobs", None), "{verb} jobs: {needed:?}");
+        assert!(has(verb, "apps", "deployments", None), "{verb} deployments");
+    }
+    for verb in ["list", "watch"] {
+        assert!(has(verb, "", "pods", None), "{verb} pods");
+        assert!(
+            has(verb, "cert-manager.io", "certificates", None),
+            "{verb} certificates (waited on until Ready)"
+        );
+    }
+    assert!(has("get", "", "pods", Some("log")), "get pods/log");
+    assert!(
+        !has("get", "", "pods", None),
+        "pods are never read one by one"
+    );
+    // Cluster-wide lists whose refusal reads as "none" are not required.
+    assert!(
+        !needed
+            .iter()
+            .any(|a| a.resource == "storageclasses" || a.resource == "ingressclasses"),
+        "{needed:?}"
+    );
+    let log = needed
+        .iter()
+        .find(|a| a.subresource.is_some())
+        .expect("pods/log");
+    assert_eq!(log.describe(), "get pods/log in namespace uyuni");
+    assert_eq!(
+        log.can_i(&uyuni_core::kubectl::Kubectl::BARE),
+        "kubectl -n uyuni auth can-i get pods --subresource=log"
+    );
+    assert!(!log.is_write());
+
+    // The dry run's line counts both.
+    let allowed: Vec<(Access, bool)> = needed.iter().map(|a| (a.clone(), true)).collect();
+    let input = access::input(&needed, &allowed, &uyuni_core::kubectl::Kubectl::BARE);
+    let text = format!("{:?}", input.need);
+    let writes = needed.iter().filter(|a| a.is_write()).count();
+    assert!(
+        text.contains(&format!(
+            "({writes} to write, {} to read",
+            needed.len() - writes
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_permissions_of_a_run_without_the_ca_password_reach_past_the_point_it_is_asked_for() {
+    // After a --prepare copy the final run needs the CA password; the run asks for it there,
+    // and the requests after it are reviewed all the same.
+    let without = params_with(|a| a.ssl_password = None);
+    let after_sync = common::after_sync(&without);
+    assert_eq!(
+        plan(&without, &after_sync).map(|_| ()),
+        Err(PlanError::CaPasswordNeeded)
+    );
+    let needed = access::needed(&without, &after_sync);
+    assert_eq!(needed, access::needed(&common::params(), &after_sync));
+    assert!(
+        needed
+            .iter()
+            .any(|a| a.verb == "patch" && a.resource == "deployments"),
+        "the server's Deployment, planned past the password: {needed:?}"
+    );
+}

@@ -1,5 +1,5 @@
-//! Asks the API server, before the first write, whether the user may make each write the
-//! migration makes: one `SelfSubjectAccessReview` per permission (`authorization.k8s.io/v1`;
+//! Asks the API server, before the first write, whether the user may make each request the
+//! migration makes (the core lists them, reads and writes): one `SelfSubjectAccessReview` per permission (`authorization.k8s.io/v1`;
 //! https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access).
 //! The verdict is the core's ([`uyuni_core::access::check`]); this only asks.
 
@@ -26,6 +26,7 @@ pub async fn review(
                     verb: Some(access.verb.clone()),
                     group: Some(access.group.clone()),
                     resource: Some(access.resource.clone()),
+                    subresource: access.subresource.clone(),
                     namespace: access.namespace.clone(),
                     ..ResourceAttributes::default()
                 }),

@@ -492,8 +492,9 @@ fn api_hint(k: &Kubectl, verb: Verb, target: &Target, err: &kube::Error) -> Stri
         kube::Error::Api(status) => status.code,
         _ => 0,
     };
+    // `auth can-i get pods/log` would ask about the pod named `log`.
     let resource = if verb == Verb::Log {
-        "pods/log"
+        "pods --subresource=log"
     } else {
         target.resource.as_str()
     };

@@ -344,6 +344,132 @@ async fn timeout_leaves_the_job_running() {
         "{text}"
     );
     assert!(sim.get("batch/v1", "Job", Some(NS), "sync-slow").is_some());
+
+    // What the message advises: running again finds the Job still running (the planner then
+    // awaits it rather than starting another: core's `phases` test) and waits for it to end.
+    assert!(
+        text.contains("run the command again to wait for it"),
+        "{text}"
+    );
+    let seen = bounded(observe(&conn.client, &observation(Vec::new())))
+        .await
+        .unwrap();
+    let job = seen
+        .jobs_for_step(STEP)
+        .into_iter()
+        .find(|j| j.metadata.name.as_deref() == Some("sync-slow"))
+        .expect("observed");
+    assert!(
+        job.status.as_ref().is_none_or(|s| s.succeeded.is_none()),
+        "still running when the run ended: {:?}",
+        job.status
+    );
+    let rec = Recorder::default();
+    bounded(execute(
+        &conn.client,
+        NS,
+        &await_job_step("sync-slow", STEP, wait(Some(30))),
+        &rec,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(rec.logs(), ["slow"]);
+    assert!(
+        !rec.events()
+            .iter()
+            .any(|e| matches!(e, Ev::JobCreated { .. })),
+        "no second Job"
+    );
+}
+
+/// A Deployment `name` of one replica, managed by the tool.
+fn deployment(name: &str) -> uyuni_core::Object {
+    uyuni_core::Object::Deployment(
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NS, "labels": managed_labels()},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{
+                        "name": "main",
+                        "image": "registry.example.com/uyuni/server:5.1",
+                    }]},
+                },
+            },
+        }))
+        .unwrap(),
+    )
+}
+
+fn wait_deployment_step(name: &str, timeout_seconds: Option<u64>) -> uyuni_core::Step {
+    uyuni_core::Step {
+        id: format!("wait-{name}"),
+        description: format!("wait until {name} is ready"),
+        op: uyuni_core::Op::Wait,
+        target: ObjectRef::new(Kind::Deployment, name),
+        reason: "test".to_owned(),
+        action: Action::WaitDeployment {
+            name: name.to_owned(),
+            wait: uyuni_core::plan::DeploymentWait {
+                timeout_seconds,
+                unschedulable_grace_seconds: uyuni_core::plan::UNSCHEDULABLE_GRACE_SECONDS,
+            },
+        },
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_timeout_is_cleared_by_waiting_again() {
+    let mut scenario = Scenario::default();
+    scenario.deployments.insert(
+        "slow".to_owned(),
+        uyuni_testdata::DeploymentScript {
+            ready_after_ms: Some(3_000),
+            ..uyuni_testdata::DeploymentScript::default()
+        },
+    );
+    let sim = sim(scenario).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    execute(
+        &conn.client,
+        NS,
+        &apply_step(deployment("slow")),
+        &NoProgress,
+    )
+    .await
+    .unwrap();
+    let err = bounded(execute(
+        &conn.client,
+        NS,
+        &wait_deployment_step("slow", Some(1)),
+        &NoProgress,
+    ))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, EffectsError::DeploymentTimeout { .. }),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("is not ready after 1s; it stays in place")
+            && text.contains("run the command again to keep waiting"),
+        "{text}"
+    );
+    // The advice followed: the same wait again (the planner plans it while the Deployment is
+    // not ready) ends when it is.
+    bounded(execute(
+        &conn.client,
+        NS,
+        &wait_deployment_step("slow", Some(30)),
+        &NoProgress,
+    ))
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -421,6 +547,13 @@ async fn await_job_of_a_missing_job_says_so() {
     .await
     .unwrap_err();
     assert!(matches!(err, EffectsError::JobNotFound { .. }), "{err}");
+    // A Job that is gone is not observed, so the next plan runs the step anew (core's
+    // `job_step`): what "plan anew" means.
+    assert!(
+        err.to_string()
+            .ends_with("it may have been deleted: run the command again to plan anew"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -882,4 +1015,62 @@ async fn unknown_certificates_fail_at_once_unless_verification_is_skipped() {
     .await
     .unwrap();
     bounded(observe(&conn.client, &named)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_resource_not_ready_in_time_is_cleared_by_fixing_the_cause_and_waiting_again() {
+    use uyuni_core::builders::{names, tls};
+    let sim = sim(Scenario::default()).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    // The CA issuer without its CA Secret: cert-manager says why it is not Ready.
+    let issuer = tls::ca_issuer(NS);
+    execute(
+        &conn.client,
+        NS,
+        &apply_step(uyuni_core::Object::Custom(issuer.clone())),
+        &NoProgress,
+    )
+    .await
+    .unwrap();
+    let wait_step = |timeout_seconds| uyuni_core::Step {
+        id: "ca-issuer-ready".to_owned(),
+        description: "wait until the CA issuer is ready".to_owned(),
+        op: uyuni_core::Op::Wait,
+        target: ObjectRef::new(
+            Kind::Custom(uyuni_core::object::CustomKind::Issuer),
+            names::CA_ISSUER,
+        ),
+        reason: "test".to_owned(),
+        action: Action::WaitReady {
+            target: ObjectRef::new(
+                Kind::Custom(uyuni_core::object::CustomKind::Issuer),
+                names::CA_ISSUER,
+            ),
+            wait: uyuni_core::plan::DeploymentWait {
+                timeout_seconds,
+                unschedulable_grace_seconds: uyuni_core::plan::UNSCHEDULABLE_GRACE_SECONDS,
+            },
+        },
+    };
+    let err = bounded(execute(&conn.client, NS, &wait_step(Some(1)), &NoProgress))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EffectsError::NotReady { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("ErrGetKeyPair")
+            && text.contains("fix the cause, then run the command again to keep waiting"),
+        "{text}"
+    );
+    // The cause fixed (the CA Secret written), the same wait again ends Ready.
+    sim.put(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": names::CA_SECRET, "namespace": NS},
+        "stringData": {"tls.crt": "CERT", "tls.key": "KEY"},
+    }))
+    .unwrap();
+    bounded(execute(&conn.client, NS, &wait_step(Some(30)), &NoProgress))
+        .await
+        .unwrap();
 }

@@ -120,7 +120,7 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
                 result = work => return result,
                 signal = interrupt() => signal,
             };
-            Err(Interrupted::new(signal, cli, reporter).into())
+            Err(Interrupted::new(signal, cmd, cli, reporter).into())
         }
     }
 }
@@ -178,8 +178,14 @@ struct Interrupted {
 }
 
 impl Interrupted {
-    fn new(signal: Signal, cli: &Cli, reporter: &output::Reporter) -> Interrupted {
-        let kubectl = cli.kube.kubectl_hint();
+    fn new(
+        signal: Signal,
+        cmd: &cli::MigrateCmd,
+        cli: &Cli,
+        reporter: &output::Reporter,
+    ) -> Interrupted {
+        // The context resolved at connection, if the run got that far.
+        let kubectl = migrate::repeat_kubectl(cmd, cli);
         let (namespace, job) = reporter.interrupted_context();
         let namespace = namespace.or_else(|| cli.kube.namespace.clone());
         let ns = namespace.as_deref();
@@ -187,7 +193,12 @@ impl Interrupted {
             ns,
             &format!("get jobs -l {}", uyuni_core::labels::MANAGED_SELECTOR),
         );
-        let resume = "run the same command again to resume where it stopped";
+        // The same run again (same source, --prepare or not, same flags; never --yes: the
+        // outage stays the user's decision), with the namespace the run resolved.
+        let resume = format!(
+            "run `{}` to resume where it stopped",
+            kubectl.migrate(ns, &cmd.source, cmd.prepare)
+        );
         let message = match job {
             Some(job) => format!(
                 "interrupted by {}: Job {job} was already started and keeps running in the cluster; follow it with `{}` (all Jobs of the migration: `{jobs}`); nothing was left half-written; {resume}, it waits for that Job",

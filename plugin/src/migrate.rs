@@ -130,6 +130,19 @@ fn registry_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
     .or_else(|| prompt_secret("Password of the registry user: ")))
 }
 
+/// The connection flags of the run and the `migrate` flags a repeated run needs, from this
+/// process's command line: what every `kubectl uyuni migrate …` the tool prints is built from.
+pub fn repeat_kubectl(cmd: &MigrateCmd, cli: &Cli) -> uyuni_core::kubectl::Kubectl {
+    let argv: Vec<String> = cli::normalize_args(std::env::args_os())
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    uyuni_core::kubectl::Kubectl {
+        migrate_flags: cli::repeat_flags(&argv, &cmd.source),
+        ..cli.kube.kubectl_hint()
+    }
+}
+
 fn args(
     cmd: &MigrateCmd,
     cli: &Cli,
@@ -145,14 +158,7 @@ fn args(
     .into_iter()
     .filter_map(|(flag, v)| v.clone().map(|v| (flag.to_owned(), v)))
     .collect();
-    let argv: Vec<String> = cli::normalize_args(std::env::args_os())
-        .into_iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let kubectl = uyuni_core::kubectl::Kubectl {
-        migrate_flags: cli::repeat_flags(&argv, &cmd.source),
-        ..cli.kube.kubectl_hint()
-    };
+    let kubectl = repeat_kubectl(cmd, cli);
     Ok(MigrateArgs {
         namespace,
         kubectl,

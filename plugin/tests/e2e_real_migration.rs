@@ -466,3 +466,104 @@ fn pod_security_the_plugin_refuses_what_the_real_admission_would_refuse() {
         "{text}"
     );
 }
+
+/// The ClusterRole of a user who may make every request of a migration, and `get pods/log`
+/// only when `with_log`.
+fn migrator_role(with_log: bool) -> Value {
+    let mut rules = vec![
+        serde_json::json!({"apiGroups": [""], "resources": [
+            "namespaces", "secrets", "configmaps", "persistentvolumeclaims",
+            "serviceaccounts", "services", "pods",
+        ], "verbs": ["*"]}),
+        serde_json::json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}),
+        serde_json::json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["*"]}),
+        serde_json::json!({"apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["roles", "rolebindings"], "verbs": ["*"]}),
+        serde_json::json!({"apiGroups": ["networking.k8s.io"],
+            "resources": ["ingresses", "ingressclasses"], "verbs": ["*"]}),
+        serde_json::json!({"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"],
+            "verbs": ["get", "list", "watch"]}),
+        serde_json::json!({"apiGroups": ["cert-manager.io", "traefik.io", "helm.cattle.io"],
+            "resources": ["*"], "verbs": ["*"]}),
+    ];
+    if with_log {
+        rules.push(
+            serde_json::json!({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}),
+        );
+    }
+    serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "uyuni-migrator"},
+        "rules": rules,
+    })
+}
+
+/// RBAC on the real apiserver: a user whose role grants every request of the migration but
+/// `get pods/log` is refused before any write, naming that permission and its `auth can-i`;
+/// granted it too, the dry run finds every permission allowed. So the reviewed list, reads and
+/// the subresource included, is what upstream's authorizer decides on.
+#[test]
+fn rbac_a_user_without_pods_log_is_refused_before_any_write_and_with_it_all_is_allowed() {
+    if !real_plane_or_skip("RBAC review on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&RealConfig::default());
+    let kubectl = |args: &[&str], stdin: &str| env.cluster.kubectl(args, stdin).expect("kubectl");
+    let apply = |object: &Value| {
+        let out = kubectl(&["apply", "-f", "-"], &object.to_string());
+        assert!(out.status.success(), "{}", both(&out));
+    };
+    apply(&migrator_role(false));
+    apply(&serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "uyuni-migrator"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "uyuni-migrator"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+            "name": "migrator"}],
+    }));
+    let as_migrator = |extra: &[&str]| {
+        let mut args = vec!["--as", "migrator", "migrate", SOURCE, "--yes"];
+        args.extend_from_slice(extra);
+        let flags = ssh_flags();
+        args.extend(flags.iter().map(String::as_str));
+        env.uyuni(&args)
+    };
+
+    let out = as_migrator(&[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        stderr.contains("get pods/log in namespace uyuni")
+            && stderr.contains("auth can-i get pods --subresource=log`")
+            && stderr.contains("Nothing was written"),
+        "{stderr}"
+    );
+    let missing = stderr
+        .split("missing: ")
+        .nth(1)
+        .and_then(|m| m.split(". Ask").next())
+        .unwrap_or_default();
+    assert_eq!(
+        missing.matches(" in namespace ").count(),
+        1,
+        "only pods/log is missing: {missing}"
+    );
+    let ns = kubectl(&["get", "namespace", NS], "");
+    assert!(!ns.status.success(), "namespace {NS} was created");
+
+    apply(&migrator_role(true));
+    let out = as_migrator(&["--dry-run"]);
+    let (stdout, _) = text(&out);
+    assert!(out.status.success(), "{}", both(&out));
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("Permissions"))
+        .unwrap_or_else(|| panic!("no Permissions input:\n{stdout}"));
+    assert!(
+        line.contains("allowed") && !line.contains("MISSING"),
+        "{line}"
+    );
+}

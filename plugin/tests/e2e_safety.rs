@@ -49,12 +49,34 @@ fn prepare_with_every_kube_flag(env: &Env) -> std::process::Command {
     cmd
 }
 
+/// Runs a command line the tool printed (`kubectl …`, words without spaces or quotes) with
+/// the test's kubectl.
+fn run_printed(env: &Env, line: &str) -> Output {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"kubectl"), "{line}");
+    env.kubectl()
+        .args(&words[1..])
+        .output()
+        .expect("kubectl runs")
+}
+
+/// The text between `before` and the next backtick.
+fn quoted_after<'a>(text: &'a str, before: &str) -> &'a str {
+    let start = text
+        .find(before)
+        .unwrap_or_else(|| panic!("no {before:?} in:\n{text}"))
+        + before.len();
+    let len = text[start..].find('`').expect("closing backtick");
+    &text[start..start + len]
+}
+
 /// Starts a migration whose data-sync Job runs long, sends `signal` once the Job exists, and
-/// returns the run's output and the Job's name.
+/// returns the run's output and the Job's name. The Job outlasts the run by a few seconds, so
+/// that a re-run still finds it running and waits for it.
 fn interrupted(signal: &str) -> (Env, Output, String) {
     let mut scenario = quick_migration();
     if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        job.duration_ms = 60_000;
+        job.duration_ms = 8_000;
     }
     let env = Env::new(SimConfig {
         scenario,
@@ -116,6 +138,36 @@ fn check_interrupted(signal: &str, code: i32) {
         "the Job is still running: {}",
         jobs[0]["status"]
     );
+
+    // The advice names the whole command line of the run (flags, resolved context and
+    // namespace), and following it resumes: the same Job is waited for, none is started.
+    let again = quoted_after(&stderr, "run `");
+    let expected = format!(
+        "{} migrate {SOURCE} --prepare {}",
+        prefix.replacen("kubectl", "kubectl uyuni", 1),
+        ssh_flags().join(" ")
+    );
+    assert_eq!(again, expected, "{stderr}");
+    let mut quick = env.sim.scenario();
+    if let Some(job) = quick.jobs.get_mut("data-sync") {
+        job.duration_ms = 400;
+    }
+    env.sim.set_scenario(quick);
+    let out = run_printed(&env, again);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains(&format!("await Job job/{job}"))
+                && l.contains("still running; waiting for it")),
+        "the re-run first waits for the Job left running:\n{stderr}"
+    );
+    let jobs = env.jobs_of("data-sync");
+    let first = jobs.iter().find(|j| name(j) == job).expect("the Job");
+    assert_eq!(first["status"]["succeeded"], 1, "{}", first["status"]);
+    // (A --prepare run then copies again to catch up, as each --prepare run does.)
 }
 
 #[test]
@@ -351,6 +403,58 @@ fn a_denied_permission_is_refused_before_any_write_naming_the_check() {
 }
 
 #[test]
+fn a_denied_read_the_run_waits_with_is_refused_before_any_write() {
+    // Without them the run would create its Jobs, stop the source, and only then fail to
+    // follow the data sync.
+    for (verb, resource, described, check) in [
+        (
+            "list",
+            "pods",
+            "list pods in namespace uyuni",
+            "auth can-i list pods",
+        ),
+        (
+            "get",
+            "pods/log",
+            "get pods/log in namespace uyuni",
+            "auth can-i get pods --subresource=log",
+        ),
+    ] {
+        let env = Env::new(SimConfig {
+            scenario: quick_migration(),
+            denied_access: vec![(verb.into(), resource.into())],
+            ..SimConfig::default()
+        });
+        let out = env.migrate(&ssh_flags());
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{described} (`kubectl {} {check}`)",
+                hint_prefix(&env)
+            )) && stderr.contains("Nothing was written"),
+            "{stderr}"
+        );
+        assert_nothing_written(&env);
+
+        // The dry run shows it as the missing part of the Permissions input.
+        let mut flags = ssh_flags();
+        flags.push("--dry-run".into());
+        let out = env.migrate(&flags);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("Permissions"))
+            .unwrap_or_else(|| panic!("no Permissions input:\n{stdout}"));
+        assert!(
+            line.contains("MISSING") && line.contains(described),
+            "{line}"
+        );
+    }
+}
+
+#[test]
 fn an_allowed_run_lists_its_permissions_as_allowed_in_the_dry_run() {
     let env = Env::new(SimConfig {
         scenario: quick_migration(),
@@ -364,7 +468,9 @@ fn an_allowed_run_lists_its_permissions_as_allowed_in_the_dry_run() {
     assert!(
         stdout
             .lines()
-            .any(|l| l.trim_start().starts_with("Permissions") && l.contains("allowed")),
+            .any(|l| l.trim_start().starts_with("Permissions")
+                && l.contains("allowed")
+                && l.contains("to read")),
         "{stdout}"
     );
 }
@@ -554,4 +660,67 @@ fn on_a_terminal_yes_runs_the_final_sync() {
     assert_eq!(code, Some(0), "{output}");
     assert!(!writes.is_empty());
     assert_eq!(env.syncs_of_mode("final").len(), 1, "{output}");
+}
+
+#[test]
+fn hints_follow_the_context_each_run_resolved_after_use_context() {
+    let mut scenario = quick_migration();
+    scenario.jobs.insert(
+        "data-sync".into(),
+        JobScript::fail(12, &["rsync error: connection unexpectedly closed"]),
+    );
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    // A kubeconfig of our own with a second context to the same cluster.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config");
+    std::fs::copy(env.kubeconfig(), &config).expect("copy");
+    let kubectl = |args: &[&str]| {
+        let out = env
+            .kubectl()
+            .arg("--kubeconfig")
+            .arg(&config)
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        assert!(out.status.success(), "kubectl {args:?}: {:?}", text(&out));
+    };
+    kubectl(&[
+        "config",
+        "set-context",
+        "second",
+        "--cluster=uyuni-sim",
+        "--user=uyuni-sim-admin",
+    ]);
+    for context in ["second", "uyuni-sim"] {
+        kubectl(&["config", "use-context", context]);
+        let out = env
+            .kubectl()
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(&config)
+            .args(["-n", NS, "migrate", SOURCE, "--prepare"])
+            .args(ssh_flags())
+            .output()
+            .expect("kubectl runs");
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{stderr}");
+        let job = env
+            .jobs_of("data-sync")
+            .iter()
+            .map(|j| name(j).to_owned())
+            .max()
+            .expect("a Job");
+        // The context this run resolved from the current context, not the one of the
+        // earlier run, nor none (a pasted hint would follow a later use-context).
+        assert!(
+            stderr.contains(&format!(
+                "`kubectl --kubeconfig {} --context {context} -n {NS} logs job/{job}`",
+                config.display()
+            )),
+            "{stderr}"
+        );
+    }
 }

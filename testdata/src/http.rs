@@ -669,12 +669,13 @@ async fn resource_request(
             if rt.create_only {
                 let mut review = body;
                 let attributes = &review["spec"]["resourceAttributes"];
+                let resource = attributes["resource"].as_str().unwrap_or_default();
                 let asked = (
                     attributes["verb"].as_str().unwrap_or_default().to_owned(),
-                    attributes["resource"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
+                    match attributes["subresource"].as_str().filter(|s| !s.is_empty()) {
+                        Some(sub) => format!("{resource}/{sub}"),
+                        None => resource.to_owned(),
+                    },
                 );
                 review["status"] = if shared.config.denied_access.contains(&asked) {
                     json!({"allowed": false, "reason": "denied by SimConfig::denied_access"})

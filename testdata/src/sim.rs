@@ -72,7 +72,8 @@ pub struct SimConfig {
     /// Seeds generated names and uids.
     pub seed: u64,
     /// (verb, resource) pairs a `SelfSubjectAccessReview` answers `allowed: false` for, in
-    /// every namespace (`("create", "jobs")`); everything else is allowed. Only the reviews
+    /// every namespace (`("create", "jobs")`, `("get", "pods/log")` for a subresource);
+    /// everything else is allowed. Only the reviews
     /// answer so: the requests themselves are not refused.
     pub denied_access: Vec<(String, String)>,
 }

@@ -44,6 +44,12 @@ pub fn job_name(run_id: &str) -> String {
     format!("{}-{run_id}", names::DATA_SYNC_JOB_PREFIX)
 }
 
+/// The name of the copy made while the source serves that a final run `run_id` starts with
+/// when no `--prepare` run made one.
+pub fn prepare_job_name(run_id: &str) -> String {
+    format!("{}-prepare-{run_id}", names::DATA_SYNC_JOB_PREFIX)
+}
+
 fn env_from_field(name: &str, path: &str) -> EnvVar {
     EnvVar {
         name: name.to_owned(),

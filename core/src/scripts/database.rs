@@ -445,14 +445,18 @@ pub fn render_passwords(local_root: &str) -> String {
     o.line("  command -v \"$tool\" >/dev/null || fail \"$tool is not in this image: the re-hash needs the DB image (check --db-image)\"");
     o.line("done");
     o.line("");
-    o.line("# Nothing starts PostgreSQL on data that has not been upgraded.");
-    o.line("major=$(pg_major \"$PGDATA\") || fail \"no PG_VERSION in the database volume: the fix-up or the upgrade did not complete; run the migration again\"");
+    o.line(
+        "# Nothing starts PostgreSQL on data that has not been upgraded. This Job runs only once",
+    );
+    o.line("# the fix-up and the upgrade succeeded, and a re-run does not repeat them: data that still");
+    o.line("# fails these checks is cleared by a new final sync (which they then run on anew).");
+    o.line("major=$(pg_major \"$PGDATA\") || fail \"no PG_VERSION in the database volume after the fix-up and the upgrade succeeded: $(resync_advice)\"");
     o.line("[ \"$major\" = \"$TARGET_MAJOR\" ] ||");
-    o.line("  fail \"the database volume holds PostgreSQL $major, not $TARGET_MAJOR: it was not upgraded; run the migration again\"");
+    o.line("  fail \"the database volume holds PostgreSQL $major, not $TARGET_MAJOR, after the fix-up and the upgrade succeeded: $(resync_advice)\"");
     o.line("# The kubelet's fsGroup handling may have made the directory group-writable on some");
     o.line("# volume types, which PostgreSQL refuses; its owner can set it back.");
     o.line("chmod 0700 -- \"$PGDATA\" ||");
-    o.line("  fail \"cannot set the mode of the database directory: it does not belong to postgres (UID 999); run the migration again so that the fix-up gives it back\"");
+    o.line("  fail \"cannot set the mode of the database directory: it does not belong to postgres (UID 999) after the fix-up gave it to it: $(resync_advice)\"");
     o.0.push_str(REHASH_FUNCTIONS);
     o.line("");
     for (user_var, password_var, secret) in REHASHED_ROLES {

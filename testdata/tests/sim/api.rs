@@ -1093,6 +1093,42 @@ async fn self_subject_access_reviews_deny_the_configured_pairs_only() {
 }
 
 #[tokio::test]
+async fn self_subject_access_reviews_tell_a_subresource_from_its_resource() {
+    let sim = start(SimConfig {
+        denied_access: vec![("get".into(), "pods/log".into())],
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim).await;
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    for (subresource, allowed) in [(Some("log"), false), (None, true)] {
+        let mut attributes =
+            json!({"verb": "get", "resource": "pods", "group": "", "namespace": "uyuni"});
+        if let Some(sub) = subresource {
+            attributes["subresource"] = json!(sub);
+        }
+        let (code, _, body) = raw(
+            &c,
+            "POST",
+            path,
+            Some("application/json"),
+            None,
+            Some(json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attributes}
+            })),
+        )
+        .await;
+        assert_eq!(code, 201);
+        assert_eq!(
+            parse(&body)["status"]["allowed"],
+            json!(allowed),
+            "subresource {subresource:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn watches_honour_resource_versions_bookmarks_and_timeouts() {
     let sim = start(SimConfig::default()).await;
     let c = client(&sim).await;
