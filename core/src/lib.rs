@@ -21,6 +21,7 @@ pub mod kubectl;
 pub mod labels;
 pub mod object;
 pub mod observed;
+pub mod outage;
 pub mod params;
 pub mod pg;
 pub mod phase;

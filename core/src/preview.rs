@@ -161,14 +161,6 @@ pub fn safety(params: &MigrateParams, observed: &Observed, preview: &Preview) ->
     }
 }
 
-fn duration_text(seconds: i64) -> String {
-    match seconds {
-        s if s < 60 => format!("{s}s"),
-        s if s < 3600 => format!("{}m {:02}s", s / 60, s % 60),
-        s => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
-    }
-}
-
 impl Safety {
     /// The dry run's "Outage and inputs" section.
     pub fn render(&self, source: &str) -> String {
@@ -183,7 +175,7 @@ impl Safety {
                 match (self.expected_window_seconds, &self.window_job) {
                     (Some(s), Some(job)) => out.push_str(&format!(
                         "  Expected outage: the final copy, about {} or less (the last copy while {source} served, Job {job}, took that long), then the database steps and the server's start.\n",
-                        duration_text(s)
+                        crate::outage::duration_text(s)
                     )),
                     _ => out.push_str(&format!(
                         "  Expected outage: unknown until a copy has run while {source} serves (`--prepare`, or the one this run makes first); the final copy then moves only what changed since.\n"

@@ -1695,3 +1695,27 @@ fn the_copy_is_compressed_only_with_compress() {
         }
     }
 }
+
+#[test]
+fn a_final_run_records_when_it_stopped_the_source_and_a_prepare_run_does_not() {
+    for prepare in [false, true] {
+        let w = World::new(true);
+        let out = w.run(prepare, "root");
+        assert_success(&out);
+        let patches = w.patches();
+        let data = decoded_data(patches.last().expect("the data patch"));
+        let started = data.get(data_keys::OUTAGE_STARTED_AT);
+        let stopped = data.get(data_keys::SERVICES_STOPPED_AT);
+        if prepare {
+            assert_eq!((started, stopped), (None, None), "{data:?}");
+            continue;
+        }
+        let number =
+            |v: Option<&String>| -> i64 { v.expect("recorded").parse().expect("Unix seconds") };
+        let (started, stopped) = (number(started), number(stopped));
+        assert!(
+            started > 1_700_000_000 && started <= stopped,
+            "{started} {stopped}"
+        );
+    }
+}

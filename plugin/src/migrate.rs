@@ -525,10 +525,27 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         tftp: tftp_result(&params, &data),
         tls: data.ssl_summary(),
         notes,
+        // Decided in core from what the cluster recorded (`core::outage`, `phase`).
+        outage: (!params.prepare)
+            .then(|| uyuni_core::outage::report(&observed))
+            .flatten(),
+        expected_outage_seconds: params
+            .prepare
+            .then(|| uyuni_core::phase::expected_window(&observed).map(|(_, s)| s))
+            .flatten(),
         not_built: NOT_BUILT,
     };
     crate::output::print_data(cli.output, &result, |r| {
         let mut text = summary(&params, &data, r.database.volume.as_deref());
+        if let Some(outage) = &r.outage {
+            text.push_str(&format!("\n{}\n", outage.text()));
+        }
+        if let Some(seconds) = r.expected_outage_seconds {
+            text.push_str(&format!(
+                "\nThis copy took {}: the final run copies at most what changed since, with the source's services stopped; the database's fix-up and the server's start come on top.\n",
+                uyuni_core::outage::duration_text(seconds)
+            ));
+        }
         for note in &r.notes {
             text.push_str(&format!("\n{note}\n"));
         }
@@ -555,6 +572,12 @@ struct MigrationResult {
     tftp: TftpResult,
     tls: String,
     notes: Vec<String>,
+    /// After a final run: how long the source was down until the server was ready, by phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outage: Option<uyuni_core::outage::OutageReport>,
+    /// After a `--prepare` run: how long its copy took, the bound of the final run's copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_outage_seconds: Option<i64>,
     not_built: &'static str,
 }
 

@@ -316,12 +316,40 @@ fn the_result_is_printed_as_data_with_o_json_and_yaml() {
             .is_some_and(|j| j.starts_with("uyuni-data-sync-"))
     );
 
+    // The outage, from what the cluster recorded: the simulated sync records no stop time,
+    // so it counts from the final sync's start, and says so.
+    let outage = &result["outage"];
+    assert_eq!(outage["syncJob"], result["syncJob"]);
+    assert_eq!(outage["stopRecorded"], false);
+    let phases: Vec<&str> = outage["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(phases, ["copy", "database", "server-start"]);
+    let sum: i64 = outage["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .map(|p| p["seconds"].as_i64().expect("seconds"))
+        .sum();
+    assert_eq!(outage["seconds"].as_i64(), Some(sum));
+    assert!(result.get("expectedOutageSeconds").is_none());
+
     let again = env.migrate(&["-o".to_owned(), "yaml".to_owned()]);
     assert!(again.status.success(), "{}", text(&again).1);
     let yaml = text(&again).0;
     assert!(
         yaml.contains("mode: final") && yaml.contains("sourcePostgresql:"),
         "{yaml}"
+    );
+    let human = env.migrate(&[]);
+    assert!(
+        text(&human).0.contains("The source was down for ")
+            && text(&human).0.contains("until the server was ready"),
+        "{}",
+        text(&human).0
     );
 }
 

@@ -1196,6 +1196,8 @@ fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("keeps serving"), "{stdout}");
+    // What the final run's copy is bounded by: this copy's time, from the Job's status.
+    assert!(stdout.contains("This copy took "), "{stdout}");
     assert!(
         env.jobs_of("db-fixup").is_empty(),
         "--prepare stops after the sync"

@@ -607,8 +607,12 @@ pub fn render(script: &DataSyncScript) -> String {
         o.line("echo \"Preparing the migration: $SOURCE_FQDN keeps serving\"");
         o.line("on_source 'systemctl start postgresql.service'");
     } else {
+        o.line("# When the outage began and when the services were down, as the Job's clock says;");
+        o.line("# the tool reports the outage from them (core::outage).");
+        o.line("outage_started_at=$(date +%s)");
         o.line("echo \"Stopping the services of $SOURCE_FQDN...\"");
         o.line("on_source 'spacewalk-service stop'");
+        o.line("services_stopped_at=$(date +%s)");
         o.line("# Only for the distribution query below.");
         o.line("on_source 'systemctl start postgresql.service'");
     }
@@ -995,6 +999,16 @@ fn render_extraction(o: &mut Out, script: &DataSyncScript) {
         q(data_keys::HAS_HUBXMLRPC)
     ));
     o.line(&format!("values[{}]=$tftp", q(data_keys::TFTP)));
+    if !script.prepare {
+        o.line(&format!(
+            "values[{}]=$outage_started_at",
+            q(data_keys::OUTAGE_STARTED_AT)
+        ));
+        o.line(&format!(
+            "values[{}]=$services_stopped_at",
+            q(data_keys::SERVICES_STOPPED_AT)
+        ));
+    }
     o.line(&format!("values[{}]=$source_mirror", q(data_keys::MIRROR)));
     o.line(&format!(
         "if on_source 'grep -rqs jdwp /etc/tomcat/conf.d /etc/rhn/taskomatic.conf'; then values[{k}]=true; else values[{k}]=false; fi",

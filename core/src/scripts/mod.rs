@@ -50,4 +50,8 @@ pub mod data_keys {
     /// Third-party server certificate and key, only when there is no Uyuni-generated CA key.
     pub const SERVER_CERT: &str = "server.crt";
     pub const SERVER_KEY: &str = "server.key";
+    /// Final runs only: when the script began to stop the source's services, and when they
+    /// were stopped (Unix seconds, the Job's clock).
+    pub const OUTAGE_STARTED_AT: &str = "outage_started_at";
+    pub const SERVICES_STOPPED_AT: &str = "services_stopped_at";
 }

@@ -1,0 +1,176 @@
+//! The outage a final run caused, as the cluster recorded it: from the moment the final sync
+//! began to stop the source's services until the server was ready, split at the milestones in
+//! between. Pure: every time comes from the observed objects — the final sync Job's start and
+//! completion, the `Available` transitions of Deployments `db` and `uyuni` — and from the
+//! sync's own record of when it stopped the services (keys of Secret `uyuni-migration-data`).
+//! Times have the API's one-second resolution.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use serde::Serialize;
+
+use crate::builders::data_sync;
+use crate::builders::names;
+use crate::builders::server::SERVER_DEPLOYMENT;
+use crate::observed::{JobState, Observed, deployment_ready, job_state};
+use crate::phase::latest_succeeded;
+use crate::scripts::data_keys;
+
+/// One stretch of the outage, ending at a milestone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutagePhase {
+    /// Stable name (`stop`, `copy`, `database`, `server-start`).
+    pub name: &'static str,
+    /// What happened in it, in words.
+    pub what: &'static str,
+    pub seconds: i64,
+}
+
+/// How long the source was down until the server was ready, and where the time went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutageReport {
+    /// The final sync Job that stopped the source.
+    pub sync_job: String,
+    pub seconds: i64,
+    /// In order; their seconds add up to `seconds`.
+    pub phases: Vec<OutagePhase>,
+    /// False when the sync did not record when it stopped the services (data of an older
+    /// version): the outage is then counted from the Job's start, a little early.
+    pub stop_recorded: bool,
+}
+
+/// The report, once the final sync succeeded and both Deployments are ready; `None` before
+/// (or when the cluster did not record the times).
+pub fn report(observed: &Observed) -> Option<OutageReport> {
+    let sync = latest_succeeded(observed, data_sync::sync_mode(false))?;
+    let sync_name = sync.metadata.name.clone()?;
+    let (sync_start, sync_end) = job_times(sync)?;
+    let db_ready = available_since(observed.deployment(names::DB_DEPLOYMENT)?)?;
+    let server_ready = available_since(observed.deployment(SERVER_DEPLOYMENT)?)?;
+    let (started, stopped) = match recorded_stop(observed, &sync_name) {
+        Some((started, stopped)) if started <= stopped && stopped <= sync_end => (started, stopped),
+        _ => (sync_start, sync_start),
+    };
+    let stop_recorded = started != sync_start || stopped != sync_start;
+    // Each milestone no earlier than the one before: clocks of the Job's node and of the
+    // control plane may disagree by a second or so.
+    let copy_done = sync_end.max(stopped);
+    let db_done = db_ready.max(copy_done);
+    let server_done = server_ready.max(db_done);
+    let mut phases = Vec::new();
+    if stop_recorded {
+        phases.push(OutagePhase {
+            name: "stop",
+            what: "the source's services stopped",
+            seconds: stopped - started,
+        });
+    }
+    phases.extend([
+        OutagePhase {
+            name: "copy",
+            what: if stop_recorded {
+                "the final copy"
+            } else {
+                "services stopped and the final copy"
+            },
+            seconds: copy_done - stopped,
+        },
+        OutagePhase {
+            name: "database",
+            what: "database fix-up, upgrade and start",
+            seconds: db_done - copy_done,
+        },
+        OutagePhase {
+            name: "server-start",
+            what: "TLS, services and the server's start",
+            seconds: server_done - db_done,
+        },
+    ]);
+    Some(OutageReport {
+        sync_job: sync_name,
+        seconds: server_done - started,
+        phases,
+        stop_recorded,
+    })
+}
+
+/// `45s`, `3m 12s`, `1h 02m`.
+pub fn duration_text(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+impl OutageReport {
+    /// One line for the run's summary.
+    pub fn text(&self) -> String {
+        let phases: Vec<String> = self
+            .phases
+            .iter()
+            .map(|p| format!("{} {}", p.what, duration_text(p.seconds)))
+            .collect();
+        format!(
+            "The source was down for {} until the server was ready ({}){}.",
+            duration_text(self.seconds),
+            phases.join(", "),
+            if self.stop_recorded {
+                ""
+            } else {
+                "; counted from the final sync's start"
+            }
+        )
+    }
+}
+
+fn job_times(job: &Job) -> Option<(i64, i64)> {
+    if job_state(job) != JobState::Succeeded {
+        return None;
+    }
+    let status = job.status.as_ref()?;
+    let start = status.start_time.as_ref()?.0.as_second();
+    let end = status.completion_time.as_ref()?.0.as_second();
+    (end >= start).then_some((start, end))
+}
+
+/// When the Deployment last became Available, if it is ready now.
+fn available_since(deployment: &Deployment) -> Option<i64> {
+    if !deployment_ready(deployment) {
+        return None;
+    }
+    deployment
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Available" && c.status == "True")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0.as_second())
+}
+
+/// The sync's record of the stop, when the data in the Secret is that Job's.
+fn recorded_stop(observed: &Observed, sync_job: &str) -> Option<(i64, i64)> {
+    let data = observed
+        .secret(names::MIGRATION_DATA_SECRET)?
+        .data
+        .as_ref()?;
+    let text = |key: &str| {
+        data.get(key)
+            .and_then(|v| String::from_utf8(v.0.clone()).ok())
+            .map(|s| s.trim().to_owned())
+    };
+    if text(data_keys::JOB)? != sync_job {
+        return None;
+    }
+    let number = |key: &str| text(key)?.parse::<i64>().ok();
+    Some((
+        number(data_keys::OUTAGE_STARTED_AT)?,
+        number(data_keys::SERVICES_STOPPED_AT)?,
+    ))
+}

@@ -1,0 +1,162 @@
+//! The outage report of a final run (`core::outage`), from the times the cluster recorded.
+
+mod common;
+
+use common::{DATA_SECRET, after_migration, params};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use uyuni_core::builders::{data_sync, names, server::SERVER_DEPLOYMENT};
+use uyuni_core::object::{Kind, Object};
+use uyuni_core::observed::Observed;
+use uyuni_core::outage::{self, OutageReport};
+use uyuni_core::scripts::data_keys;
+
+const T0: i64 = 1_800_000_000;
+
+fn time(s: i64) -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_second(s).expect("time"))
+}
+
+/// A finished migration whose final sync ran from `sync.0` to `sync.1`, whose database became
+/// Available at `db` and the server at `server`; `stop` is what the sync recorded.
+fn migrated(sync: (i64, i64), db: i64, server: i64, stop: Option<(i64, i64)>) -> Observed {
+    let params = params();
+    let mut o = after_migration(&params);
+    let job_name = data_sync::data_sync_job(&params)
+        .metadata
+        .name
+        .expect("name");
+    let Some(Object::Job(job)) = o.get(Kind::Job, &job_name).cloned() else {
+        panic!("the final sync Job");
+    };
+    let mut job = job;
+    let status = job.status.get_or_insert_with(Default::default);
+    status.start_time = Some(time(sync.0));
+    status.completion_time = Some(time(sync.1));
+    o.insert(Object::Job(job));
+    for (name, at) in [(names::DB_DEPLOYMENT, db), (SERVER_DEPLOYMENT, server)] {
+        let Some(Object::Deployment(mut d)) = o.get(Kind::Deployment, name).cloned() else {
+            panic!("Deployment {name}");
+        };
+        let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        d.metadata.generation = Some(1);
+        d.status = Some(DeploymentStatus {
+            observed_generation: Some(1),
+            replicas: Some(replicas),
+            updated_replicas: Some(replicas),
+            ready_replicas: Some(replicas),
+            available_replicas: Some(replicas),
+            conditions: Some(vec![DeploymentCondition {
+                type_: "Available".into(),
+                status: "True".into(),
+                last_transition_time: Some(time(at)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        o.insert(Object::Deployment(d));
+    }
+    if let Some((started, stopped)) = stop {
+        let Some(Object::Secret(mut s)) = o.get(Kind::Secret, DATA_SECRET).cloned() else {
+            panic!("the data Secret");
+        };
+        let data = s.data.get_or_insert_with(Default::default);
+        for (key, value) in [
+            (data_keys::OUTAGE_STARTED_AT, started),
+            (data_keys::SERVICES_STOPPED_AT, stopped),
+        ] {
+            data.insert(key.into(), ByteString(value.to_string().into_bytes()));
+        }
+        o.insert(Object::Secret(s));
+    }
+    o
+}
+
+fn phases(report: &OutageReport) -> Vec<(&str, i64)> {
+    report.phases.iter().map(|p| (p.name, p.seconds)).collect()
+}
+
+#[test]
+fn the_outage_runs_from_the_recorded_stop_to_the_server_being_ready() {
+    let o = migrated((T0, T0 + 130), T0 + 190, T0 + 250, Some((T0 + 10, T0 + 14)));
+    let report = outage::report(&o).expect("a report");
+    assert!(report.stop_recorded);
+    assert_eq!(report.seconds, 240);
+    assert_eq!(
+        phases(&report),
+        [
+            ("stop", 4),
+            ("copy", 116),
+            ("database", 60),
+            ("server-start", 60)
+        ]
+    );
+    assert_eq!(report.phases.iter().map(|p| p.seconds).sum::<i64>(), 240);
+    assert_eq!(
+        report.text(),
+        "The source was down for 4m 00s until the server was ready (the source's services stopped 4s, the final copy 1m 56s, database fix-up, upgrade and start 1m 00s, TLS, services and the server's start 1m 00s)."
+    );
+}
+
+#[test]
+fn without_a_recorded_stop_the_outage_counts_from_the_syncs_start_and_says_so() {
+    let o = migrated((T0, T0 + 30), T0 + 40, T0 + 45, None);
+    let report = outage::report(&o).expect("a report");
+    assert!(!report.stop_recorded);
+    assert_eq!(report.seconds, 45);
+    assert_eq!(
+        phases(&report),
+        [("copy", 30), ("database", 10), ("server-start", 5)]
+    );
+    assert!(
+        report
+            .text()
+            .ends_with("; counted from the final sync's start.")
+    );
+}
+
+#[test]
+fn clocks_a_little_apart_never_give_a_negative_phase() {
+    // The database Deployment seen Available a second before the Job's completion time.
+    let o = migrated((T0, T0 + 30), T0 + 29, T0 + 60, Some((T0 + 2, T0 + 3)));
+    let report = outage::report(&o).expect("a report");
+    assert!(report.phases.iter().all(|p| p.seconds >= 0), "{report:?}");
+    assert_eq!(report.seconds, 58);
+    // A recorded stop after the Job's end is not believed.
+    let o = migrated((T0, T0 + 30), T0 + 40, T0 + 50, Some((T0 + 35, T0 + 36)));
+    assert!(!outage::report(&o).expect("a report").stop_recorded);
+}
+
+#[test]
+fn no_report_before_the_server_is_ready_or_for_data_of_another_job() {
+    let mut o = migrated((T0, T0 + 30), T0 + 40, T0 + 45, Some((T0 + 1, T0 + 2)));
+    let Some(Object::Deployment(mut d)) = o.get(Kind::Deployment, SERVER_DEPLOYMENT).cloned()
+    else {
+        panic!("uyuni");
+    };
+    d.status.as_mut().expect("status").ready_replicas = Some(0);
+    o.insert(Object::Deployment(d));
+    assert_eq!(outage::report(&o), None);
+
+    // Times recorded by another Job's run are not this sync's.
+    let mut o = migrated((T0, T0 + 30), T0 + 40, T0 + 45, Some((T0 + 1, T0 + 2)));
+    let Some(Object::Secret(mut s)) = o.get(Kind::Secret, DATA_SECRET).cloned() else {
+        panic!("secret");
+    };
+    s.data.as_mut().expect("data").insert(
+        data_keys::JOB.into(),
+        ByteString(b"uyuni-data-sync-other".to_vec()),
+    );
+    o.insert(Object::Secret(s));
+    assert!(!outage::report(&o).expect("a report").stop_recorded);
+}
+
+#[test]
+fn a_prepare_only_state_has_no_report() {
+    let p = uyuni_core::params::MigrateParams {
+        prepare: true,
+        ..params()
+    };
+    assert_eq!(outage::report(&common::after_sync(&p)), None);
+}
