@@ -1,8 +1,9 @@
 //! The same requests against `uyuni-sim` and the real control plane (upstream kube-apiserver
-//! v1.37, `scripts/cluster.sh`), through kube-rs: namespace creation, server-side apply of the
-//! objects a migration writes (taken from core's preview, `golden/preview-empty-cluster.yaml`),
-//! an unchanged re-apply, `dryRun=All`, a conflicting apply, objects validation refuses, a
-//! missing object, a watch on Jobs, deletes with propagation and a SelfSubjectAccessReview.
+//! v1.37, `scripts/cluster.sh`), through kube-rs and a few through the real kubectl: namespace
+//! creation, server-side apply of the objects a migration writes (taken from core's preview,
+//! `golden/preview-empty-cluster.yaml`), an unchanged re-apply, `dryRun=All`, conflicting
+//! applies, objects validation refuses, missing objects, a watch on Jobs, deletes with
+//! propagation and a SelfSubjectAccessReview.
 //!
 //! Each answer is reduced to what a client relies on (status code, `reason`, the causes' field
 //! paths, managed fields, what the server added to what was sent), with what legitimately differs
@@ -342,7 +343,7 @@ async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
 }
 
 /// The sequence of requests, against one server; the normalised answers in order.
-async fn run(client: &kube::Client) -> Points {
+async fn run(client: &kube::Client, kubeconfig: &std::path::Path) -> Points {
     let mut points: Points = Vec::new();
     // A write's view is compared part by part, so that a listed difference names the part.
     let mut point = |name: &str, mut value: Value| {
@@ -785,7 +786,71 @@ async fn run(client: &kube::Client) -> Points {
         json!({"code": code, "kind": got["kind"], "spec": got["spec"], "allowed": got["status"]["allowed"]}),
     );
 
+    // The same through the real kubectl, as a user reads it.
+    let dup = serde_json::to_string(&dup_ports_deployment()).expect("JSON");
+    point(
+        "kubectl apply --server-side of duplicate port names",
+        kubectl(kubeconfig, &["apply", "--server-side", "-f", "-"], &dup).await,
+    );
+    point(
+        "kubectl get a missing ConfigMap",
+        kubectl(kubeconfig, &["get", "configmap", "missing", "-n", NS], "").await,
+    );
+    point(
+        "kubectl auth can-i create jobs",
+        kubectl(
+            kubeconfig,
+            &["auth", "can-i", "create", "jobs", "-n", NS],
+            "",
+        )
+        .await,
+    );
+    point(
+        "kubectl get the ConfigMap's data",
+        kubectl(
+            kubeconfig,
+            &[
+                "get",
+                "configmap",
+                "uyuni-migration-ssh",
+                "-n",
+                NS,
+                "-o",
+                "jsonpath={.data}",
+            ],
+            "",
+        )
+        .await,
+    );
+
     points
+}
+
+/// `kubectl --kubeconfig KUBECONFIG ARGS…` (kubectl 1.37 from `UYUNI_KUBECTL_137`, else the one
+/// on PATH) with `stdin`: its exit code, stdout and stderr.
+async fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> Value {
+    use tokio::io::AsyncWriteExt as _;
+    let bin = std::env::var("UYUNI_KUBECTL_137").unwrap_or_else(|_| "kubectl".to_owned());
+    let cache = tempfile::tempdir().expect("tempdir");
+    let mut child = tokio::process::Command::new(bin)
+        .env("KUBECACHEDIR", cache.path())
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes()).await.expect("stdin");
+    }
+    let out = child.wait_with_output().await.expect("kubectl ends");
+    json!({
+        "exit": out.status.code(),
+        "stdout": String::from_utf8_lossy(&out.stdout),
+        "stderr": String::from_utf8_lossy(&out.stderr),
+    })
 }
 
 /// How the real apiserver's answer differs from uyuni-sim's at a point.
@@ -991,14 +1056,23 @@ fn the_same_requests_get_the_same_answers_from_uyuni_sim_and_the_real_apiserver(
         })
         .await
         .expect("uyuni-sim starts");
-        run(&client_for(sim.kubeconfig_path()).await).await
+        run(
+            &client_for(sim.kubeconfig_path()).await,
+            sim.kubeconfig_path(),
+        )
+        .await
     });
     let cluster = starting
         .join()
         .expect("the start did not panic")
         .expect("the real control plane starts");
-    let real_points =
-        runtime.block_on(async { run(&client_for(&cluster.kubeconfig_path()).await).await });
+    let real_points = runtime.block_on(async {
+        run(
+            &client_for(&cluster.kubeconfig_path()).await,
+            &cluster.kubeconfig_path(),
+        )
+        .await
+    });
 
     let names = |p: &Points| p.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
     assert_eq!(names(&sim_points), names(&real_points));
