@@ -413,9 +413,18 @@ async fn run(client: &kube::Client, kubeconfig: &std::path::Path) -> Points {
         .await;
         let same_version =
             again["metadata"]["resourceVersion"] == got["metadata"]["resourceVersion"];
-        // A controller may have written status between the two (Jobs, Deployments): then only
-        // the generation says whether the apply changed the object.
-        let same_generation = again["metadata"]["generation"] == got["metadata"]["generation"];
+        // A controller may have written status between the two (Jobs, Deployments, claims,
+        // cert-manager's kinds): then the generation, the spec and our managed fields (their
+        // time included) say whether the apply changed the object.
+        let ours = |o: &Value| {
+            o["metadata"]["managedFields"]
+                .as_array()
+                .and_then(|m| m.iter().find(|e| e["manager"] == "kubectl-uyuni").cloned())
+        };
+        let same_ours = again["metadata"]["generation"] == got["metadata"]["generation"]
+            && again["spec"] == got["spec"]
+            && ours(&again).is_some()
+            && ours(&again) == ours(&got);
         let kind = obj["kind"].as_str().unwrap_or_default();
         let controlled = [
             "Job",
@@ -429,7 +438,7 @@ async fn run(client: &kube::Client, kubeconfig: &std::path::Path) -> Points {
             &format!("re-apply unchanged {what}"),
             json!({
                 "code": code,
-                "unchanged": if controlled { same_generation } else { same_version },
+                "unchanged": if controlled { same_ours } else { same_version && same_ours },
             }),
         );
     }
