@@ -36,12 +36,17 @@ impl RealEnv {
 
     /// `kubectl uyuni --kubeconfig ADMIN -n uyuni ARGS…` through the real kubectl.
     fn uyuni(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("kubectl runs")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             self.bin.path().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        Command::new("kubectl")
+        let mut command = Command::new("kubectl");
+        command
             .env("PATH", path)
             .env("KUBECACHEDIR", self.cache.path())
             .env_remove("KUBECONFIG")
@@ -52,7 +57,14 @@ impl RealEnv {
             .arg("--kubeconfig")
             .arg(self.cluster.kubeconfig_path())
             .args(["-n", NS])
-            .args(args)
+            .args(args);
+        command
+    }
+
+    /// Like [`RealEnv::uyuni`], without the CA password in the environment.
+    fn uyuni_without_ca_password(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .env_remove("UYUNI_SSL_PASSWORD")
             .output()
             .expect("kubectl runs")
     }
@@ -138,9 +150,10 @@ fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
 }
 
 /// The README's migration, with the fixture's flags, on the real control plane: the server-side
-/// dry run writes nothing; the run completes (every Job Complete by the Job controller, every
-/// Deployment Available by the Deployment controller, every claim Bound to a provisioned
-/// volume); a second run plans nothing and writes nothing.
+/// dry run writes nothing; the run completes, the source's PostgreSQL 16 data upgraded to 18
+/// (every Job Complete by the Job controller, every Deployment Available by the Deployment
+/// controller, every claim Bound to a provisioned volume); a second run plans nothing and
+/// writes nothing.
 #[test]
 fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothing() {
     if !real_plane_or_skip("the migration on the real control plane") {
@@ -187,6 +200,19 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
             job["status"]
         );
     }
+    // The source runs PostgreSQL 16, the image 18: the data is upgraded into a new claim that
+    // the database then runs on.
+    assert!(
+        jobs.iter()
+            .any(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == "db-upgrade"),
+        "no db-upgrade Job: {jobs:#?}"
+    );
+    let db = env.get(&["deployment", "db", "-n", NS]);
+    assert!(
+        claims_of(&db).contains(&"var-pgsql18".to_owned()),
+        "{:?}",
+        claims_of(&db)
+    );
     let deployments = env.items(&["deployments", "-n", NS]);
     assert!(deployments.iter().any(|d| d["metadata"]["name"] == "uyuni"));
     for d in &deployments {
@@ -286,6 +312,139 @@ fn prepare_then_final_on_rke2_with_third_party_certificates() {
     // The certificates came from the files: no cert-manager object was needed or written.
     let cert = env.get(&["secret", "uyuni-cert", "-n", NS]);
     assert_eq!(cert["type"], "kubernetes.io/tls");
+}
+
+/// The Secret's `key`, decoded.
+fn secret_text(env: &RealEnv, name: &str, key: &str) -> Option<String> {
+    use base64::Engine as _;
+    let secret = env.get(&["secret", name, "-n", NS]);
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(secret["data"][key].as_str()?)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+fn claims_of(deployment: &Value) -> Vec<String> {
+    deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["persistentVolumeClaim"]["claimName"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The third TLS mode on the plain flavour: the source has a third-party server certificate and
+/// key but no Uyuni CA key, so the migration keeps that certificate (no Issuer, no CA key Job,
+/// no CA password needed); the source's PostgreSQL is already the image's major, so no upgrade
+/// Job runs. The run completes, Secret uyuni-cert holds the source's certificate and key, and
+/// a second run plans nothing.
+#[test]
+fn a_third_party_certificate_found_on_the_source_is_kept_on_the_real_control_plane() {
+    if !real_plane_or_skip("the source's third-party certificate on the real control plane") {
+        return;
+    }
+    let (cert, key) = {
+        use uyuni_testdata::certs::{Signer, issue};
+        let issued = issue(
+            &serde_json::json!({"dnsNames": [SOURCE]}),
+            Signer::SelfSigned,
+        )
+        .expect("certificate");
+        (issued.tls_crt, issued.tls_key)
+    };
+    let mut scenario = scenarios::migration();
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        job.duration_ms = 300;
+        for effect in &mut job.side_effects {
+            let uyuni_testdata::SideEffect::PatchSecret(p) = effect;
+            p.string_data.remove("ca.key");
+            p.string_data.insert("server.crt".into(), cert.clone());
+            p.string_data.insert("server.key".into(), key.clone());
+            p.string_data.insert("pg_version".into(), "18".into());
+        }
+    }
+    let env = RealEnv::start(&RealConfig {
+        scenario: Some(scenario),
+        flavour: uyuni_testdata::Flavour::Plain,
+        ..RealConfig::default()
+    });
+    // No CA password: the source has no CA key to decrypt.
+    let mut args = vec!["migrate", SOURCE, "--yes"];
+    let flags = ssh_flags();
+    args.extend(flags.iter().map(String::as_str));
+    let out = env.uyuni_without_ca_password(&args);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_no_secret(&out);
+    let key_body = key.lines().nth(1).expect("key line");
+    let (stdout, stderr) = text(&out);
+    assert!(
+        !stdout.contains(key_body) && !stderr.contains(key_body),
+        "the key leaked"
+    );
+
+    let jobs = env.items(&["jobs", "-n", NS]);
+    for job in &jobs {
+        let name = job["metadata"]["name"].as_str().unwrap_or_default();
+        assert_eq!(
+            condition(job, "Complete").as_deref(),
+            Some("True"),
+            "Job {name} is not Complete: {:#}",
+            job["status"]
+        );
+    }
+    let steps: Vec<&str> = jobs
+        .iter()
+        .filter_map(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"].as_str())
+        .collect();
+    assert!(
+        steps.contains(&"data-sync") && steps.contains(&"db-fixup"),
+        "{steps:?}"
+    );
+    assert!(
+        !steps.contains(&"ca-key") && !steps.contains(&"db-upgrade"),
+        "a CA key or upgrade Job ran: {steps:?}"
+    );
+    let server = env.get(&["deployment", "uyuni", "-n", NS]);
+    assert_eq!(
+        condition(&server, "Available").as_deref(),
+        Some("True"),
+        "{:#}",
+        server["status"]
+    );
+    let db = env.get(&["deployment", "db", "-n", NS]);
+    assert_eq!(condition(&db, "Available").as_deref(), Some("True"));
+    assert!(
+        claims_of(&db).contains(&"var-pgsql".to_owned()),
+        "{:?}",
+        claims_of(&db)
+    );
+    // The source's certificate and key, not one issued here.
+    assert_eq!(
+        secret_text(&env, "uyuni-cert", "tls.crt").as_deref(),
+        Some(cert.as_str())
+    );
+    assert_eq!(
+        secret_text(&env, "uyuni-cert", "tls.key").map(|k| k.trim_end().to_owned()),
+        Some(key.trim_end().to_owned())
+    );
+    assert_eq!(
+        env.get(&["secret", "uyuni-cert", "-n", NS])["type"],
+        "kubernetes.io/tls"
+    );
+    let issuers = env.items(&["issuers.cert-manager.io", "-n", NS]);
+    assert!(issuers.is_empty(), "an Issuer was written: {issuers:#?}");
+
+    let before = written_versions(&env);
+    let again = env.uyuni_without_ca_password(&["migrate", SOURCE, "--yes"]);
+    let (_, stderr) = text(&again);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    assert_eq!(
+        written_versions(&env),
+        before,
+        "the second run changed objects"
+    );
 }
 
 /// On the plain flavour, a step whose Job fails (the real Job controller marks it Failed) stops

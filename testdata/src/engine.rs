@@ -134,7 +134,13 @@ impl ApiError {
             let d = details.get_or_insert_with(|| json!({}));
             d["retryAfterSeconds"] = json!(secs);
         }
-        if let Some(d) = details {
+        if let Some(mut d) = details {
+            // `group` is `omitempty` in metav1.StatusDetails: the core group is left out.
+            if let Some(m) = d.as_object_mut()
+                && m.get("group").is_some_and(|g| g == "")
+            {
+                m.remove("group");
+            }
             status["details"] = d;
         }
         status
@@ -549,6 +555,8 @@ impl Shared {
                     ("completionMode", json!("NonIndexed")),
                     ("suspend", json!(false)),
                     ("podReplacementPolicy", json!("TerminatingOrFailed")),
+                    // Upstream's strategy records that the selector was generated.
+                    ("manualSelector", json!(false)),
                 ] {
                     if spec[k].is_null() {
                         spec[k] = v;
@@ -1129,9 +1137,9 @@ impl Shared {
                                 list.join("\n")
                             ),
                         );
-                        e.details = Some(
-                            json!({"name": name, "group": rt.group, "kind": rt.plural, "causes": causes}),
-                        );
+                        // Upstream's apply conflict (`internal.NewConflictError`) names
+                        // no object in its details, only the causes.
+                        e.details = Some(json!({"causes": causes}));
                         return Err(e);
                     }
                 }
@@ -1147,6 +1155,15 @@ impl Shared {
                     .map(|e| e["fieldsV1"].clone());
                 if let Some(previous) = previous {
                     patch::remove_dropped_fields(&mut patched, &previous, &patch::fields_v1(&body));
+                }
+                if opts.force {
+                    patch::take_over_conflicts(
+                        &mut patched,
+                        &existing,
+                        &body,
+                        &manager,
+                        subresource,
+                    );
                 }
                 let mut body_clean = body.clone();
                 if let Some(m) = body_clean["metadata"].as_object_mut() {

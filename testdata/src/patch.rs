@@ -2,7 +2,7 @@
 //! strategic merge patch, JSON patch (RFC 6902), and the `managedFields` bookkeeping of
 //! server-side apply.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 /// RFC 7386: objects merge recursively, `null` deletes, everything else replaces.
 pub fn merge_patch(target: &mut Value, patch: &Value) {
@@ -275,15 +275,33 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Fields of the built-in types that server-side apply treats as one value (`+structType=atomic`,
+/// `+mapType=atomic` in the API types): owned as a whole, never field by field.
+fn atomic_field(field: &str) -> bool {
+    matches!(
+        field,
+        "selector"
+            | "nodeSelector"
+            | "roleRef"
+            | "secretKeyRef"
+            | "configMapKeyRef"
+            | "fieldRef"
+            | "resourceFieldRef"
+    )
+}
+
 /// The `fieldsV1` set of a body, roughly as the API server computes it: one `f:<field>` per
-/// map key; list elements with a merge key become `k:{…}`, other lists are atomic.
+/// map key; list elements with a merge key become `k:{…}` (ports keyed with their protocol,
+/// `TCP` when not given, as the schema's default key), other lists and the atomic fields of
+/// built-in kinds are one value.
 pub fn fields_v1(body: &Value) -> Value {
-    fn walk(v: &Value, field: &str) -> Value {
+    fn walk(v: &Value, field: &str, builtin: bool) -> Value {
         match v {
+            Value::Object(_) if builtin && atomic_field(field) => Value::Object(Map::new()),
             Value::Object(m) => {
                 let mut out = Map::new();
                 for (k, child) in m {
-                    out.insert(format!("f:{k}"), walk(child, k));
+                    out.insert(format!("f:{k}"), walk(child, k, builtin));
                 }
                 Value::Object(out)
             }
@@ -294,7 +312,15 @@ pub fn fields_v1(body: &Value) -> Value {
                     if let Some(key) = keys.iter().find(|k| item.get(**k).is_some()) {
                         let mut key_obj = Map::new();
                         key_obj.insert((*key).to_string(), item[*key].clone());
-                        let mut entry = walk(item, "");
+                        if field == "ports" {
+                            key_obj.insert(
+                                "protocol".to_string(),
+                                item.get("protocol")
+                                    .cloned()
+                                    .unwrap_or_else(|| json!("TCP")),
+                            );
+                        }
+                        let mut entry = walk(item, "", builtin);
                         if let Value::Object(m) = &mut entry {
                             m.insert(".".to_string(), Value::Object(Map::new()));
                         }
@@ -306,6 +332,11 @@ pub fn fields_v1(body: &Value) -> Value {
             _ => Value::Object(Map::new()),
         }
     }
+    let group = body["apiVersion"]
+        .as_str()
+        .and_then(|v| v.rsplit_once('/'))
+        .map_or("", |(g, _)| g);
+    let builtin = !group.contains('.') || group.ends_with(".k8s.io");
     let mut top = body.clone();
     if let Value::Object(m) = &mut top {
         // The identity fields are not owned by anyone.
@@ -323,9 +354,12 @@ pub fn fields_v1(body: &Value) -> Value {
             ] {
                 meta.remove(k);
             }
+            if meta.is_empty() {
+                m.remove("metadata");
+            }
         }
     }
-    walk(&top, "")
+    walk(&top, "", builtin)
 }
 
 /// Removes from `obj` the leaf fields the manager owned before (`old`) but no longer applies
@@ -339,7 +373,19 @@ pub fn remove_dropped_fields(obj: &mut Value, old: &Value, new: &Value) {
         let Some(field) = k.strip_prefix("f:") else {
             continue;
         };
+        let granular = old_child
+            .as_object()
+            .is_some_and(|m| m.keys().any(|c| c.starts_with("f:")));
         match new.get(k) {
+            // A map owned field by field loses only those fields (`metadata` keeps its name).
+            None if granular => {
+                if let Some(child) = obj_m.get_mut(field) {
+                    remove_dropped_fields(child, old_child, &Value::Object(Map::new()));
+                    if child.as_object().is_some_and(Map::is_empty) {
+                        obj_m.remove(field);
+                    }
+                }
+            }
             None => {
                 obj_m.remove(field);
             }
@@ -380,13 +426,26 @@ fn has_path(fields: &Value, path: &[String]) -> bool {
 }
 
 /// Server-side apply conflicts: fields this apply sets to a value different from the current
-/// one while another manager applied them. Returns `(manager, .path)` pairs.
+/// one while another manager owns them, by apply or by update (structured-merge-diff's
+/// `ConflictError`). Returns `(manager, .path)` pairs.
 pub fn apply_conflicts(
     existing: &Value,
     body: &Value,
     manager: &str,
     subresource: Option<&str>,
 ) -> Vec<(String, String)> {
+    conflicting_paths(existing, body, manager, subresource)
+        .into_iter()
+        .map(|(other, path)| (other, format!(".{}", path.join("."))))
+        .collect()
+}
+
+fn conflicting_paths(
+    existing: &Value,
+    body: &Value,
+    manager: &str,
+    subresource: Option<&str>,
+) -> Vec<(String, Vec<String>)> {
     let mut paths = Vec::new();
     leaf_paths(&fields_v1(body), &mut Vec::new(), &mut paths);
     let mut out = Vec::new();
@@ -396,8 +455,7 @@ pub fn apply_conflicts(
         .flatten()
     {
         let other = entry["manager"].as_str().unwrap_or_default();
-        if other == manager
-            || entry["operation"] != "Apply"
+        if (other == manager && entry["operation"] == "Apply")
             || entry["subresource"].as_str() != subresource
         {
             continue;
@@ -406,11 +464,62 @@ pub fn apply_conflicts(
             if has_path(&entry["fieldsV1"], path)
                 && value_at(existing, path) != value_at(body, path)
             {
-                out.push((other.to_string(), format!(".{}", path.join("."))));
+                out.push((other.to_string(), path.clone()));
             }
         }
     }
     out
+}
+
+/// A forced apply takes the conflicting fields over: the other managers no longer own them,
+/// and a manager left owning nothing loses its entry.
+pub fn take_over_conflicts(
+    obj: &mut Value,
+    existing: &Value,
+    body: &Value,
+    manager: &str,
+    subresource: Option<&str>,
+) {
+    let conflicts = conflicting_paths(existing, body, manager, subresource);
+    if conflicts.is_empty() {
+        return;
+    }
+    let Some(entries) = obj["metadata"]["managedFields"].as_array_mut() else {
+        return;
+    };
+    for entry in entries.iter_mut() {
+        let other = entry["manager"].as_str().unwrap_or_default().to_owned();
+        if (other == manager && entry["operation"] == "Apply")
+            || entry["subresource"].as_str() != subresource
+        {
+            continue;
+        }
+        for (_, path) in conflicts.iter().filter(|(m, _)| *m == other) {
+            remove_field(&mut entry["fieldsV1"], path);
+        }
+    }
+    entries.retain(|e| e["fieldsV1"].as_object().is_none_or(|m| !m.is_empty()));
+}
+
+/// Removes `path` from a fieldsV1 set, and the maps it leaves empty.
+fn remove_field(fields: &mut Value, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    let Some(m) = fields.as_object_mut() else {
+        return;
+    };
+    let key = format!("f:{first}");
+    if rest.is_empty() {
+        m.remove(&key);
+        return;
+    }
+    if let Some(child) = m.get_mut(&key) {
+        remove_field(child, rest);
+        if child.as_object().is_some_and(|c| c.is_empty()) {
+            m.remove(&key);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -475,7 +584,7 @@ mod tests {
     }
 
     #[test]
-    fn apply_conflicts_with_other_appliers_only() {
+    fn apply_conflicts_with_other_managers_applies_and_updates_alike() {
         let existing = json!({
             "metadata": {"managedFields": [
                 {"manager": "a", "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
@@ -486,9 +595,19 @@ mod tests {
         let body = json!({"spec": {"replicas": 2, "paused": true}});
         assert_eq!(
             apply_conflicts(&existing, &body, "c", None),
-            vec![("a".to_string(), ".spec.replicas".to_string())]
+            vec![
+                ("a".to_string(), ".spec.replicas".to_string()),
+                ("b".to_string(), ".spec.paused".to_string())
+            ]
         );
-        assert!(apply_conflicts(&existing, &body, "a", None).is_empty());
+        assert_eq!(
+            apply_conflicts(&existing, &body, "a", None),
+            vec![("b".to_string(), ".spec.paused".to_string())]
+        );
+        // Forced, the fields change hands; b owned nothing else and loses its entry.
+        let mut obj = existing.clone();
+        take_over_conflicts(&mut obj, &existing, &body, "c", None);
+        assert_eq!(obj["metadata"]["managedFields"], json!([]));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Just enough of Kubernetes' protobuf encoding to read what kubectl's typed commands send
 //! (`kubectl create namespace|configmap|secret` post protobuf bodies and do not fall back to
-//! JSON): the `k8s\0` envelope, ObjectMeta's common fields, and Namespace, ConfigMap and Secret.
+//! JSON): the `k8s\0` envelope, ObjectMeta's common fields, and Namespace, ConfigMap, Secret and
+//! SelfSubjectAccessReview.
 //! Answers stay JSON (those clients accept it).
 
 use base64::Engine as _;
@@ -110,7 +111,48 @@ fn object_meta(b: &[u8]) -> Option<Value> {
     Some(Value::Object(meta))
 }
 
-/// Decodes a `k8s\0`-enveloped Namespace, ConfigMap or Secret into its JSON form.
+/// The string fields of a message, by field number (embedded messages left out).
+fn strings(b: &[u8], names: &[(u64, &str)]) -> Option<Value> {
+    let mut out = Map::new();
+    for (n, f) in fields(b)? {
+        if let (Some((_, name)), Field::Bytes(v)) = (names.iter().find(|(m, _)| *m == n), f) {
+            out.insert((*name).to_owned(), text(v));
+        }
+    }
+    Some(Value::Object(out))
+}
+
+/// `SelfSubjectAccessReviewSpec` (k8s.io/api/authorization/v1/generated.proto), what `kubectl
+/// auth can-i` sends as protobuf: its resource or non-resource attributes (the field and label
+/// selector attributes left out).
+fn review_spec(b: &[u8]) -> Option<Value> {
+    let mut spec = Map::new();
+    for (n, f) in fields(b)? {
+        match (n, f) {
+            (1, Field::Bytes(v)) => {
+                let names = [
+                    (1, "namespace"),
+                    (2, "verb"),
+                    (3, "group"),
+                    (4, "version"),
+                    (5, "resource"),
+                    (6, "subresource"),
+                    (7, "name"),
+                ];
+                spec.insert("resourceAttributes".into(), strings(v, &names)?);
+            }
+            (2, Field::Bytes(v)) => {
+                let names = [(1, "path"), (2, "verb")];
+                spec.insert("nonResourceAttributes".into(), strings(v, &names)?);
+            }
+            _ => {}
+        }
+    }
+    Some(Value::Object(spec))
+}
+
+/// Decodes a `k8s\0`-enveloped Namespace, ConfigMap, Secret or SelfSubjectAccessReview into its
+/// JSON form.
 pub fn decode(body: &[u8]) -> Option<Value> {
     let unknown = body.strip_prefix(b"k8s\0")?;
     let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
@@ -144,7 +186,8 @@ pub fn decode(body: &[u8]) -> Option<Value> {
             ("Secret", 2, Field::Bytes(v)) => map_entry(v, &mut data, true)?,
             ("Secret", 3, Field::Bytes(v)) => obj["type"] = text(v),
             ("Secret", 4, Field::Bytes(v)) => map_entry(v, &mut string_data, false)?,
-            ("Namespace" | "ConfigMap" | "Secret", _, _) => {}
+            ("SelfSubjectAccessReview", 2, Field::Bytes(v)) => obj["spec"] = review_spec(v)?,
+            ("Namespace" | "ConfigMap" | "Secret" | "SelfSubjectAccessReview", _, _) => {}
             _ => return None,
         }
     }
@@ -180,6 +223,34 @@ mod tests {
                 "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                 "metadata": {"name": "s", "namespace": "uyuni"},
                 "data": {"k": B64.encode(b"v\x00")},
+            }))
+        );
+    }
+
+    #[test]
+    fn decodes_a_self_subject_access_review() {
+        let attributes = [
+            field(1, b"uyuni"),
+            field(2, b"create"),
+            field(3, b"batch"),
+            field(5, b"jobs"),
+        ]
+        .concat();
+        let raw = [field(1, &[]), field(2, &field(1, &attributes))].concat();
+        let type_meta = [
+            field(1, b"authorization.k8s.io/v1"),
+            field(2, b"SelfSubjectAccessReview"),
+        ]
+        .concat();
+        let body = [b"k8s\0".to_vec(), field(1, &type_meta), field(2, &raw)].concat();
+        assert_eq!(
+            decode(&body),
+            Some(json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "metadata": {},
+                "spec": {"resourceAttributes": {
+                    "namespace": "uyuni", "verb": "create", "group": "batch", "resource": "jobs",
+                }},
             }))
         );
     }

@@ -308,7 +308,7 @@ async fn create_get_conflicts_and_not_found() {
     assert_eq!(status["message"], json!("configmaps \"missing\" not found"));
     assert_eq!(
         status["details"],
-        json!({"name": "missing", "group": "", "kind": "configmaps"})
+        json!({"name": "missing", "kind": "configmaps"})
     );
 
     // A namespace that does not exist.
