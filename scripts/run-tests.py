@@ -34,6 +34,9 @@ LONG = [
     "properties",  # ~70 s, CPU-bound
     "e2e_real_admission",
     "e2e_safety",
+    "e2e",
+    "dry_run",
+    "e2e_rerun",
     "node_agent",
     "differential",
     "cluster_addons",
