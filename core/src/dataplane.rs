@@ -33,6 +33,34 @@ pub struct DataPlane {
     pub measurement: String,
     /// What is known of the database before the sync.
     pub database: String,
+    /// What the sync does while the source serves and what it does once its services are
+    /// stopped, in order (the final run; a `--prepare` run stops nothing).
+    pub order: Vec<String>,
+}
+
+/// The data-sync script's order (`scripts::data_sync::render`), in words.
+fn sync_order(params: &MigrateParams) -> Vec<String> {
+    let source = &params.source_fqdn;
+    if params.prepare {
+        return vec![format!(
+            "while {source} serves: the distribution query, then a copy of every volume (nothing is stopped)"
+        )];
+    }
+    vec![
+        format!(
+            "while {source} serves: the distribution query, the rsync filter, a catch-up copy of every volume"
+        ),
+        format!(
+            "the outage begins: {source}'s services and PostgreSQL stop, then the copy of what changed since (the database with checksums{})",
+            if params.compress {
+                ""
+            } else {
+                "; uncompressed, --compress for a slow link"
+            }
+        ),
+        "then the database steps and the server's start; the run reports how long each took"
+            .to_owned(),
+    ]
 }
 
 /// Bytes of a Kubernetes quantity (`10Gi`, `1.5Ti`, `500M`, `1e9`), if it parses.
@@ -156,6 +184,7 @@ pub fn data_plane(
             Err(reason) => reason.to_owned(),
         },
         database,
+        order: sync_order(params),
     }
 }
 
@@ -184,6 +213,9 @@ impl DataPlane {
             ));
         }
         out.push_str(&format!("  Database: {}.\n", self.database));
+        for (i, step) in self.order.iter().enumerate() {
+            out.push_str(&format!("  {}. {step}.\n", i + 1));
+        }
         out
     }
 
@@ -260,5 +292,29 @@ mod tests {
                 .all(|v| v.source_bytes.is_none() && !v.too_small)
         );
         assert!(unmeasured.render().contains("no local SSH key"));
+    }
+
+    #[test]
+    fn the_order_says_what_happens_before_and_after_the_stop() {
+        let params = MigrateParams::from_args(&crate::params::tests::args()).expect("valid params");
+        let plane = data_plane(&params, &Observed::default(), Err("not measured"));
+        assert_eq!(plane.order.len(), 3, "{:?}", plane.order);
+        assert!(plane.order[0].contains("serves") && plane.order[0].contains("catch-up"));
+        assert!(plane.order[1].starts_with("the outage begins"));
+        assert!(plane.order[1].contains("--compress"));
+        assert!(plane.render().contains("  2. the outage begins: "));
+        let compressed = MigrateParams {
+            compress: true,
+            ..params.clone()
+        };
+        let plane = data_plane(&compressed, &Observed::default(), Err("not measured"));
+        assert!(!plane.order[1].contains("--compress"));
+        let prepare = MigrateParams {
+            prepare: true,
+            ..params
+        };
+        let plane = data_plane(&prepare, &Observed::default(), Err("not measured"));
+        assert_eq!(plane.order.len(), 1);
+        assert!(plane.order[0].contains("nothing is stopped"));
     }
 }

@@ -150,7 +150,9 @@ fn production_paths_are_the_shared_constants() {
 
 #[test]
 fn every_volume_is_synced_in_order_database_included() {
-    let text = render(&script(false, "root", ScriptPaths::production()));
+    let rendered = render(&script(false, "root", ScriptPaths::production()));
+    // The copy after the stop (step 7); the catch-up copy before it is checked below.
+    let text = &rendered[rendered.find("# Step 7").expect("step 7")..];
     let mut last = 0;
     for v in production_volumes() {
         let links =
@@ -173,27 +175,46 @@ fn every_volume_is_synced_in_order_database_included() {
         last = at;
     }
     assert!(text.contains("sync_volume 'var-pgsql' '/var/lib/pgsql/data' -L checksum required\n"));
-    assert!(text.contains("compare=(--checksum)"));
-    assert!(text.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
-    assert!(text.contains("rsync -a -z --trust-sender -e \"$RSYNC_RSH\""));
+    assert!(rendered.contains("compare=(--checksum)"));
+    assert!(rendered.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
+    assert!(rendered.contains("rsync -a --trust-sender -e \"$RSYNC_RSH\""));
+    // The catch-up copy while the source serves: every volume, quick, before the stop.
+    let catch_up = &rendered[rendered.find("VANISHED_OK=1").expect("catch-up")
+        ..rendered.find("spacewalk-service stop").expect("stop")];
+    for v in production_volumes() {
+        assert!(
+            catch_up.contains(&format!("sync_volume '{}' '{}' ", v.name, v.path))
+                && !catch_up.contains("checksum"),
+            "{} in the catch-up copy",
+            v.path
+        );
+    }
 }
 
 #[test]
-fn final_stops_services_and_postgresql_before_the_copy() {
+fn final_reads_and_catches_up_while_serving_then_stops_services_and_postgresql_before_the_copy() {
     let text = render(&script(false, "root", ScriptPaths::production()));
-    let stop = text
-        .find("on_source 'spacewalk-service stop'")
-        .expect("stop");
-    let start = text
-        .find("on_source 'systemctl start postgresql.service'")
-        .expect("start pg");
-    let stop_pg = text
-        .find("on_source 'systemctl stop postgresql.service'")
-        .expect("stop pg");
-    let db = text
-        .find("sync_volume 'var-pgsql' '/var/lib/pgsql/data'")
-        .expect("db sync");
-    assert!(stop < start && start < stop_pg && stop_pg < db);
+    let at = |what: &str| text.find(what).unwrap_or_else(|| panic!("{what}"));
+    let start = at("on_source 'systemctl start postgresql.service'");
+    let distros = at("spacewalk-sql --select-mode -");
+    let filter = at("} >\"$WORK_DIR/exclude_list\"");
+    let catch_up = at("sync_volume 'var-pgsql' '/var/lib/pgsql/data' -L quick required");
+    let stop = at("on_source 'spacewalk-service stop'");
+    let stop_pg = at("on_source 'systemctl stop postgresql.service'");
+    let db = at("sync_volume 'var-pgsql' '/var/lib/pgsql/data' -L checksum required");
+    assert!(
+        start < distros
+            && distros < filter
+            && filter < catch_up
+            && catch_up < stop
+            && stop < stop_pg
+            && stop_pg < db
+    );
+    // PostgreSQL is not started again once the outage began.
+    assert_eq!(
+        text.matches("systemctl start postgresql.service").count(),
+        1
+    );
 }
 
 #[test]
@@ -646,12 +667,24 @@ fn final_run_with_the_uyuni_ca() {
     let sql = remote("spacewalk-sql --select-mode -").expect("distros query");
     let pg_stop = remote("systemctl stop postgresql.service").expect("pg stopped");
     let hub = remote("systemctl is-active --quiet hub-xmlrpc-api.service").expect("hub query");
-    let db_copy = position(&log, |l| {
+    let db_catch_up = position(&log, |l| {
         l.starts_with("rsync ") && l.contains(":/var/lib/pgsql/data/ ")
+    })
+    .expect("database caught up");
+    let db_copy = position(&log, |l| {
+        l.starts_with("rsync ") && l.contains(":/var/lib/pgsql/data/ ") && l.contains("--checksum")
     })
     .expect("database copied");
     assert!(hub < sw_stop, "the hub is asked before the services stop");
-    assert!(sw_stop < pg_start && pg_start < sql && sql < pg_stop && pg_stop < db_copy);
+    // Everything that can happen while the source serves happens before the stop.
+    assert!(
+        pg_start < sql
+            && sql < db_catch_up
+            && db_catch_up < sw_stop
+            && sw_stop < pg_stop
+            && pg_stop < db_copy,
+        "{log:?}"
+    );
     // Every source command went through sudo -n, every ssh call had the mounted material.
     for l in log.iter().filter(|l| l.starts_with("remote-raw ")) {
         assert!(l.starts_with("remote-raw sudo -n "), "{l}");
@@ -676,7 +709,7 @@ fn final_run_with_the_uyuni_ca() {
     for l in log.iter().filter(|l| l.starts_with("rsync ")) {
         assert!(l.contains("--rsync-path=sudo -n rsync"), "{l}");
         assert!(l.contains(&format!("-e ssh -i '{}'", key.display())), "{l}");
-        assert!(l.contains("-a -z --trust-sender"), "{l}");
+        assert!(l.contains("-a --trust-sender"), "{l}");
     }
     let db_rsync = &log[db_copy];
     assert!(
@@ -815,7 +848,11 @@ fn final_run_with_the_uyuni_ca() {
     let patches = w.patches();
     assert_eq!(patches.len(), 2, "{patches:?}");
     assert_eq!(patches[0].trim(), "{\"data\":null}");
-    let data = decoded_data(&patches[1]);
+    let mut data = decoded_data(&patches[1]);
+    // The outage's times (a_final_run_records_when_it_stopped_the_source_… checks them).
+    for key in [data_keys::OUTAGE_STARTED_AT, data_keys::SERVICES_STOPPED_AT] {
+        assert!(data.remove(key).is_some(), "{key} recorded");
+    }
     let expected: BTreeMap<String, String> = [
         (data_keys::JOB, JOB_NAME),
         (data_keys::TIMEZONE, "Europe/Berlin"),
@@ -871,7 +908,11 @@ fn final_run_with_the_uyuni_ca() {
     .map(|p| w.read_local(p))
     .collect();
     assert_eq!(before, after);
-    assert_eq!(decoded_data(&w.patches()[1]), expected);
+    let mut again_data = decoded_data(&w.patches()[1]);
+    for key in [data_keys::OUTAGE_STARTED_AT, data_keys::SERVICES_STOPPED_AT] {
+        assert!(again_data.remove(key).is_some(), "{key} recorded");
+    }
+    assert_eq!(again_data, expected);
 }
 
 #[test]

@@ -602,32 +602,19 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line("fi");
     o.line("");
 
-    o.line("# Step 2.");
+    o.line("# Step 2: the source keeps serving until everything that can be done before its");
+    o.line("# stop is done (issue 15): the distribution query, the rsync filter and, in the final");
+    o.line("# run, a catch-up copy of every volume.");
     if script.prepare {
         o.line("echo \"Preparing the migration: $SOURCE_FQDN keeps serving\"");
-        o.line("on_source 'systemctl start postgresql.service'");
-    } else {
-        o.line("# When the outage began and when the services were down, as the Job's clock says;");
-        o.line("# the tool reports the outage from them (core::outage).");
-        o.line("outage_started_at=$(date +%s)");
-        o.line("echo \"Stopping the services of $SOURCE_FQDN...\"");
-        o.line("on_source 'spacewalk-service stop'");
-        o.line("services_stopped_at=$(date +%s)");
-        o.line("# Only for the distribution query below.");
-        o.line("on_source 'systemctl start postgresql.service'");
     }
+    o.line("on_source 'systemctl start postgresql.service'");
     o.line("");
     o.line("# Step 3: the auto-installable distributions.");
     o.line(&format!(
         "printf '%s\\n' {} | ssh_source 'spacewalk-sql --select-mode -' >\"$WORK_DIR/distros\"",
         q(DISTROS_SQL)
     ));
-    if !script.prepare {
-        o.line("");
-        o.line("# Step 4: the database is copied with PostgreSQL stopped.");
-        o.line("echo \"Stopping PostgreSQL on $SOURCE_FQDN...\"");
-        o.line("on_source 'systemctl stop postgresql.service'");
-    }
     o.line("");
 
     o.line("# Step 5: the rsync filter.");
@@ -660,25 +647,49 @@ pub fn render(script: &DataSyncScript) -> String {
     o.line("} >\"$WORK_DIR/exclude_list\"");
     o.line("");
 
+    let copy_volumes = |o: &mut Out, prepare: bool| {
+        for v in &script.volumes {
+            let links = if FOLLOW_LINKS.contains(&v.path.as_str()) {
+                "-L"
+            } else {
+                "-l"
+            };
+            let need = if v.database { "required" } else { "optional" };
+            o.line(&format!(
+                "sync_volume {} {} {links} {} {need}",
+                q(&v.name),
+                q(&v.path),
+                compare_mode(prepare, v).as_arg()
+            ));
+        }
+    };
+    if !script.prepare {
+        o.line(
+            "# The catch-up copy: what changed since the last copy moves while the source still",
+        );
+        o.line("# serves, so that the copy after the stop moves only the last moments' changes.");
+        o.line("echo \"Catching up while $SOURCE_FQDN keeps serving...\"");
+        o.line("VANISHED_OK=1");
+        o.line("COPY_MODES=()");
+        copy_volumes(&mut o, true);
+        o.line("VANISHED_OK=0");
+        o.line("");
+        o.line("# When the outage began and when the services were down, as the Job's clock says;");
+        o.line("# the tool reports the outage from them (core::outage).");
+        o.line("outage_started_at=$(date +%s)");
+        o.line("echo \"Stopping the services of $SOURCE_FQDN...\"");
+        o.line("on_source 'spacewalk-service stop'");
+        o.line("# Step 4: the database is copied with PostgreSQL stopped.");
+        o.line("on_source 'systemctl stop postgresql.service'");
+        o.line("services_stopped_at=$(date +%s)");
+        o.line("");
+    }
     o.line("# Step 6 of the reference (a -nolink CA copy written on the source) is gone: nothing");
     o.line("# is written on the source (D50); step 16 reads the CA with cat instead.");
     o.line("");
     o.line("# Step 7: every volume, the database included.");
     o.line("COPY_MODES=()");
-    for v in &script.volumes {
-        let links = if FOLLOW_LINKS.contains(&v.path.as_str()) {
-            "-L"
-        } else {
-            "-l"
-        };
-        let need = if v.database { "required" } else { "optional" };
-        o.line(&format!(
-            "sync_volume {} {} {links} {} {need}",
-            q(&v.name),
-            q(&v.path),
-            compare_mode(script.prepare, v).as_arg()
-        ));
-    }
+    copy_volumes(&mut o, script.prepare);
     o.line("");
 
     o.line("# Step 8: enable the services in the (volume-backed) systemd wants directories.");
