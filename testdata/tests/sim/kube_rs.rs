@@ -71,15 +71,32 @@ async fn watcher_follows_jobs_through_closed_watches() {
         async move { complete }
     });
     let mut stream = Box::pin(stream);
+    // The watch is in place before the Job exists, so that its events (created, started,
+    // completed) come through watches, not through the watcher's first list: under load the
+    // Job could otherwise complete before that list.
+    let follower = tokio::spawn(async move { stream.next().await });
+    let watching = || {
+        sim.request_log()
+            .into_iter()
+            .any(|r| r.verb.as_deref() == Some("watch"))
+    };
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !watching() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the watcher watches");
     jobs.create(
         &PostParams::default(),
         &serde_json::from_value(job("sync", Some("data-sync"))).expect("job"),
     )
     .await
     .expect("created");
-    let done = tokio::time::timeout(Duration::from_secs(10), stream.next())
+    let done = tokio::time::timeout(Duration::from_secs(10), follower)
         .await
         .expect("in time")
+        .expect("the follower ran")
         .expect("an item")
         .expect("no error");
     assert_eq!(done.metadata.name.as_deref(), Some("sync"));
