@@ -1435,3 +1435,53 @@ fn a_final_run_records_when_it_stopped_the_source_and_a_prepare_run_does_not() {
         );
     }
 }
+
+#[test]
+fn each_pass_asks_for_every_volume_path_in_one_remote_command() {
+    for (prepare, passes) in [(true, 1), (false, 2)] {
+        let w = World::with_real_rsync(true);
+        let out = w.run(prepare, "root");
+        assert_success(&out);
+        let log = w.log();
+        let probes: Vec<&String> = log
+            .iter()
+            .filter(|l| l.starts_with("remote stat -L -c %n:%F -- "))
+            .collect();
+        assert_eq!(probes.len(), passes, "prepare={prepare}: {probes:?}");
+        for v in production_volumes() {
+            assert!(probes[0].contains(&format!(" {} ", v.path)) || probes[0].ends_with(&v.path));
+            // (The database directory is also checked once at the start, as required.)
+            assert!(
+                v.database
+                    || !log
+                        .iter()
+                        .any(|l| *l == format!("remote test -d {}", v.path)),
+                "{} probed on its own",
+                v.path
+            );
+        }
+        // The probe of the copy after the stop comes after the stop.
+        if !prepare {
+            let stop = position(&log, |l| l == "remote spacewalk-service stop").expect("stop");
+            let first = position(&log, |l| *l == *probes[0]).expect("first probe");
+            let second = log
+                .iter()
+                .rposition(|l| *l == *probes[1])
+                .expect("second probe");
+            assert!(first < stop && stop < second);
+        }
+    }
+}
+
+#[test]
+fn a_volume_path_that_is_a_file_on_the_source_fails_before_anything_is_stopped() {
+    let w = World::new(true);
+    fs::remove_dir_all(rel(&w.src, "/var/lib/cobbler")).expect("rm dir");
+    write(&rel(&w.src, "/var/lib/cobbler"), "a file\n");
+    let out = w.run(false, "root");
+    assert_fails(
+        &out,
+        "/var/lib/cobbler on uyuni.example.com is not a directory",
+    );
+    assert!(!w.log().iter().any(|l| l == "remote spacewalk-service stop"));
+}
