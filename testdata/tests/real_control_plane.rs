@@ -121,3 +121,61 @@ fn the_real_control_plane_starts_validates_and_stops() {
     }
     assert!(cluster.pids().is_empty());
 }
+
+#[test]
+fn a_component_that_exits_during_start_up_is_named_with_its_log_and_the_rest_is_stopped() {
+    if let Err(why) = real::available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the real control plane is needed in CI: {why}"
+        );
+        println!("real control plane NOT tested: {why}");
+        return;
+    }
+    // The node agent starts last but for the add-ons: everything upstream runs by then.
+    let dir = tempfile::Builder::new()
+        .prefix("uyuni-real-cluster-")
+        .tempdir()
+        .expect("tempdir");
+    let out = std::process::Command::new("bash")
+        .arg(real::cluster_script())
+        .arg("up")
+        .arg(dir.path())
+        .env("UYUNI_NODE_AGENT_BIN", "/bin/false")
+        .output()
+        .expect("cluster.sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let log = dir.path().join("logs/uyuni-node-agent.log");
+    assert!(
+        stderr.contains(&format!(
+            "uyuni-node-agent exited during start-up (its log: {}",
+            log.display()
+        )),
+        "{stderr}"
+    );
+    // `down` ran: what did start (etcd, the apiserver, the controllers; each names the
+    // directory in its flags) is stopped.
+    let needle = dir.path().display().to_string();
+    let mut started = 0;
+    for name in ["etcd", "kube-apiserver", "kube-controller-manager"] {
+        if dir.path().join(format!("logs/{name}.log")).exists() {
+            started += 1;
+        }
+    }
+    assert_eq!(started, 3, "the upstream components had started: {stderr}");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (cmdline.contains(&needle) && alive(pid)).then_some(cmdline)
+        })
+        .collect();
+    assert!(
+        left.is_empty(),
+        "still running after the failed start: {left:?}"
+    );
+}
