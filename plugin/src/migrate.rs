@@ -387,14 +387,17 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     }
     let (conn, mut params) = start(cmd, cli, reporter).await?;
     let mut access_checked = false;
-    let observation = uyuni_core::observed::observation(&params);
+    let mut observer = uyuni_effects::Observer::new(
+        conn.client.clone(),
+        uyuni_core::observed::observation(&params),
+    );
     let mut executed = 0usize;
     let mut confirmed = cmd.yes;
     // How many steps this run carries out, from the preview of the whole operation at its
     // start: the plan itself only reaches past the data sync once the sync has run.
     let mut expected_steps = None;
     let observed: Observed = loop {
-        let observed = uyuni_effects::observe(&conn.client, &observation).await?;
+        let observed = observer.observe(&uyuni_effects::NoProgress).await?;
         if executed == 0 {
             if let Some(warning) = uyuni_core::storage::unchecked_warning(&observed) {
                 reporter.warn(&warning);
