@@ -200,11 +200,13 @@ fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> 
     }
 }
 
-/// What each observation reads: a GET of every object it names (custom kinds only where the
-/// cluster serves them, as `effects::observe` skips the others) and a LIST of the Jobs.
+/// What each observation reads: a LIST of each kind it lists, a GET of every other object it
+/// names (custom kinds only where the cluster serves them, as `effects::observe` skips the
+/// others) and a LIST of the Jobs.
 fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
     let observation = crate::observed::observation(params);
     let ns = observation.namespace.as_str();
+    let listed = observation.listed_kinds();
     let mut out: Vec<Access> = observation
         .named
         .iter()
@@ -215,7 +217,11 @@ fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access>
         .map(|target| {
             let (group, resource) = group_resource(target.kind);
             Access::new(
-                "get",
+                if listed.contains(&target.kind) {
+                    "list"
+                } else {
+                    "get"
+                },
                 group,
                 resource,
                 kind_namespace(target.kind, ns).as_deref(),

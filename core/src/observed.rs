@@ -27,6 +27,31 @@ pub struct Observation {
     pub api_groups: Vec<String>,
 }
 
+impl Observation {
+    /// The kinds read with one LIST of the namespace (kept to the names asked for) rather than
+    /// a GET per name: those of the operation's namespace with two names or more. A turn of
+    /// the loop then costs a request per kind, not per object. Decided here so that the reads
+    /// and the permissions they need (`access`) agree.
+    pub fn listed_kinds(&self) -> std::collections::BTreeSet<Kind> {
+        let mut per_kind: BTreeMap<Kind, usize> = BTreeMap::new();
+        for target in &self.named {
+            let in_namespace = match target.kind {
+                Kind::Namespace => false,
+                Kind::Custom(kind) => kind.fixed_namespace().is_none(),
+                _ => true,
+            };
+            if in_namespace {
+                *per_kind.entry(target.kind).or_insert(0) += 1;
+            }
+        }
+        per_kind
+            .into_iter()
+            .filter(|(_, n)| *n >= 2)
+            .map(|(kind, _)| kind)
+            .collect()
+    }
+}
+
 /// The observation `plan` needs for a migration.
 pub fn observation(params: &MigrateParams) -> Observation {
     let mut named = vec![

@@ -88,6 +88,24 @@ pub(crate) async fn get(
     )
 }
 
+/// Every object of a kind in `ns` (the kind's own namespace if it has one).
+pub(crate) async fn list(
+    client: &kube::Client,
+    ns: &str,
+    kind: CustomKind,
+    progress: &dyn Progress,
+) -> Result<Vec<CustomObject>, EffectsError> {
+    let ns = kind.fixed_namespace().unwrap_or(ns);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource(kind));
+    let target = Target::every(&kind.kind().to_ascii_lowercase(), ns);
+    let items = crate::observe::paged(progress, &target, |params| {
+        let api = api.clone();
+        async move { api.list(&params).await }
+    })
+    .await?;
+    Ok(items.into_iter().map(|o| to_custom(kind, o)).collect())
+}
+
 /// The cluster's IngressClasses; none when they may not be listed.
 pub(crate) async fn ingress_classes(
     client: &kube::Client,

@@ -70,6 +70,16 @@ impl Target {
         }
     }
 
+    /// Every object of a kind in a namespace; `resource` singular (`secret`).
+    pub fn every(resource: &str, namespace: &str) -> Target {
+        Target {
+            resource: resource.to_owned(),
+            name: None,
+            namespace: Some(namespace.to_owned()),
+            selector: None,
+        }
+    }
+
     pub fn selected(resource: &str, selector: &str, namespace: &str) -> Target {
         Target {
             resource: resource.to_owned(),

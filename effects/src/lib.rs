@@ -32,5 +32,5 @@ mod apply;
 pub use connect::{ClientOptions, Connection, connect};
 pub use error::{EffectsError, Target, Verb};
 pub use execute::execute;
-pub use observe::{observe, observe_with_progress};
+pub use observe::{Observer, observe, observe_with_progress};
 pub use progress::{NoProgress, Progress, ProgressEvent};

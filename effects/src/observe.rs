@@ -1,5 +1,7 @@
 //! One snapshot of what the planner asked to see. Reads only.
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
@@ -37,30 +39,233 @@ pub async fn observe_with_progress(
     observation: &Observation,
     progress: &dyn Progress,
 ) -> Result<Observed, EffectsError> {
-    let ns = observation.namespace.as_str();
-    let mut observed = Observed::default();
-    for group_version in &observation.api_groups {
-        observed
-            .served
-            .extend(crate::custom::served(client, group_version, progress).await?);
-    }
-    observed.ingress_classes = crate::custom::ingress_classes(client, progress).await?;
-    observed.storage_classes = storage_classes(client, progress).await?;
-    for target in &observation.named {
-        if let Kind::Custom(kind) = target.kind
-            && !observed.serves(kind)
-        {
-            continue;
+    Observer::new(client.clone(), observation.clone())
+        .observe(progress)
+        .await
+}
+
+/// What a run learns of the cluster once: the custom resources it serves, its IngressClasses
+/// and StorageClasses. A run does not install CRDs or classes, so re-reading them on every turn
+/// of the loop only multiplied requests.
+#[derive(Debug, Clone)]
+struct ClusterFacts {
+    served: Vec<String>,
+    ingress_classes: Vec<uyuni_core::observed::IngressClassInfo>,
+    storage_classes: Option<Vec<uyuni_core::storage::StorageClassInfo>>,
+}
+
+/// Observes the same [`Observation`] turn after turn of the loop: the cluster's facts once,
+/// then each kind the observation lists ([`Observation::listed_kinds`]) with one LIST of the
+/// namespace, the other objects with one GET each, and the Jobs by selector.
+pub struct Observer {
+    client: kube::Client,
+    observation: Observation,
+    cluster: Option<ClusterFacts>,
+}
+
+impl Observer {
+    pub fn new(client: kube::Client, observation: Observation) -> Observer {
+        Observer {
+            client,
+            observation,
+            cluster: None,
         }
-        tracing::debug!(%target, namespace = ns, "get");
-        if let Some(object) = get(client, ns, target, progress).await? {
-            observed.insert(object);
+    }
+
+    /// One snapshot of what the observation names; every object read now, the cluster's
+    /// facts as first read.
+    pub async fn observe(&mut self, progress: &dyn Progress) -> Result<Observed, EffectsError> {
+        let client = &self.client;
+        let observation = &self.observation;
+        let ns = observation.namespace.as_str();
+        let cluster = match &self.cluster {
+            Some(facts) => facts.clone(),
+            None => {
+                let mut served = Vec::new();
+                for group_version in &observation.api_groups {
+                    served.extend(crate::custom::served(client, group_version, progress).await?);
+                }
+                let facts = ClusterFacts {
+                    served,
+                    ingress_classes: crate::custom::ingress_classes(client, progress).await?,
+                    storage_classes: storage_classes(client, progress).await?,
+                };
+                self.cluster = Some(facts.clone());
+                facts
+            }
+        };
+        let mut observed = Observed::default();
+        observed.served.extend(cluster.served);
+        observed.ingress_classes = cluster.ingress_classes;
+        observed.storage_classes = cluster.storage_classes;
+        let listed = observation.listed_kinds();
+        for kind in &listed {
+            if let Kind::Custom(custom) = kind
+                && !observed.serves(*custom)
+            {
+                continue;
+            }
+            let wanted: BTreeSet<&str> = observation
+                .named
+                .iter()
+                .filter(|t| t.kind == *kind)
+                .map(|t| t.name.as_str())
+                .collect();
+            tracing::debug!(?kind, namespace = ns, "list");
+            for object in list(client, ns, *kind, progress).await? {
+                if wanted.contains(object.object_ref().name.as_str()) {
+                    observed.insert(object);
+                }
+            }
+        }
+        for target in &observation.named {
+            if listed.contains(&target.kind) {
+                continue;
+            }
+            if let Kind::Custom(kind) = target.kind
+                && !observed.serves(kind)
+            {
+                continue;
+            }
+            tracing::debug!(%target, namespace = ns, "get");
+            if let Some(object) = get(client, ns, target, progress).await? {
+                observed.insert(object);
+            }
+        }
+        for job in list_jobs(client, ns, &observation.job_selector, progress).await? {
+            observed.insert(Object::Job(job));
+        }
+        Ok(observed)
+    }
+}
+
+/// Every object of a kind in `ns`, page by page (none when the namespace does not exist).
+async fn list(
+    client: &kube::Client,
+    ns: &str,
+    kind: Kind,
+    progress: &dyn Progress,
+) -> Result<Vec<Object>, EffectsError> {
+    Ok(match kind {
+        // Cluster-scoped: never listed (see `Observation::listed_kinds`).
+        Kind::Namespace => Vec::new(),
+        Kind::Secret => list_namespaced::<Secret>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::Secret)
+            .collect(),
+        Kind::ConfigMap => list_namespaced::<ConfigMap>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::ConfigMap)
+            .collect(),
+        Kind::PersistentVolumeClaim => {
+            list_namespaced::<PersistentVolumeClaim>(client, ns, kind, progress)
+                .await?
+                .into_iter()
+                .map(Object::PersistentVolumeClaim)
+                .collect()
+        }
+        Kind::ServiceAccount => list_namespaced::<ServiceAccount>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::ServiceAccount)
+            .collect(),
+        Kind::Role => list_namespaced::<Role>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::Role)
+            .collect(),
+        Kind::RoleBinding => list_namespaced::<RoleBinding>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::RoleBinding)
+            .collect(),
+        Kind::Job => list_namespaced::<Job>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::Job)
+            .collect(),
+        Kind::Deployment => list_namespaced::<Deployment>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::Deployment)
+            .collect(),
+        Kind::Service => list_namespaced::<Service>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::Service)
+            .collect(),
+        Kind::Ingress => list_namespaced::<Ingress>(client, ns, kind, progress)
+            .await?
+            .into_iter()
+            .map(Object::Ingress)
+            .collect(),
+        Kind::Custom(custom) => crate::custom::list(client, ns, custom, progress)
+            .await?
+            .into_iter()
+            .map(Object::Custom)
+            .collect(),
+    })
+}
+
+async fn list_namespaced<K>(
+    client: &kube::Client,
+    ns: &str,
+    kind: Kind,
+    progress: &dyn Progress,
+) -> Result<Vec<K>, EffectsError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let what = Target::every(kind.resource(), ns);
+    paged(progress, &what, |params| {
+        let api = api.clone();
+        async move { api.list(&params).await }
+    })
+    .await
+}
+
+/// Pages through a LIST (client-go's page size); a 404 (the namespace does not exist, on some
+/// servers) is an empty list.
+pub(crate) async fn paged<K, F, Fut>(
+    progress: &dyn Progress,
+    what: &Target,
+    list: F,
+) -> Result<Vec<K>, EffectsError>
+where
+    K: Clone,
+    F: Fn(ListParams) -> Fut,
+    Fut: std::future::Future<Output = Result<kube::core::ObjectList<K>, kube::Error>>,
+{
+    let mut items = Vec::new();
+    let mut continue_token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().limit(PAGE_SIZE);
+        if let Some(token) = &continue_token {
+            params = params.continue_token(token);
+        }
+        let page = with_retry(progress, Verb::List, what, || async {
+            match list(params.clone()).await {
+                Err(kube::Error::Api(status)) if status.code == 404 => Ok(kube::core::ObjectList {
+                    types: Default::default(),
+                    metadata: Default::default(),
+                    items: Vec::new(),
+                }),
+                other => other,
+            }
+        })
+        .await?;
+        items.extend(page.items);
+        continue_token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if continue_token.is_none() {
+            return Ok(items);
         }
     }
-    for job in list_jobs(client, ns, &observation.job_selector, progress).await? {
-        observed.insert(Object::Job(job));
-    }
-    Ok(observed)
 }
 
 /// The cluster's StorageClasses; `None` when this user may not list them (a namespace admin

@@ -262,6 +262,21 @@ pub async fn review_access(
     }
 }
 
+/// Whether `simulate` knows the outcome of the action as the cluster will have it: a plain
+/// write (server-side apply) or nothing. A Job's result, a wait's end or a scale's pods are
+/// the cluster's to tell.
+fn predictable(action: &uyuni_core::Action) -> bool {
+    use uyuni_core::Action;
+    match action {
+        Action::Apply(_) | Action::None => true,
+        Action::RunJob { .. }
+        | Action::AwaitJob { .. }
+        | Action::WaitReady { .. }
+        | Action::WaitDeployment { .. }
+        | Action::Scale { .. } => false,
+    }
+}
+
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, params) = start(cmd, cli, reporter).await?;
@@ -387,14 +402,25 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     }
     let (conn, mut params) = start(cmd, cli, reporter).await?;
     let mut access_checked = false;
-    let observation = uyuni_core::observed::observation(&params);
+    let mut observer = uyuni_effects::Observer::new(
+        conn.client.clone(),
+        uyuni_core::observed::observation(&params),
+    );
     let mut executed = 0usize;
     let mut confirmed = cmd.yes;
     // How many steps this run carries out, from the preview of the whole operation at its
     // start: the plan itself only reaches past the data sync once the sync has run.
     let mut expected_steps = None;
+    // The state `simulate` predicts after a plain write: the next step is planned from it, as
+    // the preview plans it, without reading the cluster again. A step whose outcome the
+    // cluster decides (a Job, a wait, a scale) or a plan that looks finished is followed by a
+    // real observation.
+    let mut predicted: Option<Observed> = None;
     let observed: Observed = loop {
-        let observed = uyuni_effects::observe(&conn.client, &observation).await?;
+        let (observed, was_predicted) = match predicted.take() {
+            Some(p) => (p, true),
+            None => (observer.observe(&uyuni_effects::NoProgress).await?, false),
+        };
         if executed == 0 {
             if let Some(warning) = uyuni_core::storage::unchecked_warning(&observed) {
                 reporter.warn(&warning);
@@ -417,6 +443,10 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             other => other?,
         };
         let Some(step) = plan.next_step() else {
+            if was_predicted {
+                // Done only when the cluster says so.
+                continue;
+            }
             break observed;
         };
         // Before the first write: every write of the run, as far as it can be planned now,
@@ -484,6 +514,9 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         reporter.step(executed, total, step);
         reporter.set_job_context(&params.namespace);
         uyuni_effects::execute(&conn.client, &params.namespace, step, reporter).await?;
+        if predictable(&step.action) {
+            predicted = Some(uyuni_core::simulate(&observed, &params.namespace, step));
+        }
     };
     if executed == 0 {
         reporter.info("Nothing to do: every step is done already.");

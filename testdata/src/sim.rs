@@ -76,6 +76,9 @@ pub struct SimConfig {
     /// everything else is allowed. Only the reviews
     /// answer so: the requests themselves are not refused.
     pub denied_access: Vec<(String, String)>,
+    /// Added before the answer to every resource request, watches' setup included; replaces
+    /// the faults' `latency_ms` when set. Models a remote API server (`uyuni-sim --latency`).
+    pub latency_ms: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -95,6 +98,7 @@ impl Default for SimConfig {
             objects: Vec::new(),
             seed: 1,
             denied_access: Vec::new(),
+            latency_ms: None,
         }
     }
 }
@@ -129,6 +133,20 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// The request's class for counting round trips: `GET`, `LIST`, `WATCH`, `CREATE/PATCH`
+    /// (create, update, patch), `DELETE` (delete, deletecollection) for resource requests,
+    /// `OTHER` for the rest (`/version`, discovery, OpenAPI).
+    pub fn verb_class(&self) -> &'static str {
+        match self.verb.as_deref() {
+            Some("get") => "GET",
+            Some("list") => "LIST",
+            Some("watch") => "WATCH",
+            Some("create" | "update" | "patch") => "CREATE/PATCH",
+            Some("delete" | "deletecollection") => "DELETE",
+            _ => "OTHER",
+        }
+    }
+
     /// A write that succeeded.
     pub fn is_successful_write(&self) -> bool {
         self.write && (200..300).contains(&self.status)
@@ -328,11 +346,14 @@ impl SimCluster {
         }
         let start_rv = state.rv;
 
-        let faults = if config.faults == Faults::default() {
+        let mut faults = if config.faults == Faults::default() {
             config.scenario.faults.clone()
         } else {
             config.faults.clone()
         };
+        if let Some(latency) = config.latency_ms {
+            faults.latency_ms = latency;
+        }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let (changes, _) = watch::channel(0u64);
         let kubeconfig_path = dir.join("kubeconfig");
@@ -447,6 +468,15 @@ impl SimCluster {
     /// Every request so far, in arrival order.
     pub fn request_log(&self) -> Vec<RequestRecord> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// How many requests of each [`RequestRecord::verb_class`] arrived so far.
+    pub fn request_counts(&self) -> std::collections::BTreeMap<&'static str, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for r in lock(&self.shared.requests).iter() {
+            *counts.entry(r.verb_class()).or_insert(0) += 1;
+        }
+        counts
     }
 
     pub fn clear_request_log(&self) {

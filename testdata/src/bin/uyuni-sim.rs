@@ -57,6 +57,10 @@ struct ServeArgs {
     /// The kubeconfig context's namespace.
     #[arg(long)]
     namespace: Option<String>,
+    /// Milliseconds added before the answer to every resource request (watches' setup
+    /// included): a remote API server. Replaces the scenario's `latencyMs`.
+    #[arg(long, value_name = "MS")]
+    latency: Option<u64>,
 }
 
 fn load_scenario(spec: &str) -> anyhow::Result<Scenario> {
@@ -109,6 +113,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         dir: Some(dir),
         port: args.port,
         request_log_file: request_log.clone(),
+        latency_ms: args.latency,
         ..SimConfig::default()
     })
     .await

@@ -365,3 +365,52 @@ async fn job_creation_hook_fires_before_the_answer() {
         ("data-sync", "uyuni")
     );
 }
+
+#[tokio::test]
+async fn configured_latency_delays_every_verb_and_requests_are_counted_by_verb() {
+    let sim = start(SimConfig {
+        latency_ms: Some(40),
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim).await;
+    sim.clear_request_log();
+    let api: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "counted"}, "data": {"a": "1"}}))
+            .expect("configmap");
+    api.patch(
+        "counted",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(&cm),
+    )
+    .await
+    .expect("apply");
+    api.get("counted").await.expect("get");
+    api.list(&ListParams::default()).await.expect("list");
+    let events = api
+        .watch(&kube::api::WatchParams::default().timeout(1), "0")
+        .await
+        .expect("watch");
+    let mut events = Box::pin(events);
+    drop(futures::StreamExt::next(&mut events).await);
+    drop(events);
+    api.delete("counted", &Default::default())
+        .await
+        .expect("delete");
+    let counts = sim.request_counts();
+    assert_eq!(
+        counts.into_iter().collect::<Vec<_>>(),
+        vec![
+            ("CREATE/PATCH", 1),
+            ("DELETE", 1),
+            ("GET", 1),
+            ("LIST", 1),
+            ("WATCH", 1)
+        ]
+    );
+    // The latency is a sleep before the answer: a lower bound, whatever the machine's load.
+    for r in sim.request_log() {
+        assert!(r.duration_ms >= 40, "{} {}: {r:?}", r.method, r.path);
+    }
+}
