@@ -37,6 +37,7 @@ LONG = [
     "e2e",
     "dry_run",
     "e2e_rerun",
+    "e2e_requests",
     "node_agent",
     "differential",
     "cluster_addons",
