@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -188,6 +189,8 @@ def main():
     broken = [r[0] for r in results if not r[2]]
     if broken:
         print("failed: " + ", ".join(broken))
+    # Every binary's output was printed above; its copy goes.
+    shutil.rmtree(outdir, ignore_errors=True)
     # cargo's "ignored" are skipped tests; the closing line in the plain form.
     print(f"tests: {passed} passed, {failed} failed, {ignored} skipped")
     return 1 if broken or failed else 0
