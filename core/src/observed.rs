@@ -216,6 +216,21 @@ pub fn desired_replicas(deployment: &Deployment) -> i32 {
 
 /// The pure predicate of the Deployment wait: the controller has seen the current spec, every
 /// replica runs the current template and is ready (reference §7.7 R: not just "one is ready").
+/// The Deployment's condition of `type_` when its status is `status` (`"True"`, `"False"`).
+pub fn deployment_condition<'a>(
+    deployment: &'a Deployment,
+    type_: &str,
+    status: &str,
+) -> Option<&'a k8s_openapi::api::apps::v1::DeploymentCondition> {
+    deployment
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+}
+
 pub fn deployment_ready(deployment: &Deployment) -> bool {
     let want = desired_replicas(deployment);
     let generation = deployment.metadata.generation;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::builders::data_sync;
 use crate::builders::names;
 use crate::builders::server::SERVER_DEPLOYMENT;
-use crate::observed::{JobState, Observed, deployment_ready, job_state};
+use crate::observed::{JobState, Observed, deployment_condition, deployment_ready, job_state};
 use crate::phase::latest_succeeded;
 use crate::scripts::data_keys;
 
@@ -142,13 +142,7 @@ fn available_since(deployment: &Deployment) -> Option<i64> {
     if !deployment_ready(deployment) {
         return None;
     }
-    deployment
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Available" && c.status == "True")?
+    deployment_condition(deployment, "Available", "True")?
         .last_transition_time
         .as_ref()
         .map(|t| t.0.as_second())

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
-use uyuni_core::observed::{deployment_ready, deployment_stopped};
+use uyuni_core::observed::{deployment_condition, deployment_ready, deployment_stopped};
 use uyuni_core::plan::DeploymentWait;
 
 use crate::error::{EffectsError, Target, Verb};
@@ -49,17 +49,8 @@ pub fn deployment_pod_failure(pod: &Pod) -> Option<(String, String)> {
 
 /// `ProgressDeadlineExceeded`: the controller gave up on the rollout.
 pub fn rollout_stalled(deployment: &Deployment) -> Option<String> {
-    deployment
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| {
-            c.type_ == "Progressing"
-                && c.status == "False"
-                && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
-        })
+    deployment_condition(deployment, "Progressing", "False")
+        .filter(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
         .map(|c| {
             format!(
                 "ProgressDeadlineExceeded: {}",

@@ -149,64 +149,45 @@ async fn list(
     Ok(match kind {
         // Cluster-scoped: never listed (see `Observation::listed_kinds`).
         Kind::Namespace => Vec::new(),
-        Kind::Secret => list_namespaced::<Secret>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::Secret)
-            .collect(),
-        Kind::ConfigMap => list_namespaced::<ConfigMap>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::ConfigMap)
-            .collect(),
+        Kind::Secret => list_as(client, ns, kind, progress, Object::Secret).await?,
+        Kind::ConfigMap => list_as(client, ns, kind, progress, Object::ConfigMap).await?,
         Kind::PersistentVolumeClaim => {
-            list_namespaced::<PersistentVolumeClaim>(client, ns, kind, progress)
-                .await?
-                .into_iter()
-                .map(Object::PersistentVolumeClaim)
-                .collect()
+            list_as(client, ns, kind, progress, Object::PersistentVolumeClaim).await?
         }
-        Kind::ServiceAccount => list_namespaced::<ServiceAccount>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::ServiceAccount)
-            .collect(),
-        Kind::Role => list_namespaced::<Role>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::Role)
-            .collect(),
-        Kind::RoleBinding => list_namespaced::<RoleBinding>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::RoleBinding)
-            .collect(),
-        Kind::Job => list_namespaced::<Job>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::Job)
-            .collect(),
-        Kind::Deployment => list_namespaced::<Deployment>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::Deployment)
-            .collect(),
-        Kind::Service => list_namespaced::<Service>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::Service)
-            .collect(),
-        Kind::Ingress => list_namespaced::<Ingress>(client, ns, kind, progress)
-            .await?
-            .into_iter()
-            .map(Object::Ingress)
-            .collect(),
+        Kind::ServiceAccount => list_as(client, ns, kind, progress, Object::ServiceAccount).await?,
+        Kind::Role => list_as(client, ns, kind, progress, Object::Role).await?,
+        Kind::RoleBinding => list_as(client, ns, kind, progress, Object::RoleBinding).await?,
+        Kind::Job => list_as(client, ns, kind, progress, Object::Job).await?,
+        Kind::Deployment => list_as(client, ns, kind, progress, Object::Deployment).await?,
+        Kind::Service => list_as(client, ns, kind, progress, Object::Service).await?,
+        Kind::Ingress => list_as(client, ns, kind, progress, Object::Ingress).await?,
         Kind::Custom(custom) => crate::custom::list(client, ns, custom, progress)
             .await?
             .into_iter()
             .map(Object::Custom)
             .collect(),
     })
+}
+
+/// A LIST of `K`, each wrapped as an [`Object`].
+async fn list_as<K>(
+    client: &kube::Client,
+    ns: &str,
+    kind: Kind,
+    progress: &dyn Progress,
+    wrap: fn(K) -> Object,
+) -> Result<Vec<Object>, EffectsError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    Ok(list_namespaced::<K>(client, ns, kind, progress)
+        .await?
+        .into_iter()
+        .map(wrap)
+        .collect())
 }
 
 async fn list_namespaced<K>(
