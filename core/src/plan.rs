@@ -95,6 +95,20 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether `simulate` knows the outcome of the action as the cluster will have it: a plain
+    /// write (server-side apply) or nothing. A Job's result, a wait's end or a scale's pods are
+    /// the cluster's to tell; the run observes again after those.
+    pub fn predictable(&self) -> bool {
+        match self {
+            Action::Apply(_) | Action::None => true,
+            Action::RunJob { .. }
+            | Action::AwaitJob { .. }
+            | Action::WaitReady { .. }
+            | Action::WaitDeployment { .. }
+            | Action::Scale { .. } => false,
+        }
+    }
+
     /// The object this action writes, as it will be sent: for a Job step, the Job.
     pub fn object(&self) -> Option<Object> {
         match self {

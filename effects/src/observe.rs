@@ -377,32 +377,15 @@ async fn list_jobs(
 ) -> Result<Vec<Job>, EffectsError> {
     let api: Api<Job> = Api::namespaced(client.clone(), ns);
     let what = Target::selected("job", selector, ns);
-    let mut jobs = Vec::new();
-    let mut continue_token: Option<String> = None;
-    loop {
-        let mut params = ListParams::default().limit(PAGE_SIZE);
-        if !selector.is_empty() {
-            params = params.labels(selector);
-        }
-        if let Some(token) = &continue_token {
-            params = params.continue_token(token);
-        }
-        let page = with_retry(progress, Verb::List, &what, || async {
-            match api.list(&params).await {
-                // A namespace that does not exist has no Jobs; some servers answer 404.
-                Err(kube::Error::Api(status)) if status.code == 404 => Ok(kube::core::ObjectList {
-                    types: Default::default(),
-                    metadata: Default::default(),
-                    items: Vec::new(),
-                }),
-                other => other,
-            }
-        })
-        .await?;
-        jobs.extend(page.items);
-        continue_token = page.metadata.continue_.filter(|t| !t.is_empty());
-        if continue_token.is_none() {
-            return Ok(jobs);
-        }
-    }
+    // A namespace that does not exist has no Jobs; some servers answer 404 (`paged`).
+    paged(progress, &what, |params| {
+        let api = api.clone();
+        let params = if selector.is_empty() {
+            params
+        } else {
+            params.labels(selector)
+        };
+        async move { api.list(&params).await }
+    })
+    .await
 }

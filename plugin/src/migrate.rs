@@ -262,21 +262,6 @@ pub async fn review_access(
     }
 }
 
-/// Whether `simulate` knows the outcome of the action as the cluster will have it: a plain
-/// write (server-side apply) or nothing. A Job's result, a wait's end or a scale's pods are
-/// the cluster's to tell.
-fn predictable(action: &uyuni_core::Action) -> bool {
-    use uyuni_core::Action;
-    match action {
-        Action::Apply(_) | Action::None => true,
-        Action::RunJob { .. }
-        | Action::AwaitJob { .. }
-        | Action::WaitReady { .. }
-        | Action::WaitDeployment { .. }
-        | Action::Scale { .. } => false,
-    }
-}
-
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, params) = start(cmd, cli, reporter).await?;
@@ -514,7 +499,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         reporter.step(executed, total, step);
         reporter.set_job_context(&params.namespace);
         uyuni_effects::execute(&conn.client, &params.namespace, step, reporter).await?;
-        if predictable(&step.action) {
+        if step.action.predictable() {
             predicted = Some(uyuni_core::simulate(&observed, &params.namespace, step));
         }
     };
