@@ -21,7 +21,6 @@
 //! path of `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`), so an absent
 //! object needs both.
 
-use serde::Serialize;
 
 use crate::kubectl::Kubectl;
 use crate::object::{Kind, Object};
@@ -30,79 +29,7 @@ use crate::params::MigrateParams;
 use crate::plan::{Action, Step, plan};
 use crate::simulate::simulate;
 
-/// One permission: what a `SelfSubjectAccessReview` asks.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Access {
-    pub verb: String,
-    /// API group, `""` for the core group.
-    pub group: String,
-    /// The plural resource name (`jobs`).
-    pub resource: String,
-    /// `log` for `pods/log`; `None` for the resource itself.
-    pub subresource: Option<String>,
-    /// `None` for cluster-scoped resources.
-    pub namespace: Option<String>,
-}
-
-impl Access {
-    fn new(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> Access {
-        Access {
-            verb: verb.to_owned(),
-            group: group.to_owned(),
-            resource: resource.to_owned(),
-            subresource: None,
-            namespace: namespace.map(str::to_owned),
-        }
-    }
-
-    /// `get pods/log`: reading a container's log.
-    fn pod_log(namespace: &str) -> Access {
-        Access {
-            subresource: Some("log".to_owned()),
-            ..Access::new("get", "", "pods", Some(namespace))
-        }
-    }
-
-    /// Whether an authorizer counts it as a write.
-    pub fn is_write(&self) -> bool {
-        !matches!(self.verb.as_str(), "get" | "list" | "watch")
-    }
-
-    /// `jobs.batch`, `secrets`: the resource as kubectl names it with its group.
-    pub fn resource_name(&self) -> String {
-        if self.group.is_empty() {
-            self.resource.clone()
-        } else {
-            format!("{}.{}", self.resource, self.group)
-        }
-    }
-
-    /// "create jobs.batch in namespace uyuni", "get pods/log in namespace uyuni".
-    pub fn describe(&self) -> String {
-        let resource = match &self.subresource {
-            Some(sub) => format!("{}/{sub}", self.resource_name()),
-            None => self.resource_name(),
-        };
-        match &self.namespace {
-            Some(ns) => format!("{} {resource} in namespace {ns}", self.verb),
-            None => format!("{} {resource} (cluster-wide)", self.verb),
-        }
-    }
-
-    /// The `kubectl auth can-i` command that checks it, with the run's flags. A subresource
-    /// goes in `--subresource`: `pods/log` would be read as the pod named `log`.
-    pub fn can_i(&self, kubectl: &Kubectl) -> String {
-        let sub = self
-            .subresource
-            .as_deref()
-            .map(|s| format!(" --subresource={s}"))
-            .unwrap_or_default();
-        kubectl.cmd(
-            self.namespace.as_deref(),
-            &format!("auth can-i {} {}{sub}", self.verb, self.resource_name()),
-        )
-    }
-}
+pub use crate::permission::Access;
 
 /// The group and plural resource of a kind.
 pub fn group_resource(kind: Kind) -> (&'static str, &'static str) {
@@ -246,7 +173,7 @@ pub fn needed(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
         let params = with_password.as_ref().unwrap_or(params);
         let current = match plan(params, &state) {
             Ok(current) => current,
-            Err(crate::PlanError::CaPasswordNeeded) if with_password.is_none() => {
+            Err(crate::plan::PlanError::CaPasswordNeeded) if with_password.is_none() => {
                 with_password = Some(MigrateParams {
                     tls: crate::params::TlsParams {
                         ca_password: Some(crate::secret::SecretString::new(
@@ -283,12 +210,12 @@ pub fn missing(needed: &[Access], answers: &[(Access, bool)]) -> Vec<Access> {
 
 /// Refuses, before any write, a run whose user may not make some of its writes. `answers`
 /// from the reviews `effects` made for [`needed`].
-pub fn check(needed: &[Access], answers: &[(Access, bool)]) -> Result<(), crate::PlanError> {
+pub fn check(needed: &[Access], answers: &[(Access, bool)]) -> Result<(), crate::plan::PlanError> {
     let missing = missing(needed, answers);
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(crate::PlanError::AccessDenied { missing })
+        Err(crate::plan::PlanError::AccessDenied { missing })
     }
 }
 
@@ -297,8 +224,8 @@ pub fn input(
     needed: &[Access],
     answers: &[(Access, bool)],
     kubectl: &Kubectl,
-) -> crate::phase::Input {
-    use crate::phase::Need;
+) -> crate::plan::phase::Input {
+    use crate::plan::phase::Need;
     let missing = missing(needed, answers);
     let need = if missing.is_empty() {
         let writes = needed.iter().filter(|a| a.is_write()).count();
@@ -316,7 +243,7 @@ pub fn input(
                 .join(", "),
         )
     };
-    crate::phase::Input {
+    crate::plan::phase::Input {
         name: "Permissions",
         need,
         how: "them from a cluster administrator (a Role or ClusterRole bound to your user)",

@@ -93,7 +93,7 @@ fn shell_quote(value: &str) -> String {
     if plain {
         value.to_owned()
     } else {
-        crate::scripts::data_sync::shell_quote(value)
+        crate::shell::quote(value)
     }
 }
 

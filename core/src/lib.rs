@@ -4,17 +4,25 @@
 //! `effects` and `plugin` packages) observes the cluster, reads files and the clock, and hands
 //! the values in. In return the core says what to do next as plain data (a [`plan::Plan`]).
 //!
-//! Where to find things:
-//! - validated parameters: [`params`]; the volume catalogue: [`volumes`]; images: [`image`];
-//! - what was seen in the cluster: [`observed`]; the objects it is made of: [`object`];
-//! - the planner and its steps: [`plan`]; the pure model of each step's effect: [`simulate`];
-//! - one builder per Kubernetes object: [`builders`]; job scripts: [`scripts`];
-//! - printable output (YAML, diffs, masking of secrets): [`render`]; the `kubectl` command
-//!   lines printed for the user: [`kubectl`];
-//! - checks before any write: SSH keys [`ssh`], StorageClasses [`storage`].
+//! The modules, bottom to top: each uses only those above it in this list, so the crate reads
+//! from the names up to the planner (`tests/layers.rs` keeps it so).
+//! - names and plain values: the [`catalogue`] of object names, components, step ids, in-pod
+//!   paths and data keys; [`labels`]; [`object`]; [`secret`] values and masking; [`shell`]
+//!   quoting; [`image`]s; PostgreSQL versions [`pg`]; the `kubectl` command lines printed for the
+//!   user [`kubectl`]; [`permission`]s; the [`volumes`] and [`ports`] catalogues; SSH key checks
+//!   [`ssh`];
+//! - what the user asked for, validated once: [`params`];
+//! - what was seen in the cluster: [`observed`], and the data plane's state [`dataplane`];
+//! - job scripts: [`scripts`]; one builder per Kubernetes object: [`builders`];
+//! - checks before any write: StorageClasses [`storage`], Pod Security [`pod_security`];
+//! - the planner, its steps and phases: [`plan`](mod@plan);
+//! - the pure model of each step's effect: [`simulate`](mod@simulate); the outage report [`outage`]; the
+//!   dry-run [`preview`](mod@preview); the permissions a plan needs [`access`]; printable output (YAML, diffs)
+//!   [`render`].
 
 pub mod access;
 pub mod builders;
+pub mod catalogue;
 pub mod dataplane;
 pub mod image;
 pub mod kubectl;
@@ -23,8 +31,8 @@ pub mod object;
 pub mod observed;
 pub mod outage;
 pub mod params;
+pub mod permission;
 pub mod pg;
-pub mod phase;
 pub mod plan;
 pub mod pod_security;
 pub mod ports;
@@ -32,6 +40,7 @@ pub mod preview;
 pub mod render;
 pub mod scripts;
 pub mod secret;
+pub mod shell;
 pub mod simulate;
 pub mod ssh;
 pub mod storage;

@@ -8,11 +8,11 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde::Serialize;
 
-use crate::builders::names;
+use crate::catalogue::data_keys;
+use crate::catalogue::names;
 use crate::labels;
 use crate::object::{CustomKind, Kind, Object, ObjectRef};
 use crate::params::MigrateParams;
-use crate::scripts::data_keys;
 use crate::secret::SecretString;
 
 /// What `effects::observe` must fetch: named objects (absent ones are simply missing from the
@@ -87,11 +87,11 @@ pub fn observation(params: &MigrateParams) -> Observation {
         ObjectRef::new(Kind::Service, names::DB_SERVICE),
         ObjectRef::new(Kind::Service, names::REPORTDB_SERVICE),
         ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT),
-        ObjectRef::new(Kind::Deployment, crate::builders::server::SERVER_DEPLOYMENT),
-        ObjectRef::new(Kind::Deployment, crate::builders::server::HUB_DEPLOYMENT),
-        ObjectRef::new(Kind::Deployment, crate::builders::server::COCO_DEPLOYMENT),
-        ObjectRef::new(Kind::Deployment, crate::builders::tftp::DEPLOYMENT),
-        ObjectRef::new(Kind::Service, crate::builders::tftp::SERVICE),
+        ObjectRef::new(Kind::Deployment, names::SERVER_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, names::HUB_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, names::COCO_DEPLOYMENT),
+        ObjectRef::new(Kind::Deployment, names::TFTP_DEPLOYMENT),
+        ObjectRef::new(Kind::Service, names::TFTP_SERVICE),
         ObjectRef::new(Kind::Secret, names::CA_SECRET),
         ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
         ObjectRef::new(Kind::Secret, names::SERVER_CERT_SECRET),
@@ -144,7 +144,7 @@ pub fn observation(params: &MigrateParams) -> Observation {
         };
         named.push(ObjectRef::new(
             Kind::Custom(kind),
-            crate::builders::ingress::route_name(p),
+            crate::ports::route_name(p),
         ));
     }
     Observation {
@@ -169,7 +169,7 @@ pub struct Observed {
     pub ingress_classes: Vec<IngressClassInfo>,
     /// The cluster's StorageClasses; `None` when they could not be listed (not allowed), and
     /// then nothing is checked against them.
-    pub storage_classes: Option<Vec<crate::storage::StorageClassInfo>>,
+    pub storage_classes: Option<Vec<StorageClassInfo>>,
 }
 
 /// An IngressClass, as far as choosing the controller goes.
@@ -401,6 +401,13 @@ pub enum ExtractError {
 }
 
 /// Text shown instead of values that only the data-sync can know.
+/// A StorageClass, as far as provisioning the claims goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StorageClassInfo {
+    pub name: String,
+    pub default: bool,
+}
+
 pub const PLACEHOLDER: &str = "<known after data-sync>";
 /// Marks placeholder data in the Secret of a simulated (dry-run) state.
 pub const PLACEHOLDER_KEY: &str = "placeholder";

@@ -10,11 +10,11 @@ use k8s_openapi::api::batch::v1::Job;
 use serde::Serialize;
 
 use crate::builders::data_sync;
-use crate::builders::names;
-use crate::builders::server::SERVER_DEPLOYMENT;
+use crate::catalogue::data_keys;
+use crate::catalogue::names;
+use crate::catalogue::names::SERVER_DEPLOYMENT;
 use crate::observed::{JobState, Observed, deployment_condition, deployment_ready, job_state};
-use crate::phase::latest_succeeded;
-use crate::scripts::data_keys;
+use crate::plan::phase::latest_succeeded;
 
 /// One stretch of the outage, ending at a milestone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -860,7 +860,7 @@ impl MigrateParams {
         match &self.pull_secret {
             PullSecret::None => None,
             PullSecret::Credentials { .. } | PullSecret::Reused => {
-                Some(crate::builders::names::REGISTRY_SECRET)
+                Some(crate::catalogue::names::REGISTRY_SECRET)
             }
             PullSecret::Existing(name) => Some(name),
         }

@@ -13,11 +13,11 @@ use crate::kubectl::Kubectl;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractError, JobState, Observed, job_state};
 use crate::params::{MigrateParams, PullSecret};
-use crate::render;
 use crate::ssh;
 use crate::{labels, volumes};
 
 mod database;
+pub mod phase;
 mod server;
 mod tls;
 
@@ -124,7 +124,7 @@ impl Action {
 }
 
 fn masked_object<S: Serializer>(object: &Object, serializer: S) -> Result<S::Ok, S::Error> {
-    render::masked_json(&object.to_json(), None).serialize(serializer)
+    crate::secret::masked_json(&object.to_json(), None).serialize(serializer)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -291,7 +291,9 @@ pub enum PlanError {
     /// The user may not make some of the requests (writes, or reads it waits with) the
     /// migration makes.
     #[error("{}", self.render(&Kubectl::BARE))]
-    AccessDenied { missing: Vec<crate::access::Access> },
+    AccessDenied {
+        missing: Vec<crate::permission::Access>,
+    },
 }
 
 impl PlanError {
@@ -723,10 +725,9 @@ const SYNC_WAIT: JobWait = JobWait {
     log_tail_lines: 20,
 };
 
-/// Step id of the copy a final run makes first while the source keeps serving.
-pub const PREPARE_SYNC_STEP: &str = "prepare-sync";
-/// Step id of the check of every input, on that copy's data, before the source is stopped.
-pub const PREPARE_CHECK_STEP: &str = "prepare-check";
+pub use crate::catalogue::steps::{
+    PREPARE_CHECK as PREPARE_CHECK_STEP, PREPARE_SYNC as PREPARE_SYNC_STEP,
+};
 
 /// The read-back of what a data-sync Job extracted, as a step with nothing to carry out.
 fn read_step(id: &str, reason: String) -> Step {
@@ -747,7 +748,7 @@ fn job_name_of(job: &Job) -> String {
 /// The data extracted by a prepare-mode sync that succeeded, if that is what the Secret holds.
 fn prepared_data(observed: &Observed) -> Option<crate::observed::ExtractedData> {
     let data = observed.extracted().ok().flatten()?;
-    let prepared = crate::phase::syncs(observed, data_sync::sync_mode(true))
+    let prepared = crate::plan::phase::syncs(observed, data_sync::sync_mode(true))
         .into_iter()
         .any(|j| job_name_of(j) == data.job && job_state(j) == JobState::Succeeded);
     prepared.then_some(data)
@@ -758,7 +759,7 @@ fn prepare_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec
     let ns = &params.namespace;
     let description = data_sync::description(params);
     // Each --prepare run copies again: that is what repeating it is for.
-    let this_run: Vec<&Job> = crate::phase::syncs(observed, data_sync::sync_mode(true))
+    let this_run: Vec<&Job> = crate::plan::phase::syncs(observed, data_sync::sync_mode(true))
         .into_iter()
         .filter(|j| job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str()))
         .collect();
@@ -789,7 +790,7 @@ fn prepare_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec
             ])
         }
         state => {
-            crate::phase::guard_sync(params, observed, None)?;
+            crate::plan::phase::guard_sync(params, observed, None)?;
             let name = unique_job_name(data_sync::job_name(&params.run_id), observed);
             let mut job = data_sync::data_sync_job(params);
             job.metadata.name = Some(name.clone());
@@ -894,18 +895,19 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
         reason,
         action: Action::None,
     };
-    let finals = crate::phase::syncs(observed, data_sync::sync_mode(false));
+    let finals = crate::plan::phase::syncs(observed, data_sync::sync_mode(false));
     let mut steps = Vec::new();
     let latest_final = finals.last().map(|j| (job_name_of(j), job_state(j)));
     if let Some((name, JobState::Succeeded)) = &latest_final {
         // A final sync that succeeded is never repeated, whatever changed since (an image tag,
         // say): copying again would stop the source's services and overwrite data the migrated
         // server has written since. Deleting the Job is the explicit way to sync again.
-        if let Some(p) = crate::phase::latest_succeeded(observed, data_sync::sync_mode(true)) {
+        if let Some(p) = crate::plan::phase::latest_succeeded(observed, data_sync::sync_mode(true))
+        {
             steps.push(prepared_step(p));
         }
         let read = extracted_read(observed, name, ns, || {
-            let stop = crate::phase::stop_advice(params, observed);
+            let stop = crate::plan::phase::stop_advice(params, observed);
             format!(
                 "to sync again ({stop}delete Job {name} with `{}`) run `{}` again: the final sync runs anew, and stops the source's services",
                 params.kubectl.cmd(Some(ns), &format!("delete job {name}")),
@@ -923,7 +925,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
         steps.push(read);
         return Ok(steps);
     }
-    crate::phase::guard_sync(params, observed, None)?;
+    crate::plan::phase::guard_sync(params, observed, None)?;
     let final_job = |observed: &Observed| {
         let name = unique_job_name(data_sync::job_name(&params.run_id), observed);
         let mut job = data_sync::data_sync_job(params);
@@ -965,7 +967,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
             ));
         }
         None => {
-            let this_run = crate::phase::syncs(observed, data_sync::sync_mode(true))
+            let this_run = crate::plan::phase::syncs(observed, data_sync::sync_mode(true))
                 .into_iter()
                 .rev()
                 .find(|j| {
@@ -1024,7 +1026,7 @@ fn sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<Step>, 
     let jobs = observed.jobs_for_step(data_sync::STEP_ID);
     if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
         let name = job_name_of(running);
-        crate::phase::guard_sync(params, observed, Some(&name))?;
+        crate::plan::phase::guard_sync(params, observed, Some(&name))?;
         let prepare_in_final = !params.prepare
             && job_label(running, labels::SYNC_MODE_ANNOTATION).as_deref()
                 == Some(data_sync::sync_mode(true));
@@ -1095,10 +1097,15 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         params
     };
     let ns = &params.namespace;
-    crate::phase::check(params, observed)?;
+    crate::plan::phase::check(params, observed)?;
     tls::preflight(params, observed)?;
     crate::storage::check(params, observed)?;
-    crate::pod_security::check(params, observed)?;
+    crate::pod_security::check(params, observed).map_err(|r| PlanError::PodSecurity {
+        namespace: r.namespace,
+        enforced: r.enforced,
+        needed: r.needed,
+        reasons: r.reasons,
+    })?;
     let mut steps = Vec::new();
 
     let ns_target = ObjectRef::new(Kind::Namespace, ns.clone());

@@ -328,9 +328,21 @@ fn namespace_label<'a>(observed: &'a Observed, ns: &str, label: &str) -> Option<
     }
 }
 
+/// A namespace whose enforced level the migration's pods exceed: what `check` refuses with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub namespace: String,
+    /// The level the namespace enforces, as its label says it.
+    pub enforced: String,
+    /// The level the migration's pods need.
+    pub needed: &'static str,
+    /// Why they need it, one line per pod feature.
+    pub reasons: Vec<String>,
+}
+
 /// Refuses, before any write, a namespace whose enforced level would reject the migration's
 /// pods.
-pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), crate::PlanError> {
+pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), Refusal> {
     let ns = &params.namespace;
     let Some(value) = namespace_label(observed, ns, ENFORCE_LABEL) else {
         return Ok(());
@@ -340,7 +352,7 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), crate::P
     if needed <= enforced {
         return Ok(());
     }
-    Err(crate::PlanError::PodSecurity {
+    Err(Refusal {
         namespace: ns.clone(),
         enforced: value.to_owned(),
         needed: needed.name(),

@@ -10,12 +10,12 @@
 //! ports: TFTP is a container of its own in today's images (server-image 5.2.5), exposed by a
 //! LoadBalancer Service or the host network instead of a ClusterIP Service, and it must never be
 //! routed by the ingress controller, which every `external` port here is. Its port is
-//! [`crate::builders::tftp::PORT`], shared by its container and its Service.
+//! `builders::tftp::PORT`, shared by its container and its Service.
 
 use k8s_openapi::api::core::v1::ContainerPort;
 use serde::Serialize;
 
-use crate::builders::components;
+use crate::catalogue::components;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Protocol {
@@ -97,6 +97,25 @@ const fn port(
 }
 
 /// PostgreSQL, as the DB image serves it.
+/// The Traefik entrypoint of a port: at most 15 characters (a Traefik limit).
+pub fn endpoint(p: &PortDef) -> String {
+    let service = match p.service {
+        "taskomatic" => "tasko",
+        other => other,
+    };
+    let name = if service.ends_with(p.name) {
+        service.to_owned()
+    } else {
+        format!("{service}-{}", p.name)
+    };
+    name.chars().take(15).collect()
+}
+
+/// The name of the route object of a port.
+pub fn route_name(p: &PortDef) -> String {
+    format!("{}-route", endpoint(p))
+}
+
 pub const PGSQL_PORT: i32 = 5432;
 /// HTTP of the server; TLS ends at the ingress.
 pub const HTTP_PORT: i32 = 80;

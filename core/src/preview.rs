@@ -140,7 +140,7 @@ pub struct Safety {
     pub expected_window_seconds: Option<i64>,
     pub window_job: Option<String>,
     pub prepare: bool,
-    pub inputs: Vec<crate::phase::Input>,
+    pub inputs: Vec<crate::plan::phase::Input>,
 }
 
 pub fn safety(params: &MigrateParams, observed: &Observed, preview: &Preview) -> Safety {
@@ -149,7 +149,7 @@ pub fn safety(params: &MigrateParams, observed: &Observed, preview: &Preview) ->
         .iter()
         .position(|s| s.stops_source())
         .map(|i| (i + 1, preview.executed[i].id.clone()));
-    let window = crate::phase::expected_window(observed);
+    let window = crate::plan::phase::expected_window(observed);
     Safety {
         outage_step: outage.as_ref().map(|(_, id)| id.clone()),
         outage_position: outage.map(|(i, _)| i),
@@ -157,14 +157,14 @@ pub fn safety(params: &MigrateParams, observed: &Observed, preview: &Preview) ->
         expected_window_seconds: window.as_ref().map(|(_, s)| *s),
         window_job: window.map(|(job, _)| job),
         prepare: params.prepare,
-        inputs: crate::phase::inputs(params, observed),
+        inputs: crate::plan::phase::inputs(params, observed),
     }
 }
 
 impl Safety {
     /// The dry run's "Outage and inputs" section.
     pub fn render(&self, source: &str) -> String {
-        use crate::phase::Need;
+        use crate::plan::phase::Need;
         let mut out = String::from("Outage and inputs:\n");
         match (&self.outage_step, self.outage_position) {
             (Some(id), Some(at)) => {

@@ -1,6 +1,6 @@
 //! Printable output: YAML of objects, unified diffs of live against intended objects, the
 //! human plan. Secret values never reach this output: every Secret goes through
-//! [`masked_json`] first, as `kubectl diff` masks them.
+//! [`crate::secret::masked_json`] first, as `kubectl diff` masks them.
 
 use serde_json::{Map, Value};
 use similar::TextDiff;
@@ -8,6 +8,8 @@ use similar::TextDiff;
 use crate::object::{Kind, Object};
 use crate::observed::Observed;
 use crate::plan::{Op, Step};
+pub use crate::secret::masked_json;
+use crate::secret::{is_secret, mask};
 
 /// Metadata fields the server fills in; noise in a diff.
 const NOISY_METADATA: &[&str] = &[
@@ -18,47 +20,6 @@ const NOISY_METADATA: &[&str] = &[
     "generation",
     "selfLink",
 ];
-
-fn is_secret(value: &Value) -> bool {
-    value.get("kind").and_then(Value::as_str) == Some("Secret")
-}
-
-/// A copy of `value` with Secret data replaced by `***`. With `other` (the object it is compared
-/// with), values that differ are marked `*** (before)` / `*** (after)`; `before` says which side
-/// `value` is.
-fn mask(value: &Value, other: Option<(&Value, bool)>) -> Value {
-    if !is_secret(value) {
-        return value.clone();
-    }
-    let mut out = value.clone();
-    for field in ["data", "stringData"] {
-        let other_map = other
-            .and_then(|(o, _)| o.get(field))
-            .and_then(Value::as_object);
-        if let Some(map) = out.get_mut(field).and_then(Value::as_object_mut) {
-            for (key, v) in map.iter_mut() {
-                let marker = match other {
-                    Some((_, before)) => {
-                        let same = other_map.and_then(|m| m.get(key)) == Some(v);
-                        match (same, before) {
-                            (true, _) => "***",
-                            (false, true) => "*** (before)",
-                            (false, false) => "*** (after)",
-                        }
-                    }
-                    None => "***",
-                };
-                *v = Value::String(marker.to_owned());
-            }
-        }
-    }
-    out
-}
-
-/// `value` with Secret data masked; `other` marks which values differ from it.
-pub fn masked_json(value: &Value, other: Option<&Value>) -> Value {
-    mask(value, other.map(|o| (o, false)))
-}
 
 /// Removes what the server adds and nobody wrote: noise in a diff.
 pub fn clean(value: &Value) -> Value {

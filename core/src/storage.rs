@@ -2,8 +2,6 @@
 //! exist, or that names none in a cluster without a default class, stays Pending for ever, and
 //! the first Job that mounts it waits for ever. So the classes are checked before any write.
 
-use serde::Serialize;
-
 use crate::kubectl::Kubectl;
 use crate::object::Kind;
 use crate::observed::Observed;
@@ -13,12 +11,7 @@ use crate::params::MigrateParams;
 /// (<https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/>).
 pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 
-/// A StorageClass, as far as provisioning the claims goes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StorageClassInfo {
-    pub name: String,
-    pub default: bool,
-}
+pub use crate::observed::StorageClassInfo;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StorageError {

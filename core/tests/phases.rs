@@ -6,8 +6,8 @@ mod common;
 
 use uyuni_core::builders::{data_sync, names, server};
 use uyuni_core::object::Kind;
-use uyuni_core::phase::{Phase, phase};
 use uyuni_core::plan::PlanError;
+use uyuni_core::plan::phase::{Phase, phase};
 use uyuni_core::{MigrateParams, Object, Observed, plan};
 
 const PREPARE_JOB: &str = "uyuni-data-sync-20261130090000";
@@ -204,12 +204,12 @@ fn the_missing_ca_password_is_refused_on_the_prepare_copy_and_a_run_with_it_goes
     let with_password = plan(&common::params(), &prepared).expect("with the password");
     assert!(with_password.next_step().is_some_and(|s| s.stops_source()));
     // The dry run names the input as missing.
-    let inputs = uyuni_core::phase::inputs(&params, &prepared);
+    let inputs = uyuni_core::plan::phase::inputs(&params, &prepared);
     let ca = inputs
         .iter()
         .find(|i| i.name == "CA key password")
         .expect("listed");
-    assert_eq!(ca.need, uyuni_core::phase::Need::Missing);
+    assert_eq!(ca.need, uyuni_core::plan::phase::Need::Missing);
 }
 
 #[test]

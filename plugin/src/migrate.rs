@@ -549,7 +549,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             .flatten(),
         expected_outage_seconds: params
             .prepare
-            .then(|| uyuni_core::phase::expected_window(&observed).map(|(_, s)| s))
+            .then(|| uyuni_core::plan::phase::expected_window(&observed).map(|(_, s)| s))
             .flatten(),
         not_built: NOT_BUILT,
     };

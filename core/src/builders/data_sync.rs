@@ -16,7 +16,7 @@ use crate::params::MigrateParams;
 use crate::scripts::{self, data_sync};
 use crate::volumes::VolumeRole;
 
-pub const STEP_ID: &str = "data-sync";
+pub use crate::catalogue::steps::DATA_SYNC as STEP_ID;
 pub const CONTAINER: &str = "data-sync";
 const INIT_CONTAINER: &str = "init-volumes";
 

@@ -24,10 +24,10 @@ use crate::ports;
 use crate::scripts::database as scripts;
 use crate::volumes::{self, VolumeClaim};
 
-pub const FIXUP_STEP: &str = "db-fixup";
-pub const UPGRADE_STEP: &str = "db-upgrade";
-pub const PASSWORDS_STEP: &str = "db-passwords";
-pub const MIGRATION_SQL_STEP: &str = "db-migration-sql";
+pub use crate::catalogue::steps::{
+    DB_FIXUP as FIXUP_STEP, DB_MIGRATION_SQL as MIGRATION_SQL_STEP, DB_PASSWORDS as PASSWORDS_STEP,
+    DB_UPGRADE as UPGRADE_STEP,
+};
 
 /// Environment variable carrying the data-sync Job a step Job works on: part of the spec, so a
 /// new sync gets new fix-up, upgrade and SQL Jobs.

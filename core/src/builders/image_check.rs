@@ -11,9 +11,10 @@ use crate::builders::job::{ScriptJob, script_job};
 use crate::params::MigrateParams;
 use crate::scripts::image_check as scripts;
 
-pub const SERVER_STEP: &str = "image-check-server";
-pub const DATABASE_STEP: &str = "image-check-db";
-pub const DATABASE_UPGRADE_STEP: &str = "image-check-db-upgrade";
+pub use crate::catalogue::steps::{
+    IMAGE_CHECK_DB as DATABASE_STEP, IMAGE_CHECK_DB_UPGRADE as DATABASE_UPGRADE_STEP,
+    IMAGE_CHECK_SERVER as SERVER_STEP,
+};
 
 /// The check Jobs, in the order they run.
 pub fn jobs(params: &MigrateParams) -> Vec<Job> {

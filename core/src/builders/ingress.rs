@@ -216,25 +216,6 @@ pub fn https_redirect(namespace: &str) -> CustomObject {
     }
 }
 
-/// The Traefik entrypoint of a port: at most 15 characters (a Traefik limit).
-pub fn endpoint(p: &PortDef) -> String {
-    let service = match p.service {
-        "taskomatic" => "tasko",
-        other => other,
-    };
-    let name = if service.ends_with(p.name) {
-        service.to_owned()
-    } else {
-        format!("{service}-{}", p.name)
-    };
-    name.chars().take(15).collect()
-}
-
-/// The name of the route object of a port.
-pub fn route_name(p: &PortDef) -> String {
-    format!("{}-route", endpoint(p))
-}
-
 /// The ports reached from outside through the controller, with these features.
 pub fn external_ports(features: Features) -> Vec<PortDef> {
     ports::services(features)
@@ -250,16 +231,16 @@ pub fn route(namespace: &str, p: &PortDef) -> CustomObject {
     let (kind, spec) = match p.protocol {
         Protocol::Tcp => (
             CustomKind::IngressRouteTcp,
-            json!({"entryPoints": [endpoint(p)], "routes": [{"match": "HostSNI(`*`)", "services": [service]}]}),
+            json!({"entryPoints": [ports::endpoint(p)], "routes": [{"match": "HostSNI(`*`)", "services": [service]}]}),
         ),
         Protocol::Udp => (
             CustomKind::IngressRouteUdp,
-            json!({"entryPoints": [endpoint(p)], "routes": [{"services": [service]}]}),
+            json!({"entryPoints": [ports::endpoint(p)], "routes": [{"services": [service]}]}),
         ),
     };
     CustomObject {
         kind,
-        metadata: meta(&route_name(p), namespace, components::SERVER),
+        metadata: meta(&ports::route_name(p), namespace, components::SERVER),
         spec,
         status: None,
     }
@@ -271,7 +252,7 @@ pub fn traefik_values(ports: &[PortDef]) -> String {
     for p in ports {
         out.push_str(&format!(
             "  {}:\n    port: {}\n    expose:\n      default: true\n    exposedPort: {}\n    protocol: {}\n",
-            endpoint(p),
+            ports::endpoint(p),
             p.port,
             p.port,
             p.protocol.as_str()
@@ -362,10 +343,10 @@ mod tests {
         };
         let external = external_ports(all);
         for p in &external {
-            assert!(endpoint(p).len() <= 15, "{}", endpoint(p));
+            assert!(ports::endpoint(p).len() <= 15, "{}", ports::endpoint(p));
             assert_ne!(p.port, ports::HTTP_PORT, "HTTP goes through the Ingress");
         }
-        let mut names: Vec<String> = external.iter().map(endpoint).collect();
+        let mut names: Vec<String> = external.iter().map(ports::endpoint).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), external.len());

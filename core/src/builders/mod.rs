@@ -25,59 +25,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::labels;
 
-/// Object names, as the reference and the official chart use them.
-pub mod names {
-    pub const SSH_KEY_SECRET: &str = "uyuni-migration-key";
-    pub const SSH_CONFIG_MAP: &str = "uyuni-migration-ssh";
-    pub const MIGRATION_SERVICE_ACCOUNT: &str = "uyuni-migration";
-    pub const MIGRATION_ROLE: &str = "uyuni-migration";
-    pub const MIGRATION_ROLE_BINDING: &str = "uyuni-migration";
-    pub const MIGRATION_DATA_SECRET: &str = "uyuni-migration-data";
-    /// Prefix of data-sync Job names; the run id follows.
-    pub const DATA_SYNC_JOB_PREFIX: &str = "uyuni-data-sync";
-    /// The chart's credential Secrets (images-today §C.1).
-    pub const DB_ADMIN_SECRET: &str = "db-admin-credentials";
-    pub const DB_SECRET: &str = "db-credentials";
-    pub const REPORTDB_SECRET: &str = "reportdb-credentials";
-    pub const DB_DEPLOYMENT: &str = "db";
-    pub const DB_SERVICE: &str = "db";
-    pub const REPORTDB_SERVICE: &str = "reportdb";
-    /// The CA as a TLS Secret, the CA issuer's key pair (reference §5.4).
-    pub const CA_SECRET: &str = "uyuni-ca";
-    /// The source CA's password, for the Job that decrypts the CA key in the cluster.
-    pub const CA_PASSWORD_SECRET: &str = "uyuni-ca-password";
-    pub const CA_ISSUER: &str = "uyuni-ca-issuer";
-    /// The server's TLS Secret, and its Certificate (chart names, images-today §C.1).
-    pub const SERVER_CERT_SECRET: &str = "uyuni-cert";
-    pub const DB_CERT_SECRET: &str = "db-cert";
-    pub const CA_CONFIG_MAP: &str = "uyuni-ca";
-    pub const DB_CA_CONFIG_MAP: &str = "db-ca";
-    /// Role and RoleBinding letting the CA key Job write the key into Secret `uyuni-ca`.
-    pub const CA_KEY_ROLE: &str = "uyuni-ca-key";
-    /// Ingresses (reference §6.3).
-    pub const INGRESS_SSL: &str = "uyuni-ingress-ssl";
-    pub const INGRESS_NOSSL: &str = "uyuni-ingress-nossl";
-    pub const INGRESS_REDIRECT: &str = "uyuni-ingress-ssl-redirect";
-    /// Traefik's HTTPS redirect middleware.
-    pub const HTTPS_REDIRECT: &str = "uyuni-https-redirect";
-    /// The distributions' HelmChartConfig objects, in kube-system.
-    pub const TRAEFIK_CONFIG: &str = "traefik";
-    pub const NGINX_CONFIG: &str = "rke2-ingress-nginx";
-    /// The registry pull Secret the tool writes from `--registry-user` (reference §1.8).
-    pub const REGISTRY_SECRET: &str = "registry-credentials";
-}
-
-/// Components, as the `app.kubernetes.io/component` label says them.
-pub mod components {
-    pub const MIGRATION: &str = "migration";
-    pub const SERVER: &str = "server";
-    pub const DB: &str = "db";
-    pub const TLS: &str = "tls";
-    pub const HUB_XMLRPC: &str = "hub-xmlrpc";
-    /// The chart's `coco.yaml` says `coco-attestation`.
-    pub const COCO: &str = "coco-attestation";
-    pub const TFTP: &str = "tftp";
-}
+/// Object and component names live in the catalogue, below every builder.
+pub use crate::catalogue::{components, names};
 
 /// Metadata of a namespaced object the tool owns.
 pub fn meta(name: &str, namespace: &str, component: &str) -> ObjectMeta {

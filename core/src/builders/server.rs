@@ -20,10 +20,10 @@ use crate::params::{MigrateParams, ServerSecurity};
 use crate::ports::{self, Features};
 use crate::volumes::VolumeRole;
 
-pub const SERVER_DEPLOYMENT: &str = "uyuni";
+pub use crate::catalogue::names::COCO_DEPLOYMENT;
 /// The chart's names (`containers/server-helm/templates/hub.yaml`, `coco.yaml`).
-pub const HUB_DEPLOYMENT: &str = "hub-xmlrpc";
-pub const COCO_DEPLOYMENT: &str = "coco-attestation";
+pub use crate::catalogue::names::HUB_DEPLOYMENT;
+pub use crate::catalogue::names::SERVER_DEPLOYMENT;
 
 /// The server container's security context, as the official chart writes it
 /// (`containers/server-helm/templates/server.yaml`, `tests/security_test.yaml`): capability

@@ -25,8 +25,7 @@ use crate::builders::{components, deployment, meta};
 use crate::observed::ExtractedData;
 use crate::params::MigrateParams;
 
-pub const DEPLOYMENT: &str = "tftp";
-pub const SERVICE: &str = "tftp";
+pub use crate::catalogue::names::{TFTP_DEPLOYMENT as DEPLOYMENT, TFTP_SERVICE as SERVICE};
 /// TFTP's well-known port, used by both the container and the Service. It is not in
 /// [`crate::ports::CATALOGUE`]: the catalogue's ports are the server's (and its companions'),
 /// exposed by ClusterIP Services and routed by the ingress controller; this one is served by its
@@ -34,8 +33,7 @@ pub const SERVICE: &str = "tftp";
 /// routed by the ingress controller (see the module documentation).
 pub const PORT: i32 = 69;
 const PORT_NAME: &str = "tftp";
-/// The server's HTTP Service, where the container fetches the files it serves.
-pub const WEB_SERVICE: &str = "web";
+pub use crate::catalogue::names::WEB_SERVICE;
 const WRAPPER: &str = "/usr/bin/tftp_wrapper.py";
 
 /// Whether the TFTP server is deployed.

@@ -22,7 +22,7 @@ use crate::observed::ExtractedData;
 use crate::params::{CertBundle, MigrateParams};
 use crate::scripts::{data_keys, data_sync::SERVICE_ACCOUNT_DIR, tls as scripts};
 
-pub const CA_KEY_STEP: &str = "ca-key";
+pub use crate::catalogue::steps::CA_KEY as CA_KEY_STEP;
 
 /// Where the server's certificates come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

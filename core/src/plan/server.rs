@@ -106,7 +106,7 @@ fn ingress_steps(
         for p in ingress::external_ports(features) {
             let route = ingress::route(ns, &p);
             steps.push(apply_step(
-                &format!("route-{}", ingress::endpoint(&p)),
+                &format!("route-{}", crate::ports::endpoint(&p)),
                 format!(
                     "Traefik route of port {}/{} to Service {}",
                     p.port,

@@ -347,8 +347,8 @@ pub(crate) fn ca_password_need(
     params: &MigrateParams,
     observed: &Observed,
     data: Option<&ExtractedData>,
-) -> crate::phase::Need {
-    use crate::phase::Need;
+) -> crate::plan::phase::Need {
+    use crate::plan::phase::Need;
     if params.tls.third_party.is_some() {
         return Need::NotNeeded("the certificates come from the --ssl-* files".into());
     }

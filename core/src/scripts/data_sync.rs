@@ -115,11 +115,7 @@ pub struct DataSyncScript {
     pub paths: ScriptPaths,
 }
 
-/// Quotes `s` as one word for bash (and any POSIX shell): single quotes, with each `'` written
-/// as `'\''`. Works for every string without NUL, which no shell word can hold anyway.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
+pub use crate::shell::quote as shell_quote;
 
 /// Quotes `s` as one argument inside rsync's `-e` command, which rsync splits itself: single
 /// quotes, a doubled quote standing for itself (rsync does not honour backslashes there).

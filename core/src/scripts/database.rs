@@ -313,12 +313,12 @@ pub const REHASHED_ROLES: [(&str, &str, &str); 2] = [
     (
         "MANAGER_USER",
         "MANAGER_PASS",
-        crate::builders::names::DB_SECRET,
+        crate::catalogue::names::DB_SECRET,
     ),
     (
         "REPORT_DB_USER",
         "REPORT_DB_PASS",
-        crate::builders::names::REPORTDB_SECRET,
+        crate::catalogue::names::REPORTDB_SECRET,
     ),
 ];
 

@@ -1,0 +1,138 @@
+//! The catalogue of names every other module agrees on: Kubernetes object names, components,
+//! step ids, in-pod paths and the keys of the extracted data.
+//!
+//! It depends on nothing, so that anything may use it without an import cycle: a builder, the
+//! observation that looks for what the builders wrote, the scripts that write at the paths the
+//! builders mount, and the planner that names the steps.
+
+/// Object names, as the reference and the official chart use them.
+pub mod names {
+    pub const SSH_KEY_SECRET: &str = "uyuni-migration-key";
+    pub const SSH_CONFIG_MAP: &str = "uyuni-migration-ssh";
+    pub const MIGRATION_SERVICE_ACCOUNT: &str = "uyuni-migration";
+    pub const MIGRATION_ROLE: &str = "uyuni-migration";
+    pub const MIGRATION_ROLE_BINDING: &str = "uyuni-migration";
+    pub const MIGRATION_DATA_SECRET: &str = "uyuni-migration-data";
+    /// Prefix of data-sync Job names; the run id follows.
+    pub const DATA_SYNC_JOB_PREFIX: &str = "uyuni-data-sync";
+    /// The chart's credential Secrets (images-today §C.1).
+    pub const DB_ADMIN_SECRET: &str = "db-admin-credentials";
+    pub const DB_SECRET: &str = "db-credentials";
+    pub const REPORTDB_SECRET: &str = "reportdb-credentials";
+    pub const DB_DEPLOYMENT: &str = "db";
+    pub const DB_SERVICE: &str = "db";
+    pub const REPORTDB_SERVICE: &str = "reportdb";
+    /// The CA as a TLS Secret, the CA issuer's key pair (reference §5.4).
+    pub const CA_SECRET: &str = "uyuni-ca";
+    /// The source CA's password, for the Job that decrypts the CA key in the cluster.
+    pub const CA_PASSWORD_SECRET: &str = "uyuni-ca-password";
+    pub const CA_ISSUER: &str = "uyuni-ca-issuer";
+    /// The server's TLS Secret, and its Certificate (chart names, images-today §C.1).
+    pub const SERVER_CERT_SECRET: &str = "uyuni-cert";
+    pub const DB_CERT_SECRET: &str = "db-cert";
+    pub const CA_CONFIG_MAP: &str = "uyuni-ca";
+    pub const DB_CA_CONFIG_MAP: &str = "db-ca";
+    /// Role and RoleBinding letting the CA key Job write the key into Secret `uyuni-ca`.
+    pub const CA_KEY_ROLE: &str = "uyuni-ca-key";
+    /// Ingresses (reference §6.3).
+    pub const INGRESS_SSL: &str = "uyuni-ingress-ssl";
+    pub const INGRESS_NOSSL: &str = "uyuni-ingress-nossl";
+    pub const INGRESS_REDIRECT: &str = "uyuni-ingress-ssl-redirect";
+    /// Traefik's HTTPS redirect middleware.
+    pub const HTTPS_REDIRECT: &str = "uyuni-https-redirect";
+    /// The distributions' HelmChartConfig objects, in kube-system.
+    pub const TRAEFIK_CONFIG: &str = "traefik";
+    pub const NGINX_CONFIG: &str = "rke2-ingress-nginx";
+    /// The registry pull Secret the tool writes from `--registry-user` (reference §1.8).
+    pub const REGISTRY_SECRET: &str = "registry-credentials";
+    /// The server's Deployments (the chart's names, images-today §C.2).
+    pub const SERVER_DEPLOYMENT: &str = "uyuni";
+    pub const HUB_DEPLOYMENT: &str = "hub-xmlrpc";
+    pub const COCO_DEPLOYMENT: &str = "coco-attestation";
+    /// The TFTP server's Deployment and its Service.
+    pub const TFTP_DEPLOYMENT: &str = "tftp";
+    pub const TFTP_SERVICE: &str = "tftp";
+    /// The server's HTTP Service, where the TFTP container fetches the files it serves.
+    pub const WEB_SERVICE: &str = "web";
+}
+
+/// Components, as the `app.kubernetes.io/component` label says them.
+pub mod components {
+    pub const MIGRATION: &str = "migration";
+    pub const SERVER: &str = "server";
+    pub const DB: &str = "db";
+    pub const TLS: &str = "tls";
+    pub const HUB_XMLRPC: &str = "hub-xmlrpc";
+    /// The chart's `coco.yaml` says `coco-attestation`.
+    pub const COCO: &str = "coco-attestation";
+    pub const TFTP: &str = "tftp";
+}
+
+/// Step ids: the `kubectl-uyuni.io/step` label of a step's Jobs, and the id the plan shows.
+pub mod steps {
+    pub const IMAGE_CHECK_SERVER: &str = "image-check-server";
+    pub const IMAGE_CHECK_DB: &str = "image-check-db";
+    pub const IMAGE_CHECK_DB_UPGRADE: &str = "image-check-db-upgrade";
+    pub const DATA_SYNC: &str = "data-sync";
+    /// The copy a final run makes first while the source keeps serving.
+    pub const PREPARE_SYNC: &str = "prepare-sync";
+    /// The check of every input, on that copy's data, before the source is stopped.
+    pub const PREPARE_CHECK: &str = "prepare-check";
+    pub const DB_FIXUP: &str = "db-fixup";
+    pub const DB_UPGRADE: &str = "db-upgrade";
+    pub const DB_PASSWORDS: &str = "db-passwords";
+    pub const DB_MIGRATION_SQL: &str = "db-migration-sql";
+    pub const CA_KEY: &str = "ca-key";
+}
+
+/// Paths inside the Job pods, shared by the scripts and the builders that mount things there,
+/// so the two cannot drift apart.
+pub mod paths {
+    /// Where the data-sync Job finds the SSH private and public key (Secret `uyuni-migration-key`).
+    /// Outside every synced path, so rsync `--delete` never meets a mount point (reference D33).
+    pub const SSH_KEY_DIR: &str = "/etc/uyuni-migration-ssh/key";
+    pub const SSH_PRIVATE_KEY_PATH: &str = "/etc/uyuni-migration-ssh/key/id";
+    /// Where the data-sync Job finds `config` and `known_hosts` (ConfigMap `uyuni-migration-ssh`).
+    pub const SSH_CONF_DIR: &str = "/etc/uyuni-migration-ssh/conf";
+    pub const SSH_CONFIG_PATH: &str = "/etc/uyuni-migration-ssh/conf/config";
+    pub const SSH_KNOWN_HOSTS_PATH: &str = "/etc/uyuni-migration-ssh/conf/known_hosts";
+    /// Scratch directory of the data-sync Job, on an emptyDir: secrets pass through here on their way
+    /// into the Secret `uyuni-migration-data`, never through a PVC or the log.
+    pub const SECRET_SCRATCH_DIR: &str = "/run/uyuni-migration";
+}
+
+/// Keys of the Secret `uyuni-migration-data`, written by the data-sync Job at its end.
+pub mod data_keys {
+    /// The name of the Job that wrote the data; data from an older Job is stale.
+    pub const JOB: &str = "job";
+    pub const TIMEZONE: &str = "timezone";
+    /// PostgreSQL major of the synced data (`PG_VERSION`).
+    pub const PG_VERSION: &str = "pg_version";
+    pub const DB_USER: &str = "db_user";
+    pub const DB_PASSWORD: &str = "db_password";
+    pub const DB_NAME: &str = "db_name";
+    pub const DB_PORT: &str = "db_port";
+    pub const REPORT_DB_USER: &str = "report_db_user";
+    pub const REPORT_DB_PASSWORD: &str = "report_db_password";
+    pub const HAS_HUBXMLRPC: &str = "has_hubxmlrpc";
+    /// The source's `server.susemanager.fromdir` (a local mirror), empty when it had none.
+    pub const MIRROR: &str = "mirror";
+    pub const DEBUG: &str = "debug";
+    /// `true` when `tftp.socket` was enabled (or active) on the source: the TFTP server is
+    /// deployed as its own Deployment then, unless `--tftp` says otherwise.
+    pub const TFTP: &str = "tftp";
+    /// `java.hostname` of the source's rhn.conf.
+    pub const FQDN: &str = "fqdn";
+    /// The CA certificate the source trusts (`LOCAL-RHN-ORG-TRUSTED-SSL-CERT`).
+    pub const CA_CERT: &str = "ca.crt";
+    /// The CA key generated by Uyuni (`/root/ssl-build/RHN-ORG-PRIVATE-SSL-KEY`), encrypted with
+    /// the CA password; only when `ssl-build` holds the deployed CA.
+    pub const CA_KEY: &str = "ca.key";
+    /// Third-party server certificate and key, only when there is no Uyuni-generated CA key.
+    pub const SERVER_CERT: &str = "server.crt";
+    pub const SERVER_KEY: &str = "server.key";
+    /// Final runs only: when the script began to stop the source's services, and when they
+    /// were stopped (Unix seconds, the Job's clock).
+    pub const OUTAGE_STARTED_AT: &str = "outage_started_at";
+    pub const SERVICES_STOPPED_AT: &str = "services_stopped_at";
+}
