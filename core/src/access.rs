@@ -21,7 +21,6 @@
 //! path of `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`), so an absent
 //! object needs both.
 
-
 use crate::kubectl::Kubectl;
 use crate::object::{Kind, Object};
 use crate::observed::Observed;

@@ -156,21 +156,23 @@ pub fn data_plane(
         .collect();
     let reindex = "the server image reindexes the database at its first start when the collation version changed (it checks itself)";
     let database = match observed.extracted() {
-        Ok(Some(data)) if !data.placeholder => match crate::pg::decide(Some(&data.pg_version)) {
-            Ok(crate::pg::Upgrade::Needed { from }) => format!(
-                "PostgreSQL {from} synced by Job {}; upgraded to {} into a new volume, the synced one kept as the backup; {reindex}",
-                data.job,
-                crate::pg::TARGET_MAJOR
-            ),
-            Ok(_) => format!(
-                "PostgreSQL {} synced by Job {}: no major upgrade; {reindex}",
-                data.pg_version, data.job
-            ),
-            Err(e) => format!(
-                "PostgreSQL {} synced by Job {}: {e}",
-                data.pg_version, data.job
-            ),
-        },
+        Ok(Some(data)) if !data.placeholder => {
+            match crate::resolve::resolve(params, observed, &data).pg {
+                Ok(crate::pg::Upgrade::Needed { from }) => format!(
+                    "PostgreSQL {from} synced by Job {}; upgraded to {} into a new volume, the synced one kept as the backup; {reindex}",
+                    data.job,
+                    crate::pg::TARGET_MAJOR
+                ),
+                Ok(_) => format!(
+                    "PostgreSQL {} synced by Job {}: no major upgrade; {reindex}",
+                    data.pg_version, data.job
+                ),
+                Err(e) => format!(
+                    "PostgreSQL {} synced by Job {}: {e}",
+                    data.pg_version, data.job
+                ),
+            }
+        }
         _ => format!(
             "copied while PostgreSQL is stopped on the source; its major is read from the synced data (known after data-sync) and upgraded to {} when older; {reindex}",
             crate::pg::TARGET_MAJOR

@@ -38,6 +38,7 @@ pub mod pod_security;
 pub mod ports;
 pub mod preview;
 pub mod render;
+pub mod resolve;
 pub mod scripts;
 pub mod secret;
 pub mod shell;

@@ -249,7 +249,7 @@ pub enum PlanError {
     )]
     CaPasswordNeeded,
     #[error("{0}")]
-    Tls(#[from] crate::builders::tls::TlsError),
+    Tls(#[from] crate::resolve::TlsError),
     #[error("{}", self.render(&Kubectl::BARE))]
     PullSecretMissing { name: String, namespace: String },
     #[error(
@@ -1064,19 +1064,19 @@ fn after_sync(
 ) -> Result<Vec<Step>, PlanError> {
     // Decided before the first write after the sync, so that a run that cannot decide
     // changes nothing.
-    let tftp =
-        crate::builders::tftp::decide(params, data).map_err(|_| PlanError::TftpNotRecorded {
-            job: data.job.clone(),
-        })?;
+    let facts = crate::resolve::resolve(params, observed, data);
+    let tftp = facts.tftp.map_err(|_| PlanError::TftpNotRecorded {
+        job: data.job.clone(),
+    })?;
     // The `db` pod mounts Secret `db-cert`: the TLS phase goes between the database's data
     // and its service. Planned in this order so that a refused PostgreSQL version is the
     // error reported, before a missing CA password.
-    let database = database::steps(params, observed, data)?;
-    let tls = tls::steps(params, observed, data)?;
+    let database = database::steps(params, observed, data, &facts)?;
+    let tls = tls::steps(params, observed, data, &facts)?;
     let mut steps = database.data;
     steps.extend(tls);
     steps.extend(database.service);
-    steps.extend(server::steps(params, observed, data, tftp));
+    steps.extend(server::steps(params, observed, data, &facts, tftp));
     Ok(steps)
 }
 

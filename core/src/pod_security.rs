@@ -266,10 +266,12 @@ pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
     jobs.push(database::passwords_job(params, &data, upgrade));
     jobs.push(database::migration_sql_job(params, &data));
     jobs.push(crate::builders::tls::ca_key_job(params, &data));
-    let fqdn = crate::builders::tls::server_fqdn(params, &data);
+    // The facts of a cluster holding nothing yet: no earlier run's objects.
+    let facts = crate::resolve::resolve(params, &Observed::default(), &data);
+    let fqdn = facts.fqdn.clone();
     let mut deployments = vec![
-        database::db_deployment(params, &data, &database::data_claim(upgrade)),
-        server::server_deployment(params, &data, &fqdn),
+        database::db_deployment(params, &data, &facts.db_claim),
+        server::server_deployment(params, &data, &facts),
         server::hub_deployment(params, 1),
         server::coco_deployment(params, &data),
     ];

@@ -28,6 +28,8 @@ const LAYERS: &[&str] = &[
     "params",
     // What the cluster holds.
     "observed",
+    // Every fact decided once, from the two above.
+    "resolve",
     "dataplane",
     // The objects and the Job scripts.
     "scripts",

@@ -310,16 +310,30 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     (params, o)
 }
 
+/// The facts with the server answering to the source's name, as the states here were written.
+fn source_facts(facts: &uyuni_core::resolve::Facts) -> uyuni_core::resolve::Facts {
+    uyuni_core::resolve::Facts {
+        fqdn: common::SOURCE.into(),
+        ..facts.clone()
+    }
+}
+
 /// Objects of the database phase as an interrupted or earlier run left them.
 fn insert_db_state(params: &MigrateParams, o: &mut Observed, db: &DbState) {
     let Ok(Some(data)) = o.extracted() else {
         return;
     };
-    let Ok(upgrade) = uyuni_core::pg::decide(Some(db.pg_version)) else {
+    // The version this state's database has, which the data may not say yet.
+    let at_version = uyuni_core::ExtractedData {
+        pg_version: db.pg_version.into(),
+        ..data.clone()
+    };
+    let facts = uyuni_core::resolve::resolve(params, o, &at_version);
+    let Ok(upgrade) = facts.pg.clone() else {
         return;
     };
     if db.deployment > 0 {
-        let mut d = database::db_deployment(params, &data, &database::data_claim(upgrade));
+        let mut d = database::db_deployment(params, &data, &facts.db_claim);
         if db.deployment == 2
             && let Some(spec) = d.spec.as_mut()
         {
@@ -329,7 +343,7 @@ fn insert_db_state(params: &MigrateParams, o: &mut Observed, db: &DbState) {
     }
     if db.server {
         o.insert(Object::Deployment(
-            uyuni_core::builders::server::server_deployment(params, &data, common::SOURCE),
+            uyuni_core::builders::server::server_deployment(params, &data, &source_facts(&facts)),
         ));
     }
     if db.upgraded_claim {
@@ -573,7 +587,9 @@ fn build_safety(s: &SafetyState) -> (MigrateParams, Observed) {
     if s.server_replicas > 0
         && let Ok(Some(data)) = o.extracted()
     {
-        let mut d = uyuni_core::builders::server::server_deployment(&params, &data, common::SOURCE);
+        let facts = uyuni_core::resolve::resolve(&params, &o, &data);
+        let mut d =
+            uyuni_core::builders::server::server_deployment(&params, &data, &source_facts(&facts));
         if let Some(spec) = d.spec.as_mut() {
             spec.replicas = Some(s.server_replicas);
         }

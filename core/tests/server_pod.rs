@@ -46,7 +46,11 @@ fn container<'a>(d: &'a Deployment, name: &str) -> &'a Container {
 }
 
 fn server_pod(params: &MigrateParams, data: &ExtractedData) -> Deployment {
-    server::server_deployment(params, data, "uyuni.example.com")
+    let facts = uyuni_core::resolve::Facts {
+        fqdn: "uyuni.example.com".into(),
+        ..uyuni_core::resolve::resolve(params, &uyuni_core::Observed::default(), data)
+    };
+    server::server_deployment(params, data, &facts)
 }
 
 /// Defect 1: a real API server rejects a container with two ports of one name, and names that

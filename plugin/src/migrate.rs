@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail};
 use uyuni_core::params::FileInput;
 use uyuni_core::plan::Plan;
+use uyuni_core::resolve::Facts;
 use uyuni_core::secret::SecretString;
 use uyuni_core::{ExtractedData, MigrateArgs, MigrateParams, Observed};
 
@@ -271,7 +272,12 @@ async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
 }
 
 /// The human form of the result; `db_volume`: the claim the database runs on now (final runs).
-fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>) -> String {
+fn summary(
+    params: &MigrateParams,
+    data: &ExtractedData,
+    facts: &Facts,
+    db_volume: Option<&str>,
+) -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let mut out = String::new();
     if params.prepare {
@@ -322,7 +328,7 @@ fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>
     out.push_str(&format!("  Java debugging:   {}\n", yes_no(data.debug)));
     out.push_str(&format!(
         "  TFTP:             {}\n",
-        tftp_line(params, data)
+        tftp_line(params, data, facts)
     ));
     out.push_str(&format!("  TLS material:     {}\n", data.ssl_summary()));
     if params.prepare {
@@ -336,20 +342,19 @@ fn summary(params: &MigrateParams, data: &ExtractedData, db_volume: Option<&str>
 }
 
 /// What the source did about TFTP and, after a final run, what was deployed.
-fn tftp_result(params: &MigrateParams, data: &ExtractedData) -> TftpResult {
-    use uyuni_core::builders::tftp::{Decision, decide};
+fn tftp_result(params: &MigrateParams, data: &ExtractedData, facts: &Facts) -> TftpResult {
     TftpResult {
         source: data.tftp,
         deployed: (!params.prepare)
-            .then(|| decide(params, data).ok())
+            .then(|| facts.tftp.ok())
             .flatten()
-            .map(|d| d == Decision::On),
+            .map(|d| d == uyuni_core::resolve::TftpDecision::On),
         host_network: params.tftp.host_network,
     }
 }
 
-fn tftp_line(params: &MigrateParams, data: &ExtractedData) -> String {
-    let r = tftp_result(params, data);
+fn tftp_line(params: &MigrateParams, data: &ExtractedData, facts: &Facts) -> String {
+    let r = tftp_result(params, data, facts);
     let source = match r.source {
         Some(true) => "tftp.socket enabled on the source",
         Some(false) => "tftp.socket not enabled on the source",
@@ -511,6 +516,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     let data = observed.extracted()?.ok_or_else(|| {
         anyhow!("the data sync finished but Secret uyuni-migration-data is empty")
     })?;
+    let facts = uyuni_core::resolve::resolve(&params, &observed, &data);
     let notes = if params.prepare {
         Vec::new()
     } else {
@@ -529,18 +535,11 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             port: data.db_port.clone(),
             user: data.db_user.clone(),
             report_user: data.report_db_user.clone(),
-            volume: (!params.prepare).then(|| {
-                match uyuni_core::pg::decide(Some(&data.pg_version)) {
-                    Ok(uyuni_core::pg::Upgrade::Needed { .. }) => {
-                        uyuni_core::volumes::upgraded_database_volume()
-                    }
-                    _ => uyuni_core::volumes::DATABASE_VOLUME.to_owned(),
-                }
-            }),
+            volume: (!params.prepare).then(|| facts.db_claim.clone()),
         },
         hub_xmlrpc: data.has_hubxmlrpc,
         java_debug: data.debug,
-        tftp: tftp_result(&params, &data),
+        tftp: tftp_result(&params, &data, &facts),
         tls: data.ssl_summary(),
         notes,
         // Decided in core from what the cluster recorded (`core::outage`, `phase`).
@@ -554,7 +553,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         not_built: NOT_BUILT,
     };
     crate::output::print_data(cli.output, &result, |r| {
-        let mut text = summary(&params, &data, r.database.volume.as_deref());
+        let mut text = summary(&params, &data, &facts, r.database.volume.as_deref());
         if let Some(outage) = &r.outage {
             text.push_str(&format!("\n{}\n", outage.text()));
         }

@@ -51,14 +51,6 @@ pub fn upgraded_claim(params: &MigrateParams) -> VolumeClaim {
     }
 }
 
-/// The claim the `db` Deployment runs on.
-pub fn data_claim(upgrade: pg::Upgrade) -> String {
-    match upgrade {
-        pg::Upgrade::NotNeeded => volumes::DATABASE_VOLUME.to_owned(),
-        pg::Upgrade::Needed { .. } | pg::Upgrade::Unknown => volumes::upgraded_database_volume(),
-    }
-}
-
 /// A `kubernetes.io/basic-auth` Secret (the chart's credential Secrets, images-today §C.1).
 pub fn credentials_secret(namespace: &str, name: &str, username: &str, password: &str) -> Secret {
     Secret {
@@ -540,7 +532,7 @@ pub fn passwords_description(claim: &str) -> String {
 /// on the claim the `db` Deployment runs on, as postgres. The passwords come from the
 /// credential Secrets, the ones the `db` Deployment and the server use.
 pub fn passwords_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgrade) -> Job {
-    let claim = data_claim(upgrade);
+    let claim = crate::resolve::data_claim(upgrade);
     let mut env_vars = vec![env(SYNC_JOB_ENV, &data.job)];
     for (user_var, password_var, secret) in scripts::REHASHED_ROLES {
         env_vars.push(secret_env(user_var, secret, "username"));

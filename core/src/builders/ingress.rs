@@ -13,46 +13,8 @@ use serde_json::json;
 
 use crate::builders::{components, meta, names};
 use crate::object::{CustomKind, CustomObject};
-use crate::observed::Observed;
-use crate::params::{IngressMode, MigrateParams};
 use crate::ports::{self, Features, PortDef, Protocol};
-
-/// The ingress controllers the tool knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Controller {
-    Traefik,
-    Nginx,
-}
-
-/// The controller and IngressClass to use: the flag, else the cluster's default class (or its
-/// only one), known by its controller string. `None`: no Ingress.
-pub fn choose(params: &MigrateParams, observed: &Observed) -> Option<(Controller, Option<String>)> {
-    let of = |controller: &str| match controller {
-        "traefik.io/ingress-controller" => Some(Controller::Traefik),
-        "k8s.io/ingress-nginx" => Some(Controller::Nginx),
-        _ => None,
-    };
-    let classes = &observed.ingress_classes;
-    let detected = classes
-        .iter()
-        .find(|c| c.default)
-        .or_else(|| (classes.len() == 1).then(|| &classes[0]));
-    let class_of = |controller: Controller| {
-        params.ingress.class.clone().or_else(|| {
-            classes
-                .iter()
-                .find(|c| of(&c.controller) == Some(controller))
-                .map(|c| c.name.clone())
-        })
-    };
-    let controller = match params.ingress.mode {
-        IngressMode::None => return None,
-        IngressMode::Traefik => Controller::Traefik,
-        IngressMode::Nginx => Controller::Nginx,
-        IngressMode::Auto => detected.and_then(|c| of(&c.controller))?,
-    };
-    Some((controller, class_of(controller)))
-}
+use crate::resolve::Controller;
 
 /// Paths that must stay reachable over plain HTTP (clients, PXE). The reference's two regular
 /// expressions are expanded into prefixes (D53); `/rhn/<name>/DownloadFile` has no prefix form
@@ -293,47 +255,6 @@ pub fn helm_chart_config(name: &str, values: String) -> CustomObject {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observed::IngressClassInfo;
-
-    fn params(mode: Option<&str>) -> MigrateParams {
-        let mut args = crate::params::tests::args();
-        args.ingress = mode.map(str::to_owned);
-        MigrateParams::from_args(&args).expect("valid")
-    }
-
-    fn cluster(classes: &[(&str, &str, bool)]) -> Observed {
-        Observed {
-            ingress_classes: classes
-                .iter()
-                .map(|(n, c, d)| IngressClassInfo {
-                    name: (*n).into(),
-                    controller: (*c).into(),
-                    default: *d,
-                })
-                .collect(),
-            ..Observed::default()
-        }
-    }
-
-    #[test]
-    fn the_default_class_decides_and_the_flag_wins() {
-        let k3s = cluster(&[("traefik", "traefik.io/ingress-controller", true)]);
-        assert_eq!(
-            choose(&params(None), &k3s),
-            Some((Controller::Traefik, Some("traefik".into())))
-        );
-        assert_eq!(choose(&params(Some("none")), &k3s), None);
-        assert_eq!(choose(&params(None), &cluster(&[])), None);
-        let two = cluster(&[
-            ("a", "k8s.io/ingress-nginx", false),
-            ("b", "traefik.io/ingress-controller", false),
-        ]);
-        assert_eq!(choose(&params(None), &two), None, "no default: no guess");
-        assert_eq!(
-            choose(&params(Some("nginx")), &two),
-            Some((Controller::Nginx, Some("a".into())))
-        );
-    }
 
     #[test]
     fn entrypoints_fit_traefik_and_values_route_to_real_services() {

@@ -18,6 +18,7 @@ use crate::builders::{components, deployment, mount, names, pvc_volume};
 use crate::observed::ExtractedData;
 use crate::params::{MigrateParams, ServerSecurity};
 use crate::ports::{self, Features};
+use crate::resolve::Facts;
 use crate::volumes::VolumeRole;
 
 pub use crate::catalogue::names::COCO_DEPLOYMENT;
@@ -170,21 +171,6 @@ fn empty_dir(name: &str, memory: Option<&str>) -> Volume {
     }
 }
 
-/// The conditional ports and Services of this migration.
-pub fn features(params: &MigrateParams, data: &ExtractedData) -> Features {
-    Features {
-        debug: data.debug,
-        hub: hub_replicas(params, data) > 0,
-    }
-}
-
-/// Hub replicas: the flag, else one when the source ran the hub XML-RPC API (D18 fixed).
-pub fn hub_replicas(params: &MigrateParams, data: &ExtractedData) -> i32 {
-    params
-        .hubxmlrpc_replicas
-        .unwrap_or(i32::from(data.has_hubxmlrpc))
-}
-
 /// The environment the image reads (images-today §E.3); setup is skipped on migrated data, so
 /// the admin and SCC variables are not needed. `container=oci` as the chart sets it
 /// (`containers/server-helm/templates/server.yaml`): the image's
@@ -220,8 +206,13 @@ fn server_env(data: &ExtractedData, fqdn: &str) -> Vec<EnvVar> {
 pub const MIRROR_PATH: &str = "/mirror";
 
 /// The server Deployment.
-pub fn server_deployment(params: &MigrateParams, data: &ExtractedData, fqdn: &str) -> Deployment {
-    let features = features(params, data);
+pub fn server_deployment(
+    params: &MigrateParams,
+    data: &ExtractedData,
+    facts: &Facts,
+) -> Deployment {
+    let fqdn = facts.fqdn.as_str();
+    let features = facts.features;
     let server_volumes: Vec<_> = params
         .volumes
         .iter()

@@ -22,7 +22,6 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::builders::database::selector;
 use crate::builders::{components, deployment, meta};
-use crate::observed::ExtractedData;
 use crate::params::MigrateParams;
 
 pub use crate::catalogue::names::{TFTP_DEPLOYMENT as DEPLOYMENT, TFTP_SERVICE as SERVICE};
@@ -37,47 +36,6 @@ pub use crate::catalogue::names::WEB_SERVICE;
 const WRAPPER: &str = "/usr/bin/tftp_wrapper.py";
 
 /// Whether the TFTP server is deployed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// `--tftp=true`, or `tftp.socket` was enabled on the source.
-    On,
-    /// `--tftp=false`, or `tftp.socket` was not enabled on the source.
-    Off,
-    /// A dry run before the data sync: the source decides. Planned as if on, and said so.
-    Unknown,
-}
-
-/// The data sync did not record whether the source served TFTP (data written by an older
-/// kubectl-uyuni), and no flag decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the data sync did not record whether tftp.socket was enabled on the source")]
-pub struct NotRecorded;
-
-/// The flag wins; otherwise what the source did.
-pub fn decide(params: &MigrateParams, data: &ExtractedData) -> Result<Decision, NotRecorded> {
-    match (params.tftp.enabled, data.tftp) {
-        (Some(true), _) => Ok(Decision::On),
-        (Some(false), _) => Ok(Decision::Off),
-        _ if data.placeholder => Ok(Decision::Unknown),
-        (None, Some(true)) => Ok(Decision::On),
-        (None, Some(false)) => Ok(Decision::Off),
-        (None, None) => Err(NotRecorded),
-    }
-}
-
-/// Where the decision came from, for step descriptions.
-pub fn origin(params: &MigrateParams, decision: Decision) -> &'static str {
-    match (params.tftp.enabled, decision) {
-        (Some(true), _) => "--tftp",
-        (Some(false), _) => "--tftp=false",
-        (None, Decision::On) => "tftp.socket was enabled on the source",
-        (None, Decision::Off) => "tftp.socket was not enabled on the source",
-        (None, Decision::Unknown) => {
-            "if tftp.socket is enabled on the source: known after data-sync"
-        }
-    }
-}
-
 /// The TFTP Deployment. `fqdn` is the server's: the wrapper answers as the server, as the chart
 /// passes `global.fqdn` for both names. With `--tftp-host-network` the pod uses its node's
 /// network, and cluster DNS all the same (`ClusterFirstWithHostNet`) to find Service `web`.
@@ -154,57 +112,12 @@ mod tests {
     use super::*;
     use crate::labels;
     use crate::params::{MigrateParams, tests::args};
-    use crate::secret::SecretString;
-
-    fn data(tftp: Option<bool>, placeholder: bool) -> ExtractedData {
-        ExtractedData {
-            job: "uyuni-data-sync-20261129180000".into(),
-            timezone: "Etc/UTC".into(),
-            pg_version: "16".into(),
-            db_user: "spacewalk".into(),
-            db_password: SecretString::new("pw"),
-            db_name: "susemanager".into(),
-            db_port: "5432".into(),
-            report_db_user: "pythia".into(),
-            report_db_password: SecretString::new("pw"),
-            has_hubxmlrpc: false,
-            debug: false,
-            tftp,
-            mirror: None,
-            fqdn: None,
-            ca_cert: None,
-            ca_key: None,
-            server_cert: None,
-            server_key: None,
-            placeholder,
-        }
-    }
 
     fn params(tftp: Option<bool>, host_network: bool) -> MigrateParams {
         let mut a = args();
         a.tftp = tftp;
         a.tftp_host_network = host_network;
         MigrateParams::from_args(&a).expect("valid")
-    }
-
-    #[test]
-    fn the_flag_wins_over_the_source_and_the_source_decides_otherwise() {
-        for source in [Some(true), Some(false), None] {
-            assert_eq!(
-                decide(&params(Some(true), false), &data(source, false)),
-                Ok(Decision::On)
-            );
-            assert_eq!(
-                decide(&params(Some(false), false), &data(source, false)),
-                Ok(Decision::Off)
-            );
-        }
-        let auto = params(None, false);
-        assert_eq!(decide(&auto, &data(Some(true), false)), Ok(Decision::On));
-        assert_eq!(decide(&auto, &data(Some(false), false)), Ok(Decision::Off));
-        assert_eq!(decide(&auto, &data(None, false)), Err(NotRecorded));
-        assert_eq!(decide(&auto, &data(None, true)), Ok(Decision::Unknown));
-        assert!(origin(&auto, Decision::Unknown).contains("known after data-sync"));
     }
 
     #[test]

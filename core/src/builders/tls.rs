@@ -24,58 +24,6 @@ use crate::scripts::{data_keys, data_sync::SERVICE_ACCOUNT_DIR, tls as scripts};
 
 pub use crate::catalogue::steps::CA_KEY as CA_KEY_STEP;
 
-/// Where the server's certificates come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TlsMode {
-    /// The source's Uyuni CA, its key decrypted in the cluster, issuing through cert-manager.
-    ReusedCa,
-    /// Certificates from `--ssl-*` files.
-    ThirdPartyFiles,
-    /// The third-party server certificate and key found on the source.
-    ThirdPartyMigrated,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TlsError {
-    #[error(
-        "the source has neither the key of its Uyuni CA nor a server certificate with its key: give the server certificate with --ssl-server-cert, --ssl-server-key and --ssl-ca-root"
-    )]
-    NoMaterial,
-}
-
-/// The mode, from the flags first, then from what the sync found. Dry runs before the sync
-/// show the usual case: the reused CA.
-pub fn mode(params: &MigrateParams, data: &ExtractedData) -> Result<TlsMode, TlsError> {
-    if params.tls.third_party.is_some() {
-        Ok(TlsMode::ThirdPartyFiles)
-    } else if data.placeholder || data.ca_key.is_some() {
-        Ok(TlsMode::ReusedCa)
-    } else if data.server_cert.is_some() && data.server_key.is_some() {
-        Ok(TlsMode::ThirdPartyMigrated)
-    } else {
-        Err(TlsError::NoMaterial)
-    }
-}
-
-/// The name the server answers to: the source's `java.hostname`, else the source FQDN.
-pub fn server_fqdn(params: &MigrateParams, data: &ExtractedData) -> String {
-    match data.fqdn.as_deref() {
-        Some(f) if !f.is_empty() && !data.placeholder => f.to_ascii_lowercase(),
-        _ => params.source_fqdn.clone(),
-    }
-}
-
-/// The server certificate's names: the FQDN, then `--ssl-cname` (D45).
-pub fn server_dns_names(params: &MigrateParams, data: &ExtractedData) -> Vec<String> {
-    let mut names = vec![server_fqdn(params, data)];
-    for c in &params.tls.cnames {
-        if !names.contains(c) {
-            names.push(c.clone());
-        }
-    }
-    names
-}
-
 /// The CA certificate the source trusts (for the placeholder state: the placeholder).
 pub fn ca_cert(data: &ExtractedData) -> String {
     if data.placeholder {

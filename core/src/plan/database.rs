@@ -20,6 +20,7 @@ use crate::observed::{
 use crate::params::MigrateParams;
 use crate::pg;
 use crate::plan::{Action, DeploymentWait, JobWait, Op, Step};
+use crate::resolve::Facts;
 
 /// The fix-up and the SQL are short; the limit still allows for pulling the image.
 pub(super) const SHORT_JOB: JobWait = JobWait {
@@ -85,17 +86,14 @@ pub(super) fn steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
+    facts: &Facts,
 ) -> Result<DatabaseSteps, PlanError> {
     let ns = &params.namespace;
-    let upgrade = if data.placeholder {
-        pg::Upgrade::Unknown
-    } else {
-        pg::decide(Some(&data.pg_version)).map_err(|source| PlanError::PgVersion {
-            job: data.job.clone(),
-            namespace: ns.clone(),
-            source,
-        })?
-    };
+    let upgrade = facts.pg.clone().map_err(|source| PlanError::PgVersion {
+        job: data.job.clone(),
+        namespace: ns.clone(),
+        source,
+    })?;
 
     let fixup = job_step(
         observed,
@@ -190,7 +188,7 @@ pub(super) fn steps(
 
     Ok(DatabaseSteps {
         data: steps,
-        service: service_steps(params, observed, data, upgrade, passwords),
+        service: service_steps(params, observed, data, &facts.db_claim, passwords),
     })
 }
 
@@ -200,7 +198,7 @@ fn service_steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
-    upgrade: pg::Upgrade,
+    claim: &str,
     passwords: Step,
 ) -> Vec<Step> {
     let ns = &params.namespace;
@@ -230,14 +228,13 @@ fn service_steps(
             observed,
         ));
     }
-    let claim = database::data_claim(upgrade);
     steps.push(apply_step(
         "db-deployment",
         format!(
             "the PostgreSQL {} database on volume {claim}",
             pg::TARGET_MAJOR
         ),
-        Object::Deployment(database::db_deployment(params, data, &claim)),
+        Object::Deployment(database::db_deployment(params, data, claim)),
         observed,
     ));
     let target = ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT);

@@ -4,15 +4,15 @@
 //! `--tftp` says so, and the waits for them.
 
 use super::{apply_step, keep_step};
-use crate::builders::ingress::{self, Controller};
-use crate::builders::tftp::Decision;
-use crate::builders::{components, database, names, server, tftp, tls};
+use crate::builders::ingress;
+use crate::builders::{components, database, names, server, tftp};
 use crate::object::CustomKind;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, deployment_ready};
 use crate::params::MigrateParams;
 use crate::plan::{Action, DeploymentWait, Op, Step};
 use crate::ports;
+use crate::resolve::{Controller, Facts, TftpDecision as Decision, tftp_origin};
 
 /// No limit for the server: its first start after a migration reindexes and updates the
 /// schema, which grows with the data; failures (pull errors, crash loops, unschedulable pods)
@@ -71,14 +71,10 @@ fn controller_config(
     }
 }
 
-fn ingress_steps(
-    params: &MigrateParams,
-    observed: &Observed,
-    features: ports::Features,
-    fqdn: &str,
-) -> Vec<Step> {
+fn ingress_steps(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec<Step> {
     let ns = &params.namespace;
-    let Some((controller, class)) = ingress::choose(params, observed) else {
+    let (features, fqdn) = (facts.features, facts.fqdn.as_str());
+    let Some((controller, class)) = facts.ingress.clone() else {
         return Vec::new();
     };
     let mut steps = Vec::new();
@@ -147,8 +143,9 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
     let Ok(Some(data)) = observed.extracted() else {
         return Vec::new();
     };
-    let mut notes = ingress_notes(params, observed, &data);
-    notes.extend(tftp_notes(params, observed, &data));
+    let facts = crate::resolve::resolve(params, observed, &data);
+    let mut notes = ingress_notes(params, observed, &facts);
+    notes.extend(tftp_notes(params, observed, &facts));
     if let Some(dir) = data
         .mirror
         .as_deref()
@@ -162,15 +159,15 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
     notes
 }
 
-fn ingress_notes(params: &MigrateParams, observed: &Observed, data: &ExtractedData) -> Vec<String> {
-    let features = server::features(params, data);
+fn ingress_notes(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec<String> {
+    let features = facts.features;
     let external = ingress::external_ports(features);
     let list = external
         .iter()
         .map(|p| format!("{} {}/{}", p.service, p.port, p.protocol.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
-    let Some((controller, _)) = ingress::choose(params, observed) else {
+    let Some((controller, _)) = facts.ingress else {
         return vec![format!(
             "No ingress controller was detected (or --ingress none was given): nothing exposes the server outside the cluster. Expose Service web (HTTP, port 80) with an Ingress terminating TLS with Secret uyuni-cert, and the ports {list} with LoadBalancer or NodePort Services."
         )];
@@ -207,14 +204,14 @@ fn load_balancer_address(observed: &Observed, name: &str) -> Option<String> {
 
 /// How PXE clients reach the TFTP server, and what is left to do for it. TFTP is never routed
 /// through the ingress controller (see [`crate::builders::tftp`]).
-fn tftp_notes(params: &MigrateParams, observed: &Observed, data: &ExtractedData) -> Vec<String> {
+fn tftp_notes(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec<String> {
     let ns = &params.namespace;
     let service = ObjectRef::new(Kind::Service, tftp::SERVICE);
     let leftover = ours(observed, &service);
     let kubectl = |args: &str| params.kubectl.cmd(Some(ns), args);
     let delete = kubectl(&format!("delete service {}", tftp::SERVICE));
     let mut notes = Vec::new();
-    match tftp::decide(params, data) {
+    match facts.tftp {
         Ok(Decision::On) if params.tftp.host_network => {
             notes.push(format!(
                 "TFTP runs on the network of its node (--tftp-host-network): PXE clients reach it at that node's address, port {port}/UDP. Find the node with `{get}` and point the DHCP server's next-server at its address; it changes if the pod moves to another node.",
@@ -248,7 +245,7 @@ fn tftp_notes(params: &MigrateParams, observed: &Observed, data: &ExtractedData)
         },
         Ok(Decision::Off) if leftover => notes.push(format!(
             "TFTP is off ({}); Service {} of an earlier run is left: delete it with `{delete}`.",
-            tftp::origin(params, Decision::Off),
+            tftp_origin(params, Decision::Off),
             tftp::SERVICE,
         )),
         Ok(Decision::Off | Decision::Unknown) | Err(_) => {}
@@ -273,7 +270,7 @@ fn tftp_service_step(
     let wanted = decision != Decision::Off && !params.tftp.host_network;
     if wanted {
         let description = match decision {
-            Decision::Unknown => format!("{description} ({})", tftp::origin(params, decision)),
+            Decision::Unknown => format!("{description} ({})", tftp_origin(params, decision)),
             Decision::On | Decision::Off => description,
         };
         return Some(apply_step(
@@ -323,13 +320,13 @@ fn tftp_deployment_step(
     let description = if replicas == 0 {
         format!(
             "the TFTP server, scaled to 0 ({})",
-            tftp::origin(params, decision)
+            tftp_origin(params, decision)
         )
     } else {
         format!(
             "the TFTP server, {network}, serving files of Service {} ({})",
             tftp::WEB_SERVICE,
-            tftp::origin(params, decision)
+            tftp_origin(params, decision)
         )
     };
     Some(apply_step(
@@ -344,10 +341,11 @@ pub(super) fn steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
+    facts: &Facts,
     tftp_decision: Decision,
 ) -> Vec<Step> {
     let ns = &params.namespace;
-    let features = server::features(params, data);
+    let features = facts.features;
     let mut steps = Vec::new();
     for service in ports::services(features) {
         let ports = ports::of_service(service, features);
@@ -369,15 +367,15 @@ pub(super) fn steps(
         ));
     }
     steps.extend(tftp_service_step(params, observed, tftp_decision));
-    let fqdn = tls::server_fqdn(params, data);
-    steps.extend(ingress_steps(params, observed, features, &fqdn));
+    let fqdn = &facts.fqdn;
+    steps.extend(ingress_steps(params, observed, facts));
     steps.push(apply_step(
         "server-deployment",
         format!("the Uyuni server {fqdn}"),
-        Object::Deployment(server::server_deployment(params, data, &fqdn)),
+        Object::Deployment(server::server_deployment(params, data, facts)),
         observed,
     ));
-    let hub = server::hub_replicas(params, data);
+    let hub = facts.hub_replicas;
     if hub > 0 || observed.deployment(server::HUB_DEPLOYMENT).is_some() {
         steps.push(apply_step(
             "hub-xmlrpc-deployment",
@@ -397,7 +395,7 @@ pub(super) fn steps(
             observed,
         ));
     }
-    steps.extend(tftp_deployment_step(params, observed, tftp_decision, &fqdn));
+    steps.extend(tftp_deployment_step(params, observed, tftp_decision, fqdn));
     steps.push(wait_step(
         observed,
         "server-ready",

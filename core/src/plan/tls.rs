@@ -12,6 +12,7 @@ use crate::object::{CustomKind, Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, custom_ready};
 use crate::params::{CertBundle, MigrateParams};
 use crate::plan::{Action, DeploymentWait, Op, Step};
+use crate::resolve::{Facts, TlsMode};
 
 /// cert-manager issues within seconds; the limit allows for a slow webhook.
 const READY_WAIT: DeploymentWait = DeploymentWait {
@@ -23,16 +24,18 @@ const READY_WAIT: DeploymentWait = DeploymentWait {
 /// Before the sync it is not known whether the source has its CA key, so it is required then
 /// unless third-party files are given.
 pub(super) fn preflight(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
-    if params.tls.third_party.is_some() || earlier_third_party(observed) {
-        return Ok(());
-    }
-    let migrated_third_party = matches!(
-        observed.extracted(),
-        Ok(Some(data)) if !data.placeholder
-            && tls::mode(params, &data) == Ok(tls::TlsMode::ThirdPartyMigrated)
+    let data = observed
+        .extracted()
+        .ok()
+        .flatten()
+        .filter(|d| !d.placeholder);
+    let mode = crate::resolve::tls_mode(params, observed, data.as_ref());
+    let needs_cert_manager = !matches!(
+        mode,
+        Ok(TlsMode::ThirdPartyFiles | TlsMode::ThirdPartyMigrated | TlsMode::KeptFromEarlierRun)
     );
     let served = observed.serves(CustomKind::Issuer) && observed.serves(CustomKind::Certificate);
-    if served || migrated_third_party {
+    if served || !needs_cert_manager {
         Ok(())
     } else {
         Err(PlanError::CertManagerMissing)
@@ -117,6 +120,7 @@ fn reused_ca_steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
+    facts: &Facts,
 ) -> Result<Vec<Step>, PlanError> {
     let ns = &params.namespace;
     let ca = tls::ca_cert(data);
@@ -206,18 +210,18 @@ fn reused_ca_steps(
         Object::Custom(tls::ca_issuer(ns)),
         observed,
     ));
-    let server_names = tls::server_dns_names(params, data);
+    let server_names = &facts.dns_names;
     steps.push(apply_step(
         "server-certificate",
         format!("Certificate uyuni-cert for {}", server_names.join(", ")),
         Object::Custom(tls::certificate(
             ns,
             names::SERVER_CERT_SECRET,
-            &server_names,
+            server_names,
         )),
         observed,
     ));
-    let db_names = tls::db_dns_names(&server_names);
+    let db_names = tls::db_dns_names(server_names);
     steps.push(apply_step(
         "db-certificate",
         format!("Certificate db-cert for {}", db_names.join(", ")),
@@ -261,14 +265,6 @@ fn reused_ca_steps(
         ));
     }
     Ok(steps)
-}
-
-/// An earlier run wrote the server's certificate from files (`--ssl-*`): without the files
-/// this time, it is kept, never replaced by one cert-manager issues from the migrated CA.
-fn earlier_third_party(observed: &Observed) -> bool {
-    observed
-        .secret(names::SERVER_CERT_SECRET)
-        .is_some_and(tls::is_third_party)
 }
 
 fn kept_third_party_steps(observed: &Observed) -> Vec<Step> {
@@ -316,19 +312,17 @@ pub(super) fn steps(
     params: &MigrateParams,
     observed: &Observed,
     data: &ExtractedData,
+    facts: &Facts,
 ) -> Result<Vec<Step>, PlanError> {
-    let mode = tls::mode(params, data)?;
-    if mode == tls::TlsMode::ReusedCa && earlier_third_party(observed) {
-        return Ok(kept_third_party_steps(observed));
-    }
-    match mode {
-        tls::TlsMode::ThirdPartyFiles => {
+    match facts.tls.clone()? {
+        TlsMode::KeptFromEarlierRun => Ok(kept_third_party_steps(observed)),
+        TlsMode::ThirdPartyFiles => {
             let Some(tp) = &params.tls.third_party else {
                 return Ok(Vec::new());
             };
             Ok(third_party_steps(params, observed, &tp.server, &tp.db))
         }
-        tls::TlsMode::ThirdPartyMigrated => {
+        TlsMode::ThirdPartyMigrated => {
             let bundle = CertBundle {
                 chain: data.server_cert.clone().unwrap_or_default(),
                 key: data.server_key.clone().unwrap_or_default(),
@@ -336,7 +330,7 @@ pub(super) fn steps(
             };
             Ok(third_party_steps(params, observed, &bundle, &bundle))
         }
-        tls::TlsMode::ReusedCa => reused_ca_steps(params, observed, data),
+        TlsMode::ReusedCa => reused_ca_steps(params, observed, data, facts),
     }
 }
 
@@ -349,19 +343,25 @@ pub(crate) fn ca_password_need(
     data: Option<&ExtractedData>,
 ) -> crate::plan::phase::Need {
     use crate::plan::phase::Need;
-    if params.tls.third_party.is_some() {
-        return Need::NotNeeded("the certificates come from the --ssl-* files".into());
+    let data = data.filter(|d| !d.placeholder);
+    match crate::resolve::tls_mode(params, observed, data) {
+        Ok(TlsMode::ThirdPartyFiles) => {
+            return Need::NotNeeded("the certificates come from the --ssl-* files".into());
+        }
+        Ok(TlsMode::KeptFromEarlierRun) => {
+            return Need::NotNeeded(
+                "the certificates an earlier run wrote from files are kept".into(),
+            );
+        }
+        _ => {}
     }
-    if earlier_third_party(observed) {
-        return Need::NotNeeded("the certificates an earlier run wrote from files are kept".into());
-    }
-    let Some(data) = data.filter(|d| !d.placeholder) else {
+    let Some(data) = data else {
         return match &params.tls.ca_password {
             Some(_) => Need::Given,
             None => Need::Unknown,
         };
     };
-    if tls::mode(params, data) != Ok(tls::TlsMode::ReusedCa) {
+    if crate::resolve::tls_mode(params, observed, Some(data)) != Ok(TlsMode::ReusedCa) {
         return Need::NotNeeded("the source has no Uyuni CA key".into());
     }
     if observed

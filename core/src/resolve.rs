@@ -1,0 +1,427 @@
+//! Every fact a migration decides, decided here once from what the user asked for (params),
+//! what the cluster holds (observed) and what the data sync extracted: where the certificates
+//! come from, the name the server answers to, TFTP, the ingress controller, the optional
+//! components, the PostgreSQL upgrade and the database claim. The planner, its preflight checks,
+//! the notes and the plugin's summary read these values, so they cannot disagree; the builders
+//! take them as arguments and decide nothing.
+
+use crate::catalogue::names;
+use crate::observed::{ExtractedData, Observed};
+use crate::params::{IngressMode, MigrateParams};
+use crate::pg;
+use crate::ports::Features;
+use crate::volumes;
+
+/// The facts that follow from a sync's data (or from the placeholders of a dry run before it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    /// Where the server's certificates come from.
+    pub tls: Result<TlsMode, TlsError>,
+    /// The name the server answers to.
+    pub fqdn: String,
+    /// The server certificate's names: the FQDN, then `--ssl-cname`.
+    pub dns_names: Vec<String>,
+    pub tftp: Result<TftpDecision, NotRecorded>,
+    /// Replicas of the hub XML-RPC API (0: not deployed).
+    pub hub_replicas: i32,
+    /// The conditional ports and Services.
+    pub features: Features,
+    /// Whether the synced database is upgraded, from its `PG_VERSION`.
+    pub pg: Result<pg::Upgrade, pg::VersionError>,
+    /// The claim the `db` Deployment runs on.
+    pub db_claim: String,
+    /// The ingress controller and IngressClass, `None`: no Ingress.
+    pub ingress: Option<(Controller, Option<String>)>,
+}
+
+/// Decides every fact from the user's parameters, the cluster and a sync's data (placeholders
+/// in a dry run before the sync: the facts are then those the dry run shows).
+pub fn resolve(params: &MigrateParams, observed: &Observed, data: &ExtractedData) -> Facts {
+    let pg = if data.placeholder {
+        Ok(pg::Upgrade::Unknown)
+    } else {
+        pg::decide(Some(&data.pg_version))
+    };
+    Facts {
+        tls: tls_mode(params, observed, Some(data)),
+        fqdn: server_fqdn(params, data),
+        dns_names: server_dns_names(params, data),
+        tftp: tftp(params, data),
+        hub_replicas: hub_replicas(params, data),
+        features: features(params, data),
+        db_claim: data_claim(pg.clone().unwrap_or(pg::Upgrade::Unknown)),
+        pg,
+        ingress: ingress(params, observed),
+    }
+}
+
+/// Where the certificates come from, an earlier run's kept certificates included. `data`:
+/// what a sync extracted, `None` before any (then the usual case, the reused CA, as a dry run
+/// shows it).
+pub(crate) fn tls_mode(
+    params: &MigrateParams,
+    observed: &Observed,
+    data: Option<&ExtractedData>,
+) -> Result<TlsMode, TlsError> {
+    let base = match data {
+        Some(data) => base_tls_mode(params, data),
+        None if params.tls.third_party.is_some() => Ok(TlsMode::ThirdPartyFiles),
+        None => Ok(TlsMode::ReusedCa),
+    };
+    match base {
+        // Without files this time, the earlier run's certificates stay, whatever the source
+        // has: they are what the server was given.
+        Ok(TlsMode::ReusedCa) | Err(_) if earlier_third_party(observed) => {
+            Ok(TlsMode::KeptFromEarlierRun)
+        }
+        other => other,
+    }
+}
+
+/// An earlier run wrote the server's certificate from files (`--ssl-*`).
+pub(crate) fn earlier_third_party(observed: &Observed) -> bool {
+    observed
+        .secret(names::SERVER_CERT_SECRET)
+        .and_then(|s| s.metadata.annotations.as_ref())
+        .and_then(|a| a.get(crate::labels::THIRD_PARTY_ANNOTATION))
+        .is_some_and(|v| v == "true")
+}
+
+/// Where the server's certificates come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// The source's Uyuni CA, its key decrypted in the cluster, issuing through cert-manager.
+    ReusedCa,
+    /// Certificates from `--ssl-*` files.
+    ThirdPartyFiles,
+    /// The third-party server certificate and key found on the source.
+    ThirdPartyMigrated,
+    /// An earlier run wrote the server's certificate from `--ssl-*` files and none are given
+    /// this time: kept as it is, never replaced by one issued from the migrated CA.
+    KeptFromEarlierRun,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsError {
+    #[error(
+        "the source has neither the key of its Uyuni CA nor a server certificate with its key: give the server certificate with --ssl-server-cert, --ssl-server-key and --ssl-ca-root"
+    )]
+    NoMaterial,
+}
+
+/// The mode from the flags first, then from what the sync found, before an earlier run's
+/// certificates are taken into account. Dry runs before the sync show the usual case: the
+/// reused CA.
+fn base_tls_mode(params: &MigrateParams, data: &ExtractedData) -> Result<TlsMode, TlsError> {
+    if params.tls.third_party.is_some() {
+        Ok(TlsMode::ThirdPartyFiles)
+    } else if data.placeholder || data.ca_key.is_some() {
+        Ok(TlsMode::ReusedCa)
+    } else if data.server_cert.is_some() && data.server_key.is_some() {
+        Ok(TlsMode::ThirdPartyMigrated)
+    } else {
+        Err(TlsError::NoMaterial)
+    }
+}
+
+/// The name the server answers to: the source's `java.hostname`, else the source FQDN.
+pub(crate) fn server_fqdn(params: &MigrateParams, data: &ExtractedData) -> String {
+    match data.fqdn.as_deref() {
+        Some(f) if !f.is_empty() && !data.placeholder => f.to_ascii_lowercase(),
+        _ => params.source_fqdn.clone(),
+    }
+}
+
+/// The server certificate's names: the FQDN, then `--ssl-cname` (D45).
+pub(crate) fn server_dns_names(params: &MigrateParams, data: &ExtractedData) -> Vec<String> {
+    let mut names = vec![server_fqdn(params, data)];
+    for c in &params.tls.cnames {
+        if !names.contains(c) {
+            names.push(c.clone());
+        }
+    }
+    names
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TftpDecision {
+    /// `--tftp=true`, or `tftp.socket` was enabled on the source.
+    On,
+    /// `--tftp=false`, or `tftp.socket` was not enabled on the source.
+    Off,
+    /// A dry run before the data sync: the source decides. Planned as if on, and said so.
+    Unknown,
+}
+
+/// The data sync did not record whether the source served TFTP (data written by an older
+/// kubectl-uyuni), and no flag decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the data sync did not record whether tftp.socket was enabled on the source")]
+pub struct NotRecorded;
+
+/// The flag wins; otherwise what the source did.
+pub(crate) fn tftp(
+    params: &MigrateParams,
+    data: &ExtractedData,
+) -> Result<TftpDecision, NotRecorded> {
+    match (params.tftp.enabled, data.tftp) {
+        (Some(true), _) => Ok(TftpDecision::On),
+        (Some(false), _) => Ok(TftpDecision::Off),
+        _ if data.placeholder => Ok(TftpDecision::Unknown),
+        (None, Some(true)) => Ok(TftpDecision::On),
+        (None, Some(false)) => Ok(TftpDecision::Off),
+        (None, None) => Err(NotRecorded),
+    }
+}
+
+/// Where the decision came from, for step descriptions.
+pub fn tftp_origin(params: &MigrateParams, decision: TftpDecision) -> &'static str {
+    match (params.tftp.enabled, decision) {
+        (Some(true), _) => "--tftp",
+        (Some(false), _) => "--tftp=false",
+        (None, TftpDecision::On) => "tftp.socket was enabled on the source",
+        (None, TftpDecision::Off) => "tftp.socket was not enabled on the source",
+        (None, TftpDecision::Unknown) => {
+            "if tftp.socket is enabled on the source: known after data-sync"
+        }
+    }
+}
+
+/// The ingress controllers the tool knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Controller {
+    Traefik,
+    Nginx,
+}
+
+/// The controller and IngressClass to use: the flag, else the cluster's default class (or its
+/// only one), known by its controller string. `None`: no Ingress.
+pub(crate) fn ingress(
+    params: &MigrateParams,
+    observed: &Observed,
+) -> Option<(Controller, Option<String>)> {
+    let of = |controller: &str| match controller {
+        "traefik.io/ingress-controller" => Some(Controller::Traefik),
+        "k8s.io/ingress-nginx" => Some(Controller::Nginx),
+        _ => None,
+    };
+    let classes = &observed.ingress_classes;
+    let detected = classes
+        .iter()
+        .find(|c| c.default)
+        .or_else(|| (classes.len() == 1).then(|| &classes[0]));
+    let class_of = |controller: Controller| {
+        params.ingress.class.clone().or_else(|| {
+            classes
+                .iter()
+                .find(|c| of(&c.controller) == Some(controller))
+                .map(|c| c.name.clone())
+        })
+    };
+    let controller = match params.ingress.mode {
+        IngressMode::None => return None,
+        IngressMode::Traefik => Controller::Traefik,
+        IngressMode::Nginx => Controller::Nginx,
+        IngressMode::Auto => detected.and_then(|c| of(&c.controller))?,
+    };
+    Some((controller, class_of(controller)))
+}
+
+pub(crate) fn features(params: &MigrateParams, data: &ExtractedData) -> Features {
+    Features {
+        debug: data.debug,
+        hub: hub_replicas(params, data) > 0,
+    }
+}
+
+/// Hub replicas: the flag, else one when the source ran the hub XML-RPC API (D18 fixed).
+pub(crate) fn hub_replicas(params: &MigrateParams, data: &ExtractedData) -> i32 {
+    params
+        .hubxmlrpc_replicas
+        .unwrap_or(i32::from(data.has_hubxmlrpc))
+}
+
+/// The claim the `db` Deployment runs on.
+pub(crate) fn data_claim(upgrade: pg::Upgrade) -> String {
+    match upgrade {
+        pg::Upgrade::NotNeeded => volumes::DATABASE_VOLUME.to_owned(),
+        pg::Upgrade::Needed { .. } | pg::Upgrade::Unknown => volumes::upgraded_database_volume(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+    use crate::object::{Kind, Object, ObjectRef};
+    use crate::observed::IngressClassInfo;
+    use crate::params::tests::args;
+    use crate::secret::SecretString;
+
+    fn data(tftp: Option<bool>, placeholder: bool) -> ExtractedData {
+        ExtractedData {
+            job: "uyuni-data-sync-20261129180000".into(),
+            timezone: "Etc/UTC".into(),
+            pg_version: "16".into(),
+            db_user: "spacewalk".into(),
+            db_password: SecretString::new("pw"),
+            db_name: "susemanager".into(),
+            db_port: "5432".into(),
+            report_db_user: "pythia".into(),
+            report_db_password: SecretString::new("pw"),
+            has_hubxmlrpc: false,
+            debug: false,
+            tftp,
+            mirror: None,
+            fqdn: None,
+            ca_cert: None,
+            ca_key: None,
+            server_cert: None,
+            server_key: None,
+            placeholder,
+        }
+    }
+
+    fn tftp_params(tftp: Option<bool>, host_network: bool) -> MigrateParams {
+        let mut a = args();
+        a.tftp = tftp;
+        a.tftp_host_network = host_network;
+        MigrateParams::from_args(&a).expect("valid")
+    }
+
+    #[test]
+    fn the_flag_wins_over_the_source_and_the_source_decides_otherwise() {
+        for source in [Some(true), Some(false), None] {
+            assert_eq!(
+                tftp(&tftp_params(Some(true), false), &data(source, false)),
+                Ok(TftpDecision::On)
+            );
+            assert_eq!(
+                tftp(&tftp_params(Some(false), false), &data(source, false)),
+                Ok(TftpDecision::Off)
+            );
+        }
+        let auto = tftp_params(None, false);
+        assert_eq!(tftp(&auto, &data(Some(true), false)), Ok(TftpDecision::On));
+        assert_eq!(
+            tftp(&auto, &data(Some(false), false)),
+            Ok(TftpDecision::Off)
+        );
+        assert_eq!(tftp(&auto, &data(None, false)), Err(NotRecorded));
+        assert_eq!(tftp(&auto, &data(None, true)), Ok(TftpDecision::Unknown));
+        assert!(tftp_origin(&auto, TftpDecision::Unknown).contains("known after data-sync"));
+    }
+
+    fn ingress_params(mode: Option<&str>) -> MigrateParams {
+        let mut args = args();
+        args.ingress = mode.map(str::to_owned);
+        MigrateParams::from_args(&args).expect("valid")
+    }
+
+    fn cluster(classes: &[(&str, &str, bool)]) -> Observed {
+        Observed {
+            ingress_classes: classes
+                .iter()
+                .map(|(n, c, d)| IngressClassInfo {
+                    name: (*n).into(),
+                    controller: (*c).into(),
+                    default: *d,
+                })
+                .collect(),
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn the_default_class_decides_and_the_flag_wins() {
+        let k3s = cluster(&[("traefik", "traefik.io/ingress-controller", true)]);
+        assert_eq!(
+            ingress(&ingress_params(None), &k3s),
+            Some((Controller::Traefik, Some("traefik".into())))
+        );
+        assert_eq!(ingress(&ingress_params(Some("none")), &k3s), None);
+        assert_eq!(ingress(&ingress_params(None), &cluster(&[])), None);
+        let two = cluster(&[
+            ("a", "k8s.io/ingress-nginx", false),
+            ("b", "traefik.io/ingress-controller", false),
+        ]);
+        assert_eq!(
+            ingress(&ingress_params(None), &two),
+            None,
+            "no default: no guess"
+        );
+        assert_eq!(
+            ingress(&ingress_params(Some("nginx")), &two),
+            Some((Controller::Nginx, Some("a".into())))
+        );
+    }
+
+    fn with_earlier_files() -> Observed {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(names::SERVER_CERT_SECRET.into()),
+                annotations: Some(BTreeMap::from([(
+                    crate::labels::THIRD_PARTY_ANNOTATION.to_owned(),
+                    "true".to_owned(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        };
+        let mut observed = Observed::default();
+        observed.objects.insert(
+            ObjectRef::new(Kind::Secret, names::SERVER_CERT_SECRET),
+            Object::Secret(secret),
+        );
+        observed
+    }
+
+    fn tls_data(ca_key: bool, server_cert: bool) -> ExtractedData {
+        let mut d = data(None, false);
+        d.ca_key = ca_key.then(|| crate::secret::SecretString::new("k"));
+        d.server_cert = server_cert.then(|| "c".to_owned());
+        d.server_key = server_cert.then(|| crate::secret::SecretString::new("k"));
+        d
+    }
+
+    #[test]
+    fn files_win_then_an_earlier_runs_certificates_then_the_source() {
+        let params = MigrateParams::from_args(&args()).expect("valid");
+        let empty = Observed::default();
+        let earlier = with_earlier_files();
+        assert_eq!(tls_mode(&params, &empty, None), Ok(TlsMode::ReusedCa));
+        assert_eq!(
+            tls_mode(&params, &earlier, None),
+            Ok(TlsMode::KeptFromEarlierRun)
+        );
+        let ca = tls_data(true, false);
+        let third_party = tls_data(false, true);
+        let nothing = tls_data(false, false);
+        assert_eq!(tls_mode(&params, &empty, Some(&ca)), Ok(TlsMode::ReusedCa));
+        assert_eq!(
+            tls_mode(&params, &empty, Some(&third_party)),
+            Ok(TlsMode::ThirdPartyMigrated)
+        );
+        assert_eq!(
+            tls_mode(&params, &empty, Some(&nothing)),
+            Err(TlsError::NoMaterial)
+        );
+        assert_eq!(
+            tls_mode(&params, &earlier, Some(&ca)),
+            Ok(TlsMode::KeptFromEarlierRun)
+        );
+        assert_eq!(
+            tls_mode(&params, &earlier, Some(&nothing)),
+            Ok(TlsMode::KeptFromEarlierRun),
+            "the certificates the server has are kept"
+        );
+        assert_eq!(
+            tls_mode(&params, &earlier, Some(&third_party)),
+            Ok(TlsMode::ThirdPartyMigrated)
+        );
+    }
+}
