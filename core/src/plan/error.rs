@@ -1,0 +1,216 @@
+//! Why a plan cannot be made, and what the user does about it.
+
+use crate::builders::names;
+use crate::kubectl::Kubectl;
+use crate::labels;
+use crate::object::ObjectRef;
+use crate::observed::ExtractError;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("{}", self.render(&Kubectl::BARE))]
+    NamespaceTerminating(String),
+    #[error("Secret {secret} was not found in namespace {namespace} and no SSH key was given: pass --ssh-key-private and --ssh-key-public (a key pair without passphrase that can log in to the source), or create the Secret with keys `key` and `key.pub`", secret = names::SSH_KEY_SECRET)]
+    SshKeyMissing { namespace: String },
+    #[error("ConfigMap {cm} was not found in namespace {namespace} and no known_hosts file was given: pass --ssh-knownhosts (and optionally --ssh-config), or create the ConfigMap with keys `known_hosts` and `config`", cm = names::SSH_CONFIG_MAP)]
+    SshConfigMissing { namespace: String },
+    #[error(
+        "{object} in namespace {namespace}: key `{key}` {problem}; fix the object or pass the SSH flags to replace it"
+    )]
+    SshObjectInvalid {
+        object: ObjectRef,
+        namespace: String,
+        key: &'static str,
+        problem: String,
+    },
+    /// `remedy` is what clears it: a new `--prepare` run copies anew; a final sync that
+    /// succeeded is never repeated by itself, so its Job has to go first.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    NoExtractedData {
+        job: String,
+        namespace: String,
+        detail: String,
+        remedy: String,
+    },
+    /// `finish`: the `kubectl uyuni migrate` command without `--prepare`, with the run's flags.
+    #[error(
+        "--prepare refused: {found}, so a copy now would overwrite the volumes of the migrated server. To finish the migration, run `{finish}` (without --prepare): it goes on from where it stands and copies nothing again. To copy from the source anew instead, losing what the migrated server wrote since: {again}then run `{finish}`. Nothing was written"
+    )]
+    PrepareAfterFinalSync {
+        found: String,
+        fqdn: String,
+        again: String,
+        finish: String,
+    },
+    #[error(
+        "--prepare refused: the final data sync runs (Job {job}) and the source's services are stopped for it. Let it finish with `{finish}`: it waits for the Job and goes on. Nothing was written"
+    )]
+    PrepareWhileFinalSyncRuns {
+        job: String,
+        fqdn: String,
+        finish: String,
+    },
+    /// The volumes hold (or receive) a copy of another source than the run names. `same`:
+    /// the command that goes on with that source.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    OtherSource {
+        job: String,
+        found: String,
+        fqdn: String,
+        namespace: String,
+        same: String,
+    },
+    #[error(
+        "a data sync would copy into the volumes {deployments} runs on: refused, nothing was written; {remedy}"
+    )]
+    SyncIntoRunningServer { deployments: String, remedy: String },
+    #[error("{}", self.render(&Kubectl::BARE))]
+    ExtractedData {
+        job: String,
+        namespace: String,
+        source: ExtractError,
+    },
+    #[error("{}", self.render(&Kubectl::BARE))]
+    CertManagerMissing,
+    #[error(
+        "the source's CA key is encrypted: give its password with --ssl-password-file FILE or the environment variable UYUNI_SSL_PASSWORD (it is never accepted on the command line), then run again; the steps done so far are kept"
+    )]
+    CaPasswordNeeded,
+    #[error("{0}")]
+    Tls(#[from] crate::resolve::TlsError),
+    #[error("{}", self.render(&Kubectl::BARE))]
+    PullSecretMissing { name: String, namespace: String },
+    #[error(
+        "PersistentVolumeClaim {claim} (--mirror-claim) was not found in namespace {namespace}: create it first (bound to the volume holding your mirror), or leave the flag out"
+    )]
+    MirrorClaimMissing { claim: String, namespace: String },
+    #[error(
+        "Secret {name} (--image-pull-secret) in namespace {namespace} has type {kind:?}, not kubernetes.io/dockerconfigjson: pods cannot pull with it; give a registry pull Secret"
+    )]
+    PullSecretType {
+        name: String,
+        namespace: String,
+        kind: String,
+    },
+    #[error(
+        "Secret {secret} (written by Job {job}) does not say whether the source served TFTP: an older kubectl-uyuni synced it. Pass --tftp=true or --tftp=false (`systemctl is-enabled tftp.socket` on the source tells), then run again. Nothing was changed after the data sync",
+        secret = names::MIGRATION_DATA_SECRET
+    )]
+    TftpNotRecorded { job: String },
+    /// Known at the first plan after the sync, before anything else is written.
+    #[error(
+        "{source}. Nothing was changed after the data sync (Job {job}); the synced volumes stay in namespace {namespace}"
+    )]
+    PgVersion {
+        job: String,
+        namespace: String,
+        source: crate::pg::VersionError,
+    },
+    #[error("{}", self.render(&Kubectl::BARE))]
+    Storage(#[from] crate::storage::StorageError),
+    /// The namespace's `pod-security.kubernetes.io/enforce` level rejects the migration's pods.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    PodSecurity {
+        namespace: String,
+        enforced: String,
+        needed: &'static str,
+        reasons: Vec<String>,
+    },
+    /// The user may not make some of the requests (writes, or reads it waits with) the
+    /// migration makes.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    AccessDenied {
+        missing: Vec<crate::permission::Access>,
+    },
+}
+
+impl PlanError {
+    /// The message, with the `kubectl` commands it advises carrying the run's flags (`kubectl`).
+    /// `Display` renders it without them.
+    pub fn render(&self, kubectl: &Kubectl) -> String {
+        let data = names::MIGRATION_DATA_SECRET;
+        match self {
+            PlanError::NamespaceTerminating(ns) => format!(
+                "namespace {ns} is being deleted: wait until it is gone (`{}`), then run again",
+                kubectl.cmd(None, &format!("get namespace {ns}"))
+            ),
+            PlanError::NoExtractedData {
+                job,
+                namespace,
+                detail,
+                remedy,
+            } => format!(
+                "Job {job} succeeded but Secret {data} holds no data from it ({detail}); read `{}`, then {remedy}",
+                kubectl.cmd(Some(namespace), &format!("logs job/{job}"))
+            ),
+            PlanError::ExtractedData {
+                job,
+                namespace,
+                source,
+            } => format!(
+                "Job {job} wrote unusable data into Secret {data}: {source}; read `{}`",
+                kubectl.cmd(Some(namespace), &format!("logs job/{job}"))
+            ),
+            PlanError::CertManagerMissing => format!(
+                "cert-manager is not installed in this cluster (its CRDs issuers.cert-manager.io and certificates.cert-manager.io are not served), and the migration reuses the source's CA through it. Install it first, for example `{}` (or with its Helm chart), wait until its pods are ready, then run again; or give third-party certificates with --ssl-server-cert, --ssl-server-key and --ssl-ca-root, which need no cert-manager. Nothing was written",
+                kubectl.cmd(
+                    None,
+                    "apply -f https://github.com/cert-manager/cert-manager/releases/latest/download/cert-manager.yaml"
+                )
+            ),
+            PlanError::PullSecretMissing { name, namespace } => format!(
+                "Secret {name} (--image-pull-secret) was not found in namespace {namespace}: create it first, for example `{}` (create the namespace too if needed), or give --registry-user to let this tool write one",
+                kubectl.cmd(
+                    Some(namespace),
+                    &format!("create secret generic {name} --type=kubernetes.io/dockerconfigjson --from-file=.dockerconfigjson=$HOME/.docker/config.json")
+                )
+            ),
+            PlanError::Storage(e) => e.render(kubectl),
+            PlanError::OtherSource {
+                job,
+                found,
+                fqdn,
+                namespace,
+                same,
+            } => format!(
+                "the volumes in namespace {namespace} hold a copy of {found} (data-sync Job {job}, annotation {}), and this run names {fqdn}: refused, copying {fqdn} over it would mix two servers' data. Nothing was written. To go on with {found}: `{same}`. To migrate {fqdn} instead, use another namespace (-n), or remove the copy of {found} first (`{}`), then run again",
+                labels::SOURCE_ANNOTATION,
+                kubectl.cmd(
+                    Some(namespace),
+                    &format!(
+                        "delete jobs,persistentvolumeclaims -l {}",
+                        labels::MANAGED_SELECTOR
+                    )
+                ),
+            ),
+            PlanError::PodSecurity {
+                namespace,
+                enforced,
+                needed,
+                reasons,
+            } => format!(
+                "namespace {namespace} enforces PodSecurity level {enforced} (label {label}={enforced}), which would reject the migration's pods: they need level {needed} ({}). Allow it with `{}`, then run again; or migrate into another namespace with -n. Nothing was written",
+                reasons.join("; "),
+                kubectl.cmd(
+                    None,
+                    &format!(
+                        "label namespace {namespace} {}={needed} --overwrite",
+                        crate::pod_security::ENFORCE_LABEL
+                    )
+                ),
+                label = crate::pod_security::ENFORCE_LABEL,
+            ),
+            PlanError::AccessDenied { missing } => format!(
+                "you may not make every request this migration makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
+                missing
+                    .iter()
+                    .map(|a| format!("{} (`{}`)", a.describe(), a.can_i(kubectl)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            // Their messages advise no kubectl command. (A variant whose `#[error]` calls
+            // `render` must have its own arm above.)
+            other => other.to_string(),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Step constructors shared by every phase: an object applied or kept, a Job run once per spec.
+
+use super::{Action, JobWait, Op, Step};
+use k8s_openapi::api::batch::v1::Job;
+
+use crate::labels;
+use crate::object::{Kind, Object, ObjectRef};
+use crate::observed::{JobState, Observed, job_state};
+
+/// Is anything the intended object sets different in the live one? Fields the server or other
+/// managers add are ignored, as server-side apply would leave them.
+pub fn differs(intended: &serde_json::Value, live: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (intended, live) {
+        (Value::Object(i), Value::Object(l)) => i
+            .iter()
+            .any(|(k, v)| !v.is_null() && l.get(k).is_none_or(|lv| differs(v, lv))),
+        (Value::Array(i), Value::Array(l)) => {
+            i.len() != l.len() || i.iter().zip(l).any(|(a, b)| differs(a, b))
+        }
+        (i, l) => i != l,
+    }
+}
+
+pub(crate) fn apply_step(
+    id: &str,
+    description: String,
+    intended: Object,
+    observed: &Observed,
+) -> Step {
+    let target = intended.object_ref();
+    let live = observed.objects.get(&target);
+    let (op, reason, action) = match live {
+        None => (
+            Op::Create,
+            "absent".to_owned(),
+            Action::Apply(Box::new(intended)),
+        ),
+        Some(live) if differs(&intended.to_json(), &live.to_json()) => (
+            Op::Update,
+            "differs from the intended object".to_owned(),
+            Action::Apply(Box::new(intended)),
+        ),
+        Some(_) => (Op::Unchanged, "as intended".to_owned(), Action::None),
+    };
+    Step {
+        id: id.to_owned(),
+        description,
+        op,
+        target,
+        reason,
+        action,
+    }
+}
+
+pub(crate) fn keep_step(id: &str, description: String, target: ObjectRef, reason: String) -> Step {
+    Step {
+        id: id.to_owned(),
+        description,
+        op: Op::Unchanged,
+        target,
+        reason,
+        action: Action::None,
+    }
+}
+
+pub(crate) fn job_label(job: &Job, key: &str) -> Option<String> {
+    job.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .cloned()
+}
+
+/// The step of a Job that must have succeeded with exactly this spec: done when it did, awaited
+/// while a Job of the step runs, otherwise (never run, failed, or a different spec) run anew
+/// under a name no earlier attempt has.
+pub(crate) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step {
+    let annotation = |key: &str| job_label(&job, key).unwrap_or_default();
+    let step_id = annotation(labels::STEP_ANNOTATION);
+    let hash = annotation(labels::SPEC_HASH_ANNOTATION);
+    let description = annotation(labels::DESCRIPTION_ANNOTATION);
+    let jobs = observed.jobs_for_step(&step_id);
+    let name_of = |j: &Job| j.metadata.name.clone().unwrap_or_default();
+    let step = |op, name: &str, reason: String, action| Step {
+        id: step_id.clone(),
+        description: description.clone(),
+        op,
+        target: ObjectRef::new(Kind::Job, name),
+        reason,
+        action,
+    };
+    // Two Jobs of one step must never work on the same volumes at once.
+    if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
+        let name = name_of(running);
+        return step(
+            Op::AwaitJob,
+            &name,
+            format!("Job {name} is still running; waiting for it"),
+            Action::AwaitJob {
+                name: name.clone(),
+                wait,
+            },
+        );
+    }
+    let same: Vec<&&Job> = jobs
+        .iter()
+        .filter(|j| job_label(j, labels::SPEC_HASH_ANNOTATION).as_deref() == Some(hash.as_str()))
+        .collect();
+    if let Some(done) = same.iter().find(|j| job_state(j) == JobState::Succeeded) {
+        let name = name_of(done);
+        return step(
+            Op::Done,
+            &name,
+            format!("Job {name} succeeded"),
+            Action::None,
+        );
+    }
+    let base = job.metadata.name.clone().unwrap_or_default();
+    let name = unique_job_name(base, observed);
+    job.metadata.name = Some(name.clone());
+    let reason = match same.last() {
+        Some(failed) => format!("Job {} failed; running a new attempt", name_of(failed)),
+        None if jobs.is_empty() => "has not run yet".to_owned(),
+        None => "has not run for this data sync and these parameters yet".to_owned(),
+    };
+    step(
+        Op::RunJob,
+        &name,
+        reason,
+        Action::RunJob {
+            job: Box::new(job),
+            wait,
+        },
+    )
+}
+
+pub(crate) fn unique_job_name(base: String, observed: &Observed) -> String {
+    if !observed.contains(Kind::Job, &base) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| !observed.contains(Kind::Job, name))
+        .unwrap_or(base)
+}
