@@ -69,17 +69,19 @@ impl GoldenDir {
         self.file(&name, to_yaml(&abbreviate_scripts(object)))
     }
 
-    /// The names recorded so far.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.files.keys().map(String::as_str)
-    }
-
     /// Compares the scenario's directory with the recorded files; panics with every
     /// difference. With `UPDATE_GOLDEN` set, rewrites the directory instead.
     #[track_caller]
     pub fn check(self) {
         let dir = golden_dir().join(&self.scenario);
-        let on_disk: Vec<String> = match std::fs::read_dir(&dir) {
+        if let Err(problems) = self.compare(&dir, updating()) {
+            panic!("{problems}");
+        }
+    }
+
+    /// The check of `dir`: rewrites it when `update`, else lists every difference.
+    fn compare(&self, dir: &std::path::Path, update: bool) -> Result<(), String> {
+        let on_disk: Vec<String> = match std::fs::read_dir(dir) {
             Ok(entries) => {
                 let mut names: Vec<String> = entries
                     .map(|e| e.expect("golden dir entry").file_name())
@@ -95,8 +97,8 @@ impl GoldenDir {
             .iter()
             .filter(|n| !self.files.contains_key(n.as_str()))
             .collect();
-        if updating() {
-            std::fs::create_dir_all(&dir).expect("golden dir");
+        if update {
+            std::fs::create_dir_all(dir).expect("golden dir");
             for name in stale {
                 std::fs::remove_file(dir.join(name)).expect("remove stale golden file");
             }
@@ -106,7 +108,7 @@ impl GoldenDir {
                     std::fs::write(&path, contents).expect("write golden file");
                 }
             }
-            return;
+            return Ok(());
         }
         let mut problems = Vec::new();
         for name in stale {
@@ -132,14 +134,15 @@ impl GoldenDir {
                 Err(e) => problems.push(format!("{shown}: {e}\n")),
             }
         }
-        if !problems.is_empty() {
-            panic!(
-                "golden/{}: {} file(s) differ from what the test produced:\n\n{}",
-                self.scenario,
-                problems.len(),
-                problems.join("\n")
-            );
+        if problems.is_empty() {
+            return Ok(());
         }
+        Err(format!(
+            "golden/{}: {} file(s) differ from what the test produced:\n\n{}",
+            self.scenario,
+            problems.len(),
+            problems.join("\n")
+        ))
     }
 }
 
@@ -291,6 +294,41 @@ mod tests {
             spec["initContainers"][0]["args"][1],
             script_marker("init", "a\nb\n")
         );
+    }
+
+    #[test]
+    fn a_stale_file_fails_the_check_and_the_update_removes_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut golden = GoldenDir::new("scenario");
+        golden.file("steps.txt", "1. create\n2. run\n");
+        let problems = golden
+            .compare(dir.path(), false)
+            .expect_err("nothing on disk");
+        assert!(problems.contains("steps.txt is missing"), "{problems}");
+
+        golden.compare(dir.path(), true).expect("update");
+        std::fs::write(dir.path().join("job-old.yaml"), "kind: Job\n").expect("write");
+        let problems = golden.compare(dir.path(), false).expect_err("stale file");
+        assert!(
+            problems.contains("job-old.yaml is no longer produced")
+                && !problems.contains("steps.txt"),
+            "{problems}"
+        );
+
+        let mut changed = GoldenDir::new("scenario");
+        changed.file("steps.txt", "1. create\n2. wait\n");
+        let problems = changed.compare(dir.path(), false).expect_err("changed");
+        assert!(
+            problems.contains("-2. run\n+2. wait"),
+            "a unified diff: {problems}"
+        );
+
+        changed.compare(dir.path(), true).expect("update");
+        assert!(
+            !dir.path().join("job-old.yaml").exists(),
+            "the update removes it"
+        );
+        changed.compare(dir.path(), false).expect("up to date");
     }
 
     #[test]
