@@ -73,8 +73,11 @@ impl GoldenDir {
     /// difference. With `UPDATE_GOLDEN` set, rewrites the directory instead.
     #[track_caller]
     pub fn check(self) {
-        let dir = golden_dir().join(&self.scenario);
-        if let Err(problems) = self.compare(&dir, updating()) {
+        let root = golden_dir();
+        let outcome = self
+            .compare(&root.join(&self.scenario), updating())
+            .and(loose_files(&root, updating()));
+        if let Err(problems) = outcome {
             panic!("{problems}");
         }
     }
@@ -144,6 +147,45 @@ impl GoldenDir {
             problems.join("\n")
         ))
     }
+}
+
+/// Files directly in `golden/`, outside every scenario's directory: leftovers of the layout of
+/// one file per output (a merge can bring them back), which no scenario's stale check sees.
+/// `update` removes them.
+fn loose_files(root: &std::path::Path, update: bool) -> Result<(), String> {
+    let loose: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    if loose.is_empty() {
+        return Ok(());
+    }
+    if update {
+        for path in &loose {
+            // Every test that checks its goldens gets here: another may have removed it first.
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    panic!("{}: {e}", path.display())
+                }
+                _ => {}
+            }
+        }
+        return Ok(());
+    }
+    let names: Vec<String> = loose
+        .iter()
+        .map(|p| format!("  {}\n", p.display()))
+        .collect();
+    Err(format!(
+        "files outside any scenario's directory of golden/, produced by no test \
+         (UPDATE_GOLDEN=1 removes them):\n{}",
+        names.concat()
+    ))
 }
 
 /// The first lines of a new file, so a missing one is not a wall of text.
@@ -329,6 +371,19 @@ mod tests {
             "the update removes it"
         );
         changed.compare(dir.path(), false).expect("up to date");
+    }
+
+    #[test]
+    fn a_file_outside_the_scenario_directories_fails_until_removed() {
+        let root = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(root.path().join("scenario")).expect("mkdir");
+        loose_files(root.path(), false).expect("only directories");
+        std::fs::write(root.path().join("preview-empty-cluster.txt"), "old\n").expect("write");
+        let problems = loose_files(root.path(), false).expect_err("a loose file");
+        assert!(problems.contains("preview-empty-cluster.txt"), "{problems}");
+        loose_files(root.path(), true).expect("update");
+        loose_files(root.path(), false).expect("removed");
+        assert!(root.path().join("scenario").is_dir());
     }
 
     #[test]
