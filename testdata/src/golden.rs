@@ -74,11 +74,15 @@ impl GoldenDir {
     #[track_caller]
     pub fn check(self) {
         let root = golden_dir();
-        let outcome = self
-            .compare(&root.join(&self.scenario), updating())
-            .and(loose_files(&root, updating()));
-        if let Err(problems) = outcome {
-            panic!("{problems}");
+        let problems: Vec<String> = [
+            self.compare(&root.join(&self.scenario), updating()),
+            loose_files(&root, updating()),
+        ]
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+        if !problems.is_empty() {
+            panic!("{}", problems.join("\n"));
         }
     }
 
