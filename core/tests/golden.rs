@@ -160,7 +160,10 @@ fn json_after_a_finished_migration_lists_no_changes() {
     let json = render::plan_json(&params.namespace, &preview.steps, &observed);
     assert_eq!(json["summary"]["create"], 0);
     assert_eq!(json["summary"]["jobs"], 0);
-    check_golden("preview-after-migration", "plan.json", &pretty(&json));
+    let mut golden = GoldenDir::new("preview-after-migration");
+    golden.file("steps.txt", render::steps_text(&preview.steps));
+    golden.file("plan.json", pretty(&json));
+    golden.check();
 }
 
 #[test]
