@@ -7,9 +7,10 @@ mod support;
 
 use serde_json::Value;
 use support::{
-    CA_PASSWORD, Env, NS, REGISTRY_PASSWORD, assert_no_secret, check_golden, ssh_flags, text,
-    third_party_flags, validate_custom_resources, validate_written,
+    CA_PASSWORD, Env, NS, REGISTRY_PASSWORD, assert_no_secret, ssh_flags, text, third_party_flags,
+    validate_custom_resources, validate_written,
 };
+use uyuni_testdata::golden::check_golden;
 use uyuni_testdata::{
     DeploymentScript, Flavour, JobScript, Scenario, SideEffect, SimConfig, scenarios,
 };
@@ -171,7 +172,7 @@ fn full_migration(flavour: Flavour, pg_version: &str, tls: Tls) {
     let flavour_name = format!("{flavour:?}").to_ascii_lowercase();
     let upgraded = pg_version != "18";
     let golden = format!(
-        "e2e-migration-objects-{flavour_name}-{}-{}.txt",
+        "e2e-migration-{flavour_name}-{}-{}",
         match tls {
             Tls::ReusedCa => "reused-ca",
             Tls::ThirdParty => "third-party",
@@ -316,7 +317,11 @@ fn full_migration(flavour: Flavour, pg_version: &str, tls: Tls) {
             "{stdout}"
         );
     }
-    check_golden(golden, &(managed_objects(&env).join("\n") + "\n"));
+    check_golden(
+        golden,
+        "objects.txt",
+        &(managed_objects(&env).join("\n") + "\n"),
+    );
     validate_written(&env.sim);
     validate_custom_resources(&env.sim);
 

@@ -21,6 +21,7 @@ pub mod cluster;
 mod controllers;
 pub mod discovery;
 mod engine;
+pub mod golden;
 mod http;
 pub mod patch;
 mod protobuf;

@@ -1,7 +1,7 @@
 //! The same requests against `uyuni-sim` and the real control plane (upstream kube-apiserver
 //! v1.37, `scripts/cluster.sh`), through kube-rs and a few through the real kubectl: namespace
 //! creation, server-side apply of the objects a migration writes (taken from core's preview,
-//! `golden/preview-empty-cluster.yaml`), an unchanged re-apply, `dryRun=All`, conflicting
+//! `golden/preview-empty-cluster/`), an unchanged re-apply, `dryRun=All`, conflicting
 //! applies, objects validation refuses, missing objects, a watch on Jobs, deletes with
 //! propagation and a SelfSubjectAccessReview.
 //!
@@ -264,17 +264,35 @@ fn status_view(code: u16, body: &Value, with_message: bool) -> Value {
 
 /// The objects of a migration, as core's preview of a migration into an empty cluster writes
 /// them: the first of each kind, and the server's Deployment (the most ports and volumes).
+/// Their golden files hold Job scripts as a marker line; a Job runs no container here, so the
+/// command's text does not matter to the API servers.
 fn migration_objects() -> Vec<Value> {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/preview-empty-cluster.yaml"),
-    )
-    .expect("core's golden preview");
-    let all: Vec<Value> = serde_saphyr::from_multiple(&text).expect("YAML objects");
+    let dir = uyuni_testdata::golden::golden_dir().join("preview-empty-cluster");
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("core's golden preview, {name}: {e}"))
+    };
+    // The step order of `plan.json` (`-o json`): the order the plugin writes them in.
+    let plan: Value = serde_json::from_str(&read("plan.json")).expect("plan.json");
+    let file_of = |kind: &str, name: &str| format!("{}-{name}.yaml", kind.to_ascii_lowercase());
     let mut kinds = std::collections::BTreeSet::new();
-    all.into_iter()
-        .filter(|o| {
-            let kind = o["kind"].as_str().unwrap_or_default().to_owned();
-            kinds.insert(kind.clone()) || (kind == "Deployment" && o["metadata"]["name"] == "uyuni")
+    plan["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        // The steps that write an object; those that read or wait name one written before.
+        .filter(|s| ["create", "update", "run-job"].contains(&s["op"].as_str().unwrap_or_default()))
+        .map(|s| {
+            (
+                s["target"]["kind"].as_str().unwrap_or_default(),
+                s["target"]["name"].as_str().unwrap_or_default(),
+            )
+        })
+        .filter(|(kind, name)| {
+            kinds.insert(kind.to_owned()) || (*kind == "Deployment" && *name == "uyuni")
+        })
+        .map(|(kind, name)| {
+            serde_saphyr::from_str(&read(&file_of(kind, name))).expect("YAML object")
         })
         .collect()
 }

@@ -18,10 +18,6 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures/ssh")
 }
 
-pub fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/golden")
-}
-
 /// The SSH flags of a first run, pointing at the fixture key pair.
 pub fn ssh_flags() -> Vec<String> {
     let f = fixtures();
@@ -196,20 +192,6 @@ pub fn assert_no_secret(out: &Output) {
 
 pub fn name(v: &Value) -> &str {
     v["metadata"]["name"].as_str().unwrap_or_default()
-}
-
-pub fn check_golden(name: &str, actual: &str) {
-    let path = golden_dir().join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
-    assert_eq!(
-        expected, actual,
-        "{name} differs (UPDATE_GOLDEN=1 rewrites it)"
-    );
 }
 
 /// Every object the plugin wrote passes `kubernetes-validate --strict` (official schemas).
