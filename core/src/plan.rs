@@ -26,7 +26,10 @@ mod tls;
 pub use error::PlanError;
 use setup::{pull_secret_step, pvc_steps, ssh_config_step, ssh_key_step};
 pub use steps::differs;
-pub(crate) use steps::{apply_step, job_label, job_step, keep_step, unique_job_name};
+pub(crate) use steps::{
+    apply_step, deployment_wait_step, done_step, job_label, job_step, keep_step, last_succeeded,
+    unique_job_name, wait_step,
+};
 use sync::{IMAGE_CHECK_WAIT, sync_steps};
 pub use sync::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP};
 

@@ -14,9 +14,7 @@
 use super::{PlanError, apply_step, job_step, keep_step};
 use crate::builders::{database, names, pvc, server};
 use crate::object::{Kind, Object, ObjectRef};
-use crate::observed::{
-    ExtractedData, Observed, deployment_ready, deployment_stopped, desired_replicas,
-};
+use crate::observed::{ExtractedData, Observed, deployment_stopped, desired_replicas};
 use crate::params::MigrateParams;
 use crate::pg;
 use crate::plan::{Action, DeploymentWait, JobWait, Op, Step};
@@ -237,29 +235,13 @@ fn service_steps(
         Object::Deployment(database::db_deployment(params, data, claim)),
         observed,
     ));
-    let target = ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT);
-    let ready_description = "wait until the database accepts connections".to_owned();
-    match observed.deployment(names::DB_DEPLOYMENT) {
-        Some(db) if deployment_ready(db) => {
-            steps.push(keep_step(
-                "db-ready",
-                ready_description,
-                target,
-                "ready".into(),
-            ));
-        }
-        _ => steps.push(Step {
-            id: "db-ready".to_owned(),
-            description: ready_description,
-            op: Op::Wait,
-            target,
-            reason: "not ready yet".to_owned(),
-            action: Action::WaitDeployment {
-                name: names::DB_DEPLOYMENT.to_owned(),
-                wait: DB_READY_WAIT,
-            },
-        }),
-    }
+    steps.push(super::deployment_wait_step(
+        observed,
+        "db-ready",
+        names::DB_DEPLOYMENT,
+        "wait until the database accepts connections".to_owned(),
+        DB_READY_WAIT,
+    ));
     steps.push(job_step(
         observed,
         database::migration_sql_job(params, data),

@@ -8,9 +8,9 @@ use crate::builders::ingress;
 use crate::builders::{components, database, names, server, tftp};
 use crate::object::CustomKind;
 use crate::object::{Kind, Object, ObjectRef};
-use crate::observed::{ExtractedData, Observed, deployment_ready};
+use crate::observed::{ExtractedData, Observed};
 use crate::params::MigrateParams;
-use crate::plan::{Action, DeploymentWait, Op, Step};
+use crate::plan::{DeploymentWait, Step};
 use crate::ports;
 use crate::resolve::{Controller, Facts, TftpDecision as Decision, tftp_origin};
 
@@ -27,22 +27,8 @@ const SIDECAR_WAIT: DeploymentWait = DeploymentWait {
 };
 
 fn wait_step(observed: &Observed, id: &str, name: &str, what: &str, wait: DeploymentWait) -> Step {
-    let target = ObjectRef::new(Kind::Deployment, name);
     let description = format!("wait until {what} is ready");
-    match observed.deployment(name) {
-        Some(d) if deployment_ready(d) => keep_step(id, description, target, "ready".into()),
-        _ => Step {
-            id: id.to_owned(),
-            description,
-            op: Op::Wait,
-            target,
-            reason: "not ready yet".to_owned(),
-            action: Action::WaitDeployment {
-                name: name.to_owned(),
-                wait,
-            },
-        },
-    }
+    super::deployment_wait_step(observed, id, name, description, wait)
 }
 
 /// Whether an object was written by this tool (its managed-by label).

@@ -1,11 +1,11 @@
 //! Step constructors shared by every phase: an object applied or kept, a Job run once per spec.
 
-use super::{Action, JobWait, Op, Step};
+use super::{Action, DeploymentWait, JobWait, Op, Step};
 use k8s_openapi::api::batch::v1::Job;
 
 use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
-use crate::observed::{JobState, Observed, job_state};
+use crate::observed::{JobState, Observed, deployment_ready, job_state};
 
 /// Is anything the intended object sets different in the live one? Fields the server or other
 /// managers add are ignored, as server-side apply would leave them.
@@ -108,13 +108,7 @@ pub(crate) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step
         .filter(|j| job_label(j, labels::SPEC_HASH_ANNOTATION).as_deref() == Some(hash.as_str()))
         .collect();
     if let Some(done) = same.iter().find(|j| job_state(j) == JobState::Succeeded) {
-        let name = name_of(done);
-        return step(
-            Op::Done,
-            &name,
-            format!("Job {name} succeeded"),
-            Action::None,
-        );
+        return done_step(&step_id, description, &name_of(done));
     }
     let base = job.metadata.name.clone().unwrap_or_default();
     let name = unique_job_name(base, observed);
@@ -143,4 +137,66 @@ pub(crate) fn unique_job_name(base: String, observed: &Observed) -> String {
         .map(|n| format!("{base}-{n}"))
         .find(|name| !observed.contains(Kind::Job, name))
         .unwrap_or(base)
+}
+
+/// A wait for `target`: kept once it is `ready`, otherwise a step carrying out `action`.
+pub(crate) fn wait_step(
+    id: &str,
+    description: String,
+    target: ObjectRef,
+    ready: bool,
+    action: Action,
+) -> Step {
+    if ready {
+        return keep_step(id, description, target, "ready".into());
+    }
+    Step {
+        id: id.to_owned(),
+        description,
+        op: Op::Wait,
+        target,
+        reason: "not ready yet".to_owned(),
+        action,
+    }
+}
+
+/// The wait until Deployment `name` is ready.
+pub(crate) fn deployment_wait_step(
+    observed: &Observed,
+    id: &str,
+    name: &str,
+    description: String,
+    wait: DeploymentWait,
+) -> Step {
+    wait_step(
+        id,
+        description,
+        ObjectRef::new(Kind::Deployment, name),
+        observed.deployment(name).is_some_and(deployment_ready),
+        Action::WaitDeployment {
+            name: name.to_owned(),
+            wait,
+        },
+    )
+}
+
+/// The step of a Job that succeeded: nothing left to do for it.
+pub(crate) fn done_step(id: &str, description: String, job_name: &str) -> Step {
+    Step {
+        id: id.to_owned(),
+        description,
+        op: Op::Done,
+        target: ObjectRef::new(Kind::Job, job_name),
+        reason: format!("Job {job_name} succeeded"),
+        action: Action::None,
+    }
+}
+
+/// The Job of step `id` that succeeded last, if any.
+pub(crate) fn last_succeeded<'a>(observed: &'a Observed, id: &str) -> Option<&'a Job> {
+    observed
+        .jobs_for_step(id)
+        .into_iter()
+        .rev()
+        .find(|j| job_state(j) == JobState::Succeeded)
 }

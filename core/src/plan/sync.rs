@@ -1,7 +1,9 @@
 //! The data-sync phase: the copy while the source serves, the final sync, the read-back of
 //! what it extracted.
 
-use super::{Action, JobWait, Op, PlanError, Step, after_sync, job_label, unique_job_name};
+use super::{
+    Action, JobWait, Op, PlanError, Step, after_sync, done_step, job_label, unique_job_name,
+};
 use k8s_openapi::api::batch::v1::Job;
 
 use crate::builders::{data_sync, names};
@@ -77,12 +79,7 @@ fn prepare_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec
                 )
             })?;
             Ok(vec![
-                step(
-                    Op::Done,
-                    &name,
-                    format!("Job {name} succeeded"),
-                    Action::None,
-                ),
+                done_step(data_sync::STEP_ID, description.clone(), &name),
                 read,
             ])
         }
@@ -175,14 +172,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
     };
     let prepared_step = |job: &Job| {
         let name = job_name_of(job);
-        job_step(
-            PREPARE_SYNC_STEP,
-            &prepare_description,
-            Op::Done,
-            &name,
-            format!("Job {name} succeeded"),
-            Action::None,
-        )
+        done_step(PREPARE_SYNC_STEP, prepare_description.clone(), &name)
     };
     let check_step = |reason: String| Step {
         id: PREPARE_CHECK_STEP.to_owned(),
@@ -211,14 +201,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
                 params.kubectl.migrate(Some(ns), &params.source_fqdn, false)
             )
         })?;
-        steps.push(job_step(
-            data_sync::STEP_ID,
-            &description,
-            Op::Done,
-            name,
-            format!("Job {name} succeeded"),
-            Action::None,
-        ));
+        steps.push(done_step(data_sync::STEP_ID, description.clone(), name));
         steps.push(read);
         return Ok(steps);
     }

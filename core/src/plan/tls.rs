@@ -11,7 +11,7 @@ use crate::builders::{names, tls};
 use crate::object::{CustomKind, Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, custom_ready};
 use crate::params::{CertBundle, MigrateParams};
-use crate::plan::{Action, DeploymentWait, Op, Step};
+use crate::plan::{Action, DeploymentWait, Step};
 use crate::resolve::{Facts, TlsMode};
 
 /// cert-manager issues within seconds; the limit allows for a slow webhook.
@@ -43,23 +43,17 @@ pub(super) fn preflight(params: &MigrateParams, observed: &Observed) -> Result<(
 }
 
 fn wait_ready(observed: &Observed, id: &str, target: ObjectRef, what: &str) -> Step {
-    let description = format!("wait until {what} is ready");
-    match observed.objects.get(&target) {
-        Some(Object::Custom(o)) if custom_ready(o) => {
-            keep_step(id, description, target, "ready".into())
-        }
-        _ => Step {
-            id: id.to_owned(),
-            description,
-            op: Op::Wait,
-            target: target.clone(),
-            reason: "not ready yet".to_owned(),
-            action: Action::WaitReady {
-                target,
-                wait: READY_WAIT,
-            },
+    let ready = matches!(observed.objects.get(&target), Some(Object::Custom(o)) if custom_ready(o));
+    super::wait_step(
+        id,
+        format!("wait until {what} is ready"),
+        target.clone(),
+        ready,
+        Action::WaitReady {
+            target,
+            wait: READY_WAIT,
         },
-    }
+    )
 }
 
 fn third_party_steps(
@@ -145,21 +139,10 @@ fn reused_ca_steps(
             "holds the key of the migrated CA".into(),
         ));
         steps.extend(ca_key_rbac_steps(ns, observed));
-        let done = observed
-            .jobs_for_step(tls::CA_KEY_STEP)
-            .into_iter()
-            .rev()
-            .find(|j| crate::observed::job_state(j) == crate::observed::JobState::Succeeded)
-            .and_then(|j| j.metadata.name.clone());
+        let done =
+            super::last_succeeded(observed, tls::CA_KEY_STEP).and_then(|j| j.metadata.name.clone());
         steps.push(match done {
-            Some(name) => Step {
-                id: tls::CA_KEY_STEP.to_owned(),
-                description: tls::ca_key_description(),
-                op: Op::Done,
-                target: ObjectRef::new(Kind::Job, name.clone()),
-                reason: format!("Job {name} succeeded"),
-                action: Action::None,
-            },
+            Some(name) => super::done_step(tls::CA_KEY_STEP, tls::ca_key_description(), &name),
             None => keep_step(
                 tls::CA_KEY_STEP,
                 tls::ca_key_description(),
