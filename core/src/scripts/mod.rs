@@ -1,4 +1,9 @@
-//! Job scripts, rendered from parameters as text for `bash -c`.
+//! Job scripts: shell files under `core/scripts/`, embedded in the binary and run as
+//! `bash -c TEXT` in the Job's container, where TEXT is the shared helpers (`lib.sh`) followed
+//! by the script ([`job_text`]). Parameters reach a script as environment variables of the
+//! Job's container, secrets as mounted files or `secretKeyRef` variables: the text of a script
+//! is the same in every Job, so ShellCheck checks the files themselves and a Job carries no
+//! value in its command line.
 //!
 //! The paths and key names below are shared by the script and by the builders that mount things
 //! at those paths, so the two cannot drift apart.
@@ -7,6 +12,20 @@ pub mod data_sync;
 pub mod database;
 pub mod image_check;
 pub mod tls;
+
+/// The helpers every Job script shares (`core/scripts/lib.sh`): one `conf_set`, one
+/// `patch_secret`, one `fail`.
+pub const LIB: &str = include_str!("../../scripts/lib.sh");
+
+/// What a Job runs with `bash -c`: the helpers, then `script`. One text keeps the Job
+/// self-contained (no ConfigMap to create and keep in step); a script run as a file loads
+/// `lib.sh` itself, and skips that here because the helpers are already defined.
+pub fn job_text(script: &str) -> String {
+    format!(
+        "{LIB}
+{script}"
+    )
+}
 
 /// Where the data-sync Job finds the SSH private and public key (Secret `uyuni-migration-key`).
 /// Outside every synced path, so rsync `--delete` never meets a mount point (reference D33).
