@@ -84,3 +84,35 @@ patch_secret() {
     "https://$host:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$NAMESPACE/secrets/$secret" ||
     fail "could not update Secret $secret"
 }
+
+# What clears a fault in the synced data itself: a new final sync. A sync that succeeded is never
+# repeated by itself, so "run again" alone would retry this Job on the same data (issue 18: every
+# advice to run again must be one a re-run can clear). The Jobs carry the sync's name.
+resync_advice() {
+  printf '%s' "running again alone does not clear this: delete the final data-sync Job ${UYUNI_DATA_SYNC_JOB:-(kubectl get jobs -l kubectl-uyuni.io/step=data-sync)} (kubectl delete job, in the migration's namespace), then run the migration again; the final data sync runs anew and stops the source's services"
+}
+
+# The first line of PG_VERSION in directory $1, trimmed.
+pg_major() {
+  local v=''
+  [ -f "$1/PG_VERSION" ] || return 1
+  read -r v <"$1/PG_VERSION" || true
+  trim_var v
+  printf '%s' "$v"
+}
+
+# The image checks' verdict: one line, and the Job fails with it.
+unsupported() {
+  printf 'UNSUPPORTED: %s\n' "$*"
+  exit 1
+}
+
+# What image $1 says it is (its os-release under $2): helps the user read a check's verdict,
+# and is no part of it.
+describe_image() {
+  local pretty
+  if [ -r "$2/etc/os-release" ]; then
+    pretty=$(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$2/etc/os-release")
+    printf 'Image %s is based on %s\n' "$1" "${pretty:-an unnamed system}"
+  fi
+}

@@ -21,10 +21,38 @@ pub const LIB: &str = include_str!("../../scripts/lib.sh");
 /// self-contained (no ConfigMap to create and keep in step); a script run as a file loads
 /// `lib.sh` itself, and skips that here because the helpers are already defined.
 pub fn job_text(script: &str) -> String {
-    format!(
-        "{LIB}
-{script}"
-    )
+    format!("{LIB}\n{script}")
+}
+
+/// A script as a Job runs it: its text for `bash -c` ([`job_text`]) and its parameters, the
+/// environment variables the script's file documents. Values only: a secret reaches a script as
+/// a mounted file or a `secretKeyRef` variable, never here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobScript {
+    pub text: String,
+    pub env: Vec<(&'static str, String)>,
+}
+
+impl JobScript {
+    /// `script` (a file of `core/scripts/`) with its parameters; `local_root`, the tests'
+    /// prefix of every path, becomes `LOCAL_ROOT` when it is not empty.
+    pub fn new(script: &str, mut env: Vec<(&'static str, String)>, local_root: &str) -> Self {
+        if !local_root.is_empty() {
+            env.push(("LOCAL_ROOT", local_root.to_owned()));
+        }
+        JobScript {
+            text: job_text(script),
+            env,
+        }
+    }
+}
+
+/// A list parameter: one record a line, its fields tab-separated.
+pub(crate) fn records<'a>(rows: impl IntoIterator<Item = &'a [&'a str]>) -> String {
+    rows.into_iter()
+        .map(|fields| fields.join("\t"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Where the data-sync Job finds the SSH private and public key (Secret `uyuni-migration-key`).
