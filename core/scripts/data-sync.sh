@@ -115,10 +115,11 @@ RSYNC_RSH="ssh -i $(rsh_quote "$SSH_KEY_FILE") -F $(rsh_quote "$SSH_CONFIG")"
 RSYNC_RSH+=" -o $(rsh_quote "UserKnownHostsFile=$SSH_KNOWN_HOSTS_FILE")"
 RSYNC_RSH+=" -o StrictHostKeyChecking=yes -o BatchMode=yes -o ControlMaster=auto"
 RSYNC_RSH+=" -o ControlPersist=600 -o $(rsh_quote "ControlPath=$SSH_SOCKET")"
-RSYNC=(rsync -a --trust-sender -e "$RSYNC_RSH")
+RSYNC=(rsync -a)
 # No compression unless asked: on a LAN, -z makes rsync CPU-bound (issue 15 measured a
 # 300 MB database at 0.7 s with plain `rsync -a`).
-if [ "${COMPRESS:-false}" = true ]; then RSYNC=(rsync -a -z --trust-sender -e "$RSYNC_RSH"); fi
+if [ "${COMPRESS:-false}" = true ]; then RSYNC+=(-z); fi
+RSYNC+=(--trust-sender -e "$RSYNC_RSH")
 if [ "$SSH_USER" != root ]; then RSYNC+=(--rsync-path='sudo -n rsync'); fi
 
 # Quotes a value the script learned at run time for the source's shell (single quotes).

@@ -132,7 +132,7 @@ fn every_volume_is_synced_in_order_database_included() {
     );
     assert!(SCRIPT.contains("compare=(--checksum)"));
     assert!(SCRIPT.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
-    assert!(SCRIPT.contains("RSYNC=(rsync -a --trust-sender -e \"$RSYNC_RSH\")"));
+    assert!(SCRIPT.contains("RSYNC+=(--trust-sender -e \"$RSYNC_RSH\")"));
 }
 
 #[test]
