@@ -56,6 +56,10 @@ export UYUNI_REAL_CONTROL_PLANE=1
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
+# The Job scripts are shell files; -x follows each one's `source` of lib.sh.
+log "shellcheck core/scripts/*.sh"
+(cd core/scripts && shellcheck -x ./*.sh)
+
 log "the core stays pure (no tokio, hyper, tower or kube client in its normal dependencies)"
 if cargo tree -p kubectl-uyuni-core -e normal --prefix none | grep -E '^(tokio|hyper|tower|kube-client|kube) ' ; then
   echo "kubectl-uyuni-core depends on an I/O crate (listed above): keep the core pure" >&2

@@ -1,5 +1,5 @@
-//! Benchmark of the data-sync script's copy (issue 15): the rendered script run under bash
-//! against a generated source tree through the real rsync, with a local transport in place of
+//! Benchmark of the data-sync script's copy (issue 15): `core/scripts/data-sync.sh` run under
+//! bash against a generated source tree through the real rsync, with a local transport in place of
 //! ssh (the tests' ssh stub), side by side with a plain `rsync -a` of the same tree in the same
 //! run; then a 1 % change and the final run, whose outage window (from `spacewalk-service stop`
 //! to the script's end) is set against a plain rsync of that delta.

@@ -38,7 +38,7 @@ pub struct DataPlane {
     pub order: Vec<String>,
 }
 
-/// The data-sync script's order (`scripts::data_sync::render`), in words.
+/// The data-sync script's order (`core/scripts/data-sync.sh`), in words.
 fn sync_order(params: &MigrateParams) -> Vec<String> {
     let source = &params.source_fqdn;
     if params.prepare {

@@ -1,4 +1,4 @@
-//! Tests of the data-sync script: the quoting helper, the rendered text, ShellCheck, and runs of
+//! Tests of the data-sync script: the quoting helper, its parameters, ShellCheck, and runs of
 //! the script under bash against stub commands (`core/tests/data_sync_script/stubs/`), a fake
 //! source tree and a temporary directory standing in for the volumes.
 
@@ -18,7 +18,7 @@ use base64::Engine as _;
 use proptest::prelude::*;
 use uyuni_core::scripts::data_keys;
 use uyuni_core::scripts::data_sync::{
-    DataSyncScript, ScriptPaths, SyncVolume, WORK_DIR, render, rsync_rsh_quote, shell_quote,
+    DataSyncScript, SCRIPT, ScriptPaths, SyncVolume, WORK_DIR, shell_quote, text,
 };
 use uyuni_core::volumes::{CATALOGUE, MIGRATION_VOLUME};
 
@@ -60,14 +60,8 @@ fn shell_quote_examples() {
     );
 }
 
-#[test]
-fn rsync_rsh_quote_doubles_quotes() {
-    assert_eq!(rsync_rsh_quote("/etc/key"), "'/etc/key'");
-    assert_eq!(rsync_rsh_quote("a'b c"), "'a''b c'");
-}
-
 // ---------------------------------------------------------------------------------------------
-// Rendering
+// The script and its parameters
 
 #[test]
 fn production_paths_are_the_shared_constants() {
@@ -87,62 +81,71 @@ fn production_paths_are_the_shared_constants() {
         .find(|v| v.name == MIGRATION_VOLUME)
         .expect("migration volume");
     assert_eq!(migration.mount_path, WORK_DIR);
+    // The script names its working directory itself: the same one.
+    assert!(SCRIPT.contains(&format!("\nWORK_DIR=$LOCAL_ROOT{WORK_DIR}\n")));
+}
+
+fn env_of(script: &DataSyncScript) -> BTreeMap<&'static str, String> {
+    script.env().into_iter().collect()
 }
 
 #[test]
 fn every_volume_is_synced_in_order_database_included() {
-    let rendered = render(&script(false, "root", ScriptPaths::production()));
-    // The copy after the stop (step 7); the catch-up copy before it is checked below.
-    let text = &rendered[rendered.find("# Step 7").expect("step 7")..];
-    let mut last = 0;
-    for v in production_volumes() {
+    let env = env_of(&script(false, "root", ScriptPaths::production()));
+    let records: Vec<Vec<&str>> = env["SYNC_VOLUMES"]
+        .lines()
+        .map(|l| l.split('\t').collect())
+        .collect();
+    let volumes = production_volumes();
+    assert_eq!(records.len(), volumes.len());
+    for (v, record) in volumes.iter().zip(&records) {
         let links =
             if ["/var/cache", "/var/spacewalk", "/var/lib/pgsql/data"].contains(&v.path.as_str()) {
                 "-L"
             } else {
                 "-l"
             };
-        let (mode, need) = if v.database {
+        // The copy while the source serves is always quick; once it is stopped, the
+        // database is compared by content.
+        let (stopped, need) = if v.database {
             ("checksum", "required")
         } else {
             ("quick", "optional")
         };
-        let line = format!(
-            "sync_volume '{}' '{}' {links} {mode} {need}\n",
-            v.name, v.path
-        );
-        let at = text.find(&line).unwrap_or_else(|| panic!("{line} missing"));
-        assert!(at > last, "{} out of order", v.path);
-        last = at;
-    }
-    assert!(text.contains("sync_volume 'var-pgsql' '/var/lib/pgsql/data' -L checksum required\n"));
-    assert!(rendered.contains("compare=(--checksum)"));
-    assert!(rendered.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
-    assert!(rendered.contains("rsync -a --trust-sender -e \"$RSYNC_RSH\""));
-    // The catch-up copy while the source serves: every volume, quick, before the stop.
-    let catch_up = &rendered[rendered.find("VANISHED_OK=1").expect("catch-up")
-        ..rendered.find("spacewalk-service stop").expect("stop")];
-    for v in production_volumes() {
-        assert!(
-            catch_up.contains(&format!("sync_volume '{}' '{}' ", v.name, v.path))
-                && !catch_up.contains("checksum"),
-            "{} in the catch-up copy",
+        assert_eq!(
+            record,
+            &[
+                v.name.as_str(),
+                v.path.as_str(),
+                links,
+                need,
+                "quick",
+                stopped
+            ],
+            "{}",
             v.path
         );
     }
+    assert!(
+        env["SYNC_VOLUMES"]
+            .contains("var-pgsql\t/var/lib/pgsql/data\t-L\trequired\tquick\tchecksum")
+    );
+    assert!(SCRIPT.contains("compare=(--checksum)"));
+    assert!(SCRIPT.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
+    assert!(SCRIPT.contains("RSYNC+=(--trust-sender -e \"$RSYNC_RSH\")"));
 }
 
 #[test]
 fn final_reads_and_catches_up_while_serving_then_stops_services_and_postgresql_before_the_copy() {
-    let text = render(&script(false, "root", ScriptPaths::production()));
+    let text = SCRIPT;
     let at = |what: &str| text.find(what).unwrap_or_else(|| panic!("{what}"));
     let start = at("on_source 'systemctl start postgresql.service'");
     let distros = at("spacewalk-sql --select-mode -");
     let filter = at("} >\"$WORK_DIR/exclude_list\"");
-    let catch_up = at("sync_volume 'var-pgsql' '/var/lib/pgsql/data' -L quick required");
+    let catch_up = at("  copy_volumes serving\n");
     let stop = at("on_source 'spacewalk-service stop'");
     let stop_pg = at("on_source 'systemctl stop postgresql.service'");
-    let db = at("sync_volume 'var-pgsql' '/var/lib/pgsql/data' -L checksum required");
+    let db = at("  copy_volumes stopped\n");
     assert!(
         start < distros
             && distros < filter
@@ -159,18 +162,23 @@ fn final_reads_and_catches_up_while_serving_then_stops_services_and_postgresql_b
 }
 
 #[test]
-fn prepare_does_not_stop_services() {
-    let text = render(&script(true, "root", ScriptPaths::production()));
-    assert!(!text.contains("spacewalk-service stop"));
-    assert!(!text.contains("systemctl stop"));
-    assert!(text.contains("on_source 'systemctl start postgresql.service'"));
-    assert!(text.contains("VANISHED_OK=1"));
-    let final_text = render(&script(false, "root", ScriptPaths::production()));
-    assert!(final_text.contains("VANISHED_OK=0"));
+fn the_mode_and_compression_are_parameters() {
+    let prepare = env_of(&script(true, "root", ScriptPaths::production()));
+    let final_ = env_of(&script(false, "root", ScriptPaths::production()));
+    assert_eq!(prepare["SYNC_MODE"], "prepare");
+    assert_eq!(final_["SYNC_MODE"], "final");
+    assert_eq!(final_["COMPRESS"], "false");
+    let mut compressed = script(false, "root", ScriptPaths::production());
+    compressed.compress = true;
+    assert_eq!(env_of(&compressed)["COMPRESS"], "true");
+    // Production needs no prefix: the variable is left out.
+    assert!(!final_.contains_key("LOCAL_ROOT"));
 }
 
 #[test]
-fn rendered_values_are_quoted() {
+fn values_reach_the_script_verbatim_and_are_never_code() {
+    // Hostile values travel in the environment, never in the text: the script is the same
+    // and each value arrives as it was given.
     let mut s = script(false, "ad'min", ScriptPaths::production());
     s.source_fqdn = "evil.example.com; touch /tmp/pwned $(id)".to_owned();
     s.db_host = "db'; rm -rf /".to_owned();
@@ -180,27 +188,27 @@ fn rendered_values_are_quoted() {
         path: "/srv/it's here".to_owned(),
         database: false,
     });
-    let text = render(&s);
-    assert!(text.contains(&format!("SOURCE_FQDN={}\n", shell_quote(&s.source_fqdn))));
-    assert!(text.contains(&format!(
-        "SOURCE={}\n",
-        shell_quote(&format!("ad'min@{}", s.source_fqdn))
-    )));
-    assert!(text.contains(&format!("conf_set db_host {} ", shell_quote(&s.db_host))));
-    assert!(text.contains("conf_set report_db_host 'report db' "));
-    assert!(text.contains(&format!(
-        "sync_volume 'odd' {} -l quick optional",
-        shell_quote("/srv/it's here")
-    )));
-    // Not root: every source command goes through sudo -n, rsync too.
-    assert!(text.contains("SUDO='sudo -n '"));
-    assert!(text.contains("RSYNC+=(--rsync-path='sudo -n rsync')"));
+    let env = env_of(&s);
+    assert_eq!(env["SOURCE_FQDN"], s.source_fqdn);
+    assert_eq!(env["SSH_USER"], "ad'min");
+    assert_eq!(env["DB_HOST"], s.db_host);
+    assert_eq!(env["REPORT_DB_HOST"], "report db");
     assert!(
-        !text
-            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-            .any(|w| w == "eval")
+        env["SYNC_VOLUMES"].ends_with("\nodd\t/srv/it's here\t-l\toptional\tquick\tquick"),
+        "{}",
+        env["SYNC_VOLUMES"]
     );
-    assert!(!text.contains("set -x"));
+    let text = text();
+    // The code, not the comments (which say why there is neither).
+    let code: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    assert!(!code.iter().any(|l| {
+        l.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .any(|w| w == "eval")
+    }));
+    assert!(!code.iter().any(|l| l.contains("set -x")));
     let check = Command::new("bash")
         .arg("-n")
         .arg("-c")
@@ -211,15 +219,24 @@ fn rendered_values_are_quoted() {
 }
 
 #[test]
-fn root_user_runs_without_sudo() {
-    let text = render(&script(false, "root", ScriptPaths::production()));
-    assert!(text.contains("SUDO=''"));
-    assert!(!text.contains("--rsync-path"));
+fn hostile_database_hosts_reach_rhn_conf_as_they_are() {
+    let w = World::new(true);
+    let mut s = script(false, "root", w.paths());
+    s.db_host = "db'; touch \"$HOME/pwned\" $(id)".to_owned();
+    s.report_db_host = "report db".to_owned();
+    let out = w.run_script(&s);
+    assert_success(&out);
+    let conf = w.read_local("/etc/rhn/rhn.conf");
+    assert!(
+        conf.contains(&format!("\ndb_host = {}\n", s.db_host)),
+        "{conf}"
+    );
+    assert!(conf.contains("\nreport_db_host = report db\n"), "{conf}");
+    assert!(!w.base.join("pwned").exists());
 }
 
 #[test]
 fn secret_keys_are_the_shared_ones() {
-    let text = render(&script(false, "root", ScriptPaths::production()));
     for key in [
         data_keys::TIMEZONE,
         data_keys::PG_VERSION,
@@ -237,13 +254,54 @@ fn secret_keys_are_the_shared_ones() {
         data_keys::CA_KEY,
         data_keys::SERVER_CERT,
         data_keys::SERVER_KEY,
+        data_keys::OUTAGE_STARTED_AT,
+        data_keys::SERVICES_STOPPED_AT,
+        data_keys::MIRROR,
     ] {
-        assert!(text.contains(&format!("[{}]=", shell_quote(key))), "{key}");
+        assert!(
+            SCRIPT.contains(&format!("[{}]=", shell_quote(key))),
+            "{key}"
+        );
     }
-    assert!(text.contains(&format!(
+    assert!(SCRIPT.contains(&format!(
         "printf '{{\"data\":{{\"%s\":\"%s\"' {}",
         shell_quote(data_keys::JOB)
     )));
+}
+
+/// Item 3 of issue 11: what changes between migrations is the Job's environment, never its
+/// script, so a Job's command line is the same text for every server.
+#[test]
+fn two_data_sync_jobs_with_different_parameters_run_the_same_text() {
+    use uyuni_core::builders::data_sync::data_sync_job;
+    let command = |job: &k8s_openapi::api::batch::v1::Job| {
+        let pod = job.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        let container = &pod.expect("pod").containers[0];
+        (
+            container.command.clone().expect("command"),
+            container.env.clone().expect("env"),
+        )
+    };
+    let a = common::params();
+    let mut b = common::params();
+    b.source_fqdn = "other.example.org".to_owned();
+    b.ssh_user = "admin".to_owned();
+    b.prepare = !a.prepare;
+    b.compress = !a.compress;
+    let (command_a, env_a) = command(&data_sync_job(&a));
+    let (command_b, env_b) = command(&data_sync_job(&b));
+    assert_eq!(command_a, command_b);
+    assert_eq!(command_a[..2], ["bash", "-c"]);
+    assert_eq!(command_a[2], text());
+    assert_ne!(env_a, env_b);
+    let value = |env: &[k8s_openapi::api::core::v1::EnvVar], name: &str| {
+        env.iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    assert_eq!(value(&env_b, "SOURCE_FQDN"), "other.example.org");
+    assert_eq!(value(&env_b, "SSH_USER"), "admin");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,18 +309,12 @@ fn secret_keys_are_the_shared_ones() {
 
 #[test]
 fn shellcheck_is_clean() {
-    for (prepare, user) in [
-        (false, "root"),
-        (true, "root"),
-        (false, "admin"),
-        (true, "admin"),
-    ] {
-        let text = render(&script(prepare, user, ScriptPaths::production()));
-        common::shellcheck(
-            &format!("data sync (prepare={prepare}, user={user})"),
-            &text,
-        );
-    }
+    common::shellcheck_file("data-sync.sh");
+}
+
+#[test]
+fn the_job_runs_the_shared_helpers_then_the_file() {
+    assert_eq!(text(), format!("{}\n{}", uyuni_core::scripts::LIB, SCRIPT));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -867,11 +919,11 @@ fn failing_final_patch_fails_and_leaves_no_key_behind() {
 #[test]
 fn missing_environment_fails_before_anything() {
     let w = World::new(true);
-    let text = render(&script(false, "root", w.paths()));
     let out = Command::new("bash")
         .arg("-c")
-        .arg(text)
+        .arg(text())
         .env_clear()
+        .envs(script(false, "root", w.paths()).env())
         .env(
             "PATH",
             format!("{}:/usr/bin:/bin", w.base.join("bin").display()),
@@ -1206,25 +1258,26 @@ fn a_failed_run_closes_the_shared_ssh_connection_too() {
 fn every_ssh_of_the_script_shares_the_master_connection() {
     // The script's own ssh and rsync's -e carry the same options; the socket is in the
     // scratch dir the Job mounts, under a name short enough for a Unix socket.
-    let text = render(&script(false, "root", ScriptPaths::production()));
-    let path =
-        uyuni_core::scripts::data_sync::ssh_control_path(uyuni_core::scripts::SECRET_SCRATCH_DIR);
-    assert!(path.len() < 100, "{path}: too long for a socket");
-    for line in text
-        .lines()
-        .filter(|l| l.starts_with("SSH=(ssh ") || l.trim_start().starts_with("RSYNC_RSH="))
-    {
-        for option in ["ControlMaster=auto", "ControlPersist=600"] {
+    let production = format!("{}/ssh-master", uyuni_core::scripts::SECRET_SCRATCH_DIR);
+    assert!(
+        production.len() < 100,
+        "{production}: too long for a socket"
+    );
+    let w = World::new(true);
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let socket = format!("ControlPath={}/ssh-master", w.scratch.display());
+    let log = w.log();
+    let calls: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("ssh-args ") || l.starts_with("rsync "))
+        .collect();
+    assert!(calls.iter().any(|l| l.starts_with("rsync ")), "{log:?}");
+    for line in calls {
+        for option in ["ControlMaster=auto", "ControlPersist=600", socket.as_str()] {
             assert!(line.contains(option), "{option} missing in {line}");
         }
-        assert!(line.contains(&format!("ControlPath={path}")), "{line}");
     }
-    assert_eq!(
-        text.lines()
-            .filter(|l| l.starts_with("SSH=(ssh ") || l.trim_start().starts_with("RSYNC_RSH="))
-            .count(),
-        3
-    );
 }
 
 /// An OpenSSH server on 127.0.0.1 for one test, logging each connection and session; the

@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use uyuni_core::scripts::JobScript;
 use uyuni_core::scripts::database::{
     MIGRATION_SQL, SQL_CONNECT_ATTEMPTS, SQL_CONNECT_INTERVAL_SECONDS, SQL_CONNECT_TIMEOUT_SECONDS,
     render_fixup, render_migration_sql, render_passwords, render_upgrade,
@@ -62,10 +63,10 @@ impl Sandbox {
     fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join("stub.log")).unwrap_or_default()
     }
-    fn run(&self, script: &str) -> Output {
+    fn run(&self, script: &JobScript) -> Output {
         self.run_with(script, &[])
     }
-    fn run_with(&self, script: &str, env: &[(&str, &str)]) -> Output {
+    fn run_with(&self, script: &JobScript, env: &[(&str, &str)]) -> Output {
         let path = format!(
             "{}:{}",
             self.bin().display(),
@@ -73,7 +74,8 @@ impl Sandbox {
         );
         Command::new("bash")
             .arg("-c")
-            .arg(script)
+            .arg(&script.text)
+            .envs(script.env.iter().map(|(k, v)| (*k, v)))
             .envs(env.iter().copied())
             .env("PATH", path)
             .env("STUB_LOG", self.dir.path().join("stub.log"))
@@ -96,11 +98,42 @@ fn text(out: &Output) -> String {
 
 #[test]
 fn scripts_are_shellcheck_clean() {
-    common::shellcheck("fix-up", &render_fixup(Some(16), ""));
-    common::shellcheck("fix-up (unknown major)", &render_fixup(None, ""));
-    common::shellcheck("upgrade", &render_upgrade(14, ""));
-    common::shellcheck("migration SQL", &render_migration_sql(""));
-    common::shellcheck("password re-hash", &render_passwords(""));
+    for file in [
+        "db-fixup.sh",
+        "db-upgrade.sh",
+        "db-passwords.sh",
+        "db-migration-sql.sh",
+    ] {
+        common::shellcheck_file(file);
+    }
+}
+
+#[test]
+fn the_scripts_text_does_not_depend_on_their_parameters() {
+    let (a, b) = (render_fixup(Some(14), ""), render_fixup(None, ""));
+    assert_eq!(a.text, b.text);
+    assert_ne!(a.env, b.env);
+    let (a, b) = (render_upgrade(14, ""), render_upgrade(16, ""));
+    assert_eq!(a.text, b.text);
+    assert_ne!(a.env, b.env);
+    // The tests' prefix is a parameter like the others.
+    let (a, b) = (render_passwords(""), render_passwords("/tmp/root"));
+    assert_eq!(a.text, b.text);
+    assert!(b.env.contains(&("LOCAL_ROOT", "/tmp/root".to_owned())));
+    assert!(!a.env.iter().any(|(k, _)| *k == "LOCAL_ROOT"));
+}
+
+#[test]
+fn the_fixed_paths_of_the_scripts_are_the_shared_constants() {
+    use uyuni_core::scripts::database::{
+        FIXUP_SCRIPT, LEGACY_SETUP_MARKER, PGDATA, SETUP_MARKER, UPGRADE_SCRIPT, UPGRADE_SOURCE,
+        UPGRADE_TARGET,
+    };
+    assert!(FIXUP_SCRIPT.contains(&format!("\nPGDATA=$ROOT{PGDATA}\n")));
+    assert!(FIXUP_SCRIPT.contains(&format!("\nMARKER=$ROOT{SETUP_MARKER}\n")));
+    assert!(FIXUP_SCRIPT.contains(&format!("\nLEGACY_MARKER=$ROOT{LEGACY_SETUP_MARKER}\n")));
+    assert!(UPGRADE_SCRIPT.contains(&format!("\nSOURCE=$ROOT{UPGRADE_SOURCE}\n")));
+    assert!(UPGRADE_SCRIPT.contains(&format!("\nTARGET=$ROOT{UPGRADE_TARGET}\n")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -402,10 +435,11 @@ fn upgrade_empties_the_target_copies_and_never_writes_the_source() {
 fn upgrade_failures_name_the_cause_and_leave_the_source() {
     // The image lacks the old binaries.
     let s = upgrade_sandbox(14);
-    let out = s.run(
-        &render_upgrade(14, &s.root().display().to_string())
-            .replace("postgresql$FROM", "postgresql13"),
-    );
+    let script = render_upgrade(14, &s.root().display().to_string());
+    let out = s.run(&JobScript {
+        text: script.text.replace("postgresql$FROM", "postgresql13"),
+        ..script
+    });
     assert!(!out.status.success());
     assert!(text(&out).contains("is missing"), "{}", text(&out));
 
@@ -1066,9 +1100,17 @@ SQL"#,
     assert!(before.contains("spacewalk md5"), "{before}");
 
     // The local tools' major stands for the image's.
-    let script = render_passwords(&pg.root().display().to_string())
-        .replace("TARGET_MAJOR='18'", &format!("TARGET_MAJOR='{}'", pg.major));
-    let out = pg.sh(&script, &credentials());
+    let script = render_passwords(&pg.root().display().to_string());
+    let mut env: Vec<(&str, &str)> = script
+        .env
+        .iter()
+        .map(|(k, v)| match *k {
+            "TARGET_MAJOR" => (*k, pg.major.as_str()),
+            _ => (*k, v.as_str()),
+        })
+        .collect();
+    env.extend(credentials());
+    let out = pg.sh(&script.text, &env);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("Re-hashed to scram-sha-256: spacewalk\n"),

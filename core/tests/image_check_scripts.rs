@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use uyuni_core::scripts::JobScript;
 use uyuni_core::scripts::database::SETUP_MARKER;
 use uyuni_core::scripts::image_check::{
     FIRST_SERVER_IMAGE, render_database, render_database_upgrade, render_server,
@@ -52,13 +53,14 @@ impl Image {
             &format!("#!/bin/bash\necho 'postgres (PostgreSQL) {version}'\n"),
         );
     }
-    fn run(&self, script: &str, pg_major: Option<&str>) -> Output {
+    fn run(&self, script: &JobScript, pg_major: Option<&str>) -> Output {
         // Only the system's basic tools besides the stubs: a PostgreSQL of the machine running
         // the tests must not answer for the image.
         let path = format!("{}/stub-bin:/usr/bin:/bin", self.root());
         let mut cmd = Command::new("bash");
         cmd.arg("-c")
-            .arg(script)
+            .arg(&script.text)
+            .envs(script.env.iter().map(|(k, v)| (*k, v)))
             .env("PATH", path)
             .env_remove("PG_MAJOR")
             .stdin(Stdio::null());
@@ -80,9 +82,25 @@ fn stdout(out: &Output) -> String {
 
 #[test]
 fn scripts_are_shellcheck_clean() {
-    common::shellcheck("server check", &render_server(SERVER, ""));
-    common::shellcheck("database check", &render_database(DB, ""));
-    common::shellcheck("upgrade check", &render_database_upgrade(UPGRADE, ""));
+    common::shellcheck_file("image-check-server.sh");
+    common::shellcheck_file("image-check-db.sh");
+    common::shellcheck_file("image-check-db-upgrade.sh");
+}
+
+#[test]
+fn the_image_is_a_parameter_and_the_text_stays_the_same() {
+    let a = render_server(SERVER, "");
+    let b = render_server("registry.example.com/other/server:9.9.9", "");
+    assert_eq!(a.text, b.text);
+    assert_ne!(a.env, b.env);
+    assert_eq!(
+        render_database(DB, "").text,
+        render_database("db:other", "").text
+    );
+    assert_eq!(
+        render_database_upgrade(UPGRADE, "").text,
+        render_database_upgrade("upgrade:other", "").text
+    );
 }
 
 /// The setup library of server-image 5.2.9 (`containers/server-image/root/usr/lib/

@@ -342,25 +342,28 @@ fn the_server_confinement_flags_reach_the_server_deployment() {
 #[test]
 fn compress_reaches_the_data_sync_script_and_is_off_by_default() {
     let env = env();
-    let rsync_lines = |extra: &[&str]| -> Vec<String> {
+    // The script reads COMPRESS from the data-sync container's environment; one value per
+    // data-sync Job of the preview.
+    let compress_values = |extra: &[&str]| -> Vec<String> {
         let mut args = vec!["--dry-run", "-o", "yaml"];
         args.extend_from_slice(extra);
         let out = migrate(&env, &args);
         assert!(out.status.success(), "{}", stderr(&out));
-        stdout(&out)
-            .lines()
-            .map(str::trim)
-            .filter(|l| l.starts_with("RSYNC=(rsync "))
-            .map(str::to_owned)
+        let text = stdout(&out);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        lines
+            .windows(2)
+            .filter(|w| w[0] == "- name: COMPRESS")
+            .map(|w| w[1].to_owned())
             .collect()
     };
-    let plain = rsync_lines(&[]);
-    assert!(!plain.is_empty(), "the data-sync script sets RSYNC");
-    assert!(plain.iter().all(|l| !l.contains(" -z")), "{plain:?}");
-    let compressed = rsync_lines(&["--compress"]);
+    let plain = compress_values(&[]);
+    assert!(!plain.is_empty(), "the data-sync Job sets COMPRESS");
+    assert!(plain.iter().all(|l| l == "value: \"false\""), "{plain:?}");
+    let compressed = compress_values(&["--compress"]);
     assert!(!compressed.is_empty());
     assert!(
-        compressed.iter().all(|l| l.contains(" -z")),
+        compressed.iter().all(|l| l == "value: \"true\""),
         "{compressed:?}"
     );
 }

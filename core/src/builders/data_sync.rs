@@ -93,7 +93,7 @@ fn init_volumes_script(params: &MigrateParams) -> String {
 fn spec(params: &MigrateParams) -> JobSpec {
     let image = Some(params.image.server.clone());
     let pull_policy = Some(params.image.pull_policy.as_str().to_owned());
-    let script = data_sync::render(&data_sync::DataSyncScript {
+    let script = data_sync::DataSyncScript {
         source_fqdn: params.source_fqdn.clone(),
         ssh_user: params.ssh_user.clone(),
         prepare: params.prepare,
@@ -112,7 +112,14 @@ fn spec(params: &MigrateParams) -> JobSpec {
         db_host: "db".to_owned(),
         report_db_host: "reportdb".to_owned(),
         paths: data_sync::ScriptPaths::production(),
-    });
+    };
+    let mut env: Vec<EnvVar> = script
+        .env()
+        .iter()
+        .map(|(name, value)| super::job::env(name, value))
+        .collect();
+    env.push(env_from_field("NAMESPACE", "metadata.namespace"));
+    env.push(env_from_field("JOB_NAME", "metadata.labels['job-name']"));
 
     let mut volumes: Vec<Volume> = params
         .volumes
@@ -193,11 +200,8 @@ fn spec(params: &MigrateParams) -> JobSpec {
                     name: CONTAINER.to_owned(),
                     image,
                     image_pull_policy: pull_policy,
-                    command: Some(vec!["bash".to_owned(), "-c".to_owned(), script]),
-                    env: Some(vec![
-                        env_from_field("NAMESPACE", "metadata.namespace"),
-                        env_from_field("JOB_NAME", "metadata.labels['job-name']"),
-                    ]),
+                    command: Some(vec!["bash".to_owned(), "-c".to_owned(), data_sync::text()]),
+                    env: Some(env),
                     volume_mounts: Some(mounts),
                     ..Container::default()
                 }],

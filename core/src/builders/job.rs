@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::builders::{data_sync, meta, mount};
 use crate::labels;
 use crate::params::MigrateParams;
+use crate::scripts::JobScript;
 
 /// The name of the Job of `step` created by run `run_id`.
 pub fn job_name(step: &str, run_id: &str) -> String {
@@ -32,10 +33,12 @@ pub struct ScriptJob<'a> {
     pub description: String,
     pub component: &'a str,
     pub image: &'a str,
-    pub script: String,
+    /// The script and its parameters; they go first in the container's environment.
+    pub script: JobScript,
     pub claims: Vec<ClaimMount<'a>>,
     /// A memory-backed `/tmp`, for tools that want a fast scratch space.
     pub tmpfs_tmp: bool,
+    /// Further environment: `secretKeyRef` and field references.
     pub env: Vec<EnvVar>,
     /// Other volumes (Secrets, emptyDirs) with their mounts.
     pub extra_volumes: Vec<(Volume, VolumeMount)>,
@@ -73,6 +76,13 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
         volumes.push(volume.clone());
         mounts.push(mount.clone());
     }
+    let env: Vec<EnvVar> = job
+        .script
+        .env
+        .iter()
+        .map(|(name, value)| self::env(name, value))
+        .chain(job.env.iter().cloned())
+        .collect();
     if job.tmpfs_tmp {
         volumes.push(Volume {
             name: "tmp".to_owned(),
@@ -100,8 +110,12 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
                     name: job.step.to_owned(),
                     image: Some(job.image.to_owned()),
                     image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
-                    command: Some(vec!["bash".to_owned(), "-c".to_owned(), job.script.clone()]),
-                    env: (!job.env.is_empty()).then(|| job.env.clone()),
+                    command: Some(vec![
+                        "bash".to_owned(),
+                        "-c".to_owned(),
+                        job.script.text.clone(),
+                    ]),
+                    env: (!env.is_empty()).then_some(env),
                     volume_mounts: Some(mounts),
                     ..Container::default()
                 }],

@@ -220,3 +220,36 @@ pub fn shellcheck(name: &str, script: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs `shellcheck -x` on the file `name` of `core/scripts/` (following its `source` of
+/// `lib.sh`), as `scripts/test.sh` does for all of them; without ShellCheck on PATH the check is
+/// skipped, except in CI, where that fails.
+pub fn shellcheck_file(name: &str) {
+    use std::process::{Command, Stdio};
+    let available = Command::new("shellcheck")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "shellcheck is not on PATH, and CI is set"
+        );
+        println!("shellcheck not found: {name} was not checked");
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let out = Command::new("shellcheck")
+        .arg("-x")
+        .arg(name)
+        .current_dir(&dir)
+        .output()
+        .expect("shellcheck runs");
+    assert!(
+        out.status.success(),
+        "shellcheck {name}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

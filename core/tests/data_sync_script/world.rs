@@ -1,5 +1,5 @@
 //! The data-sync script's test world: stubs on PATH, a fake source tree, the local root and the
-//! pod's files, and a run of the rendered script under bash. Shared by the script's tests
+//! pod's files, and a run of the script under bash with its parameters in the environment. Shared by the script's tests
 //! (`tests/data_sync_script.rs`) and its benchmark (`benches/data_sync.rs`).
 #![allow(dead_code)]
 
@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use uyuni_core::scripts::data_sync::{DataSyncScript, ScriptPaths, SyncVolume, render};
+use uyuni_core::scripts::data_sync::{DataSyncScript, ScriptPaths, SyncVolume, text};
 use uyuni_core::volumes::{CATALOGUE, VolumeRole};
 
 pub const STUBS: &[(&str, &str)] = &[
@@ -278,7 +278,6 @@ impl World {
     }
 
     pub fn run_script(&self, script: &DataSyncScript) -> Output {
-        let text = render(script);
         let path = format!(
             "{}:{}",
             self.base.join("bin").display(),
@@ -286,8 +285,9 @@ impl World {
         );
         Command::new("bash")
             .arg("-c")
-            .arg(text)
+            .arg(text())
             .env_clear()
+            .envs(script.env())
             .env("PATH", path)
             .env("HOME", &self.base)
             .env("LC_ALL", "C")
