@@ -11,7 +11,8 @@
 //! - one builder per Kubernetes object: [`builders`]; job scripts: [`scripts`];
 //! - printable output (YAML, diffs, masking of secrets): [`render`]; the `kubectl` command
 //!   lines printed for the user: [`kubectl`];
-//! - checks before any write: SSH keys [`ssh`], StorageClasses [`storage`].
+//! - checks before any write: SSH keys [`ssh`], StorageClasses [`storage`];
+//! - what a wait makes of the pods, Jobs and Deployments it watches: [`verdict`].
 
 pub mod access;
 pub mod builders;
@@ -35,6 +36,7 @@ pub mod secret;
 pub mod simulate;
 pub mod ssh;
 pub mod storage;
+pub mod verdict;
 pub mod volumes;
 
 pub use object::{Kind, Object, ObjectRef};

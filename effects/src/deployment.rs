@@ -12,52 +12,17 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
-use uyuni_core::observed::{deployment_condition, deployment_ready, deployment_stopped};
+use uyuni_core::observed::{deployment_ready, deployment_stopped};
 use uyuni_core::plan::DeploymentWait;
+use uyuni_core::verdict::{Workload, pod_blocker, rollout_stalled, unschedulable};
 
 use crate::error::{EffectsError, Target, Verb};
-use crate::job::{FATAL_WAITING_REASONS, tail_lines, unschedulable};
+use crate::job::tail_lines;
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, with_retry};
 
 /// Lines of a failing container's log shown with the error.
 const LOG_TAIL: u32 = 20;
-
-/// Why a Deployment's pod will not become ready by waiting, if it will not.
-pub fn deployment_pod_failure(pod: &Pod) -> Option<(String, String)> {
-    let status = pod.status.as_ref()?;
-    let init = status.init_container_statuses.iter().flatten();
-    let main = status.container_statuses.iter().flatten();
-    init.chain(main).find_map(|cs| {
-        let waiting = cs.state.as_ref()?.waiting.as_ref()?;
-        let reason = waiting.reason.as_deref()?;
-        let fatal = FATAL_WAITING_REASONS.contains(&reason) || reason == "CrashLoopBackOff";
-        fatal.then(|| {
-            let message = waiting
-                .message
-                .as_deref()
-                .filter(|m| !m.is_empty())
-                .map(|m| format!(" ({m})"))
-                .unwrap_or_default();
-            (
-                cs.name.clone(),
-                format!("{reason}: container {}{message}", cs.name),
-            )
-        })
-    })
-}
-
-/// `ProgressDeadlineExceeded`: the controller gave up on the rollout.
-pub fn rollout_stalled(deployment: &Deployment) -> Option<String> {
-    deployment_condition(deployment, "Progressing", "False")
-        .filter(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
-        .map(|c| {
-            format!(
-                "ProgressDeadlineExceeded: {}",
-                c.message.clone().unwrap_or_default()
-            )
-        })
-}
 
 fn short_state(pod: &Pod) -> String {
     let status = pod.status.as_ref();
@@ -319,13 +284,13 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                             states.insert(pod_name.clone(), state);
                         }
                         if matches!(goal, Goal::Ready) {
-                            if let Some((container, reason)) = deployment_pod_failure(&pod) {
-                                let log_tail = if reason.starts_with("CrashLoopBackOff") {
-                                    previous_log(&pods_api, &pod_name, &container).await
+                            if let Some(blocker) = pod_blocker(&pod, Workload::Deployment) {
+                                let log_tail = if blocker.crash_loop() {
+                                    previous_log(&pods_api, &pod_name, &blocker.container).await
                                 } else {
                                     Vec::new()
                                 };
-                                return Err(fail(Some(pod_name), reason, log_tail));
+                                return Err(fail(Some(pod_name), blocker.summary(), log_tail));
                             }
                             if unschedulable(&pod).is_some() {
                                 unschedulable_since.entry(pod_name.clone()).or_insert_with(Instant::now);
@@ -358,67 +323,5 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
-    use k8s_openapi::api::core::v1::{
-        ContainerState, ContainerStateWaiting, ContainerStatus, PodStatus,
-    };
-
-    fn pod_waiting(reason: &str) -> Pod {
-        Pod {
-            status: Some(PodStatus {
-                container_statuses: Some(vec![ContainerStatus {
-                    name: "db".into(),
-                    state: Some(ContainerState {
-                        waiting: Some(ContainerStateWaiting {
-                            reason: Some(reason.into()),
-                            message: Some("back-off 40s".into()),
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn crash_loops_and_pull_errors_end_the_wait_creating_does_not() {
-        let (container, reason) =
-            deployment_pod_failure(&pod_waiting("CrashLoopBackOff")).expect("fatal");
-        assert_eq!(container, "db");
-        assert!(
-            reason.starts_with("CrashLoopBackOff: container db"),
-            "{reason}"
-        );
-        assert!(deployment_pod_failure(&pod_waiting("ImagePullBackOff")).is_some());
-        assert!(deployment_pod_failure(&pod_waiting("ContainerCreating")).is_none());
-        assert!(deployment_pod_failure(&Pod::default()).is_none());
-    }
-
-    #[test]
-    fn a_stalled_rollout_is_reported() {
-        let d = Deployment {
-            status: Some(DeploymentStatus {
-                conditions: Some(vec![DeploymentCondition {
-                    type_: "Progressing".into(),
-                    status: "False".into(),
-                    reason: Some("ProgressDeadlineExceeded".into()),
-                    message: Some("ReplicaSet \"db-1\" has timed out progressing.".into()),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert!(rollout_stalled(&d).expect("stalled").contains("timed out"));
-        assert!(rollout_stalled(&Deployment::default()).is_none());
     }
 }
