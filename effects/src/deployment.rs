@@ -21,9 +21,6 @@ use crate::job::tail_lines;
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, with_retry};
 
-/// Lines of a failing container's log shown with the error.
-const LOG_TAIL: u32 = 20;
-
 fn short_state(pod: &Pod) -> String {
     let status = pod.status.as_ref();
     let waiting = status
@@ -67,18 +64,23 @@ fn reached(goal: Goal, deployment: &Deployment) -> bool {
     }
 }
 
-async fn previous_log(api: &Api<Pod>, pod: &str, container: &str) -> Vec<String> {
+/// The last `lines` lines of the crashed container's previous log (the current one, when the
+/// kubelet has none yet).
+async fn previous_log(api: &Api<Pod>, pod: &str, container: &str, lines: u32) -> Vec<String> {
+    if lines == 0 {
+        return Vec::new();
+    }
     for previous in [true, false] {
         let params = LogParams {
             container: Some(container.to_owned()),
             previous,
-            tail_lines: Some(i64::from(LOG_TAIL)),
+            tail_lines: Some(i64::from(lines)),
             ..LogParams::default()
         };
         if let Ok(text) = api.logs(pod, &params).await
             && !text.is_empty()
         {
-            return tail_lines(&text, LOG_TAIL as usize);
+            return tail_lines(&text, lines as usize);
         }
     }
     Vec::new()
@@ -199,6 +201,8 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
     let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
     let mut states: BTreeMap<String, String> = BTreeMap::new();
     let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();
+    // How often the unschedulable grace (the plan's) is checked: the resolution of that check,
+    // not a limit of its own.
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     let mut watch_failures = 0u32;
     let fail = |pod: Option<String>, reason: String, log_tail: Vec<String>| {
@@ -286,7 +290,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                         if matches!(goal, Goal::Ready) {
                             if let Some(blocker) = pod_blocker(&pod, Workload::Deployment) {
                                 let log_tail = if blocker.crash_loop() {
-                                    previous_log(&pods_api, &pod_name, &blocker.container).await
+                                    previous_log(&pods_api, &pod_name, &blocker.container, wait.log_tail_lines).await
                                 } else {
                                     Vec::new()
                                 };

@@ -27,6 +27,10 @@ use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify, classify_watch, report_retry};
 
+// The two delays below are mechanics of reading a log stream, not decisions about the step:
+// they do not change when the step ends or how it ends (the step's own limit and log tail are
+// fields of its `JobWait`, in the plan), only how the stream's races are ridden out.
+
 /// After the Job ended, how long its log may take to arrive in full (the kubelet ends the log
 /// stream and updates the pod status independently).
 const LOG_DRAIN: Duration = Duration::from_secs(10);
