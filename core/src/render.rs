@@ -329,11 +329,65 @@ pub fn json_changes(old: &Value, new: &Value) -> Vec<Change> {
     out
 }
 
+/// The `apiVersion` of every document the tool prints with `-o json|yaml`: consumers check it,
+/// and a change of a documented field's meaning gets a new one.
+pub const API_VERSION: &str = "kubectl-uyuni.io/v1alpha1";
+
 /// The plan as structured data (`-o json`): steps with their op, target, reason and the JSON
-/// pointers each write changes.
-pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value {
+/// pointers each write changes. Field names are stable (README, "Dry run").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDocument {
+    pub api_version: &'static str,
+    /// `Plan`.
+    pub kind: &'static str,
+    pub namespace: String,
+    pub summary: PlanSummary,
+    pub steps: Vec<PlanStep>,
+}
+
+/// The counts of the human summary line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PlanSummary {
+    pub create: usize,
+    pub update: usize,
+    /// Always 0: nothing the tool plans deletes (kept so consumers need not special-case it).
+    pub delete: usize,
+    pub unchanged: usize,
+    pub jobs: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlanStep {
+    pub id: String,
+    pub description: String,
+    pub op: Op,
+    pub target: PlanTarget,
+    pub reason: String,
+    /// Paths only, never values (Secret data cannot leak through them).
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlanTarget {
+    pub kind: &'static str,
+    pub name: String,
+}
+
+/// One step as a run would carry it out, in order (a step that acts twice, apply then wait, is
+/// there twice).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExecutedStep {
+    pub id: String,
+    pub op: Op,
+    /// `kind/name`, as in progress lines.
+    pub target: String,
+}
+
+/// The plan as a typed document; see [`PlanDocument`].
+pub fn plan_document(namespace: &str, steps: &[Step], observed: &Observed) -> PlanDocument {
     let count = |ops: &[Op]| steps.iter().filter(|s| ops.contains(&s.op)).count();
-    let steps_json: Vec<Value> = steps
+    let steps = steps
         .iter()
         .map(|step| {
             let changes = step.action.object().map(|intended| {
@@ -350,29 +404,50 @@ pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value 
                     }],
                 }
             });
-            serde_json::json!({
-                "id": step.id,
-                "description": step.description,
-                "op": step.op,
-                "target": { "kind": step.target.kind.name(), "name": step.target.name },
-                "reason": step.reason,
-                "changes": changes.unwrap_or_default(),
-            })
+            PlanStep {
+                id: step.id.clone(),
+                description: step.description.clone(),
+                op: step.op,
+                target: PlanTarget {
+                    kind: step.target.kind.name(),
+                    name: step.target.name.clone(),
+                },
+                reason: step.reason.clone(),
+                changes: changes.unwrap_or_default(),
+            }
         })
         .collect();
-    serde_json::json!({
-        "apiVersion": "kubectl-uyuni.io/v1alpha1",
-        "kind": "Plan",
-        "namespace": namespace,
-        "summary": {
-            "create": count(&[Op::Create]),
-            "update": count(&[Op::Update]),
-            "delete": 0,
-            "unchanged": count(&[Op::Unchanged, Op::Done]),
-            "jobs": count(&[Op::RunJob, Op::AwaitJob]),
+    PlanDocument {
+        api_version: API_VERSION,
+        kind: "Plan",
+        namespace: namespace.to_owned(),
+        summary: PlanSummary {
+            create: count(&[Op::Create]),
+            update: count(&[Op::Update]),
+            delete: 0,
+            unchanged: count(&[Op::Unchanged, Op::Done]),
+            jobs: count(&[Op::RunJob, Op::AwaitJob]),
         },
-        "steps": steps_json,
-    })
+        steps,
+    }
+}
+
+/// The order a run carries the steps out in; see [`ExecutedStep`].
+pub fn execution(executed: &[Step]) -> Vec<ExecutedStep> {
+    executed
+        .iter()
+        .map(|s| ExecutedStep {
+            id: s.id.clone(),
+            op: s.op,
+            target: s.target.to_string(),
+        })
+        .collect()
+}
+
+/// [`plan_document`] as a JSON value.
+pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value {
+    // Strings, numbers and enums only: serializing cannot fail.
+    serde_json::to_value(plan_document(namespace, steps, observed)).unwrap_or(Value::Null)
 }
 
 /// Kinds whose objects may hold secrets.

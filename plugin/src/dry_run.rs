@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Result, bail};
-use serde_json::json;
+use serde::Serialize;
 use uyuni_core::dataplane::{self, DataPlane};
 use uyuni_core::render::{self, RenderOptions};
 use uyuni_core::{MigrateParams, Observed, Step};
@@ -56,6 +56,47 @@ pub fn colourize(text: &str) -> String {
 struct ServerCheck {
     target: String,
     result: ServerDryRun,
+}
+
+/// What `--dry-run -o json` prints: the plan document with the preview's sections beside its
+/// fields (README, "Dry run"; field names are stable, `apiVersion` says which set).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRunDocument<'a> {
+    #[serde(flatten)]
+    plan: render::PlanDocument,
+    data_plane: &'a DataPlane,
+    safety: &'a uyuni_core::preview::Safety,
+    execution: Vec<render::ExecutedStep>,
+    /// Only with `--dry-run=server`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_dry_run: Option<Vec<ServerCheckJson<'a>>>,
+}
+
+/// One write as the API server judged it with `dryRun=All`.
+#[derive(Serialize)]
+struct ServerCheckJson<'a> {
+    target: &'a str,
+    /// `accepted`, `rejected` or `client-side-only`.
+    result: &'static str,
+    /// Why, when not accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+}
+
+impl<'a> From<&'a ServerCheck> for ServerCheckJson<'a> {
+    fn from(check: &'a ServerCheck) -> Self {
+        let (result, message) = match &check.result {
+            ServerDryRun::Accepted => ("accepted", None),
+            ServerDryRun::Rejected(m) => ("rejected", Some(m.as_str())),
+            ServerDryRun::ClientSideOnly(m) => ("client-side-only", Some(m.as_str())),
+        };
+        ServerCheckJson {
+            target: &check.target,
+            result,
+            message,
+        }
+    }
 }
 
 async fn server_checks(
@@ -160,31 +201,16 @@ pub async fn run(
             let measured = source_probe::measure(cmd, params).await;
             let plane =
                 dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str));
-            let mut value = render::plan_json(&params.namespace, &preview.steps, observed);
-            value["dataPlane"] = serde_json::to_value(&plane)?;
-            value["safety"] = serde_json::to_value(&safety)?;
-            // The order the steps would be carried out in, a step that acts twice (apply, then
-            // wait) listed twice: what a real run reports, step by step.
-            value["execution"] = preview
-                .executed
-                .iter()
-                .map(|s| json!({"id": s.id, "op": s.op, "target": s.target.to_string()}))
-                .collect();
-            if let Some(checks) = &checks {
-                value["serverDryRun"] = checks
-                    .iter()
-                    .map(|c| match &c.result {
-                        ServerDryRun::Accepted => json!({"target": c.target, "result": "accepted"}),
-                        ServerDryRun::Rejected(m) => {
-                            json!({"target": c.target, "result": "rejected", "message": m})
-                        }
-                        ServerDryRun::ClientSideOnly(m) => {
-                            json!({"target": c.target, "result": "client-side-only", "message": m})
-                        }
-                    })
-                    .collect();
-            }
-            serde_json::to_writer_pretty(&mut stdout, &value)?;
+            let document = DryRunDocument {
+                plan: render::plan_document(&params.namespace, &preview.steps, observed),
+                data_plane: &plane,
+                safety: &safety,
+                execution: render::execution(&preview.executed),
+                server_dry_run: checks
+                    .as_ref()
+                    .map(|checks| checks.iter().map(ServerCheckJson::from).collect()),
+            };
+            serde_json::to_writer_pretty(&mut stdout, &document)?;
             writeln!(stdout)?;
         }
         OutputFormat::Human => {
