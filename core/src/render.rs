@@ -3,7 +3,7 @@
 //! [`masked_json`] first, as `kubectl diff` masks them.
 
 use serde_json::{Map, Value};
-use similar::TextDiff;
+use similar::{ChangeTag, TextDiff};
 
 use crate::object::{Kind, Object};
 use crate::observed::Observed;
@@ -145,9 +145,67 @@ fn reveal(value: &Value) -> Value {
     out
 }
 
+/// What a line of the human preview is. A terminal colours it by this, so the colour follows
+/// from how the line was made, never from what its text happens to start with (a data-plane
+/// line beginning with `-`, a description containing `▶`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    Plain,
+    /// One step of the plan, with its op.
+    Step(Op),
+    /// `--- live/…` or `+++ intended/…`.
+    DiffHeader,
+    /// `@@ -a,b +c,d @@`.
+    Hunk,
+    /// An unchanged line around a change.
+    Context,
+    Added,
+    Removed,
+}
+
+/// One line of human output, without its newline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub kind: LineKind,
+    pub text: String,
+}
+
+impl Line {
+    pub fn plain(text: impl Into<String>) -> Line {
+        Line {
+            kind: LineKind::Plain,
+            text: text.into(),
+        }
+    }
+}
+
+/// Each line of `text` as a plain line (an empty text gives none).
+pub fn plain_lines(text: &str) -> Vec<Line> {
+    text.lines().map(Line::plain).collect()
+}
+
+/// The lines as text, each ended by a newline.
+pub fn lines_text(lines: &[Line]) -> String {
+    let mut out = String::new();
+    for line in lines {
+        out.push_str(&line.text);
+        out.push('\n');
+    }
+    out
+}
+
 /// Unified diff of the live object (absent: created) against the intended one, Secret values
 /// masked unless `options.show_secrets`. Empty when they are the same.
 pub fn object_diff(live: Option<&Object>, intended: &Object, options: RenderOptions) -> String {
+    lines_text(&object_diff_lines(live, intended, options))
+}
+
+/// [`object_diff`], line by line.
+pub fn object_diff_lines(
+    live: Option<&Object>,
+    intended: &Object,
+    options: RenderOptions,
+) -> Vec<Line> {
     let target = intended.object_ref();
     let intended_json = clean(&intended.to_json());
     let show = |v: &Value, other: Option<(&Value, bool)>| {
@@ -169,13 +227,45 @@ pub fn object_diff(live: Option<&Object>, intended: &Object, options: RenderOpti
         None => (String::new(), show(&intended_json, None)),
     };
     if old == new {
-        return String::new();
+        return Vec::new();
     }
-    TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .context_radius(options.context)
-        .header(&format!("live/{target}"), &format!("intended/{target}"))
-        .to_string()
+    let diff = TextDiff::from_lines(&old, &new);
+    let mut unified = diff.unified_diff();
+    unified.context_radius(options.context);
+    let mut lines = Vec::new();
+    for hunk in unified.iter_hunks() {
+        if lines.is_empty() {
+            lines.push(Line {
+                kind: LineKind::DiffHeader,
+                text: format!("--- live/{target}"),
+            });
+            lines.push(Line {
+                kind: LineKind::DiffHeader,
+                text: format!("+++ intended/{target}"),
+            });
+        }
+        lines.push(Line {
+            kind: LineKind::Hunk,
+            text: hunk.header().to_string(),
+        });
+        for change in hunk.iter_changes() {
+            let kind = match change.tag() {
+                ChangeTag::Equal => LineKind::Context,
+                ChangeTag::Delete => LineKind::Removed,
+                ChangeTag::Insert => LineKind::Added,
+            };
+            let value = change.to_string_lossy();
+            lines.push(Line {
+                kind,
+                text: format!("{}{}", change.tag(), value.trim_end_matches('\n')),
+            });
+            // The YAML always ends with a newline; should one side not, say so as diff does.
+            if diff.newline_terminated() && change.missing_newline() {
+                lines.push(Line::plain("\\ No newline at end of file"));
+            }
+        }
+    }
+    lines
 }
 
 fn op_symbol(op: Op) -> &'static str {
@@ -219,28 +309,41 @@ pub fn summary(steps: &[Step]) -> String {
 
 /// The ordered steps and the summary line.
 pub fn steps_text(steps: &[Step]) -> String {
-    let mut out = String::new();
-    for (i, step) in steps.iter().enumerate() {
-        out.push_str(&format!("{:>3}. {}\n", i + 1, step_line(step)));
-    }
-    out.push('\n');
-    out.push_str(&summary(steps));
-    out.push('\n');
-    out
+    lines_text(&steps_lines(steps))
 }
 
-/// A diff per object that changes, in step order.
+/// [`steps_text`], line by line.
+pub fn steps_lines(steps: &[Step]) -> Vec<Line> {
+    let mut lines: Vec<Line> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| Line {
+            kind: LineKind::Step(step.op),
+            text: format!("{:>3}. {}", i + 1, step_line(step)),
+        })
+        .collect();
+    lines.push(Line::plain(""));
+    lines.push(Line::plain(summary(steps)));
+    lines
+}
+
+/// A diff per object that changes, each after an empty line.
 pub fn diffs_text(steps: &[Step], observed: &Observed, options: RenderOptions) -> String {
-    let mut out = String::new();
+    lines_text(&diffs_lines(steps, observed, options))
+}
+
+/// [`diffs_text`], line by line.
+pub fn diffs_lines(steps: &[Step], observed: &Observed, options: RenderOptions) -> Vec<Line> {
+    let mut lines = Vec::new();
     for intended in steps.iter().filter_map(|s| s.action.object()) {
         let live = observed.objects.get(&intended.object_ref());
-        let diff = object_diff(live, &intended, options);
+        let diff = object_diff_lines(live, &intended, options);
         if !diff.is_empty() {
-            out.push('\n');
-            out.push_str(&diff);
+            lines.push(Line::plain(""));
+            lines.extend(diff);
         }
     }
-    out
+    lines
 }
 
 /// The human preview: ordered steps, the summary, then a diff per object that changes.
@@ -453,4 +556,85 @@ pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value 
 /// Kinds whose objects may hold secrets.
 pub fn holds_secrets(kind: Kind) -> bool {
     kind == Kind::Secret
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::ObjectRef;
+    use crate::plan::Action;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn config_map(value: &str) -> Object {
+        Object::ConfigMap(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("ssh".into()),
+                ..Default::default()
+            },
+            data: Some([("known_hosts".to_owned(), value.to_owned())].into()),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn diff_lines_are_typed_by_how_they_were_made() {
+        // A value that starts with what a diff marker or a step symbol looks like.
+        let live = config_map("- old ▶");
+        let intended = config_map("+ new . + create");
+        let lines = object_diff_lines(Some(&live), &intended, RenderOptions::default());
+        let kinds: Vec<LineKind> = lines.iter().map(|l| l.kind).collect();
+        assert_eq!(
+            kinds[..3],
+            [LineKind::DiffHeader, LineKind::DiffHeader, LineKind::Hunk]
+        );
+        let changed: Vec<LineKind> = lines
+            .iter()
+            .filter(|l| l.text.contains("known_hosts"))
+            .map(|l| l.kind)
+            .collect();
+        assert_eq!(changed, [LineKind::Removed, LineKind::Added], "{lines:?}");
+        assert!(
+            lines
+                .iter()
+                .filter(|l| l.kind == LineKind::Context)
+                .all(|l| l.text.starts_with(' '))
+        );
+        assert!(object_diff_lines(Some(&live), &live, RenderOptions::default()).is_empty());
+    }
+
+    #[test]
+    fn the_typed_lines_print_as_the_unified_diff_they_stand_for() {
+        let live = config_map("a\nb\nc\n");
+        let intended = config_map("a\nB\nc\nd\n");
+        let options = RenderOptions::default();
+        let show = |o: &Object| to_yaml(&mask(&clean(&o.to_json()), None));
+        let target = intended.object_ref();
+        let (old, new) = (show(&live), show(&intended));
+        let expected = TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(options.context)
+            .header(&format!("live/{target}"), &format!("intended/{target}"))
+            .to_string();
+        assert_eq!(object_diff(Some(&live), &intended, options), expected);
+        assert!(object_diff(None, &intended, options).starts_with("--- live/"));
+    }
+
+    #[test]
+    fn step_lines_carry_their_op_and_the_summary_is_plain() {
+        let step = Step {
+            id: "ssh-config".into(),
+            description: "SSH configuration".into(),
+            op: Op::Update,
+            target: ObjectRef::new(Kind::ConfigMap, "ssh"),
+            reason: "known_hosts changed".into(),
+            action: Action::None,
+        };
+        let lines = steps_lines(std::slice::from_ref(&step));
+        assert_eq!(lines[0].kind, LineKind::Step(Op::Update));
+        assert_eq!(lines[0].text, format!("  1. {}", step_line(&step)));
+        assert_eq!(lines[1], Line::plain(""));
+        assert_eq!(lines[2].kind, LineKind::Plain);
+        assert_eq!(lines_text(&lines), steps_text(&[step]));
+    }
 }
