@@ -7,7 +7,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::object::{Kind, Object};
 use crate::observed::Observed;
-use crate::plan::{Op, Step};
+use crate::plan::{Action, Op, Step};
 
 /// Metadata fields the server fills in; noise in a diff.
 const NOISY_METADATA: &[&str] = &[
@@ -469,6 +469,41 @@ pub struct PlanStep {
     pub reason: String,
     /// Paths only, never values (Secret data cannot leak through them).
     pub changes: Vec<Change>,
+    /// For a step that waits (a Job, a Deployment, a custom resource): how long, and what it
+    /// shows when it fails. Absent for a plain write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<StepWait>,
+}
+
+/// A step's wait as the plan fixes it, so a reviewer sees limits before the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepWait {
+    /// `null`: no limit (the step's time grows with the data).
+    pub timeout_seconds: Option<u64>,
+    /// Lines of the failing container's log shown with the error.
+    pub log_tail_lines: u32,
+    /// How long a pod may stay unschedulable (Deployments and custom resources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unschedulable_grace_seconds: Option<u64>,
+}
+
+fn step_wait(action: &Action) -> Option<StepWait> {
+    match action {
+        Action::RunJob { wait, .. } | Action::AwaitJob { wait, .. } => Some(StepWait {
+            timeout_seconds: wait.timeout_seconds,
+            log_tail_lines: wait.log_tail_lines,
+            unschedulable_grace_seconds: None,
+        }),
+        Action::WaitReady { wait, .. }
+        | Action::WaitDeployment { wait, .. }
+        | Action::Scale { wait, .. } => Some(StepWait {
+            timeout_seconds: wait.timeout_seconds,
+            log_tail_lines: wait.log_tail_lines,
+            unschedulable_grace_seconds: Some(wait.unschedulable_grace_seconds),
+        }),
+        Action::Apply(_) | Action::None => None,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -517,6 +552,7 @@ pub fn plan_document(namespace: &str, steps: &[Step], observed: &Observed) -> Pl
                 },
                 reason: step.reason.clone(),
                 changes: changes.unwrap_or_default(),
+                wait: step_wait(&step.action),
             }
         })
         .collect();
@@ -562,7 +598,6 @@ pub fn holds_secrets(kind: Kind) -> bool {
 mod tests {
     use super::*;
     use crate::object::ObjectRef;
-    use crate::plan::Action;
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -618,6 +653,41 @@ mod tests {
             .to_string();
         assert_eq!(object_diff(Some(&live), &intended, options), expected);
         assert!(object_diff(None, &intended, options).starts_with("--- live/"));
+    }
+
+    #[test]
+    fn a_waiting_step_shows_its_wait_and_a_write_none() {
+        use crate::plan::{DeploymentWait, UNSCHEDULABLE_GRACE_SECONDS};
+        let step = |action: Action| Step {
+            id: "wait-db".into(),
+            description: "wait until db is ready".into(),
+            op: Op::Wait,
+            target: ObjectRef::new(Kind::Deployment, "db"),
+            reason: "not ready".into(),
+            action,
+        };
+        let wait = DeploymentWait {
+            timeout_seconds: None,
+            unschedulable_grace_seconds: UNSCHEDULABLE_GRACE_SECONDS,
+            log_tail_lines: 20,
+        };
+        let steps = [
+            step(Action::WaitDeployment {
+                name: "db".into(),
+                wait,
+            }),
+            step(Action::None),
+        ];
+        let json = plan_json("uyuni", &steps, &Observed::default());
+        assert_eq!(
+            json["steps"][0]["wait"],
+            serde_json::json!({
+                "timeoutSeconds": null,
+                "logTailLines": 20,
+                "unschedulableGraceSeconds": UNSCHEDULABLE_GRACE_SECONDS,
+            })
+        );
+        assert!(json["steps"][1].get("wait").is_none());
     }
 
     #[test]

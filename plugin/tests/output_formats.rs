@@ -227,6 +227,20 @@ fn the_dry_run_document_is_versioned_and_keeps_its_fields() {
         assert!(step.get(key).is_some(), "steps[].{key} missing: {step}");
     }
     assert!(step["target"]["kind"].is_string() && step["target"]["name"].is_string());
+    let steps = v["steps"].as_array().expect("steps");
+    let sync = steps
+        .iter()
+        .find(|s| s["op"] == "run-job")
+        .expect("a Job step");
+    assert!(sync["wait"]["logTailLines"].is_u64(), "{sync}");
+    assert!(sync["wait"].get("timeoutSeconds").is_some(), "{sync}");
+    assert!(
+        steps
+            .iter()
+            .filter(|s| s["op"] == "create")
+            .all(|s| s.get("wait").is_none()),
+        "a plain write has no wait"
+    );
     for executed in v["execution"].as_array().expect("execution") {
         assert!(
             executed["id"].is_string() && executed["op"].is_string(),
