@@ -123,6 +123,48 @@ pub fn container_status<'a>(pod: &'a Pod, container: &str) -> Option<&'a Contain
         .find(|cs| cs.name == container)
 }
 
+fn pod_ended(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed")
+}
+
+/// The container has produced (or can produce) a log: it runs or ran.
+pub fn container_started(pod: &Pod, container: &str) -> bool {
+    container_status(pod, container)
+        .and_then(|cs| cs.state.as_ref())
+        .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+}
+
+/// The container, or the whole pod, has ended: its log will not grow any more.
+pub fn container_ended(pod: &Pod, container: &str) -> bool {
+    let terminated = container_status(pod, container)
+        .and_then(|cs| cs.state.as_ref())
+        .is_some_and(|s| s.terminated.is_some());
+    terminated || pod_ended(pod)
+}
+
+/// The pod ended without its main container ever starting (a Job past its deadline while
+/// Pending): no log is coming from it, so the wait need not wait for one.
+pub fn ended_without_log(pod: &Pod) -> bool {
+    pod_ended(pod) && main_container(pod).is_none_or(|c| !container_started(pod, c))
+}
+
+/// The pod a Job runs now: the newest, by creation time then name (a retried Job keeps its
+/// failed pods; the newest is the attempt whose log and exit matter).
+pub fn current_pod<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Option<&'a Pod> {
+    pods.into_iter().max_by(|a, b| {
+        let key = |p: &Pod| {
+            (
+                p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                p.metadata.name.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
+    })
+}
+
 /// Why a Job failed, in one line: the container's exit and the Job controller's reason.
 pub fn failure_reason(job: &Job, pod: Option<&Pod>) -> String {
     let exit = pod.and_then(|pod| {
@@ -374,6 +416,58 @@ mod tests {
             failure_reason(&job_with(vec![], Some(1)), None),
             "the Job reports failed pods"
         );
+    }
+
+    fn named(name: &str, phase: &str, statuses: Vec<ContainerStatus>) -> Pod {
+        let mut pod = pod_with(statuses, vec![]);
+        pod.metadata.name = Some(name.into());
+        if let Some(status) = pod.status.as_mut() {
+            status.phase = Some(phase.into());
+        }
+        pod
+    }
+
+    #[test]
+    fn a_log_is_expected_only_from_a_container_that_started() {
+        let running = ContainerStatus {
+            name: "sync".into(),
+            state: Some(ContainerState {
+                running: Some(Default::default()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let pod = named("p", "Running", vec![running]);
+        assert!(container_started(&pod, "sync"));
+        assert!(!container_ended(&pod, "sync"));
+        assert!(!ended_without_log(&pod));
+
+        let done = named("p", "Failed", vec![terminated(1)]);
+        assert!(container_started(&done, "sync") && container_ended(&done, "sync"));
+        assert!(!ended_without_log(&done), "it ran: its log is there");
+
+        // Past the Job's deadline while still pulling: the pod ends, the container never ran.
+        let never = named("p", "Failed", vec![waiting("ContainerCreating")]);
+        assert!(!container_started(&never, "sync"));
+        assert!(container_ended(&never, "sync"), "the pod's phase ends it");
+        assert!(ended_without_log(&never));
+        assert!(!ended_without_log(&named("p", "Pending", vec![])));
+    }
+
+    #[test]
+    fn the_current_pod_is_the_newest() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let at = |name: &str, secs: i64| {
+            let mut pod = named(name, "Running", vec![]);
+            pod.metadata.creation_timestamp = Some(Time(
+                k8s_openapi::jiff::Timestamp::from_second(secs).expect("time"),
+            ));
+            pod
+        };
+        let pods = [at("job-b", 10), at("job-c", 30), at("job-a", 30)];
+        let current = current_pod(&pods).and_then(|p| p.metadata.name.as_deref());
+        assert_eq!(current, Some("job-c"), "newest, then by name");
+        assert!(current_pod(&[]).is_none());
     }
 
     #[test]

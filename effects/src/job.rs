@@ -19,8 +19,8 @@ use tokio::time::{Instant, Sleep};
 use uyuni_core::JobWait;
 use uyuni_core::observed::JobState;
 use uyuni_core::verdict::{
-    Workload, container_status, failure_reason, job_ended, main_container, pod_blocker,
-    unschedulable,
+    Workload, container_ended, container_started, current_pod, ended_without_log, failure_reason,
+    job_ended, main_container, pod_blocker, unschedulable,
 };
 
 use crate::error::{EffectsError, Target, Verb};
@@ -37,34 +37,6 @@ const LOG_DRAIN: Duration = Duration::from_secs(10);
 /// A log stream the server ended while the container still seemed to run is reopened after
 /// this (quietly: usually the pod status just lags behind the end of the log).
 const LOG_REOPEN: Duration = Duration::from_millis(500);
-
-/// The container has produced (or can produce) a log: it runs or ran.
-fn container_started(pod: &Pod, container: &str) -> bool {
-    container_status(pod, container)
-        .and_then(|cs| cs.state.as_ref())
-        .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
-}
-
-fn container_terminated(pod: &Pod, container: &str) -> bool {
-    let terminated = container_status(pod, container)
-        .and_then(|cs| cs.state.as_ref())
-        .is_some_and(|s| s.terminated.is_some());
-    let phase_ended = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed");
-    terminated || phase_ended
-}
-
-fn ended_without_log(pod: &Pod) -> bool {
-    let ended = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed");
-    ended && main_container(pod).is_none_or(|c| !container_started(pod, c))
-}
 
 /// The last `n` lines of a log text, without a trailing empty line.
 pub fn tail_lines(log: &str, n: usize) -> Vec<String> {
@@ -287,17 +259,9 @@ struct Seen {
 }
 
 impl Seen {
-    /// The newest pod, by creation time then name: the one a retried Job runs now.
+    /// The pod the Job runs now; see [`current_pod`].
     fn newest_pod(&self) -> Option<&Pod> {
-        self.pods.values().max_by(|a, b| {
-            let key = |p: &Pod| {
-                (
-                    p.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                    p.metadata.name.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
-        })
+        current_pod(self.pods.values())
     }
 }
 
@@ -542,7 +506,7 @@ fn handle_log(
         LogStep::End => {
             let terminated = pods
                 .get(&follower.pod)
-                .is_some_and(|p| container_terminated(p, &follower.container));
+                .is_some_and(|p| container_ended(p, &follower.container));
             if terminated {
                 follower.done = true;
             } else {
