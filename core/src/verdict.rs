@@ -22,6 +22,28 @@ pub const FATAL_WAITING_REASONS: [&str; 5] = [
 /// The kubelet's back-off between restarts of a container that keeps exiting.
 pub const CRASH_LOOP: &str = "CrashLoopBackOff";
 
+/// The scheduler's reason on a pod no node can take.
+pub const UNSCHEDULABLE: &str = "Unschedulable";
+
+/// What the user can do about a pod held by `reason`: one of [`FATAL_WAITING_REASONS`],
+/// [`CRASH_LOOP`] or [`UNSCHEDULABLE`] (anything else gets the general advice).
+pub fn hint(reason: &str) -> &'static str {
+    match reason {
+        CRASH_LOOP => "the container keeps exiting: its log says why",
+        UNSCHEDULABLE => {
+            "no node can run the pod: check storage classes, volume binding and node resources"
+        }
+        "ImagePullBackOff" | "ErrImagePull" => {
+            "check the image name, tag and registry access, and any pull secret"
+        }
+        "InvalidImageName" => "the image reference is malformed: check --image and --tag",
+        "CreateContainerConfigError" => {
+            "a Secret or ConfigMap the container needs is missing or lacks a key"
+        }
+        _ => "see the pod's events",
+    }
+}
+
 /// What owns the pod, which decides whether a crash loop ends the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
@@ -86,7 +108,7 @@ pub fn unschedulable(pod: &Pod) -> Option<String> {
         .find(|c| {
             c.type_ == "PodScheduled"
                 && c.status == "False"
-                && c.reason.as_deref() == Some("Unschedulable")
+                && c.reason.as_deref() == Some(UNSCHEDULABLE)
         })
         .map(|c| {
             c.message
@@ -320,6 +342,20 @@ mod tests {
         let blocker = pod_blocker(&pod_with(vec![status], vec![]), Workload::Job).expect("fatal");
         assert_eq!(blocker.message, None);
         assert_eq!(blocker.summary(), "ErrImagePull: container sync");
+    }
+
+    #[test]
+    fn every_reason_that_ends_a_wait_has_its_own_hint() {
+        let general = hint("SomethingElse");
+        for reason in FATAL_WAITING_REASONS
+            .iter()
+            .filter(|r| **r != "CreateContainerError")
+            .chain([&CRASH_LOOP, &UNSCHEDULABLE])
+        {
+            assert_ne!(hint(reason), general, "{reason}");
+        }
+        // The reason, not a summary line that starts with it.
+        assert_eq!(hint("ImagePullBackOff: container db"), general);
     }
 
     #[test]

@@ -14,7 +14,9 @@ use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
 use uyuni_core::observed::{deployment_ready, deployment_stopped};
 use uyuni_core::plan::DeploymentWait;
-use uyuni_core::verdict::{Workload, pod_blocker, rollout_stalled, unschedulable};
+use uyuni_core::verdict::{
+    UNSCHEDULABLE, Workload, hint, pod_blocker, rollout_stalled, unschedulable,
+};
 
 use crate::error::{EffectsError, Target, Verb};
 use crate::job::tail_lines;
@@ -205,7 +207,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
     // not a limit of its own.
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     let mut watch_failures = 0u32;
-    let fail = |pod: Option<String>, reason: String, log_tail: Vec<String>| {
+    let fail = |pod: Option<String>, reason: String, log_tail: Vec<String>, hint: &'static str| {
         EffectsError::DeploymentFailed {
             step: step.to_owned(),
             deployment: name.to_owned(),
@@ -213,6 +215,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
             pod,
             reason,
             log_tail,
+            hint,
         }
     };
     loop {
@@ -239,7 +242,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                         .map(|(pod, _)| pod.clone());
                     if let Some(pod) = stuck {
                         let message = pods.get(&pod).and_then(unschedulable).unwrap_or_default();
-                        return Err(fail(Some(pod), format!("Unschedulable: {message}"), Vec::new()));
+                        return Err(fail(Some(pod), format!("{UNSCHEDULABLE}: {message}"), Vec::new(), hint(UNSCHEDULABLE)));
                     }
                 }
             }
@@ -253,7 +256,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                         if matches!(goal, Goal::Ready)
                             && let Some(reason) = rollout_stalled(&d)
                         {
-                            return Err(fail(None, reason, Vec::new()));
+                            return Err(fail(None, reason, Vec::new(), hint("")));
                         }
                     }
                     Some(Ok(Event::Delete(_))) => return Err(not_found()),
@@ -294,7 +297,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                                 } else {
                                     Vec::new()
                                 };
-                                return Err(fail(Some(pod_name), blocker.summary(), log_tail));
+                                return Err(fail(Some(pod_name), blocker.summary(), log_tail, hint(&blocker.reason)));
                             }
                             if unschedulable(&pod).is_some() {
                                 unschedulable_since.entry(pod_name.clone()).or_insert_with(Instant::now);
