@@ -38,6 +38,10 @@ pub const THIRD_PARTY_ANNOTATION: &str = "kubectl-uyuni.io/third-party-certifica
 pub const MANAGED_SELECTOR: &str =
     "app.kubernetes.io/part-of=uyuni,app.kubernetes.io/managed-by=kubectl-uyuni";
 
+/// Selector matching every object of an Uyuni installation, ours or the official chart's (which
+/// does not set `managed-by=kubectl-uyuni`): what `version` reports images of.
+pub const PART_OF_SELECTOR: &str = "app.kubernetes.io/part-of=uyuni";
+
 /// Labels for an object of the given component.
 pub fn labels(component: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
@@ -45,4 +49,18 @@ pub fn labels(component: &str) -> BTreeMap<String, String> {
         (COMPONENT.to_owned(), component.to_owned()),
         (MANAGED_BY.to_owned(), MANAGED_BY_VALUE.to_owned()),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_selectors_spell_the_labels() {
+        assert_eq!(PART_OF_SELECTOR, format!("{PART_OF}={PART_OF_VALUE}"));
+        assert_eq!(
+            MANAGED_SELECTOR,
+            format!("{PART_OF_SELECTOR},{MANAGED_BY}={MANAGED_BY_VALUE}")
+        );
+    }
 }

@@ -12,7 +12,9 @@
 //!   user [`kubectl`]; [`permission`]s; the [`volumes`] and [`ports`] catalogues; SSH key checks
 //!   [`ssh`];
 //! - what the user asked for, validated once: [`params`];
-//! - what was seen in the cluster: [`observed`], and the data plane's state [`dataplane`];
+//! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
+//!   Deployments it watches: [`verdict`]; every fact decided once from these: [`resolve`]; the
+//!   data plane's state [`dataplane`];
 //! - job scripts: [`scripts`]; one builder per Kubernetes object: [`builders`];
 //! - checks before any write: StorageClasses [`storage`], Pod Security [`pod_security`];
 //! - the planner, its steps and phases: [`plan`](mod@plan);
@@ -37,6 +39,7 @@ pub mod plan;
 pub mod pod_security;
 pub mod ports;
 pub mod preview;
+pub mod probe;
 pub mod render;
 pub mod resolve;
 pub mod scripts;
@@ -45,6 +48,7 @@ pub mod shell;
 pub mod simulate;
 pub mod ssh;
 pub mod storage;
+pub mod verdict;
 pub mod volumes;
 
 pub use object::{Kind, Object, ObjectRef};

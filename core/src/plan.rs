@@ -72,6 +72,9 @@ pub struct DeploymentWait {
     /// How long a pod may stay unschedulable before the wait ends with the reason (an autoscaler
     /// may still add a node within it).
     pub unschedulable_grace_seconds: u64,
+    /// Lines of a crash-looping container's previous log shown when the wait fails; 0 for a
+    /// wait with no pod log to show (a custom resource, a scale to zero).
+    pub log_tail_lines: u32,
 }
 
 /// The unschedulable grace of every Deployment wait.

@@ -3,11 +3,11 @@
 //! [`crate::secret::masked_json`] first, as `kubectl diff` masks them.
 
 use serde_json::{Map, Value};
-use similar::TextDiff;
+use similar::{ChangeTag, TextDiff};
 
 use crate::object::{Kind, Object};
 use crate::observed::Observed;
-use crate::plan::{Op, Step};
+use crate::plan::{Action, Op, Step};
 pub use crate::secret::masked_json;
 use crate::secret::{is_secret, mask};
 
@@ -106,9 +106,67 @@ fn reveal(value: &Value) -> Value {
     out
 }
 
+/// What a line of the human preview is. A terminal colours it by this, so the colour follows
+/// from how the line was made, never from what its text happens to start with (a data-plane
+/// line beginning with `-`, a description containing `▶`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    Plain,
+    /// One step of the plan, with its op.
+    Step(Op),
+    /// `--- live/…` or `+++ intended/…`.
+    DiffHeader,
+    /// `@@ -a,b +c,d @@`.
+    Hunk,
+    /// An unchanged line around a change.
+    Context,
+    Added,
+    Removed,
+}
+
+/// One line of human output, without its newline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub kind: LineKind,
+    pub text: String,
+}
+
+impl Line {
+    pub fn plain(text: impl Into<String>) -> Line {
+        Line {
+            kind: LineKind::Plain,
+            text: text.into(),
+        }
+    }
+}
+
+/// Each line of `text` as a plain line (an empty text gives none).
+pub fn plain_lines(text: &str) -> Vec<Line> {
+    text.lines().map(Line::plain).collect()
+}
+
+/// The lines as text, each ended by a newline.
+pub fn lines_text(lines: &[Line]) -> String {
+    let mut out = String::new();
+    for line in lines {
+        out.push_str(&line.text);
+        out.push('\n');
+    }
+    out
+}
+
 /// Unified diff of the live object (absent: created) against the intended one, Secret values
 /// masked unless `options.show_secrets`. Empty when they are the same.
 pub fn object_diff(live: Option<&Object>, intended: &Object, options: RenderOptions) -> String {
+    lines_text(&object_diff_lines(live, intended, options))
+}
+
+/// [`object_diff`], line by line.
+pub fn object_diff_lines(
+    live: Option<&Object>,
+    intended: &Object,
+    options: RenderOptions,
+) -> Vec<Line> {
     let target = intended.object_ref();
     let intended_json = clean(&intended.to_json());
     let show = |v: &Value, other: Option<(&Value, bool)>| {
@@ -130,13 +188,45 @@ pub fn object_diff(live: Option<&Object>, intended: &Object, options: RenderOpti
         None => (String::new(), show(&intended_json, None)),
     };
     if old == new {
-        return String::new();
+        return Vec::new();
     }
-    TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .context_radius(options.context)
-        .header(&format!("live/{target}"), &format!("intended/{target}"))
-        .to_string()
+    let diff = TextDiff::from_lines(&old, &new);
+    let mut unified = diff.unified_diff();
+    unified.context_radius(options.context);
+    let mut lines = Vec::new();
+    for hunk in unified.iter_hunks() {
+        if lines.is_empty() {
+            lines.push(Line {
+                kind: LineKind::DiffHeader,
+                text: format!("--- live/{target}"),
+            });
+            lines.push(Line {
+                kind: LineKind::DiffHeader,
+                text: format!("+++ intended/{target}"),
+            });
+        }
+        lines.push(Line {
+            kind: LineKind::Hunk,
+            text: hunk.header().to_string(),
+        });
+        for change in hunk.iter_changes() {
+            let kind = match change.tag() {
+                ChangeTag::Equal => LineKind::Context,
+                ChangeTag::Delete => LineKind::Removed,
+                ChangeTag::Insert => LineKind::Added,
+            };
+            let value = change.to_string_lossy();
+            lines.push(Line {
+                kind,
+                text: format!("{}{}", change.tag(), value.trim_end_matches('\n')),
+            });
+            // The YAML always ends with a newline; should one side not, say so as diff does.
+            if diff.newline_terminated() && change.missing_newline() {
+                lines.push(Line::plain("\\ No newline at end of file"));
+            }
+        }
+    }
+    lines
 }
 
 fn op_symbol(op: Op) -> &'static str {
@@ -180,28 +270,41 @@ pub fn summary(steps: &[Step]) -> String {
 
 /// The ordered steps and the summary line.
 pub fn steps_text(steps: &[Step]) -> String {
-    let mut out = String::new();
-    for (i, step) in steps.iter().enumerate() {
-        out.push_str(&format!("{:>3}. {}\n", i + 1, step_line(step)));
-    }
-    out.push('\n');
-    out.push_str(&summary(steps));
-    out.push('\n');
-    out
+    lines_text(&steps_lines(steps))
 }
 
-/// A diff per object that changes, in step order.
+/// [`steps_text`], line by line.
+pub fn steps_lines(steps: &[Step]) -> Vec<Line> {
+    let mut lines: Vec<Line> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| Line {
+            kind: LineKind::Step(step.op),
+            text: format!("{:>3}. {}", i + 1, step_line(step)),
+        })
+        .collect();
+    lines.push(Line::plain(""));
+    lines.push(Line::plain(summary(steps)));
+    lines
+}
+
+/// A diff per object that changes, each after an empty line.
 pub fn diffs_text(steps: &[Step], observed: &Observed, options: RenderOptions) -> String {
-    let mut out = String::new();
+    lines_text(&diffs_lines(steps, observed, options))
+}
+
+/// [`diffs_text`], line by line.
+pub fn diffs_lines(steps: &[Step], observed: &Observed, options: RenderOptions) -> Vec<Line> {
+    let mut lines = Vec::new();
     for intended in steps.iter().filter_map(|s| s.action.object()) {
         let live = observed.objects.get(&intended.object_ref());
-        let diff = object_diff(live, &intended, options);
+        let diff = object_diff_lines(live, &intended, options);
         if !diff.is_empty() {
-            out.push('\n');
-            out.push_str(&diff);
+            lines.push(Line::plain(""));
+            lines.extend(diff);
         }
     }
-    out
+    lines
 }
 
 /// The human preview: ordered steps, the summary, then a diff per object that changes.
@@ -290,11 +393,100 @@ pub fn json_changes(old: &Value, new: &Value) -> Vec<Change> {
     out
 }
 
+/// The `apiVersion` of every document the tool prints with `-o json|yaml`: consumers check it,
+/// and a change of a documented field's meaning gets a new one.
+pub const API_VERSION: &str = "kubectl-uyuni.io/v1alpha1";
+
 /// The plan as structured data (`-o json`): steps with their op, target, reason and the JSON
-/// pointers each write changes.
-pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value {
+/// pointers each write changes. Field names are stable (README, "Dry run").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDocument {
+    pub api_version: &'static str,
+    /// `Plan`.
+    pub kind: &'static str,
+    pub namespace: String,
+    pub summary: PlanSummary,
+    pub steps: Vec<PlanStep>,
+}
+
+/// The counts of the human summary line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PlanSummary {
+    pub create: usize,
+    pub update: usize,
+    /// Always 0: nothing the tool plans deletes (kept so consumers need not special-case it).
+    pub delete: usize,
+    pub unchanged: usize,
+    pub jobs: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlanStep {
+    pub id: String,
+    pub description: String,
+    pub op: Op,
+    pub target: PlanTarget,
+    pub reason: String,
+    /// Paths only, never values (Secret data cannot leak through them).
+    pub changes: Vec<Change>,
+    /// For a step that waits (a Job, a Deployment, a custom resource): how long, and what it
+    /// shows when it fails. Absent for a plain write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<StepWait>,
+}
+
+/// A step's wait as the plan fixes it, so a reviewer sees limits before the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepWait {
+    /// `null`: no limit (the step's time grows with the data).
+    pub timeout_seconds: Option<u64>,
+    /// Lines of the failing container's log shown with the error.
+    pub log_tail_lines: u32,
+    /// How long a pod may stay unschedulable (Deployments and custom resources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unschedulable_grace_seconds: Option<u64>,
+}
+
+fn step_wait(action: &Action) -> Option<StepWait> {
+    match action {
+        Action::RunJob { wait, .. } | Action::AwaitJob { wait, .. } => Some(StepWait {
+            timeout_seconds: wait.timeout_seconds,
+            log_tail_lines: wait.log_tail_lines,
+            unschedulable_grace_seconds: None,
+        }),
+        Action::WaitReady { wait, .. }
+        | Action::WaitDeployment { wait, .. }
+        | Action::Scale { wait, .. } => Some(StepWait {
+            timeout_seconds: wait.timeout_seconds,
+            log_tail_lines: wait.log_tail_lines,
+            unschedulable_grace_seconds: Some(wait.unschedulable_grace_seconds),
+        }),
+        Action::Apply(_) | Action::None => None,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlanTarget {
+    pub kind: &'static str,
+    pub name: String,
+}
+
+/// One step as a run would carry it out, in order (a step that acts twice, apply then wait, is
+/// there twice).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExecutedStep {
+    pub id: String,
+    pub op: Op,
+    /// `kind/name`, as in progress lines.
+    pub target: String,
+}
+
+/// The plan as a typed document; see [`PlanDocument`].
+pub fn plan_document(namespace: &str, steps: &[Step], observed: &Observed) -> PlanDocument {
     let count = |ops: &[Op]| steps.iter().filter(|s| ops.contains(&s.op)).count();
-    let steps_json: Vec<Value> = steps
+    let steps = steps
         .iter()
         .map(|step| {
             let changes = step.action.object().map(|intended| {
@@ -311,32 +503,169 @@ pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value 
                     }],
                 }
             });
-            serde_json::json!({
-                "id": step.id,
-                "description": step.description,
-                "op": step.op,
-                "target": { "kind": step.target.kind.name(), "name": step.target.name },
-                "reason": step.reason,
-                "changes": changes.unwrap_or_default(),
-            })
+            PlanStep {
+                id: step.id.clone(),
+                description: step.description.clone(),
+                op: step.op,
+                target: PlanTarget {
+                    kind: step.target.kind.name(),
+                    name: step.target.name.clone(),
+                },
+                reason: step.reason.clone(),
+                changes: changes.unwrap_or_default(),
+                wait: step_wait(&step.action),
+            }
         })
         .collect();
-    serde_json::json!({
-        "apiVersion": "kubectl-uyuni.io/v1alpha1",
-        "kind": "Plan",
-        "namespace": namespace,
-        "summary": {
-            "create": count(&[Op::Create]),
-            "update": count(&[Op::Update]),
-            "delete": 0,
-            "unchanged": count(&[Op::Unchanged, Op::Done]),
-            "jobs": count(&[Op::RunJob, Op::AwaitJob]),
+    PlanDocument {
+        api_version: API_VERSION,
+        kind: "Plan",
+        namespace: namespace.to_owned(),
+        summary: PlanSummary {
+            create: count(&[Op::Create]),
+            update: count(&[Op::Update]),
+            delete: 0,
+            unchanged: count(&[Op::Unchanged, Op::Done]),
+            jobs: count(&[Op::RunJob, Op::AwaitJob]),
         },
-        "steps": steps_json,
-    })
+        steps,
+    }
+}
+
+/// The order a run carries the steps out in; see [`ExecutedStep`].
+pub fn execution(executed: &[Step]) -> Vec<ExecutedStep> {
+    executed
+        .iter()
+        .map(|s| ExecutedStep {
+            id: s.id.clone(),
+            op: s.op,
+            target: s.target.to_string(),
+        })
+        .collect()
+}
+
+/// [`plan_document`] as a JSON value.
+pub fn plan_json(namespace: &str, steps: &[Step], observed: &Observed) -> Value {
+    // Strings, numbers and enums only: serializing cannot fail.
+    serde_json::to_value(plan_document(namespace, steps, observed)).unwrap_or(Value::Null)
 }
 
 /// Kinds whose objects may hold secrets.
 pub fn holds_secrets(kind: Kind) -> bool {
     kind == Kind::Secret
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::ObjectRef;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn config_map(value: &str) -> Object {
+        Object::ConfigMap(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("ssh".into()),
+                ..Default::default()
+            },
+            data: Some([("known_hosts".to_owned(), value.to_owned())].into()),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn diff_lines_are_typed_by_how_they_were_made() {
+        // A value that starts with what a diff marker or a step symbol looks like.
+        let live = config_map("- old ▶");
+        let intended = config_map("+ new . + create");
+        let lines = object_diff_lines(Some(&live), &intended, RenderOptions::default());
+        let kinds: Vec<LineKind> = lines.iter().map(|l| l.kind).collect();
+        assert_eq!(
+            kinds[..3],
+            [LineKind::DiffHeader, LineKind::DiffHeader, LineKind::Hunk]
+        );
+        let changed: Vec<LineKind> = lines
+            .iter()
+            .filter(|l| l.text.contains("known_hosts"))
+            .map(|l| l.kind)
+            .collect();
+        assert_eq!(changed, [LineKind::Removed, LineKind::Added], "{lines:?}");
+        assert!(
+            lines
+                .iter()
+                .filter(|l| l.kind == LineKind::Context)
+                .all(|l| l.text.starts_with(' '))
+        );
+        assert!(object_diff_lines(Some(&live), &live, RenderOptions::default()).is_empty());
+    }
+
+    #[test]
+    fn the_typed_lines_print_as_the_unified_diff_they_stand_for() {
+        let live = config_map("a\nb\nc\n");
+        let intended = config_map("a\nB\nc\nd\n");
+        let options = RenderOptions::default();
+        let show = |o: &Object| to_yaml(&mask(&clean(&o.to_json()), None));
+        let target = intended.object_ref();
+        let (old, new) = (show(&live), show(&intended));
+        let expected = TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(options.context)
+            .header(&format!("live/{target}"), &format!("intended/{target}"))
+            .to_string();
+        assert_eq!(object_diff(Some(&live), &intended, options), expected);
+        assert!(object_diff(None, &intended, options).starts_with("--- live/"));
+    }
+
+    #[test]
+    fn a_waiting_step_shows_its_wait_and_a_write_none() {
+        use crate::plan::{DeploymentWait, UNSCHEDULABLE_GRACE_SECONDS};
+        let step = |action: Action| Step {
+            id: "wait-db".into(),
+            description: "wait until db is ready".into(),
+            op: Op::Wait,
+            target: ObjectRef::new(Kind::Deployment, "db"),
+            reason: "not ready".into(),
+            action,
+        };
+        let wait = DeploymentWait {
+            timeout_seconds: None,
+            unschedulable_grace_seconds: UNSCHEDULABLE_GRACE_SECONDS,
+            log_tail_lines: 20,
+        };
+        let steps = [
+            step(Action::WaitDeployment {
+                name: "db".into(),
+                wait,
+            }),
+            step(Action::None),
+        ];
+        let json = plan_json("uyuni", &steps, &Observed::default());
+        assert_eq!(
+            json["steps"][0]["wait"],
+            serde_json::json!({
+                "timeoutSeconds": null,
+                "logTailLines": 20,
+                "unschedulableGraceSeconds": UNSCHEDULABLE_GRACE_SECONDS,
+            })
+        );
+        assert!(json["steps"][1].get("wait").is_none());
+    }
+
+    #[test]
+    fn step_lines_carry_their_op_and_the_summary_is_plain() {
+        let step = Step {
+            id: "ssh-config".into(),
+            description: "SSH configuration".into(),
+            op: Op::Update,
+            target: ObjectRef::new(Kind::ConfigMap, "ssh"),
+            reason: "known_hosts changed".into(),
+            action: Action::None,
+        };
+        let lines = steps_lines(std::slice::from_ref(&step));
+        assert_eq!(lines[0].kind, LineKind::Step(Op::Update));
+        assert_eq!(lines[0].text, format!("  1. {}", step_line(&step)));
+        assert_eq!(lines[1], Line::plain(""));
+        assert_eq!(lines[2].kind, LineKind::Plain);
+        assert_eq!(lines_text(&lines), steps_text(&[step]));
+    }
 }

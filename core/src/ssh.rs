@@ -3,6 +3,9 @@
 //! The Job runs unattended, so a key with a passphrase or a known_hosts file without the source
 //! host would only fail inside the Job, after the volumes were created. These checks make that
 //! fail before anything is written.
+//!
+//! Here too: the one ssh command the tool runs itself, the dry run's measurement of the source
+//! ([`source_probe`]), built from the validated parameters with the Job's options.
 
 use base64::Engine;
 

@@ -26,8 +26,10 @@ const LAYERS: &[&str] = &[
     "ssh",
     // What the user asked for, validated once.
     "params",
+    "probe",
     // What the cluster holds.
     "observed",
+    "verdict",
     // Every fact decided once, from the two above.
     "resolve",
     "dataplane",

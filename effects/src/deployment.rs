@@ -12,52 +12,16 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
-use uyuni_core::observed::{deployment_condition, deployment_ready, deployment_stopped};
+use uyuni_core::observed::{deployment_ready, deployment_stopped};
 use uyuni_core::plan::DeploymentWait;
+use uyuni_core::verdict::{
+    UNSCHEDULABLE, Workload, hint, pod_blocker, rollout_stalled, unschedulable,
+};
 
 use crate::error::{EffectsError, Target, Verb};
-use crate::job::{FATAL_WAITING_REASONS, tail_lines, unschedulable};
+use crate::job::tail_lines;
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, with_retry};
-
-/// Lines of a failing container's log shown with the error.
-const LOG_TAIL: u32 = 20;
-
-/// Why a Deployment's pod will not become ready by waiting, if it will not.
-pub fn deployment_pod_failure(pod: &Pod) -> Option<(String, String)> {
-    let status = pod.status.as_ref()?;
-    let init = status.init_container_statuses.iter().flatten();
-    let main = status.container_statuses.iter().flatten();
-    init.chain(main).find_map(|cs| {
-        let waiting = cs.state.as_ref()?.waiting.as_ref()?;
-        let reason = waiting.reason.as_deref()?;
-        let fatal = FATAL_WAITING_REASONS.contains(&reason) || reason == "CrashLoopBackOff";
-        fatal.then(|| {
-            let message = waiting
-                .message
-                .as_deref()
-                .filter(|m| !m.is_empty())
-                .map(|m| format!(" ({m})"))
-                .unwrap_or_default();
-            (
-                cs.name.clone(),
-                format!("{reason}: container {}{message}", cs.name),
-            )
-        })
-    })
-}
-
-/// `ProgressDeadlineExceeded`: the controller gave up on the rollout.
-pub fn rollout_stalled(deployment: &Deployment) -> Option<String> {
-    deployment_condition(deployment, "Progressing", "False")
-        .filter(|c| c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
-        .map(|c| {
-            format!(
-                "ProgressDeadlineExceeded: {}",
-                c.message.clone().unwrap_or_default()
-            )
-        })
-}
 
 fn short_state(pod: &Pod) -> String {
     let status = pod.status.as_ref();
@@ -102,18 +66,23 @@ fn reached(goal: Goal, deployment: &Deployment) -> bool {
     }
 }
 
-async fn previous_log(api: &Api<Pod>, pod: &str, container: &str) -> Vec<String> {
+/// The last `lines` lines of the crashed container's previous log (the current one, when the
+/// kubelet has none yet).
+async fn previous_log(api: &Api<Pod>, pod: &str, container: &str, lines: u32) -> Vec<String> {
+    if lines == 0 {
+        return Vec::new();
+    }
     for previous in [true, false] {
         let params = LogParams {
             container: Some(container.to_owned()),
             previous,
-            tail_lines: Some(i64::from(LOG_TAIL)),
+            tail_lines: Some(i64::from(lines)),
             ..LogParams::default()
         };
         if let Ok(text) = api.logs(pod, &params).await
             && !text.is_empty()
         {
-            return tail_lines(&text, LOG_TAIL as usize);
+            return tail_lines(&text, lines as usize);
         }
     }
     Vec::new()
@@ -234,9 +203,11 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
     let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
     let mut states: BTreeMap<String, String> = BTreeMap::new();
     let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();
+    // How often the unschedulable grace (the plan's) is checked: the resolution of that check,
+    // not a limit of its own.
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     let mut watch_failures = 0u32;
-    let fail = |pod: Option<String>, reason: String, log_tail: Vec<String>| {
+    let fail = |pod: Option<String>, reason: String, log_tail: Vec<String>, hint: &'static str| {
         EffectsError::DeploymentFailed {
             step: step.to_owned(),
             deployment: name.to_owned(),
@@ -244,6 +215,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
             pod,
             reason,
             log_tail,
+            hint,
         }
     };
     loop {
@@ -270,7 +242,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                         .map(|(pod, _)| pod.clone());
                     if let Some(pod) = stuck {
                         let message = pods.get(&pod).and_then(unschedulable).unwrap_or_default();
-                        return Err(fail(Some(pod), format!("Unschedulable: {message}"), Vec::new()));
+                        return Err(fail(Some(pod), format!("{UNSCHEDULABLE}: {message}"), Vec::new(), hint(UNSCHEDULABLE)));
                     }
                 }
             }
@@ -284,7 +256,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                         if matches!(goal, Goal::Ready)
                             && let Some(reason) = rollout_stalled(&d)
                         {
-                            return Err(fail(None, reason, Vec::new()));
+                            return Err(fail(None, reason, Vec::new(), hint("")));
                         }
                     }
                     Some(Ok(Event::Delete(_))) => return Err(not_found()),
@@ -319,13 +291,13 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                             states.insert(pod_name.clone(), state);
                         }
                         if matches!(goal, Goal::Ready) {
-                            if let Some((container, reason)) = deployment_pod_failure(&pod) {
-                                let log_tail = if reason.starts_with("CrashLoopBackOff") {
-                                    previous_log(&pods_api, &pod_name, &container).await
+                            if let Some(blocker) = pod_blocker(&pod, Workload::Deployment) {
+                                let log_tail = if blocker.crash_loop() {
+                                    previous_log(&pods_api, &pod_name, &blocker.container, wait.log_tail_lines).await
                                 } else {
                                     Vec::new()
                                 };
-                                return Err(fail(Some(pod_name), reason, log_tail));
+                                return Err(fail(Some(pod_name), blocker.summary(), log_tail, hint(&blocker.reason)));
                             }
                             if unschedulable(&pod).is_some() {
                                 unschedulable_since.entry(pod_name.clone()).or_insert_with(Instant::now);
@@ -358,67 +330,5 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
-    use k8s_openapi::api::core::v1::{
-        ContainerState, ContainerStateWaiting, ContainerStatus, PodStatus,
-    };
-
-    fn pod_waiting(reason: &str) -> Pod {
-        Pod {
-            status: Some(PodStatus {
-                container_statuses: Some(vec![ContainerStatus {
-                    name: "db".into(),
-                    state: Some(ContainerState {
-                        waiting: Some(ContainerStateWaiting {
-                            reason: Some(reason.into()),
-                            message: Some("back-off 40s".into()),
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn crash_loops_and_pull_errors_end_the_wait_creating_does_not() {
-        let (container, reason) =
-            deployment_pod_failure(&pod_waiting("CrashLoopBackOff")).expect("fatal");
-        assert_eq!(container, "db");
-        assert!(
-            reason.starts_with("CrashLoopBackOff: container db"),
-            "{reason}"
-        );
-        assert!(deployment_pod_failure(&pod_waiting("ImagePullBackOff")).is_some());
-        assert!(deployment_pod_failure(&pod_waiting("ContainerCreating")).is_none());
-        assert!(deployment_pod_failure(&Pod::default()).is_none());
-    }
-
-    #[test]
-    fn a_stalled_rollout_is_reported() {
-        let d = Deployment {
-            status: Some(DeploymentStatus {
-                conditions: Some(vec![DeploymentCondition {
-                    type_: "Progressing".into(),
-                    status: "False".into(),
-                    reason: Some("ProgressDeadlineExceeded".into()),
-                    message: Some("ReplicaSet \"db-1\" has timed out progressing.".into()),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert!(rollout_stalled(&d).expect("stalled").contains("timed out"));
-        assert!(rollout_stalled(&Deployment::default()).is_none());
     }
 }

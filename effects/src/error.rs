@@ -235,6 +235,8 @@ pub enum EffectsError {
         reason: String,
         /// The last lines of the failing container's log (the previous run for a crash loop).
         log_tail: Vec<String>,
+        /// What to do about the pod ([`uyuni_core::verdict::hint`] of its reason), shown with it.
+        hint: &'static str,
     },
     #[error("{}", self.render(&Kubectl::BARE))]
     DeploymentTimeout {
@@ -380,7 +382,7 @@ impl EffectsError {
                     .map(|m| format!(" ({m})"))
                     .unwrap_or_default(),
                 k.cmd(Some(namespace), &format!("describe pod {pod}")),
-                waiting_hint(reason)
+                uyuni_core::verdict::hint(reason)
             ),
             EffectsError::JobTimeout {
                 step,
@@ -399,7 +401,16 @@ impl EffectsError {
                 pod,
                 reason,
                 log_tail,
-            } => deployment_failed(k, step, deployment, namespace, pod, reason, log_tail),
+                hint,
+            } => deployment_failed(
+                k,
+                step,
+                deployment,
+                namespace,
+                pod.as_deref().map(|pod| (pod, *hint)),
+                reason,
+                log_tail,
+            ),
             EffectsError::DeploymentTimeout {
                 step,
                 deployment,
@@ -529,7 +540,8 @@ pub(crate) fn deployment_failed(
     step: &str,
     deployment: &str,
     namespace: &str,
-    pod: &Option<String>,
+    // The pod that shows the failure, with what to do about it.
+    pod: Option<(&str, &str)>,
     reason: &str,
     log_tail: &[String],
 ) -> String {
@@ -544,11 +556,11 @@ pub(crate) fn deployment_failed(
         }
     }
     match pod {
-        Some(pod) => out.push_str(&format!(
+        Some((pod, hint)) => out.push_str(&format!(
             "\nsee `{}` and `{}`; fix the cause ({}), then run the command again (everything written so far stays)",
             k.cmd(Some(namespace), &format!("describe pod {pod}")),
             k.cmd(Some(namespace), &format!("logs {pod} --previous")),
-            waiting_hint(reason)
+            hint
         )),
         None => out.push_str(&format!(
             "\nsee `{}`; fix the cause, then run the command again (everything written so far stays)",
@@ -556,23 +568,6 @@ pub(crate) fn deployment_failed(
         )),
     }
     out
-}
-
-fn waiting_hint(reason: &str) -> &'static str {
-    match reason {
-        r if r.starts_with("CrashLoopBackOff") => "the container keeps exiting: its log says why",
-        r if r.starts_with("Unschedulable") => {
-            "no node can run the pod: check storage classes, volume binding and node resources"
-        }
-        "ImagePullBackOff" | "ErrImagePull" => {
-            "check the image name, tag and registry access, and any pull secret"
-        }
-        "InvalidImageName" => "the image reference is malformed: check --image and --tag",
-        "CreateContainerConfigError" => {
-            "a Secret or ConfigMap the container needs is missing or lacks a key"
-        }
-        _ => "see the pod's events",
-    }
 }
 
 fn human_duration(d: Duration) -> String {
@@ -762,5 +757,38 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("still running after 2m30s"), "{text}");
         assert!(text.contains("kubectl -n n logs -f job/j"), "{text}");
+    }
+
+    #[test]
+    fn a_deployment_pods_failure_comes_with_the_hint_for_its_reason() {
+        let blocked = EffectsError::DeploymentFailed {
+            step: "wait-db".into(),
+            deployment: "db".into(),
+            namespace: "n".into(),
+            pod: Some("db-1".into()),
+            reason: "ImagePullBackOff: container db (Back-off pulling image)".into(),
+            log_tail: Vec::new(),
+            hint: uyuni_core::verdict::hint("ImagePullBackOff"),
+        };
+        let text = blocked.to_string();
+        assert!(
+            text.contains("check the image name, tag and registry access"),
+            "{text}"
+        );
+        assert!(text.contains("kubectl -n n describe pod db-1"), "{text}");
+        let stalled = EffectsError::DeploymentFailed {
+            step: "wait-db".into(),
+            deployment: "db".into(),
+            namespace: "n".into(),
+            pod: None,
+            reason: "ProgressDeadlineExceeded: timed out".into(),
+            log_tail: Vec::new(),
+            hint: uyuni_core::verdict::hint(""),
+        };
+        let text = stalled.to_string();
+        assert!(
+            text.contains("kubectl -n n describe deployment db"),
+            "{text}"
+        );
     }
 }

@@ -9,11 +9,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 use kube::config::Kubeconfig;
 
-use crate::error::{EffectsError, Target, Verb};
+use uyuni_core::labels::{COMPONENT, PART_OF_SELECTOR};
 
-/// The label every object of an Uyuni installation carries (the official chart's too).
-pub const PART_OF_UYUNI: &str = "app.kubernetes.io/part-of=uyuni";
-const COMPONENT: &str = "app.kubernetes.io/component";
+use crate::error::{EffectsError, Target, Verb};
 
 /// One container of a Deployment labelled as part of Uyuni.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,11 +32,11 @@ pub async fn uyuni_images(
 ) -> Result<Vec<ComponentImage>, EffectsError> {
     let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     let list = api
-        .list(&ListParams::default().labels(PART_OF_UYUNI))
+        .list(&ListParams::default().labels(PART_OF_SELECTOR))
         .await
         .map_err(|source| EffectsError::Api {
             verb: Verb::List,
-            target: Target::selected("deployment", PART_OF_UYUNI, namespace),
+            target: Target::selected("deployment", PART_OF_SELECTOR, namespace),
             attempts: 1,
             source: Box::new(source),
         })?;

@@ -12,25 +12,24 @@ use std::time::Duration;
 use futures::stream::BoxStream;
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 use kube::runtime::watcher::{self, Event};
 use tokio::time::{Instant, Sleep};
 use uyuni_core::JobWait;
-use uyuni_core::observed::{JobState, job_state};
+use uyuni_core::observed::JobState;
+use uyuni_core::verdict::{
+    Workload, container_ended, container_started, current_pod, ended_without_log, failure_reason,
+    job_ended, main_container, pod_blocker, unschedulable,
+};
 
 use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify, classify_watch, report_retry};
 
-/// Container waiting reasons that do not heal by waiting: the wait ends with the reason.
-pub const FATAL_WAITING_REASONS: [&str; 5] = [
-    "ImagePullBackOff",
-    "ErrImagePull",
-    "InvalidImageName",
-    "CreateContainerConfigError",
-    "CreateContainerError",
-];
+// The two delays below are mechanics of reading a log stream, not decisions about the step:
+// they do not change when the step ends or how it ends (the step's own limit and log tail are
+// fields of its `JobWait`, in the plan), only how the stream's races are ridden out.
 
 /// After the Job ended, how long its log may take to arrive in full (the kubelet ends the log
 /// stream and updates the pod status independently).
@@ -38,145 +37,6 @@ const LOG_DRAIN: Duration = Duration::from_secs(10);
 /// A log stream the server ended while the container still seemed to run is reopened after
 /// this (quietly: usually the pod status just lags behind the end of the log).
 const LOG_REOPEN: Duration = Duration::from_millis(500);
-
-/// Why a pod cannot start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodBlocker {
-    pub container: String,
-    pub reason: String,
-    pub message: Option<String>,
-}
-
-/// A container of `pod` (init containers included) waiting for a reason that does not heal.
-pub fn pod_blocker(pod: &Pod) -> Option<PodBlocker> {
-    let status = pod.status.as_ref()?;
-    let init = status.init_container_statuses.iter().flatten();
-    let main = status.container_statuses.iter().flatten();
-    init.chain(main).find_map(|cs| {
-        let waiting = cs.state.as_ref()?.waiting.as_ref()?;
-        let reason = waiting.reason.as_deref()?;
-        FATAL_WAITING_REASONS.contains(&reason).then(|| PodBlocker {
-            container: cs.name.clone(),
-            reason: reason.to_owned(),
-            message: waiting.message.clone().filter(|m| !m.is_empty()),
-        })
-    })
-}
-
-/// The scheduler's message when `pod` cannot be placed on any node (yet).
-pub fn unschedulable(pod: &Pod) -> Option<String> {
-    let conditions = pod.status.as_ref()?.conditions.as_ref()?;
-    conditions
-        .iter()
-        .find(|c| {
-            c.type_ == "PodScheduled"
-                && c.status == "False"
-                && c.reason.as_deref() == Some("Unschedulable")
-        })
-        .map(|c| {
-            c.message
-                .clone()
-                .filter(|m| !m.is_empty())
-                .unwrap_or_else(|| "no node fits".to_owned())
-        })
-}
-
-/// The pure predicate of the wait: has the Job ended, and how?
-pub fn job_finished(job: Option<&Job>) -> Option<JobState> {
-    match job.map(job_state) {
-        Some(JobState::Running) | None => None,
-        ended => ended,
-    }
-}
-
-fn main_container(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.containers.first())
-        .map(|c| c.name.as_str())
-}
-
-fn container_status<'a>(pod: &'a Pod, container: &str) -> Option<&'a ContainerStatus> {
-    pod.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .iter()
-        .find(|cs| cs.name == container)
-}
-
-/// The container has produced (or can produce) a log: it runs or ran.
-fn container_started(pod: &Pod, container: &str) -> bool {
-    container_status(pod, container)
-        .and_then(|cs| cs.state.as_ref())
-        .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
-}
-
-fn container_terminated(pod: &Pod, container: &str) -> bool {
-    let terminated = container_status(pod, container)
-        .and_then(|cs| cs.state.as_ref())
-        .is_some_and(|s| s.terminated.is_some());
-    let phase_ended = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed");
-    terminated || phase_ended
-}
-
-fn ended_without_log(pod: &Pod) -> bool {
-    let ended = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed");
-    ended && main_container(pod).is_none_or(|c| !container_started(pod, c))
-}
-
-/// Why a Job failed, in one line: the container's exit and the Job controller's reason.
-pub fn failure_reason(job: &Job, pod: Option<&Pod>) -> String {
-    let exit = pod.and_then(|pod| {
-        let container = main_container(pod)?;
-        let terminated = container_status(pod, container)?
-            .state
-            .as_ref()?
-            .terminated
-            .as_ref()?;
-        let how = terminated
-            .reason
-            .as_deref()
-            .filter(|r| !r.is_empty())
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default();
-        Some(format!(
-            "container {container} exited with code {}{how}",
-            terminated.exit_code
-        ))
-    });
-    let condition = job
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.type_ == "Failed" && c.status == "True")
-        })
-        .map(|c| {
-            let reason = c.reason.clone().unwrap_or_default();
-            match c.message.as_deref().filter(|m| !m.is_empty()) {
-                Some(message) if !reason.is_empty() => format!("{reason}: {message}"),
-                Some(message) => message.to_owned(),
-                None => reason,
-            }
-        })
-        .filter(|c| !c.is_empty());
-    match (exit, condition) {
-        (Some(exit), Some(condition)) => format!("{exit}; {condition}"),
-        (Some(exit), None) => exit,
-        (None, Some(condition)) => condition,
-        (None, None) => "the Job reports failed pods".to_owned(),
-    }
-}
 
 /// The last `n` lines of a log text, without a trailing empty line.
 pub fn tail_lines(log: &str, n: usize) -> Vec<String> {
@@ -399,17 +259,9 @@ struct Seen {
 }
 
 impl Seen {
-    /// The newest pod, by creation time then name: the one a retried Job runs now.
+    /// The pod the Job runs now; see [`current_pod`].
     fn newest_pod(&self) -> Option<&Pod> {
-        self.pods.values().max_by(|a, b| {
-            let key = |p: &Pod| {
-                (
-                    p.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                    p.metadata.name.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
-        })
+        current_pod(self.pods.values())
     }
 }
 
@@ -521,7 +373,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<(), EffectsErro
                     }
                 }
                 if outcome.is_none()
-                    && let Some(state) = job_finished(seen.job.as_ref())
+                    && let Some(state) = job_ended(seen.job.as_ref())
                 {
                     tracing::debug!(job = name, ?state, "Job ended");
                     outcome = Some(state);
@@ -536,7 +388,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<(), EffectsErro
                     Event::InitDone => seen.pods_listed = true,
                     Event::InitApply(pod) | Event::Apply(pod) => {
                         let pod_name = pod.metadata.name.clone().unwrap_or_default();
-                        if let Some(blocker) = pod_blocker(&pod) {
+                        if let Some(blocker) = pod_blocker(&pod, Workload::Job) {
                             return Err(EffectsError::PodCannotStart {
                                 step: step.to_owned(),
                                 job: name.to_owned(),
@@ -654,7 +506,7 @@ fn handle_log(
         LogStep::End => {
             let terminated = pods
                 .get(&follower.pod)
-                .is_some_and(|p| container_terminated(p, &follower.container));
+                .is_some_and(|p| container_ended(p, &follower.container));
             if terminated {
                 follower.done = true;
             } else {
@@ -763,167 +615,6 @@ async fn read_tail(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
-    use k8s_openapi::api::core::v1::{
-        Container, ContainerState, ContainerStateTerminated, ContainerStateWaiting, PodCondition,
-        PodSpec, PodStatus,
-    };
-
-    fn pod_with(statuses: Vec<ContainerStatus>, conditions: Vec<PodCondition>) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "sync".into(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-            status: Some(PodStatus {
-                phase: Some("Pending".into()),
-                container_statuses: Some(statuses),
-                conditions: Some(conditions),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    fn waiting(reason: &str) -> ContainerStatus {
-        ContainerStatus {
-            name: "sync".into(),
-            state: Some(ContainerState {
-                waiting: Some(ContainerStateWaiting {
-                    reason: Some(reason.into()),
-                    message: Some("Back-off pulling image \"x\"".into()),
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    fn terminated(code: i32) -> ContainerStatus {
-        ContainerStatus {
-            name: "sync".into(),
-            state: Some(ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code: code,
-                    reason: Some("Error".into()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn fatal_waiting_reasons_block_the_pod() {
-        for reason in FATAL_WAITING_REASONS {
-            let blocker = pod_blocker(&pod_with(vec![waiting(reason)], vec![])).unwrap();
-            assert_eq!(blocker.reason, reason);
-            assert_eq!(blocker.container, "sync");
-        }
-        assert_eq!(
-            pod_blocker(&pod_with(vec![waiting("ContainerCreating")], vec![])),
-            None
-        );
-        assert_eq!(pod_blocker(&pod_with(vec![terminated(1)], vec![])), None);
-        assert_eq!(pod_blocker(&Pod::default()), None);
-    }
-
-    #[test]
-    fn init_containers_count_too() {
-        let mut pod = pod_with(vec![], vec![]);
-        if let Some(status) = pod.status.as_mut() {
-            status.init_container_statuses = Some(vec![ContainerStatus {
-                name: "init".into(),
-                ..waiting("ErrImagePull")
-            }]);
-        }
-        assert_eq!(pod_blocker(&pod).unwrap().container, "init");
-    }
-
-    #[test]
-    fn unschedulable_is_detected() {
-        let condition = PodCondition {
-            type_: "PodScheduled".into(),
-            status: "False".into(),
-            reason: Some("Unschedulable".into()),
-            message: Some("0/3 nodes are available".into()),
-            ..Default::default()
-        };
-        let pod = pod_with(vec![], vec![condition]);
-        assert_eq!(
-            unschedulable(&pod).as_deref(),
-            Some("0/3 nodes are available")
-        );
-        assert_eq!(unschedulable(&pod_with(vec![], vec![])), None);
-    }
-
-    fn job_with(conditions: Vec<JobCondition>, failed: Option<i32>) -> Job {
-        Job {
-            status: Some(JobStatus {
-                conditions: Some(conditions),
-                failed,
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn finished_predicate_follows_core() {
-        assert_eq!(job_finished(None), None);
-        assert_eq!(job_finished(Some(&Job::default())), None);
-        let complete = job_with(
-            vec![JobCondition {
-                type_: "Complete".into(),
-                status: "True".into(),
-                ..Default::default()
-            }],
-            None,
-        );
-        assert_eq!(job_finished(Some(&complete)), Some(JobState::Succeeded));
-        // A failed pod alone does not end a Job that may retry: the Failed condition does.
-        assert_eq!(job_finished(Some(&job_with(vec![], Some(1)))), None);
-        let failed = job_with(
-            vec![JobCondition {
-                type_: "Failed".into(),
-                status: "True".into(),
-                ..Default::default()
-            }],
-            Some(1),
-        );
-        assert_eq!(job_finished(Some(&failed)), Some(JobState::Failed));
-    }
-
-    #[test]
-    fn failure_reason_combines_exit_and_condition() {
-        let job = job_with(
-            vec![JobCondition {
-                type_: "Failed".into(),
-                status: "True".into(),
-                reason: Some("BackoffLimitExceeded".into()),
-                message: Some("Job has reached the specified backoff limit".into()),
-                ..Default::default()
-            }],
-            Some(1),
-        );
-        let pod = pod_with(vec![terminated(3)], vec![]);
-        assert_eq!(
-            failure_reason(&job, Some(&pod)),
-            "container sync exited with code 3 (Error); BackoffLimitExceeded: Job has reached the specified backoff limit"
-        );
-        assert_eq!(
-            failure_reason(&job, None),
-            "BackoffLimitExceeded: Job has reached the specified backoff limit"
-        );
-        assert_eq!(
-            failure_reason(&job_with(vec![], Some(1)), None),
-            "the Job reports failed pods"
-        );
-    }
 
     #[test]
     fn tail_keeps_the_last_lines() {

@@ -20,7 +20,8 @@ use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{NoProgress, Progress};
 use crate::retry::with_retry;
 
-/// Page size of the Job list: the same as client-go's pager.
+/// Page size of the Job list: the same as client-go's pager. Mechanics, not a decision: it
+/// changes how many requests a LIST takes, never what is observed, so the plan does not carry it.
 const PAGE_SIZE: u32 = 500;
 
 /// Fetches every object `observation` names (absent ones are simply missing from the result)

@@ -3,6 +3,12 @@
 //!
 //! kube's own retry layer is switched off in [`crate::connect()`] so that every retry is visible as
 //! a [`ProgressEvent::Retrying`] and all requests share one schedule.
+//!
+//! The policy stays here rather than in the plan: it is the transport's, not a step's. Which
+//! failures are transient is a question about `kube::Error` values that core cannot see, and
+//! the schedule is the same for every request of every step; it changes how a step's requests
+//! get through, never what the step does or when it gives up waiting (those limits are fields
+//! of the step's wait, in the plan). A dry run sends no request, so it has no retry to show.
 
 use std::future::Future;
 use std::time::Duration;

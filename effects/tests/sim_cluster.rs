@@ -416,6 +416,7 @@ fn wait_deployment_step(name: &str, timeout_seconds: Option<u64>) -> uyuni_core:
             wait: uyuni_core::plan::DeploymentWait {
                 timeout_seconds,
                 unschedulable_grace_seconds: uyuni_core::plan::UNSCHEDULABLE_GRACE_SECONDS,
+                log_tail_lines: 20,
             },
         },
     }
@@ -1050,6 +1051,7 @@ async fn a_custom_resource_not_ready_in_time_is_cleared_by_fixing_the_cause_and_
             wait: uyuni_core::plan::DeploymentWait {
                 timeout_seconds,
                 unschedulable_grace_seconds: uyuni_core::plan::UNSCHEDULABLE_GRACE_SECONDS,
+                log_tail_lines: 20,
             },
         },
     };

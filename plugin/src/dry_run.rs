@@ -6,9 +6,10 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Result, bail};
-use serde_json::json;
+use serde::Serialize;
 use uyuni_core::dataplane::{self, DataPlane};
-use uyuni_core::render::{self, RenderOptions};
+use uyuni_core::plan::Op;
+use uyuni_core::render::{self, Line, LineKind, RenderOptions};
 use uyuni_core::{MigrateParams, Observed, Step};
 use uyuni_effects::dry_run::{ServerDryRun, server_dry_run};
 
@@ -25,37 +26,75 @@ pub fn colours(choice: ColorChoice) -> bool {
     )
 }
 
-/// ANSI colours for diff lines and the step list.
-pub fn colourize(text: &str) -> String {
-    text.lines()
-        .map(|line| {
-            let code = if line.starts_with("+++") || line.starts_with("---") {
-                "1"
-            } else if line.starts_with('+') {
-                "32"
-            } else if line.starts_with('-') {
-                "31"
-            } else if line.starts_with("@@") {
-                "36"
-            } else if line.contains(". + create") {
-                "32"
-            } else if line.contains(". ~ update") || line.contains("▶") {
-                "33"
-            } else {
-                ""
-            };
-            if code.is_empty() {
-                format!("{line}\n")
-            } else {
-                format!("\x1b[{code}m{line}\x1b[0m\n")
+/// The preview's lines as text, with ANSI colours when `colour`: by what each line is (core
+/// says so as it renders them), not by how its text starts.
+pub fn paint(lines: &[Line], colour: bool) -> String {
+    let mut out = String::new();
+    for line in lines {
+        let code = match line.kind {
+            _ if !colour => None,
+            LineKind::DiffHeader => Some("1"),
+            LineKind::Added | LineKind::Step(Op::Create) => Some("32"),
+            LineKind::Removed => Some("31"),
+            LineKind::Hunk => Some("36"),
+            LineKind::Step(Op::Update | Op::RunJob | Op::AwaitJob) => Some("33"),
+            LineKind::Plain | LineKind::Context | LineKind::Step(_) => None,
+        };
+        match code {
+            Some(code) => out.push_str(&format!("\x1b[{code}m{}\x1b[0m\n", line.text)),
+            None => {
+                out.push_str(&line.text);
+                out.push('\n');
             }
-        })
-        .collect()
+        }
+    }
+    out
 }
 
 struct ServerCheck {
     target: String,
     result: ServerDryRun,
+}
+
+/// What `--dry-run -o json` prints: the plan document with the preview's sections beside its
+/// fields (README, "Dry run"; field names are stable, `apiVersion` says which set).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRunDocument<'a> {
+    #[serde(flatten)]
+    plan: render::PlanDocument,
+    data_plane: &'a DataPlane,
+    safety: &'a uyuni_core::preview::Safety,
+    execution: Vec<render::ExecutedStep>,
+    /// Only with `--dry-run=server`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_dry_run: Option<Vec<ServerCheckJson<'a>>>,
+}
+
+/// One write as the API server judged it with `dryRun=All`.
+#[derive(Serialize)]
+struct ServerCheckJson<'a> {
+    target: &'a str,
+    /// `accepted`, `rejected` or `client-side-only`.
+    result: &'static str,
+    /// Why, when not accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+}
+
+impl<'a> From<&'a ServerCheck> for ServerCheckJson<'a> {
+    fn from(check: &'a ServerCheck) -> Self {
+        let (result, message) = match &check.result {
+            ServerDryRun::Accepted => ("accepted", None),
+            ServerDryRun::Rejected(m) => ("rejected", Some(m.as_str())),
+            ServerDryRun::ClientSideOnly(m) => ("client-side-only", Some(m.as_str())),
+        };
+        ServerCheckJson {
+            target: &check.target,
+            result,
+            message,
+        }
+    }
 }
 
 async fn server_checks(
@@ -160,31 +199,16 @@ pub async fn run(
             let measured = source_probe::measure(cmd, params).await;
             let plane =
                 dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str));
-            let mut value = render::plan_json(&params.namespace, &preview.steps, observed);
-            value["dataPlane"] = serde_json::to_value(&plane)?;
-            value["safety"] = serde_json::to_value(&safety)?;
-            // The order the steps would be carried out in, a step that acts twice (apply, then
-            // wait) listed twice: what a real run reports, step by step.
-            value["execution"] = preview
-                .executed
-                .iter()
-                .map(|s| json!({"id": s.id, "op": s.op, "target": s.target.to_string()}))
-                .collect();
-            if let Some(checks) = &checks {
-                value["serverDryRun"] = checks
-                    .iter()
-                    .map(|c| match &c.result {
-                        ServerDryRun::Accepted => json!({"target": c.target, "result": "accepted"}),
-                        ServerDryRun::Rejected(m) => {
-                            json!({"target": c.target, "result": "rejected", "message": m})
-                        }
-                        ServerDryRun::ClientSideOnly(m) => {
-                            json!({"target": c.target, "result": "client-side-only", "message": m})
-                        }
-                    })
-                    .collect();
-            }
-            serde_json::to_writer_pretty(&mut stdout, &value)?;
+            let document = DryRunDocument {
+                plan: render::plan_document(&params.namespace, &preview.steps, observed),
+                data_plane: &plane,
+                safety: &safety,
+                execution: render::execution(&preview.executed),
+                server_dry_run: checks
+                    .as_ref()
+                    .map(|checks| checks.iter().map(ServerCheckJson::from).collect()),
+            };
+            serde_json::to_writer_pretty(&mut stdout, &document)?;
             writeln!(stdout)?;
         }
         OutputFormat::Human => {
@@ -194,27 +218,29 @@ pub async fn run(
             for warning in plane.warnings() {
                 reporter.warn(&warning);
             }
-            let mut text = format!(
-                "Dry run: nothing is written. Migration of {} into namespace {}:\n\n",
-                params.source_fqdn, params.namespace
-            );
-            text.push_str(&render::steps_text(&preview.steps));
-            text.push('\n');
-            text.push_str(&plane.render());
-            text.push('\n');
-            text.push_str(&safety.render(&params.source_fqdn));
-            text.push_str(&confirmation(cmd, &safety));
+            let mut lines = vec![
+                Line::plain(format!(
+                    "Dry run: nothing is written. Migration of {} into namespace {}:",
+                    params.source_fqdn, params.namespace
+                )),
+                Line::plain(""),
+            ];
+            lines.extend(render::steps_lines(&preview.steps));
+            lines.push(Line::plain(""));
+            lines.extend(render::plain_lines(&plane.render()));
+            lines.push(Line::plain(""));
+            lines.extend(render::plain_lines(&safety.render(&params.source_fqdn)));
+            lines.extend(render::plain_lines(&confirmation(cmd, &safety)));
             if let Some(checks) = &checks {
-                text.push_str(&server_text(checks));
+                lines.extend(render::plain_lines(&server_text(checks)));
             }
-            text.push_str(&render::diffs_text(&preview.steps, observed, options));
-            text.push_str(&format!(
-                "\nValues only a step can know are shown as \"{}\".\n",
+            lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            lines.push(Line::plain(""));
+            lines.push(Line::plain(format!(
+                "Values only a step can know are shown as \"{}\".",
                 uyuni_core::observed::PLACEHOLDER
-            ));
-            if colours(cli.color) {
-                text = colourize(&text);
-            }
+            )));
+            let text = paint(&lines, colours(cli.color));
             stdout.write_all(text.as_bytes())?;
         }
     }
@@ -237,4 +263,41 @@ pub async fn run(
         }
     }
     Ok(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_follow_the_kind_of_line_not_its_text() {
+        let lines = [
+            Line::plain("- a data-plane line that starts like a removal ▶"),
+            Line {
+                kind: LineKind::Added,
+                text: "+x".into(),
+            },
+            Line {
+                kind: LineKind::Removed,
+                text: "-x".into(),
+            },
+            Line {
+                kind: LineKind::Step(Op::Create),
+                text: "  1. + create".into(),
+            },
+            Line {
+                kind: LineKind::Step(Op::Unchanged),
+                text: "  2. = unchanged".into(),
+            },
+        ];
+        assert_eq!(
+            paint(&lines, true),
+            "- a data-plane line that starts like a removal ▶\n\
+             \x1b[32m+x\x1b[0m\n\
+             \x1b[31m-x\x1b[0m\n\
+             \x1b[32m  1. + create\x1b[0m\n  \
+             2. = unchanged\n"
+        );
+        assert_eq!(paint(&lines, false), render::lines_text(&lines));
+    }
 }

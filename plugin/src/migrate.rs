@@ -523,6 +523,8 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         uyuni_core::plan::exposure_notes(&params, &observed)
     };
     let result = MigrationResult {
+        api_version: uyuni_core::render::API_VERSION,
+        kind: "MigrationResult",
         source: params.source_fqdn.clone(),
         namespace: params.namespace.clone(),
         mode: if params.prepare { "prepare" } else { "final" },
@@ -575,6 +577,10 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct MigrationResult {
+    /// [`uyuni_core::render::API_VERSION`], so consumers can tell which field set they read.
+    api_version: &'static str,
+    /// `MigrationResult`.
+    kind: &'static str,
     source: String,
     namespace: String,
     /// `prepare` or `final`.

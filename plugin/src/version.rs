@@ -18,6 +18,10 @@ const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
+    /// [`uyuni_core::render::API_VERSION`], so consumers can tell which field set they read.
+    pub api_version: &'static str,
+    /// `Version`.
+    pub kind: &'static str,
     pub client_version: ClientVersion,
     pub cluster: ClusterInfo,
     /// The container of the Deployment labelled `app.kubernetes.io/component=server`.
@@ -110,6 +114,8 @@ pub fn report(
         Err(note) => (false, Vec::new(), Some(note)),
     };
     let report = VersionReport {
+        api_version: uyuni_core::render::API_VERSION,
+        kind: "Version",
         client_version,
         cluster: ClusterInfo {
             reachable,

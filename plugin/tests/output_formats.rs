@@ -1,11 +1,16 @@
 //! Every `-o json|yaml` output parses, keeps its documented field names, and goes to stdout
 //! alone (notes and logs go to stderr).
 
+mod support;
+
 use std::process::Output;
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use uyuni_testdata::{SimCluster, SimConfig};
+use uyuni_testdata::{SimCluster, SimConfig, scenarios};
+
+/// The field set of every document (README "Output formats").
+const API_VERSION: &str = "kubectl-uyuni.io/v1alpha1";
 
 fn plugin(home: &std::path::Path) -> Command {
     let mut cmd = Command::cargo_bin("kubectl-uyuni").expect("binary built");
@@ -67,6 +72,8 @@ fn parse(out: &Output, format: &str) -> Value {
 
 /// The documented field names (README "Output formats").
 fn assert_version_shape(v: &Value) {
+    assert_eq!(v["apiVersion"], API_VERSION);
+    assert_eq!(v["kind"], "Version");
     assert_eq!(v["clientVersion"]["version"], env!("CARGO_PKG_VERSION"));
     assert!(
         v["clientVersion"]["platform"]
@@ -180,4 +187,80 @@ fn an_unknown_format_is_a_usage_error() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `--dry-run -o json`: the versioned plan document, with the preview's sections beside it and,
+/// with `--dry-run=server`, each write's verdict (a message only when it was not accepted).
+#[test]
+fn the_dry_run_document_is_versioned_and_keeps_its_fields() {
+    let env = support::Env::new(SimConfig {
+        scenario: scenarios::migration(),
+        ..SimConfig::default()
+    })
+    .with_ssh_stub("4096\\t/var/lib/cobbler\\n");
+    let mut args = vec![
+        "migrate",
+        support::SOURCE,
+        "--yes",
+        "--dry-run=server",
+        "-o",
+        "json",
+    ];
+    let flags = support::ssh_flags();
+    args.extend(flags.iter().map(String::as_str));
+    let out = env.uyuni(&args);
+    let v = parse(&out, "json");
+    assert_eq!(v["apiVersion"], API_VERSION);
+    assert_eq!(v["kind"], "Plan");
+    assert_eq!(v["namespace"], support::NS);
+    for key in ["create", "update", "delete", "unchanged", "jobs"] {
+        assert!(v["summary"][key].is_u64(), "summary.{key}: {v}");
+    }
+    for key in ["steps", "execution", "serverDryRun"] {
+        assert!(v[key].is_array(), "{key} missing: {v}");
+    }
+    for key in ["dataPlane", "safety"] {
+        assert!(v[key].is_object(), "{key} missing: {v}");
+    }
+    let step = &v["steps"][0];
+    for key in ["id", "description", "op", "reason", "changes"] {
+        assert!(step.get(key).is_some(), "steps[].{key} missing: {step}");
+    }
+    assert!(step["target"]["kind"].is_string() && step["target"]["name"].is_string());
+    let steps = v["steps"].as_array().expect("steps");
+    let sync = steps
+        .iter()
+        .find(|s| s["op"] == "run-job")
+        .expect("a Job step");
+    assert!(sync["wait"]["logTailLines"].is_u64(), "{sync}");
+    assert!(sync["wait"].get("timeoutSeconds").is_some(), "{sync}");
+    assert!(
+        steps
+            .iter()
+            .filter(|s| s["op"] == "create")
+            .all(|s| s.get("wait").is_none()),
+        "a plain write has no wait"
+    );
+    for executed in v["execution"].as_array().expect("execution") {
+        assert!(
+            executed["id"].is_string() && executed["op"].is_string(),
+            "{executed}"
+        );
+        assert!(executed["target"].is_string(), "kind/name: {executed}");
+    }
+    let checks = v["serverDryRun"].as_array().expect("serverDryRun");
+    assert!(!checks.is_empty());
+    for check in checks {
+        assert!(check["target"].is_string(), "{check}");
+        match check["result"].as_str() {
+            Some("accepted") => assert!(check.get("message").is_none(), "{check}"),
+            Some("rejected" | "client-side-only") => {
+                assert!(check["message"].is_string(), "{check}");
+            }
+            other => panic!("unexpected result {other:?}: {check}"),
+        }
+    }
+    // No namespace yet: it is accepted, the objects in it are checked client-side only.
+    assert!(checks.iter().any(|c| c["result"] == "accepted"));
+    assert!(checks.iter().any(|c| c["result"] == "client-side-only"));
 }

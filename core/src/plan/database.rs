@@ -35,10 +35,13 @@ const UPGRADE_JOB: JobWait = JobWait {
 pub const DB_READY_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(3900),
     unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
+    log_tail_lines: 20,
 };
+/// Stopping waits for pods to go, not to start: there is no failing container to show.
 const STOP_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(600),
     unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
+    log_tail_lines: 0,
 };
 
 fn is_done(step: &Step) -> bool {

@@ -20,10 +20,12 @@ use crate::resolve::{Controller, Facts, TftpDecision as Decision, tftp_origin};
 const SERVER_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: None,
     unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
+    log_tail_lines: 20,
 };
 const SIDECAR_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(900),
     unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
+    log_tail_lines: 20,
 };
 
 fn wait_step(observed: &Observed, id: &str, name: &str, what: &str, wait: DeploymentWait) -> Step {

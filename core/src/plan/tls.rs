@@ -14,10 +14,12 @@ use crate::params::{CertBundle, MigrateParams};
 use crate::plan::{Action, DeploymentWait, Step};
 use crate::resolve::{Facts, TlsMode};
 
-/// cert-manager issues within seconds; the limit allows for a slow webhook.
+/// cert-manager issues within seconds; the limit allows for a slow webhook. A custom resource
+/// has no pod of its own, so no log to show.
 const READY_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(300),
     unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
+    log_tail_lines: 0,
 };
 
 /// Before any write: cert-manager must be there unless the certificates come from elsewhere.

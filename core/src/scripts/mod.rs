@@ -59,4 +59,3 @@ pub(crate) fn records<'a>(rows: impl IntoIterator<Item = &'a [&'a str]>) -> Stri
         .collect::<Vec<_>>()
         .join("\n")
 }
-
