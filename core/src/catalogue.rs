@@ -85,6 +85,15 @@ pub mod steps {
     pub const CA_KEY: &str = "ca-key";
 }
 
+/// What a Job writes besides its own status, as its `kubectl-uyuni.io/produces` annotation says
+/// it: the dry run's model of a Job reads the annotation instead of knowing the steps.
+pub mod products {
+    /// Secret `uyuni-migration-data`, the values the data sync extracted from the source.
+    pub const MIGRATION_DATA: &str = "secret/uyuni-migration-data";
+    /// Key `tls.key` of Secret `uyuni-ca`, the CA key decrypted in the cluster.
+    pub const CA_KEY: &str = "secret/uyuni-ca/tls.key";
+}
+
 /// Paths inside the Job pods, shared by the scripts and the builders that mount things there,
 /// so the two cannot drift apart.
 pub mod paths {

@@ -28,6 +28,8 @@ pub const SYNC_MODE_ANNOTATION: &str = "kubectl-uyuni.io/sync-mode";
 /// a run naming another source is refused before it mixes two servers' data in one set of
 /// volumes.
 pub const SOURCE_ANNOTATION: &str = "kubectl-uyuni.io/source";
+/// Annotation on Jobs: what the Job writes besides its status (`catalogue::products`).
+pub const PRODUCES_ANNOTATION: &str = "kubectl-uyuni.io/produces";
 /// Annotation on Jobs: the id of the run (invocation) that created them.
 pub const RUN_ANNOTATION: &str = "kubectl-uyuni.io/run";
 /// On a TLS Secret written from certificate files (`--ssl-*` or found on the source), not

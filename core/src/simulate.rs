@@ -8,7 +8,8 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Secret;
 
-use crate::builders::{data_sync, migration, names};
+use crate::builders::migration;
+use crate::catalogue::{names, products};
 use crate::object::{Kind, Object};
 use crate::observed::{Observed, PLACEHOLDER, PLACEHOLDER_KEY};
 use crate::plan::{Action, Step};
@@ -64,29 +65,28 @@ fn placeholder_data(namespace: &str, job: &str) -> Secret {
 
 fn job_effect(observed: &mut Observed, namespace: &str, job: Job) {
     let name = job.metadata.name.clone().unwrap_or_default();
-    let is_sync = job
+    let produces = job
         .metadata
         .annotations
         .as_ref()
-        .and_then(|a| a.get(crate::labels::STEP_ANNOTATION))
-        .is_some_and(|s| s == data_sync::STEP_ID);
-    let is_ca_key = job
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(crate::labels::STEP_ANNOTATION))
-        .is_some_and(|s| s == crate::builders::tls::CA_KEY_STEP);
+        .and_then(|a| a.get(crate::labels::PRODUCES_ANNOTATION))
+        .cloned();
     observed.insert(Object::Job(completed(job)));
-    if is_ca_key && let Some(mut secret) = observed.secret(names::CA_SECRET).cloned() {
-        // The Job writes the decrypted key; its value is never known to the tool.
-        secret.data.get_or_insert_default().insert(
-            "tls.key".to_owned(),
-            ByteString(b"<decrypted in the cluster>".to_vec()),
-        );
-        observed.insert(Object::Secret(secret));
-    }
-    if is_sync {
-        observed.insert(Object::Secret(placeholder_data(namespace, &name)));
+    match produces.as_deref() {
+        Some(products::CA_KEY) => {
+            if let Some(mut secret) = observed.secret(names::CA_SECRET).cloned() {
+                // The Job writes the decrypted key; its value is never known to the tool.
+                secret.data.get_or_insert_default().insert(
+                    "tls.key".to_owned(),
+                    ByteString(b"<decrypted in the cluster>".to_vec()),
+                );
+                observed.insert(Object::Secret(secret));
+            }
+        }
+        Some(products::MIGRATION_DATA) => {
+            observed.insert(Object::Secret(placeholder_data(namespace, &name)));
+        }
+        _ => {}
     }
 }
 
@@ -147,3 +147,63 @@ fn ready(mut deployment: Deployment) -> Deployment {
 
 /// Name of the Secret the simulated data-sync writes into (for tests).
 pub const SIMULATED_DATA_SECRET: &str = names::MIGRATION_DATA_SECRET;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+    use crate::object::ObjectRef;
+    use crate::plan::{JobWait, Op};
+
+    fn run(annotations: &[(&str, &str)]) -> Observed {
+        let job = Job {
+            metadata: ObjectMeta {
+                name: Some("some-job".into()),
+                annotations: Some(
+                    annotations
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect::<BTreeMap<_, _>>(),
+                ),
+                ..ObjectMeta::default()
+            },
+            ..Job::default()
+        };
+        let step = Step {
+            id: "any".into(),
+            description: String::new(),
+            op: Op::RunJob,
+            target: ObjectRef::new(Kind::Job, "some-job"),
+            reason: String::new(),
+            action: Action::RunJob {
+                job: Box::new(job),
+                wait: JobWait {
+                    timeout_seconds: None,
+                    log_tail_lines: 0,
+                },
+            },
+        };
+        simulate(&Observed::default(), "uyuni", &step)
+    }
+
+    #[test]
+    fn a_job_produces_what_its_annotation_declares_whatever_its_step() {
+        let with_data = run(&[
+            (crate::labels::STEP_ANNOTATION, "renamed-step"),
+            (crate::labels::PRODUCES_ANNOTATION, products::MIGRATION_DATA),
+        ]);
+        assert!(with_data.secret(names::MIGRATION_DATA_SECRET).is_some());
+        let without = run(&[(
+            crate::labels::STEP_ANNOTATION,
+            crate::catalogue::steps::DATA_SYNC,
+        )]);
+        assert!(without.secret(names::MIGRATION_DATA_SECRET).is_none());
+        assert!(
+            without.contains(Kind::Job, "some-job"),
+            "the Job itself is there, complete"
+        );
+    }
+}

@@ -251,6 +251,10 @@ pub fn data_sync_job(params: &MigrateParams) -> Job {
         ),
         (labels::RUN_ANNOTATION.to_owned(), params.run_id.clone()),
         (
+            labels::PRODUCES_ANNOTATION.to_owned(),
+            crate::catalogue::products::MIGRATION_DATA.to_owned(),
+        ),
+        (
             labels::SOURCE_ANNOTATION.to_owned(),
             params.source_fqdn.clone(),
         ),

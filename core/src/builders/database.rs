@@ -448,6 +448,7 @@ pub fn fixup_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgr
             extra_volumes: Vec::new(),
             service_account: None,
             security_context: None,
+            produces: None,
         },
     )
 }
@@ -506,6 +507,7 @@ pub fn upgrade_job(params: &MigrateParams, data: &ExtractedData, from: Option<u3
             extra_volumes: Vec::new(),
             service_account: None,
             security_context: None,
+            produces: None,
         },
     )
 }
@@ -556,6 +558,7 @@ pub fn passwords_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::
             extra_volumes: Vec::new(),
             service_account: None,
             security_context: Some(postgres_security_context()),
+            produces: None,
         },
     )
 }
@@ -584,6 +587,7 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             extra_volumes: Vec::new(),
             service_account: None,
             security_context: None,
+            produces: None,
         },
     )
 }

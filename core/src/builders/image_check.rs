@@ -57,6 +57,7 @@ pub fn jobs(params: &MigrateParams) -> Vec<Job> {
                 extra_volumes: Vec::new(),
                 service_account: None,
                 security_context: None,
+                produces: None,
             },
         )
     })

@@ -45,6 +45,8 @@ pub struct ScriptJob<'a> {
     pub service_account: Option<&'a str>,
     /// The pod's security context; `None`: the image's user.
     pub security_context: Option<PodSecurityContext>,
+    /// What the Job writes besides its status (`catalogue::products`), if anything.
+    pub produces: Option<&'static str>,
 }
 
 /// A plain value environment variable.
@@ -148,6 +150,9 @@ pub fn script_job(params: &MigrateParams, job: &ScriptJob<'_>) -> Job {
         (labels::SPEC_HASH_ANNOTATION.to_owned(), hash),
         (labels::RUN_ANNOTATION.to_owned(), params.run_id.clone()),
     ]));
+    if let (Some(product), Some(a)) = (job.produces, metadata.annotations.as_mut()) {
+        a.insert(labels::PRODUCES_ANNOTATION.to_owned(), product.to_owned());
+    }
     Job {
         metadata,
         spec: Some(spec),

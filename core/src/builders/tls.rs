@@ -214,6 +214,7 @@ pub fn ca_key_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             ],
             service_account: Some(names::MIGRATION_SERVICE_ACCOUNT),
             security_context: None,
+            produces: Some(crate::catalogue::products::CA_KEY),
         },
     )
 }
