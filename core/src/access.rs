@@ -14,10 +14,10 @@
 //! StorageClasses and IngressClasses are not needed: a refusal there reads as "none".
 //!
 //! Kubernetes authorizes each request by its verb and resource attributes
-//! (https://kubernetes.io/docs/reference/access-authn-authz/authorization/; the review's
+//! (<https://kubernetes.io/docs/reference/access-authn-authz/authorization/>; the review's
 //! `spec.resourceAttributes` are `authorization.k8s.io/v1` `ResourceAttributes`). A server-side
 //! apply is a `patch`; an apply that creates the object is authorized as `create` as well
-//! (https://kubernetes.io/docs/reference/using-api/api-concepts/#patch-and-apply; the create
+//! (<https://kubernetes.io/docs/reference/using-api/api-concepts/#patch-and-apply>; the create
 //! path of `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`), so an absent
 //! object needs both.
 

@@ -104,7 +104,7 @@ pub fn reference(registry: &str, name: &str, tag: Option<&str>) -> Result<String
     Ok(full.to_ascii_lowercase())
 }
 
-/// The registry host of a full image reference (as [`reference`] returns it): its first path
+/// The registry host of a full image reference (as [`reference()`] returns it): its first path
 /// segment when that names a host, else Docker Hub's.
 pub fn host(reference: &str) -> &str {
     match reference.split_once('/') {

@@ -1,5 +1,5 @@
 //! The pure model of each step's effect on the observed state. The dry-run preview iterates it
-//! (see [`crate::preview`]).
+//! (see [`crate::preview()`]).
 
 use std::collections::BTreeMap;
 

@@ -4,8 +4,8 @@
 //! host would only fail inside the Job, after the volumes were created. These checks make that
 //! fail before anything is written.
 //!
-//! Here too: the one ssh command the tool runs itself, the dry run's measurement of the source
-//! ([`source_probe`]), built from the validated parameters with the Job's options.
+//! The one ssh command the tool runs itself, the dry run's measurement of the source, is built
+//! in [`crate::probe`].
 
 use base64::Engine;
 

@@ -1,6 +1,6 @@
 //! Asks the API server, before the first write, whether the user may make each request the
 //! migration makes (the core lists them, reads and writes): one `SelfSubjectAccessReview` per permission (`authorization.k8s.io/v1`;
-//! https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access).
+//! <https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access>).
 //! The verdict is the core's ([`uyuni_core::access::check`]); this only asks.
 
 use k8s_openapi::api::authorization::v1::{

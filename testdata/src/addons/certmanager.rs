@@ -1,5 +1,5 @@
 //! A stand-in for cert-manager's controller (cert-manager v1.18, whose CRDs the bootstrap
-//! installs): the same behaviour uyuni-sim plays ([`crate::controllers`]), acting only through
+//! installs): the same behaviour uyuni-sim plays (`crate::controllers`), acting only through
 //! the API of the real control plane.
 //!
 //! - Issuers and ClusterIssuers: `selfSigned` is Ready at once (reason `IsReady`, as

@@ -293,7 +293,7 @@ pub fn trigger_on(client: &kube::Client, kind: Kind, notify: Arc<Notify>) {
     });
 }
 
-/// Runs `reconcile` on every wake-up of `notify` and every [`RESYNC`], forever. A failed
+/// Runs `reconcile` on every wake-up of `notify` and every `RESYNC`, forever. A failed
 /// reconcile is logged and retried on the next wake-up.
 pub async fn reconcile_loop<F, Fut>(name: &str, notify: Arc<Notify>, mut reconcile: F)
 where
