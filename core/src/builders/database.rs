@@ -176,7 +176,7 @@ fn pg_isready(period: i32, failures: i32) -> Probe {
 }
 
 /// The `cert-reload` container's loop (see the script's own comment).
-pub const CERT_RELOAD_SCRIPT: &str = include_str!("../scripts/cert_reload.sh");
+pub const CERT_RELOAD_SCRIPT: &str = include_str!("../../scripts/db-cert-reload.sh");
 pub const CERT_RELOAD_CONTAINER: &str = "cert-reload";
 
 /// A small container beside PostgreSQL that reloads it when the kubelet updates the files of
