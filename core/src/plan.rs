@@ -12,7 +12,7 @@ use crate::builders::{data_sync, image_check, migration, names, namespace};
 use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::Observed;
-use crate::params::{MigrateParams, PullSecret};
+use crate::params::MigrateParams;
 
 mod database;
 mod error;
@@ -221,20 +221,7 @@ pub(super) fn after_sync(
 
 /// Plans `migrate` from what was observed.
 pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
-    // A pull Secret written by an earlier run stays in use when no registry flag is given:
-    // the pods that run already reference it.
-    let reused;
-    let params = if params.pull_secret == PullSecret::None
-        && observed.contains(Kind::Secret, names::REGISTRY_SECRET)
-    {
-        reused = MigrateParams {
-            pull_secret: PullSecret::Reused,
-            ..params.clone()
-        };
-        &reused
-    } else {
-        params
-    };
+    let params = &*crate::resolve::in_effect(params, observed);
     let ns = &params.namespace;
     crate::plan::phase::check(params, observed)?;
     tls::preflight(params, observed)?;

@@ -1,13 +1,17 @@
 //! Every fact a migration decides, decided here once from what the user asked for (params),
 //! what the cluster holds (observed) and what the data sync extracted: where the certificates
 //! come from, the name the server answers to, TFTP, the ingress controller, the optional
-//! components, the PostgreSQL upgrade and the database claim. The planner, its preflight checks,
+//! components, the PostgreSQL upgrade, the database claim, and the pull Secret in effect. The
+//! planner, its preflight checks,
 //! the notes and the plugin's summary read these values, so they cannot disagree; the builders
 //! take them as arguments and decide nothing.
 
+use std::borrow::Cow;
+
 use crate::catalogue::names;
+use crate::object::Kind;
 use crate::observed::{ExtractedData, Observed};
-use crate::params::{IngressMode, MigrateParams};
+use crate::params::{IngressMode, MigrateParams, PullSecret};
 use crate::pg;
 use crate::ports::Features;
 use crate::volumes;
@@ -32,6 +36,22 @@ pub struct Facts {
     pub db_claim: String,
     /// The ingress controller and IngressClass, `None`: no Ingress.
     pub ingress: Option<(Controller, Option<String>)>,
+}
+
+/// The parameters in effect in this cluster: as given, except that a pull Secret written by an
+/// earlier run stays in use when no registry flag is given (the pods that run already reference
+/// it). Every object is built from these.
+pub fn in_effect<'a>(params: &'a MigrateParams, observed: &Observed) -> Cow<'a, MigrateParams> {
+    if params.pull_secret == PullSecret::None
+        && observed.contains(Kind::Secret, names::REGISTRY_SECRET)
+    {
+        Cow::Owned(MigrateParams {
+            pull_secret: PullSecret::Reused,
+            ..params.clone()
+        })
+    } else {
+        Cow::Borrowed(params)
+    }
 }
 
 /// Decides every fact from the user's parameters, the cluster and a sync's data (placeholders
