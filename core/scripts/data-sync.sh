@@ -7,6 +7,7 @@
 #   SOURCE_FQDN, SSH_USER      where to copy from, as whom (not root: through `sudo -n`)
 #   SYNC_MODE                  prepare (the source keeps serving) or final (it is stopped)
 #   COMPRESS                   true: rsync compresses on the wire (-z)
+#   COPY_PARALLEL              how many volumes are copied at once (at least 1)
 #   SYNC_VOLUMES               one volume a line, tab-separated: name, path, -L (follow
 #                              symlinks) or -l, required or optional, how rsync compares while
 #                              the source serves and once it is stopped (quick or checksum)
@@ -56,6 +57,10 @@ LOCAL_ROOT=${LOCAL_ROOT%/}
 case $SYNC_MODE in
   prepare | final) ;;
   *) fail "SYNC_MODE is $SYNC_MODE: prepare or final expected" ;;
+esac
+COPY_PARALLEL=${COPY_PARALLEL:-1}
+case $COPY_PARALLEL in
+  '' | *[!0-9]* | 0) fail "COPY_PARALLEL is $COPY_PARALLEL: a number of at least 1 expected" ;;
 esac
 
 SOURCE=$SSH_USER@$SOURCE_FQDN
@@ -216,17 +221,65 @@ sync_volume() {
   COPY_MODES+=("$name: $label")
 }
 
-# One pass over every volume of SYNC_VOLUMES, in its order: $1 is serving (the copy made while
-# the source serves) or stopped (the copy once it is stopped), which picks each volume's
-# compare mode.
+# One pass over every volume of SYNC_VOLUMES, started in its order: $1 is serving (the copy made
+# while the source serves) or stopped (the copy once it is stopped), which picks each volume's
+# compare mode. Up to COPY_PARALLEL volumes are copied at once: a server's volumes differ in size
+# by orders of magnitude, so the small ones finish beside the large ones instead of after them,
+# and each rsync waits on the network and the disks, not on this pod's CPU. A copy running
+# beside others is a subshell: its output lines carry its volume's name (its errors name the
+# volume themselves), and its mode and exit status
+# come back through files; the first failure (in the catalogue's order) ends the run with its
+# code once every copy has ended.
 copy_volumes() {
-  local i mode
+  local i mode rc dir=$SCRATCH/copies
   probe_volumes "${VOLUME_PATHS[@]}"
+  if [ "$COPY_PARALLEL" -eq 1 ]; then
+    for i in "${!VOLUME_NAMES[@]}"; do
+      sync_volume "${VOLUME_NAMES[i]}" "${VOLUME_PATHS[i]}" "${VOLUME_LINKS[i]}" \
+        "$(volume_mode "$1" "$i")" "${VOLUME_NEEDS[i]}"
+    done
+    return 0
+  fi
+  rm -rf -- "$dir"
+  mkdir -p -- "$dir"
   for i in "${!VOLUME_NAMES[@]}"; do
-    mode=${VOLUME_STOPPED[i]}
-    if [ "$1" = serving ]; then mode=${VOLUME_SERVING[i]}; fi
-    sync_volume "${VOLUME_NAMES[i]}" "${VOLUME_PATHS[i]}" "${VOLUME_LINKS[i]}" "$mode" "${VOLUME_NEEDS[i]}"
+    while [ "$(jobs -rp | wc -l)" -ge "$COPY_PARALLEL" ]; do
+      wait -n || true
+    done
+    mode=$(volume_mode "$1" "$i")
+    {
+      rc=0
+      (
+        # This subshell's own list, handed back through the .mode file.
+        # shellcheck disable=SC2030
+        COPY_MODES=()
+        sync_volume "${VOLUME_NAMES[i]}" "${VOLUME_PATHS[i]}" "${VOLUME_LINKS[i]}" "$mode" "${VOLUME_NEEDS[i]}"
+        printf '%s\n' "${COPY_MODES[@]}" >"$dir/$i.mode"
+      ) | sed -u "s/^/[${VOLUME_NAMES[i]}] /" || rc=$?
+      echo "$rc" >"$dir/$i.rc"
+    } &
   done
+  wait
+  for i in "${!VOLUME_NAMES[@]}"; do
+    rc=$(cat -- "$dir/$i.rc" 2>/dev/null || echo 1)
+    if [ "$rc" -ne 0 ]; then
+      echo "ERROR: the copy of volume ${VOLUME_NAMES[i]} failed (its lines above)" >&2
+      exit "$rc"
+    fi
+    # The main shell's list: what the subshells wrote comes back here.
+    # shellcheck disable=SC2031
+    mapfile -t -O "${#COPY_MODES[@]}" COPY_MODES <"$dir/$i.mode"
+  done
+  rm -rf -- "$dir"
+}
+
+# The compare mode of volume $2 in pass $1 (serving or stopped).
+volume_mode() {
+  if [ "$1" = serving ]; then
+    echo "${VOLUME_SERVING[$2]}"
+  else
+    echo "${VOLUME_STOPPED[$2]}"
+  fi
 }
 
 # Copies the source file $1, if it exists, into the local directory $2.

@@ -41,14 +41,15 @@ pub struct DataPlane {
 /// The data-sync script's order (`core/scripts/data-sync.sh`), in words.
 fn sync_order(params: &MigrateParams) -> Vec<String> {
     let source = &params.source_fqdn;
+    let at_once = crate::scripts::data_sync::COPY_PARALLEL;
     if params.prepare {
         return vec![format!(
-            "while {source} serves: the distribution query, then a copy of every volume (nothing is stopped)"
+            "while {source} serves: the distribution query, then a copy of every volume, {at_once} at a time (nothing is stopped)"
         )];
     }
     vec![
         format!(
-            "while {source} serves: the distribution query, the rsync filter, a catch-up copy of every volume"
+            "while {source} serves: the distribution query, the rsync filter, a catch-up copy of every volume, {at_once} at a time"
         ),
         format!(
             "the outage begins: {source}'s services and PostgreSQL stop, then the copy of what changed since (the database with checksums{})",

@@ -11,11 +11,12 @@
 //!   quoting; [`image`]s; PostgreSQL versions [`pg`]; the `kubectl` command lines printed for the
 //!   user [`kubectl`]; [`permission`]s; the [`volumes`] and [`ports`] catalogues; SSH key checks
 //!   [`ssh`];
-//! - what the user asked for, validated once: [`params`];
+//! - what the user asked for, validated once: [`params`]; the dry run's ssh to the source
+//!   [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
-//!   Deployments it watches: [`verdict`]; every fact decided once from these: [`resolve`]; the
-//!   data plane's state [`dataplane`];
-//! - job scripts: [`scripts`]; one builder per Kubernetes object: [`builders`];
+//!   Deployments it watches: [`verdict`]; every fact decided once from these: [`resolve`];
+//! - job scripts: [`scripts`]; one builder per Kubernetes object: [`builders`]; the data plane
+//!   and the data sync's order, for the dry run: [`dataplane`];
 //! - checks before any write: StorageClasses [`storage`], Pod Security [`pod_security`];
 //! - the planner, its steps and phases: [`plan`](mod@plan);
 //! - the pure model of each step's effect: [`simulate`](mod@simulate); the outage report [`outage`]; the

@@ -1538,3 +1538,40 @@ fn a_volume_path_that_is_a_file_on_the_source_fails_before_anything_is_stopped()
     );
     assert!(!w.log().iter().any(|l| l == "remote spacewalk-service stop"));
 }
+
+/// Volumes are copied a few at a time, never more than `COPY_PARALLEL` at once, each copy's
+/// lines marked with its volume.
+#[test]
+fn volumes_are_copied_side_by_side_up_to_the_bound() {
+    let w = World::new(true);
+    write(&w.state.join("rsync_concurrency"), "");
+    let out = w.run(false, "root");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = fs::read_to_string(w.state.join("concurrency.log")).expect("copies ran");
+    let (mut running, mut most) = (0usize, 0usize);
+    for line in log.lines() {
+        match line {
+            "start" => running += 1,
+            "end" => running -= 1,
+            other => panic!("unexpected line {other:?}"),
+        }
+        most = most.max(running);
+    }
+    let bound = usize::try_from(uyuni_core::scripts::data_sync::COPY_PARALLEL).expect("small");
+    assert!(most >= 2, "no two copies overlapped:\n{log}");
+    assert!(
+        most <= bound,
+        "{most} copies at once, more than {bound}:\n{log}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for volume in ["var-spacewalk", "var-pgsql"] {
+        assert!(
+            stdout.contains(&format!("[{volume}] Synchronizing")),
+            "the copy's lines name their volume:\n{stdout}"
+        );
+    }
+}

@@ -32,10 +32,11 @@ const LAYERS: &[&str] = &[
     "verdict",
     // Every fact decided once, from the two above.
     "resolve",
-    "dataplane",
     // The objects and the Job scripts.
     "scripts",
     "builders",
+    // What the data plane holds and what the data sync will do, for the dry run.
+    "dataplane",
     // Checks before any write, then the planner and its phases.
     "storage",
     "pod_security",

@@ -145,6 +145,7 @@ impl DataSyncScript {
                 if self.prepare { "prepare" } else { "final" }.to_owned(),
             ),
             ("COMPRESS", self.compress.to_string()),
+            ("COPY_PARALLEL", COPY_PARALLEL.to_string()),
             ("SYNC_VOLUMES", sync_volumes(&self.volumes)),
             ("DATA_SECRET", self.data_secret.clone()),
             ("DB_HOST", self.db_host.clone()),
@@ -162,6 +163,11 @@ impl DataSyncScript {
         env
     }
 }
+
+/// How many volumes the data-sync Job copies at once. A server's volumes range from a few files
+/// to the bulk of its data; copying a few at a time lets the small ones finish beside the large
+/// ones, and keeps the number of rsyncs (each a process on the source too) small.
+pub const COPY_PARALLEL: u32 = 3;
 
 /// `SYNC_VOLUMES`: one volume a line, in copy order, tab-separated: name, path, `-L` (follow
 /// symlinks) or `-l`, `required` or `optional`, and the [`compare_mode`] of a copy made while
