@@ -240,7 +240,6 @@ fn a_failed_sync_names_the_job_shows_its_log_and_is_retried_as_a_new_job() {
 
     // The source is fixed; the next run retries as a new Job and keeps the failed one.
     env.sim.set_scenario(quick_migration());
-    std::thread::sleep(Duration::from_millis(1100)); // run ids have one-second resolution
     let retry = env.migrate(&[]);
     let (stdout, stderr) = text(&retry);
     assert!(

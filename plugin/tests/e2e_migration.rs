@@ -94,12 +94,11 @@ fn deployment_ready(d: &Value) -> bool {
 }
 
 /// Runs the plugin again once the cause of a failure is gone (the scenario replaced, when
-/// given), a second later so that new Jobs get a new run id, and expects success.
+/// given), and expects success.
 fn run_again(env: &Env, scenario: Option<Scenario>, args: &[String]) {
     if let Some(scenario) = scenario {
         env.sim.set_scenario(scenario);
     }
-    std::thread::sleep(std::time::Duration::from_millis(1100)); // run ids: one-second resolution
     let again = env.migrate(args);
     let (stdout, stderr) = text(&again);
     assert!(
