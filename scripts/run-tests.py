@@ -27,29 +27,41 @@ import tempfile
 import threading
 import time
 
-# Longest first, so that the long ones do not start last and stretch the run (seconds measured
-# with `cargo test` on 2 cores; only the order matters).
+# Longest first, so that the long ones do not start last and stretch the run (seconds of one
+# run-tests.py run, 3 lanes on 2 cores shared with other builds, load 8 to 15; only the order
+# matters). The doc tests are one item: cargo builds and runs them, a build of its own.
 LONG = [
-    "e2e_migration",  # ~335 s
-    "e2e_real_migration",  # ~190 s
-    "properties",  # ~70 s, CPU-bound
-    "e2e_real_admission",
-    "e2e_safety",
-    "e2e",
-    "dry_run",
-    "e2e_rerun",
-    "e2e_requests",
-    "node_agent",
-    "differential",
-    "cluster_addons",
-    "node_agent_exec",
-    "real_control_plane",
-    "krew",
+    "properties",  # 212 s, CPU-bound
+    "data_sync_script",  # 135 s
+    "doc",  # 134 s, most of it building
+    "e2e_migration",  # 3 shards of ~115 s
+    "e2e_safety",  # 115 s
+    "e2e_real_migration",  # 3 shards of ~105 s
+    "e2e_real_admission",  # 102 s
+    "node_agent",  # 84 s
+    "dry_run",  # 63 s
+    "cluster_addons",  # 60 s
+    "e2e_rerun",  # 56 s
+    "e2e",  # 56 s
+    "differential",  # 54 s
+    "kubectl",  # 46 s
+    "node_agent_exec",  # 42 s
+    "real_control_plane",  # 39 s
+    "uyuni_core",  # 33 s, the core's unit tests
+    "database_scripts",  # 25 s
+    "sim_cluster",  # 24 s
+    "registry",  # 19 s
+    "safety_checks",  # 18 s
+    "tftp_plan",  # 14 s
+    "tls",  # 14 s
+    "e2e_requests",  # 11 s
+    "sim",  # 11 s
 ]
 
 # Binaries whose tests are independent of each other and long enough together to be the run's
-# long pole: their tests are dealt into this many shards, each a process of its own.
-SHARDS = {"e2e_migration": 3}
+# long pole: their tests are dealt into this many shards, each a process of its own. Each test
+# of e2e_real_migration starts a control plane of its own (free ports, its own directory).
+SHARDS = {"e2e_migration": 3, "e2e_real_migration": 3}
 
 RESULT = re.compile(
     r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored", re.M
@@ -120,9 +132,9 @@ def main():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(root)
-    queue = shard(order(test_binaries([])))
     # Doc tests have no binary of their own: cargo compiles and runs them in one go.
-    queue.append(("doc", "workspace/doc-tests", root, None, []))
+    doc = ("doc", "workspace/doc-tests", root, None)
+    queue = shard(order(test_binaries([]) + [doc]))
 
     lock = threading.Lock()
     results = []
