@@ -27,41 +27,42 @@ import tempfile
 import threading
 import time
 
-# Longest first, so that the long ones do not start last and stretch the run (seconds of one
+# Longest first, so that the long ones do not start last and stretch the run: test modules
+# (`package/module`, the file under tests/) and the other items by their label (seconds of one
 # run-tests.py run, 3 lanes on 2 cores shared with other builds, load 8 to 15; only the order
 # matters). The doc tests are one item: cargo builds and runs them, a build of its own.
 LONG = [
-    "properties",  # 212 s, CPU-bound
-    "data_sync_script",  # 135 s
-    "doc",  # 134 s, most of it building
-    "e2e_migration",  # 3 shards of ~115 s
-    "e2e_safety",  # 115 s
-    "e2e_real_migration",  # 3 shards of ~105 s
-    "e2e_real_admission",  # 102 s
-    "node_agent",  # 84 s
-    "dry_run",  # 63 s
-    "cluster_addons",  # 60 s
-    "e2e_rerun",  # 56 s
-    "e2e",  # 56 s
-    "differential",  # 54 s
-    "kubectl",  # 46 s
-    "node_agent_exec",  # 42 s
-    "real_control_plane",  # 39 s
-    "uyuni_core",  # 33 s, the core's unit tests
-    "database_scripts",  # 25 s
-    "sim_cluster",  # 24 s
-    "registry",  # 19 s
-    "safety_checks",  # 18 s
-    "tftp_plan",  # 14 s
-    "tls",  # 14 s
-    "e2e_requests",  # 11 s
-    "sim",  # 11 s
+    "core/properties",  # 212 s, CPU-bound
+    "core/data_sync_script",  # 135 s
+    "workspace/doc-tests",  # 134 s, most of it building
+    "plugin/e2e_migration",  # 3 shards of ~115 s
+    "plugin/e2e_safety",  # 115 s
+    "plugin/e2e_real_migration",  # 3 shards of ~105 s
+    "plugin/e2e_real_admission",  # 102 s
+    "testdata/node_agent",  # 84 s
+    "plugin/dry_run",  # 63 s
+    "testdata/cluster_addons",  # 60 s
+    "plugin/e2e_rerun",  # 56 s
+    "plugin/e2e",  # 56 s
+    "testdata/differential",  # 54 s
+    "testdata/kubectl",  # 46 s
+    "testdata/node_agent_exec",  # 42 s
+    "testdata/real_control_plane",  # 39 s
+    "core/lib:uyuni_core",  # 33 s, the core's unit tests
+    "core/database_scripts",  # 25 s
+    "effects/sim_cluster",  # 24 s
+    "core/registry",  # 19 s
+    "core/safety_checks",  # 18 s
+    "core/tftp_plan",  # 14 s
+    "core/tls",  # 14 s
+    "plugin/e2e_requests",  # 11 s
+    "testdata/sim",  # 11 s
 ]
 
-# Binaries whose tests are independent of each other and long enough together to be the run's
-# long pole: their tests are dealt into this many shards, each a process of its own. Each test
-# of e2e_real_migration starts a control plane of its own (free ports, its own directory).
-SHARDS = {"e2e_migration": 3, "e2e_real_migration": 3}
+# Test modules whose tests are independent of each other and long enough together to be the
+# run's long pole: their tests are dealt into this many shards, each a process of its own. Each
+# test of e2e_real_migration starts a control plane of its own (free ports, its own directory).
+SHARDS = {"plugin/e2e_migration": 3, "plugin/e2e_real_migration": 3}
 
 RESULT = re.compile(
     r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored", re.M
@@ -94,34 +95,49 @@ def test_binaries(cargo_args):
     return found
 
 
-def order(binaries):
-    def key(b):
-        name = b[0]
-        return (LONG.index(name) if name in LONG else len(LONG), b[1])
+def list_tests(exe, pkg_dir):
+    """The names of a binary's tests (`--list`), or None when it cannot list them."""
+    listed = subprocess.run([exe, "--list", "--format", "terse"], cwd=pkg_dir,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if listed.returncode != 0:
+        return None
+    return [line[: -len(": test")] for line in listed.stdout.splitlines()
+            if line.endswith(": test")]
 
-    return sorted(binaries, key=key)
 
-
-def shard(binaries):
-    """Splits the binaries named in SHARDS into shards of their tests (libtest's `--exact` with
-    several names); a binary whose tests cannot be listed runs whole."""
+def work_items(binaries):
+    """Splits each crate's integration-test binary (`integration`, tests/main.rs) into one item
+    per test module (the file under tests/ it came from: the first component of a test's name),
+    and the modules named in SHARDS into that many items; each item runs as a process of its own
+    with `--exact` and its test names, so that the lanes stay busy and one slow module does not
+    hold the others back. Other binaries (unit tests, effects' one test file), and a binary that
+    cannot list its tests, run whole."""
     out = []
     for name, label, pkg_dir, exe in binaries:
-        n = SHARDS.get(name, 1)
-        if n < 2:
-            out.append((name, label, pkg_dir, exe, []))
+        tests = list_tests(exe, pkg_dir) if name == "integration" else None
+        if not tests:
+            out.append((label, pkg_dir, exe, []))
             continue
-        listed = subprocess.run([exe, "--list", "--format", "terse"], cwd=pkg_dir,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        tests = [line[: -len(": test")] for line in listed.stdout.splitlines()
-                 if line.endswith(": test")]
-        if listed.returncode != 0 or len(tests) < n:
-            out.append((name, label, pkg_dir, exe, []))
-            continue
-        for i in range(n):
-            part = tests[i::n]
-            out.append((name, f"{label}[{i + 1}/{n}]", pkg_dir, exe, ["--exact"] + part))
+        pkg = label.split("/")[0]
+        modules = {}
+        for test in tests:
+            modules.setdefault(test.split("::")[0], []).append(test)
+        for module, names in modules.items():
+            key = f"{pkg}/{module}"
+            n = min(SHARDS.get(key, 1), len(names))
+            for i in range(n):
+                part = names[i::n]
+                item = key if n < 2 else f"{key}[{i + 1}/{n}]"
+                out.append((item, pkg_dir, exe, ["--exact"] + part))
     return out
+
+
+def order(items):
+    def key(item):
+        label = item[0].split("[")[0]
+        return (LONG.index(label) if label in LONG else len(LONG), item[0])
+
+    return sorted(items, key=key)
 
 
 def main():
@@ -133,8 +149,8 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(root)
     # Doc tests have no binary of their own: cargo compiles and runs them in one go.
-    doc = ("doc", "workspace/doc-tests", root, None)
-    queue = shard(order(test_binaries([]) + [doc]))
+    doc = ("workspace/doc-tests", root, None, [])
+    queue = order(work_items(test_binaries([])) + [doc])
 
     lock = threading.Lock()
     results = []
@@ -142,7 +158,7 @@ def main():
     started = time.monotonic()
 
     def run(item):
-        name, label, pkg_dir, exe, filters = item
+        label, pkg_dir, exe, filters = item
         if exe is None:
             cmd = ["cargo", "test", "--workspace", "--doc", "--quiet"]
         else:

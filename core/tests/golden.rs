@@ -1,6 +1,6 @@
 //! Golden plans and previews for fixtures: rewrite with `UPDATE_GOLDEN=1 cargo test`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

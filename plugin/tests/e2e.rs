@@ -2,7 +2,7 @@
 //! the simulated cluster: the data-sync slice of the migration (the later phases are in
 //! e2e_migration.rs).
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! phases built so far), re-runs that plan nothing, failures in later steps that name the step
 //! and resume, and the set of objects against a golden list.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{

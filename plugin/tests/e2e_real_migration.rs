@@ -5,7 +5,7 @@
 //! controller rolls the Deployments out through ReplicaSets, the PV controller binds the claims,
 //! RBAC decides what the data-sync pod may patch — none of it is our simulation.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! by a signal, hints that carry the run's flags, and refusals before any write (an implicit
 //! `default` namespace, a mismatched SSH key pair, claims no StorageClass can provision).
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 use std::time::Duration;
