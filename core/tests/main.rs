@@ -17,6 +17,7 @@ mod preflight;
 mod properties;
 mod registry;
 mod safety_checks;
+mod schemas;
 mod selectors;
 mod server_pod;
 mod sync_plan;
