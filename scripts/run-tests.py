@@ -1,19 +1,32 @@
 #!/usr/bin/env python3
-"""Runs the workspace's test binaries a few at a time, longest first, and sums them up.
+"""Runs the workspace's tests a few processes at a time, longest first, and sums them up.
 
 `cargo test` runs one test binary after the other. Ours spend most of their time waiting — on
 the simulated cluster, on the real control plane's controllers, on Jobs played by the node
 agent — so on the 2-core machines the suite took twice the time its CPU needs. This builds the
-binaries with cargo (`cargo test --no-run`), then runs them in `--jobs` lanes, each binary whole
-(tests inside a binary keep sharing what they share), printing each binary's output when it
-ends and one closing line for all: `tests: N passed, N failed, N skipped`.
+binaries with cargo (`cargo test --no-run`), then runs them in `--jobs` lanes, printing each
+item's output when it ends and one closing line for all: `tests: N passed, N failed, N skipped`.
+
+Each crate's integration tests are one binary (`integration`, tests/main.rs; one link instead
+of one per file), whose modules are the files under tests/. An item is one module of it, run
+as a process of its own with `--exact` and the module's test names (from `--list`); the long
+modules in SHARDS are dealt into several items. The unit-test binaries run whole, and the doc
+tests are one `cargo test --doc` item.
 
 cargo-nextest does the same per test, but it is not preinstalled and building it costs CI
 minutes on every fresh machine; this needs only Python and cargo.
 
 Usage: scripts/run-tests.py [--jobs N] [-- ARGS FOR EVERY TEST BINARY]
-The order: binaries known to be long start first (LONG below, measured on 2 cores); the rest
-follow in name order. Exit status 1 when any test failed or any binary ended without a result.
+The order: items known to be long start first (LONG below); the rest follow in name order.
+Exit status 1 when any test failed or any item ended without a result.
+
+Measured on the shared 2-core machine (other builds running, load 7 to 15, so the figures
+move by a third between runs), the workspace's crates rebuilt over built dependencies: with
+one binary per test file, 7 min 11 s building the tests and 775 s running them (20 min 16 s in
+all); with one binary per crate, 3 min 0 s and 523 s (11 min 44 s in all). In both runs the
+doc tests took 133 s, rebuilding ring, rustls and kube because CARGO_MANIFEST_DIR was in
+cargo's environment (and the next test build rebuilt them back); without it they take 2 s
+after the test build.
 """
 
 import argparse
@@ -27,29 +40,40 @@ import tempfile
 import threading
 import time
 
-# Longest first, so that the long ones do not start last and stretch the run (seconds measured
-# with `cargo test` on 2 cores; only the order matters).
+# Longest first, so that the long ones do not start last and stretch the run: test modules
+# (`package/module`, the file under tests/) and the other items by their label (seconds of one
+# run-tests.py run, 3 lanes on 2 cores shared with other builds, load 7 to 9; only the order
+# matters). The doc tests are one item: cargo builds and runs them, a build of its own.
 LONG = [
-    "e2e_migration",  # ~335 s
-    "e2e_real_migration",  # ~190 s
-    "properties",  # ~70 s, CPU-bound
-    "e2e_real_admission",
-    "e2e_safety",
-    "e2e",
-    "dry_run",
-    "e2e_rerun",
-    "e2e_requests",
-    "node_agent",
-    "differential",
-    "cluster_addons",
-    "node_agent_exec",
-    "real_control_plane",
-    "krew",
+    "core/properties",  # 194 s, CPU-bound
+    "core/data_sync_script",  # 124 s
+    "plugin/e2e_migration",  # 3 shards of ~90 s
+    "plugin/e2e_real_migration",  # 3 shards of ~75 s
+    "plugin/e2e_safety",  # 79 s
+    "plugin/e2e_real_admission",  # 61 s
+    # 133 s in that run, rebuilding ring, rustls and kube (see run()); about 30 s, the merged
+    # doc tests' compilation, without the rebuild.
+    "workspace/doc-tests",
+    "testdata/node_agent",  # 59 s
+    "testdata/node_agent_exec",  # 49 s
+    "testdata/cluster_addons",  # 46 s
+    "plugin/e2e_rerun",  # 46 s
+    "testdata/real_control_plane",  # 44 s
+    "plugin/dry_run",  # 42 s
+    "testdata/differential",  # 31 s
+    "testdata/kubectl",  # 29 s
+    "plugin/e2e",  # 28 s
+    "effects/sim_cluster",  # 20 s
+    "core/schemas",  # 13 s
+    "core/lib:uyuni_core",  # 10 s, the core's unit tests
+    "plugin/e2e_requests",  # 8 s
+    "testdata/sim",  # 7 s
 ]
 
-# Binaries whose tests are independent of each other and long enough together to be the run's
-# long pole: their tests are dealt into this many shards, each a process of its own.
-SHARDS = {"e2e_migration": 3}
+# Test modules whose tests are independent of each other and long enough together to be the
+# run's long pole: their tests are dealt into this many shards, each a process of its own. Each
+# test of e2e_real_migration starts a control plane of its own (free ports, its own directory).
+SHARDS = {"plugin/e2e_migration": 3, "plugin/e2e_real_migration": 3}
 
 RESULT = re.compile(
     r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored", re.M
@@ -82,34 +106,73 @@ def test_binaries(cargo_args):
     return found
 
 
-def order(binaries):
-    def key(b):
-        name = b[0]
-        return (LONG.index(name) if name in LONG else len(LONG), b[1])
+def list_tests(exe, pkg_dir):
+    """The names of a binary's tests (`--list`), or None when it cannot list them."""
+    listed = subprocess.run([exe, "--list", "--format", "terse"], cwd=pkg_dir,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if listed.returncode != 0:
+        return None
+    return [line[: -len(": test")] for line in listed.stdout.splitlines()
+            if line.endswith(": test")]
 
-    return sorted(binaries, key=key)
 
-
-def shard(binaries):
-    """Splits the binaries named in SHARDS into shards of their tests (libtest's `--exact` with
-    several names); a binary whose tests cannot be listed runs whole."""
+def work_items(binaries):
+    """Splits each crate's integration-test binary (`integration`, tests/main.rs) into one item
+    per test module (the file under tests/ it came from: the first component of a test's name),
+    and the modules named in SHARDS into that many items; each item runs as a process of its own
+    with `--exact` and its test names, so that the lanes stay busy and one slow module does not
+    hold the others back. Other binaries (unit tests, effects' one test file), and a binary that
+    cannot list its tests, run whole."""
     out = []
     for name, label, pkg_dir, exe in binaries:
-        n = SHARDS.get(name, 1)
-        if n < 2:
-            out.append((name, label, pkg_dir, exe, []))
+        tests = list_tests(exe, pkg_dir) if name == "integration" else None
+        if not tests:
+            out.append((label, pkg_dir, exe, []))
             continue
-        listed = subprocess.run([exe, "--list", "--format", "terse"], cwd=pkg_dir,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        tests = [line[: -len(": test")] for line in listed.stdout.splitlines()
-                 if line.endswith(": test")]
-        if listed.returncode != 0 or len(tests) < n:
-            out.append((name, label, pkg_dir, exe, []))
-            continue
-        for i in range(n):
-            part = tests[i::n]
-            out.append((name, f"{label}[{i + 1}/{n}]", pkg_dir, exe, ["--exact"] + part))
+        pkg = label.split("/")[0]
+        modules = {}
+        for test in tests:
+            modules.setdefault(test.split("::")[0], []).append(test)
+        for module, names in modules.items():
+            key = f"{pkg}/{module}"
+            n = min(SHARDS.get(key, 1), len(names))
+            for i in range(n):
+                part = names[i::n]
+                item = key if n < 2 else f"{key}[{i + 1}/{n}]"
+                out.append((item, pkg_dir, exe, ["--exact"] + part))
     return out
+
+
+def order(items):
+    def key(item):
+        label = item[0].split("[")[0]
+        return (LONG.index(label) if label in LONG else len(LONG), item[0])
+
+    return sorted(items, key=key)
+
+
+def undeclared_test_files(root):
+    """Files under a crate's tests/ that its tests/main.rs does not declare as a module: with
+    `autotests = false` cargo would silently never build them."""
+    missing = []
+    for crate in sorted(os.listdir(root)):
+        tests = os.path.join(root, crate, "tests")
+        main_rs = os.path.join(tests, "main.rs")
+        if not os.path.isfile(main_rs):
+            continue
+        with open(main_rs) as f:
+            declared = set(re.findall(r"^\s*(?:pub\s+)?mod\s+(\w+)\s*;", f.read(), re.M))
+        for entry in sorted(os.listdir(tests)):
+            path = os.path.join(tests, entry)
+            if entry.endswith(".rs") and entry != "main.rs":
+                name = entry[:-3]
+            elif os.path.isdir(path) and os.path.isfile(os.path.join(path, "mod.rs")):
+                name = entry
+            else:
+                continue
+            if name not in declared:
+                missing.append(os.path.join(crate, "tests", entry))
+    return missing
 
 
 def main():
@@ -120,9 +183,15 @@ def main():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(root)
-    queue = shard(order(test_binaries([])))
+    missing = undeclared_test_files(root)
+    if missing:
+        sys.exit(
+            "run-tests: these test files are no module of their crate's tests/main.rs, so they "
+            "would never run: " + ", ".join(missing) + "; add `mod NAME;` to tests/main.rs"
+        )
     # Doc tests have no binary of their own: cargo compiles and runs them in one go.
-    queue.append(("doc", "workspace/doc-tests", root, None, []))
+    doc = ("workspace/doc-tests", root, None, [])
+    queue = order(work_items(test_binaries([])) + [doc])
 
     lock = threading.Lock()
     results = []
@@ -130,14 +199,17 @@ def main():
     started = time.monotonic()
 
     def run(item):
-        name, label, pkg_dir, exe, filters = item
+        label, pkg_dir, exe, filters = item
         if exe is None:
             cmd = ["cargo", "test", "--workspace", "--doc", "--quiet"]
         else:
             cmd = [exe] + filters + args.rest
         env = dict(os.environ)
-        # What cargo sets for a test binary at run time; tests read files beside their package.
-        env["CARGO_MANIFEST_DIR"] = pkg_dir
+        if exe is not None:
+            # What cargo sets for a test binary at run time; tests read files beside their
+            # package. Never for cargo itself: a CARGO_MANIFEST_DIR in cargo's environment makes
+            # it rebuild ring, rustls and kube (and back again at the next build without it).
+            env["CARGO_MANIFEST_DIR"] = pkg_dir
         log_path = os.path.join(outdir, re.sub(r"[^A-Za-z0-9_.-]", "_", label) + ".log")
         t0 = time.monotonic()
         with open(log_path, "w+") as log:

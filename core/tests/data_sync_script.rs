@@ -2,7 +2,7 @@
 //! the script under bash against stub commands (`core/tests/data_sync_script/stubs/`), a fake
 //! source tree and a temporary directory standing in for the volumes.
 
-mod common;
+use crate::common;
 #[path = "data_sync_script/world.rs"]
 mod world;
 

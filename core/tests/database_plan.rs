@@ -1,7 +1,7 @@
 //! The database phase of the planner: the version decision, the order of its steps, the
 //! credentials, re-runs and resumption.
 
-mod common;
+use crate::common;
 
 use k8s_openapi::ByteString;
 use uyuni_core::builders::database;

@@ -3,7 +3,7 @@
 //! they write, and how they fail. The password re-hash also runs against a real PostgreSQL when
 //! the machine has one (15 or later): only a server shows that psql's quoting does its work.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

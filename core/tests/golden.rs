@@ -4,7 +4,7 @@
 //! reviewer reads first), `plan.json` (the structure), one YAML file per object, Job scripts
 //! abbreviated to their hash (see `uyuni_testdata::golden`).
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use uyuni_core::{plan, preview, render};

@@ -1,7 +1,7 @@
 //! Tests of the image checks' scripts: ShellCheck, and runs under bash against a temporary
 //! directory standing in for the image's file system, for each verdict.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,7 @@
 //! `--mirror-claim`: the user's claim holding a local mirror is checked before anything is
 //! written, mounted at /mirror in the server with `MIRROR_PATH`, and never written.
 
-mod common;
+use crate::common;
 
 use uyuni_core::object::{Kind, ObjectRef};
 use uyuni_core::{MigrateParams, Object, Op, ParamsError, PlanError, plan, preview};

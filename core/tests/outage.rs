@@ -1,6 +1,6 @@
 //! The outage report of a final run (`core::outage`), from the times the cluster recorded.
 
-mod common;
+use crate::common;
 
 use common::{DATA_SECRET, after_migration, params};
 use k8s_openapi::ByteString;

@@ -2,7 +2,7 @@
 //! every refusal that advises running again shown to be one a re-run clears once the advice
 //! is followed (no dead end).
 
-mod common;
+use crate::common;
 
 use uyuni_core::builders::{data_sync, names, server};
 use uyuni_core::object::Kind;

@@ -1,7 +1,7 @@
 //! Checks the planner makes before any write: the StorageClasses the claims need, and the SSH
 //! key pair reused from Secret uyuni-migration-key.
 
-mod common;
+use crate::common;
 
 use uyuni_core::storage::{StorageClassInfo, StorageError};
 use uyuni_core::{Kind, Object, PlanError, plan};

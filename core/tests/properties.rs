@@ -27,7 +27,7 @@
 //!     is in Secret `uyuni-migration-data`, and on it the CA key's password (when its key is
 //!     reused and not yet decrypted), the TFTP choice and the PostgreSQL version are settled.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use uyuni_core::builders::{data_sync, database, migration};

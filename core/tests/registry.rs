@@ -1,7 +1,7 @@
 //! The registry pull Secret: written from `--registry-user`, reused from an earlier run, or the
 //! user's own; referenced by every pod of a whole migration; its password never printed.
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::core::v1::Secret;
 use uyuni_core::builders::registry;

@@ -2,7 +2,7 @@
 //! the PodSecurity level of the target namespace against the pods the migration builds, the
 //! source whose copy the volumes hold, and the permissions every write of the run needs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

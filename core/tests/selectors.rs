@@ -2,7 +2,7 @@
 //! a Service or a Deployment, or it would receive the Service's traffic (or be counted as one of
 //! the Deployment's pods) while it runs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! environment and confinement, the db health checks, the chart's names, and certificates
 //! mounted so that a renewal reaches the files (issue 10, defects 1, 2, 4, 5, 6, 11).
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};

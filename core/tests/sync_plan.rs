@@ -1,6 +1,6 @@
 //! When the planner runs the data sync again, and when it must not.
 
-mod common;
+use crate::common;
 
 use uyuni_core::{Action, MigrateParams, Op, plan};
 

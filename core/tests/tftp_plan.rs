@@ -2,7 +2,7 @@
 //! Service or the host network, its place among the server steps, the dry run before the sync,
 //! turning it off later, and what the run says about reaching it.
 
-mod common;
+use crate::common;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, ServiceStatus};

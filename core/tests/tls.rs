@@ -1,7 +1,7 @@
 //! The TLS phase: the CA key script under bash (real openssl, stub curl), and the planner's TLS
 //! decisions: preflight, password, third-party files, the reused CA's order.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -29,13 +29,46 @@ pub fn timestamp(secs: u64) -> String {
     )
 }
 
-/// Now, as a run id.
-pub fn run_id() -> String {
-    let secs = SystemTime::now()
+fn now_secs() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
-        .unwrap_or(0);
-    timestamp(secs)
+        .unwrap_or(0)
+}
+
+/// Now, as a run id (before anything is observed: what the flags are validated with).
+pub fn run_id() -> String {
+    timestamp(now_secs())
+}
+
+/// The run id of a run starting at `secs`: that second, or the first later one that no Job
+/// already in the namespace carries (`taken`). A run id says which Jobs are this run's own —
+/// the copy a `--prepare` run makes anew, the copy a final run starts with — so a second run
+/// started within the same second as the one before it (a quick failure, then a retry) must not
+/// inherit that run's Jobs as its own.
+pub fn unused_run_id(secs: u64, taken: impl Fn(&str) -> bool) -> String {
+    (secs..)
+        .map(timestamp)
+        .find(|id| !taken(id))
+        .unwrap_or_else(|| timestamp(secs))
+}
+
+/// [`unused_run_id`] for now, against the run ids of the Jobs in `observed`.
+pub fn run_id_unused_in(observed: &uyuni_core::Observed) -> String {
+    let taken: std::collections::BTreeSet<&str> = observed
+        .objects
+        .values()
+        .filter_map(|o| match o {
+            uyuni_core::Object::Job(job) => job
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(uyuni_core::labels::RUN_ANNOTATION)
+                .map(String::as_str),
+            _ => None,
+        })
+        .collect();
+    unused_run_id(now_secs(), |id| taken.contains(id))
 }
 
 #[cfg(test)]
@@ -47,5 +80,15 @@ mod tests {
         assert_eq!(timestamp(0), "19700101000000");
         assert_eq!(timestamp(951_782_400), "20000229000000");
         assert_eq!(timestamp(1_795_977_000), "20261129183000");
+    }
+
+    #[test]
+    fn a_run_id_no_job_carries() {
+        assert_eq!(unused_run_id(1_795_977_000, |_| false), "20261129183000");
+        let taken = ["20261129183000", "20261129183001"];
+        assert_eq!(
+            unused_run_id(1_795_977_000, |id| taken.contains(&id)),
+            "20261129183002"
+        );
     }
 }

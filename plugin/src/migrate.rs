@@ -265,9 +265,11 @@ pub async fn review_access(
 
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
-    let (conn, params) = start(cmd, cli, reporter).await?;
+    let (conn, mut params) = start(cmd, cli, reporter).await?;
     let observation = uyuni_core::observed::observation(&params);
     let observed = uyuni_effects::observe(&conn.client, &observation).await?;
+    // The names the real run would give its Jobs.
+    params.run_id = clock::run_id_unused_in(&observed);
     crate::dry_run::run(cmd, cli, &conn, &params, &observed, reporter).await
 }
 
@@ -392,6 +394,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     }
     let (conn, mut params) = start(cmd, cli, reporter).await?;
     let mut access_checked = false;
+    let mut run_id_chosen = false;
     let mut observer = uyuni_effects::Observer::new(
         conn.client.clone(),
         uyuni_core::observed::observation(&params),
@@ -411,6 +414,11 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             Some(p) => (p, true),
             None => (observer.observe(&uyuni_effects::NoProgress).await?, false),
         };
+        if !run_id_chosen {
+            // Chosen once, against the Jobs of earlier runs: this run's own Jobs carry it.
+            run_id_chosen = true;
+            params.run_id = clock::run_id_unused_in(&observed);
+        }
         if executed == 0 {
             if let Some(warning) = uyuni_core::storage::unchecked_warning(&observed) {
                 reporter.warn(&warning);

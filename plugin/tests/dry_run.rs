@@ -1,6 +1,6 @@
 //! `--dry-run` in every output format, through the real kubectl, against the simulated cluster.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{Env, NS, SOURCE, private_key_lines, ssh_flags, stderr, stdout};

@@ -5,7 +5,7 @@
 //! defaulting and admission decide, not ours (the fidelity issue's defect 1 was accepted by the
 //! simulation and is refused here).
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

@@ -5,7 +5,7 @@
 //! controller rolls the Deployments out through ReplicaSets, the PV controller binds the claims,
 //! RBAC decides what the data-sync pod may patch — none of it is our simulation.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -480,8 +480,6 @@ fn a_failed_step_stops_the_run_and_the_next_run_retries_it_as_a_new_job() {
     assert_eq!(failed.len(), 1);
     assert_eq!(condition(&failed[0], "Failed").as_deref(), Some("True"));
 
-    // Run ids have a one-second resolution.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
     let out = env.migrate(&[]);
     assert!(out.status.success(), "{}", both(&out));
     let fixups = jobs_of(&env, "db-fixup");

@@ -3,7 +3,7 @@
 //! not, and no test here asserts one); the bound is issue 12's: a write per object, a watch per
 //! wait, one list per kind observed.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! Timeouts of Jobs and Deployments (their limits are minutes, fields of the steps) are reached
 //! in `effects/tests/sim_cluster.rs`; the planner's side of a re-run in `core/tests/phases.rs`.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! by a signal, hints that carry the run's flags, and refusals before any write (an implicit
 //! `default` namespace, a mismatched SSH key pair, claims no StorageClass can provision).
 
-mod support;
+use crate::support;
 
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -92,8 +92,29 @@ fn interrupted(signal: &str) -> (Env, Output, String) {
     let job = created
         .recv_timeout(Duration::from_secs(60))
         .expect("the data-sync Job is created");
-    // Let the run reach its wait for the Job.
-    std::thread::sleep(Duration::from_millis(500));
+    // The run waits for the Job through a watch on it: once that watch is open, the run holds
+    // the Job as started (what the interruption's message names).
+    let waiting = || {
+        let log = env.sim.request_log();
+        let created = log
+            .iter()
+            .rev()
+            .find(|r| r.write && r.resource.as_deref() == Some("jobs"))
+            .map(|r| r.seq);
+        log.iter().any(|r| {
+            r.verb.as_deref() == Some("watch")
+                && r.resource.as_deref() == Some("jobs")
+                && created.is_some_and(|c| r.seq > c)
+        })
+    };
+    let start = std::time::Instant::now();
+    while !waiting() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the run never watched the Job"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // kubectl execs its plugins, so the child's pid is the plugin's.
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))

@@ -2,6 +2,8 @@
 //! manifest passes krew's validation rules; the archive, installed the way
 //! `kubectl krew install --manifest --archive` lays it out, runs through the real kubectl.
 
+// The release binary's module, under its own name inside this test module of the same name.
+#[allow(clippy::module_inception)]
 #[path = "../src/release/krew.rs"]
 mod krew;
 

@@ -1,7 +1,7 @@
 //! Every `-o json|yaml` output parses, keeps its documented field names, and goes to stdout
 //! alone (notes and logs go to stderr).
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

@@ -3,7 +3,7 @@
 //! what the agent reports, RBAC decides the side effects it runs as the pods' ServiceAccounts,
 //! and real kubectl reads the logs through the apiserver from the agent's kubelet endpoint.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::time::{Duration, Instant};
 

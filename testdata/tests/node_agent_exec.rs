@@ -3,7 +3,7 @@
 //! upstream's Job controller reads it, its output to `kubectl logs` (live with `-f`), its
 //! environment from the API's Secrets, and deleting the pod ends the process.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};

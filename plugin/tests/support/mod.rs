@@ -194,41 +194,6 @@ pub fn name(v: &Value) -> &str {
     v["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-/// Every object the plugin wrote passes `kubernetes-validate --strict` (official schemas).
-/// Required in CI; elsewhere skipped with a note when the tool is absent.
-pub fn validate_written(sim: &SimCluster) {
-    let tool = std::env::var("UYUNI_KUBERNETES_VALIDATE").ok();
-    let Some(tool) = tool.filter(|t| Path::new(t).exists()) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must set UYUNI_KUBERNETES_VALIDATE (scripts/test.sh does)"
-        );
-        eprintln!("note: kubernetes-validate not available; written objects not schema-checked");
-        return;
-    };
-    let docs: Vec<String> = sim
-        .written()
-        .iter()
-        .filter(|w| w.body.get("kind").is_some())
-        .map(|w| serde_json::to_string(&w.body).expect("json"))
-        .collect();
-    assert!(!docs.is_empty(), "nothing was written");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("written.yaml");
-    std::fs::write(&file, docs.join("\n---\n")).expect("write");
-    let out = Command::new(tool)
-        .args(["--strict", "-k", "1.33", "--quiet"])
-        .arg(&file)
-        .output()
-        .expect("kubernetes-validate runs");
-    assert!(
-        out.status.success(),
-        "kubernetes-validate rejected written objects:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Every custom resource the plugin wrote passes its CRD's schema (strictly: no unknown
 /// fields), checked with Python's jsonschema from the project venv (scripts/test.sh).
 pub fn validate_custom_resources(sim: &SimCluster) {

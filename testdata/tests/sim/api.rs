@@ -8,7 +8,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use uyuni_testdata::{Flavour, SimCluster, SimConfig};
 
-use crate::{WAIT, client, client_for, fast, job, namespace, parse, raw, start};
+use super::{WAIT, client, client_for, fast, job, namespace, parse, raw, start};
 
 #[tokio::test]
 async fn starts_and_writes_a_kubeconfig() {
@@ -1005,7 +1005,7 @@ async fn crd_post_registers_a_new_resource() {
     )
     .await;
     assert_eq!(code, 201, "{body}");
-    assert!(crate::has_condition(&parse(&body), "Established", "True"));
+    assert!(super::has_condition(&parse(&body), "Established", "True"));
     let (_, _, body) = raw(&c, "GET", "/apis", None, None, None).await;
     assert!(body.contains("example.com/v1"));
     let (_, _, body) = raw(&c, "GET", "/openapi/v3", None, None, None).await;
@@ -1153,19 +1153,19 @@ async fn watches_honour_resource_versions_bookmarks_and_timeouts() {
     .await;
     assert_eq!(code, 200);
     assert!(started.elapsed() >= Duration::from_millis(900));
-    let events: Vec<Value> = body.lines().map(crate::parse).collect();
+    let events: Vec<Value> = body.lines().map(super::parse).collect();
     assert_eq!(events.len(), 1, "{body}");
     assert_eq!(events[0]["type"], json!("ADDED"));
     assert_eq!(events[0]["object"]["metadata"]["name"], json!("w2"));
 
     // resourceVersion 0: the current objects first.
     let (_, _, body) = raw(&c, "GET", "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=1&fieldSelector=metadata.name%3Dw1", None, None, None).await;
-    let events: Vec<Value> = body.lines().map(crate::parse).collect();
+    let events: Vec<Value> = body.lines().map(super::parse).collect();
     assert_eq!(events.len(), 1);
 
     // WatchList: ADDED for each object, then the initial-events-end bookmark.
     let (_, _, body) = raw(&c, "GET", "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1", None, None, None).await;
-    let events: Vec<Value> = body.lines().map(crate::parse).collect();
+    let events: Vec<Value> = body.lines().map(super::parse).collect();
     let last = events.last().expect("events");
     assert_eq!(last["type"], json!("BOOKMARK"));
     assert_eq!(
@@ -1200,7 +1200,7 @@ async fn watches_honour_resource_versions_bookmarks_and_timeouts() {
     let (_, _, body) = watcher.await.expect("watch task");
     let types: Vec<Value> = body
         .lines()
-        .map(|l| crate::parse(l)["type"].clone())
+        .map(|l| super::parse(l)["type"].clone())
         .collect();
     assert_eq!(types, vec![json!("MODIFIED"), json!("DELETED")]);
 }

@@ -9,7 +9,7 @@ use uyuni_testdata::{
     DeploymentScript, JobScript, PatchSecret, Scenario, SideEffect, SimCluster, SimConfig,
 };
 
-use crate::{WAIT, fast, has_condition, job, namespace, start};
+use super::{WAIT, fast, has_condition, job, namespace, start};
 
 fn scenario(jobs: &[(&str, JobScript)], deployments: &[(&str, DeploymentScript)]) -> Scenario {
     Scenario {

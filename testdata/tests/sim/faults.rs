@@ -10,7 +10,7 @@ use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
 use uyuni_testdata::{DropFault, ErrorFault, FailOnce, FaultTarget, Faults, SimConfig, Verb};
 
-use crate::{client, client_for, job, namespace, parse, raw, start};
+use super::{client, client_for, job, namespace, parse, raw, start};
 
 fn errors(verb: Verb, resource: &str, rate: f64, status: u16) -> Faults {
     Faults {

@@ -10,7 +10,7 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use uyuni_testdata::{Faults, JobScript, Scenario, SimConfig};
 
-use crate::{client, fast, job, namespace, start};
+use super::{client, fast, job, namespace, start};
 
 async fn sim_with_job_scenario(faults: Faults) -> uyuni_testdata::SimCluster {
     let sim = start(SimConfig {

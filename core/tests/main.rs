@@ -1,0 +1,26 @@
+//! The core's integration tests, one binary: each file under `tests/` is a module of it (their
+//! test names start with the file's name), so the core and its dependencies are linked into one
+//! test executable instead of one per file. `scripts/run-tests.py` runs the modules as separate
+//! processes.
+
+mod common;
+
+mod data_sync_script;
+mod database_plan;
+mod database_scripts;
+mod golden;
+mod image_check_scripts;
+mod layers;
+mod mirror;
+mod outage;
+mod phases;
+mod preflight;
+mod properties;
+mod registry;
+mod safety_checks;
+mod schemas;
+mod selectors;
+mod server_pod;
+mod sync_plan;
+mod tftp_plan;
+mod tls;

@@ -1,0 +1,20 @@
+//! The plugin's integration tests, one binary: each file under `tests/` is a module of it (their
+//! test names start with the file's name), so kube-rs, the sim and the rest are linked into one
+//! test executable instead of one per file. `scripts/run-tests.py` runs the modules as separate
+//! processes (the long ones in shards).
+
+mod support;
+
+mod cli;
+mod completion;
+mod dry_run;
+mod e2e;
+mod e2e_migration;
+mod e2e_real_admission;
+mod e2e_real_migration;
+mod e2e_requests;
+mod e2e_rerun;
+mod e2e_safety;
+mod global_flags;
+mod krew;
+mod output_formats;

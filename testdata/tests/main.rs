@@ -1,0 +1,17 @@
+//! The test crate's integration tests, one binary: each file under `tests/` is a module of it
+//! (their test names start with the file's name; `kubectl` and `sim` are directories), so the
+//! sim, kube-rs and the rest are linked into one test executable instead of one per file.
+//! `scripts/run-tests.py` runs the modules as separate processes.
+
+mod agent_support;
+
+mod binary;
+mod cluster_addons;
+mod differential;
+#[path = "kubectl/main.rs"]
+mod kubectl;
+mod node_agent;
+mod node_agent_exec;
+mod real_control_plane;
+#[path = "sim/main.rs"]
+mod sim;
