@@ -1575,3 +1575,43 @@ fn volumes_are_copied_side_by_side_up_to_the_bound() {
         );
     }
 }
+
+/// The init container's seed script: an empty volume (or one holding only `lost+found`) gets
+/// the image's files, a volume with data is left alone, a path the image lacks is skipped.
+#[test]
+fn the_seed_script_fills_only_empty_volumes_from_the_image() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let r = root.path();
+    let mk = |p: &str| fs::create_dir_all(r.join(p.trim_start_matches('/'))).expect("mkdir");
+    let put = |p: &str, text: &str| write(&r.join(p.trim_start_matches('/')), text);
+    put("/etc/apache2/httpd.conf", "from the image\n");
+    put("/srv/www/index.html", "image page\n");
+    mk("/mnt/etc-apache2/lost+found");
+    put("/mnt/srv-www/index.html", "migrated page\n");
+    mk("/mnt/var-cobbler");
+    let volumes = "etc-apache2\t/etc/apache2\nsrv-www\t/srv/www/\nvar-cobbler\t/var/lib/cobbler\n";
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(uyuni_core::builders::data_sync::SEED_SCRIPT)
+        .env("SEED_VOLUMES", volumes)
+        .env("LOCAL_ROOT", r)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |p: &str| fs::read_to_string(r.join(p)).expect("file");
+    assert_eq!(read("mnt/etc-apache2/httpd.conf"), "from the image\n");
+    assert_eq!(read("mnt/srv-www/index.html"), "migrated page\n");
+    assert_eq!(
+        fs::read_dir(r.join("mnt/var-cobbler"))
+            .expect("dir")
+            .count(),
+        0
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Seeding volume etc-apache2"), "{stdout}");
+    assert!(!stdout.contains("srv-www"), "{stdout}");
+}

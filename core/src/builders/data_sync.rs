@@ -71,23 +71,22 @@ fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     }
 }
 
-/// Seeds every empty server volume from the image before the rsync, as the server's own init
-/// container would (reference D34): files the rsync excludes so that the image's version wins
-/// must still exist in the volume. `lost+found` (ext4) does not make a volume non-empty.
-fn init_volumes_script(params: &MigrateParams) -> String {
-    let mut script = String::from("set -eu\n");
-    for v in params
-        .volumes
-        .iter()
-        .filter(|v| v.role == VolumeRole::Server)
-    {
-        script.push_str(&format!(
-            "if [ -d '{path}' ] && [ -z \"$(find '/mnt/{name}' -mindepth 1 -maxdepth 1 ! -name lost+found -print -quit)\" ]; then\n  echo 'Seeding volume {name} from the image'\n  cp -a '{path}/.' '/mnt/{name}/'\nfi\n",
-            path = v.mount_path.trim_end_matches('/'),
-            name = v.name,
-        ));
-    }
-    script
+/// The init container's script (`core/scripts/seed-volumes.sh`): seeds every empty server
+/// volume from the image before the rsync.
+pub const SEED_SCRIPT: &str = include_str!("../../scripts/seed-volumes.sh");
+
+/// `SEED_VOLUMES` of the seed script: each server volume's name and its path in the image.
+pub fn seed_volumes(params: &MigrateParams) -> String {
+    crate::scripts::records(
+        params
+            .volumes
+            .iter()
+            .filter(|v| v.role == VolumeRole::Server)
+            .map(|v| [v.name.as_str(), v.mount_path.trim_end_matches('/')])
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|r| &r[..]),
+    )
 }
 
 fn spec(params: &MigrateParams) -> JobSpec {
@@ -191,8 +190,9 @@ fn spec(params: &MigrateParams) -> JobSpec {
                     command: Some(vec![
                         "bash".to_owned(),
                         "-c".to_owned(),
-                        init_volumes_script(params),
+                        SEED_SCRIPT.to_owned(),
                     ]),
+                    env: Some(vec![super::job::env("SEED_VOLUMES", &seed_volumes(params))]),
                     volume_mounts: Some(init_mounts),
                     ..Container::default()
                 }]),
