@@ -394,7 +394,17 @@ up)
     *) die "unknown option $1: $usage" ;;
     esac
   done
-  up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager" "$up_addons"
+  # The ports are picked free and bound by the components a moment later: another control plane
+  # starting at the same time (the tests start several) can take one in between. Such a start
+  # is tried again with new ports; any other failure ends it.
+  for attempt in 1 2 3; do
+    if (up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager" "$up_addons"); then
+      exit 0
+    fi
+    grep -qs 'address already in use' "$up_dir"/logs/*.log || exit 1
+    [ "$attempt" -eq 3 ] || log "a port was taken by another process during start-up; starting again with new ports"
+  done
+  exit 1
   ;;
 down)
   [ -n "${2:-}" ] || die "$usage"
