@@ -77,16 +77,13 @@ pub const SEED_SCRIPT: &str = include_str!("../../scripts/seed-volumes.sh");
 
 /// `SEED_VOLUMES` of the seed script: each server volume's name and its path in the image.
 pub fn seed_volumes(params: &MigrateParams) -> String {
-    crate::scripts::records(
-        params
-            .volumes
-            .iter()
-            .filter(|v| v.role == VolumeRole::Server)
-            .map(|v| [v.name.as_str(), v.mount_path.trim_end_matches('/')])
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|r| &r[..]),
-    )
+    let rows: Vec<[&str; 2]> = params
+        .volumes
+        .iter()
+        .filter(|v| v.role == VolumeRole::Server)
+        .map(|v| [v.name.as_str(), v.mount_path.trim_end_matches('/')])
+        .collect();
+    crate::scripts::records(rows.iter().map(|r| &r[..]))
 }
 
 fn spec(params: &MigrateParams) -> JobSpec {
