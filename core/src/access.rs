@@ -128,7 +128,9 @@ fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> 
 
 /// What each observation reads: a LIST of each kind it lists, a GET of every other object it
 /// names (custom kinds only where the cluster serves them, as `effects::observe` skips the
-/// others) and a LIST of the Jobs.
+/// others) and a LIST of the Jobs. The migrate loop watches each kind instead where the server
+/// allows it, and falls back to these reads for a kind whose watch it refuses: these are what
+/// a run cannot do without.
 fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
     let observation = crate::observed::observation(params);
     let ns = observation.namespace.as_str();

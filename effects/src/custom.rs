@@ -17,7 +17,7 @@ use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, with_retry};
 
-fn resource(kind: CustomKind) -> ApiResource {
+pub(crate) fn resource(kind: CustomKind) -> ApiResource {
     let (group, version) = kind
         .api_version()
         .split_once('/')
@@ -57,7 +57,7 @@ pub(crate) async fn served(
         .unwrap_or_default())
 }
 
-fn to_custom(kind: CustomKind, object: DynamicObject) -> CustomObject {
+pub(crate) fn to_custom(kind: CustomKind, object: DynamicObject) -> CustomObject {
     let status = object.data.get("status").cloned();
     CustomObject {
         kind,
@@ -139,19 +139,26 @@ pub(crate) async fn ingress_classes(
         .collect())
 }
 
-/// Server-side apply; `true` when the object did not exist, and whether it changed.
+/// Server-side apply; see [`crate::apply::Prior`] for what is read before.
 pub(crate) async fn apply(
     client: &kube::Client,
     ns: &str,
     object: &CustomObject,
+    prior: &crate::apply::Prior,
     progress: &dyn Progress,
-) -> Result<(bool, bool), EffectsError> {
+) -> Result<crate::apply::Applied, EffectsError> {
     let name = object.metadata.name.clone().unwrap_or_default();
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource(object.kind));
     let target = Target::named(object.kind.plural(), &name, Some(ns));
-    let before = with_retry(progress, Verb::Get, &target, || api.get_metadata_opt(&name))
-        .await?
-        .and_then(|m| m.metadata.resource_version);
+    let before = match prior {
+        crate::apply::Prior::Unknown => {
+            with_retry(progress, Verb::Get, &target, || api.get_metadata_opt(&name))
+                .await?
+                .map(|m| m.metadata.resource_version)
+        }
+        crate::apply::Prior::Absent => None,
+        crate::apply::Prior::Present(version) => Some(version.clone()),
+    };
     let value = serde_json::to_value(object).unwrap_or(serde_json::Value::Null);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let patch = Patch::Apply(&value);
@@ -161,7 +168,7 @@ pub(crate) async fn apply(
     .await?
     .metadata
     .resource_version;
-    Ok((before.is_none(), before.is_none() || before != after))
+    Ok(crate::apply::outcome(before, after))
 }
 
 /// Waits until the object's `Ready` condition is `True` for its current generation.
@@ -172,7 +179,7 @@ pub(crate) async fn await_ready(
     target: &ObjectRef,
     wait: DeploymentWait,
     progress: &dyn Progress,
-) -> Result<(), EffectsError> {
+) -> Result<Option<String>, EffectsError> {
     let Kind::Custom(kind) = target.kind else {
         return Err(EffectsError::MalformedObject {
             step: step.to_owned(),
@@ -217,7 +224,7 @@ pub(crate) async fn await_ready(
                     failures = 0;
                     let object = to_custom(kind, o);
                     if custom_ready(&object) {
-                        return Ok(());
+                        return Ok(object.metadata.resource_version);
                     }
                     if let Some(c) = object
                         .status

@@ -97,18 +97,21 @@ pub(crate) struct DeploymentWaitContext<'a> {
     pub progress: &'a dyn Progress,
 }
 
-/// Waits until the Deployment is ready; see the module documentation.
-pub(crate) async fn await_ready(ctx: DeploymentWaitContext<'_>) -> Result<(), EffectsError> {
+/// Waits until the Deployment is ready; see the module documentation. Returns the
+/// resourceVersion of the Deployment as seen ready.
+pub(crate) async fn await_ready(
+    ctx: DeploymentWaitContext<'_>,
+) -> Result<Option<String>, EffectsError> {
     ctx.progress.event(ProgressEvent::WaitingForDeployment {
         deployment: ctx.deployment,
         namespace: ctx.namespace,
         timeout: ctx.wait.timeout_seconds.map(Duration::from_secs),
     });
-    watch_until(&ctx, Goal::Ready).await?;
+    let version = watch_until(&ctx, Goal::Ready).await?;
     ctx.progress.event(ProgressEvent::DeploymentReady {
         deployment: ctx.deployment,
     });
-    Ok(())
+    Ok(version)
 }
 
 /// Sets the replicas (a merge patch of `spec.replicas` only: the rest of the object stays as
@@ -116,7 +119,7 @@ pub(crate) async fn await_ready(ctx: DeploymentWaitContext<'_>) -> Result<(), Ef
 pub(crate) async fn scale(
     ctx: DeploymentWaitContext<'_>,
     replicas: i32,
-) -> Result<(), EffectsError> {
+) -> Result<Option<String>, EffectsError> {
     let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), ctx.namespace);
     let target = Target::named("deployment", ctx.deployment, Some(ctx.namespace));
     let patch = serde_json::json!({"spec": {"replicas": replicas}});
@@ -144,15 +147,19 @@ pub(crate) async fn scale(
     } else {
         Goal::Ready
     };
-    watch_until(&ctx, goal).await?;
+    let version = watch_until(&ctx, goal).await?;
     ctx.progress.event(ProgressEvent::Scaled {
         deployment: ctx.deployment,
         replicas,
     });
-    Ok(())
+    Ok(version)
 }
 
-async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), EffectsError> {
+/// Watches until the Deployment reaches `goal`; returns its resourceVersion then.
+async fn watch_until(
+    ctx: &DeploymentWaitContext<'_>,
+    goal: Goal,
+) -> Result<Option<String>, EffectsError> {
     let DeploymentWaitContext {
         client,
         namespace,
@@ -173,7 +180,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
         .await?
         .ok_or_else(not_found)?;
     if reached(goal, &current) {
-        return Ok(());
+        return Ok(current.metadata.resource_version);
     }
     let selector = current
         .spec
@@ -251,7 +258,7 @@ async fn watch_until(ctx: &DeploymentWaitContext<'_>, goal: Goal) -> Result<(), 
                     Some(Ok(Event::Apply(d) | Event::InitApply(d))) => {
                         watch_failures = 0;
                         if reached(goal, &d) {
-                            return Ok(());
+                            return Ok(d.metadata.resource_version);
                         }
                         if matches!(goal, Goal::Ready)
                             && let Some(reason) = rollout_stalled(&d)

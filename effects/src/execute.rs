@@ -4,7 +4,7 @@ use k8s_openapi::api::batch::v1::Job;
 use uyuni_core::plan::DeploymentWait;
 use uyuni_core::{Action, JobWait, Kind, Object, ObjectRef, Step};
 
-use crate::apply::{apply_namespaced, apply_object};
+use crate::apply::{Prior, apply_namespaced, apply_object};
 use crate::deployment::{DeploymentWaitContext, await_ready, scale as scale_deployment};
 use crate::error::{EffectsError, Target, Verb};
 use crate::job::{JobWaitContext, await_job};
@@ -19,14 +19,58 @@ pub async fn execute(
     step: &Step,
     progress: &dyn Progress,
 ) -> Result<(), EffectsError> {
+    execute_step(client, namespace, step, &Prior::Unknown, progress)
+        .await
+        .map(|_| ())
+}
+
+/// One object a step wrote or waited for, at the last resourceVersion the step saw of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub target: ObjectRef,
+    /// Its namespace; `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    pub resource_version: String,
+}
+
+/// What a step leaves for the next observation to include ([`crate::Observer::expect`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Executed {
+    pub versions: Vec<Version>,
+}
+
+impl Executed {
+    fn of(target: ObjectRef, namespace: Option<&str>, version: Option<String>) -> Executed {
+        Executed {
+            versions: version
+                .map(|resource_version| Version {
+                    target,
+                    namespace: namespace.map(str::to_owned),
+                    resource_version,
+                })
+                .into_iter()
+                .collect(),
+        }
+    }
+}
+
+/// [`execute`], told what the planner's snapshot held of an Apply's object (which spares the
+/// read before the write), returning the versions the step saw last.
+pub async fn execute_step(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    prior: &Prior,
+    progress: &dyn Progress,
+) -> Result<Executed, EffectsError> {
     tracing::debug!(step = %step.id, target = %step.target, "execute");
     match &step.action {
-        Action::Apply(object) => apply(client, namespace, step, object, progress).await,
+        Action::Apply(object) => apply(client, namespace, step, object, prior, progress).await,
         Action::RunJob { job, wait } => {
-            run_job(client, namespace, step, job, *wait, progress).await
+            run_job(client, namespace, step, job, *wait, prior, progress).await
         }
         Action::AwaitJob { name, wait } => {
-            await_job(JobWaitContext {
+            let version = await_job(JobWaitContext {
                 client,
                 namespace,
                 step: &step.id,
@@ -34,20 +78,42 @@ pub async fn execute(
                 wait: *wait,
                 progress,
             })
-            .await
+            .await?;
+            Ok(Executed::of(
+                ObjectRef::new(Kind::Job, name.clone()),
+                Some(namespace),
+                version,
+            ))
         }
         Action::WaitDeployment { name, wait } => {
-            wait_deployment(client, namespace, step, name, *wait, progress).await
+            let version = wait_deployment(client, namespace, step, name, *wait, progress).await?;
+            Ok(Executed::of(
+                ObjectRef::new(Kind::Deployment, name.clone()),
+                Some(namespace),
+                version,
+            ))
         }
         Action::Scale {
             name,
             replicas,
             wait,
-        } => scale(client, namespace, step, name, *replicas, *wait, progress).await,
-        Action::WaitReady { target, wait } => {
-            wait_ready(client, namespace, step, target, *wait, progress).await
+        } => {
+            let version = scale(client, namespace, step, name, *replicas, *wait, progress).await?;
+            Ok(Executed::of(
+                ObjectRef::new(Kind::Deployment, name.clone()),
+                Some(namespace),
+                version,
+            ))
         }
-        Action::None => Ok(()),
+        Action::WaitReady { target, wait } => {
+            let version = wait_ready(client, namespace, step, target, *wait, progress).await?;
+            let ns = match target.kind {
+                Kind::Custom(kind) => kind.fixed_namespace().unwrap_or(namespace),
+                _ => namespace,
+            };
+            Ok(Executed::of(target.clone(), Some(ns), version))
+        }
+        Action::None => Ok(Executed::default()),
     }
 }
 
@@ -58,7 +124,7 @@ async fn wait_ready(
     target: &ObjectRef,
     wait: DeploymentWait,
     progress: &dyn Progress,
-) -> Result<(), EffectsError> {
+) -> Result<Option<String>, EffectsError> {
     crate::custom::await_ready(client, namespace, &step.id, target, wait, progress).await
 }
 
@@ -69,7 +135,7 @@ async fn wait_deployment(
     name: &str,
     wait: DeploymentWait,
     progress: &dyn Progress,
-) -> Result<(), EffectsError> {
+) -> Result<Option<String>, EffectsError> {
     await_ready(DeploymentWaitContext {
         client,
         namespace,
@@ -89,7 +155,7 @@ async fn scale(
     replicas: i32,
     wait: DeploymentWait,
     progress: &dyn Progress,
-) -> Result<(), EffectsError> {
+) -> Result<Option<String>, EffectsError> {
     scale_deployment(
         DeploymentWaitContext {
             client,
@@ -109,9 +175,10 @@ async fn apply(
     namespace: &str,
     step: &Step,
     object: &Object,
+    prior: &Prior,
     progress: &dyn Progress,
-) -> Result<(), EffectsError> {
-    let applied = apply_object(client, namespace, &step.id, object, progress).await?;
+) -> Result<Executed, EffectsError> {
+    let applied = apply_object(client, namespace, &step.id, object, prior, progress).await?;
     let target = object.object_ref();
     let ns = object
         .kind()
@@ -123,7 +190,7 @@ async fn apply(
         created: applied.created,
         changed: applied.changed,
     });
-    Ok(())
+    Ok(Executed::of(target, ns, applied.resource_version))
 }
 
 async fn run_job(
@@ -132,8 +199,9 @@ async fn run_job(
     step: &Step,
     job: &Job,
     wait: JobWait,
+    prior: &Prior,
     progress: &dyn Progress,
-) -> Result<(), EffectsError> {
+) -> Result<Executed, EffectsError> {
     let ns = job.metadata.namespace.as_deref().unwrap_or(namespace);
     let Some(name) = job.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
         return Err(EffectsError::MalformedObject {
@@ -144,13 +212,13 @@ async fn run_job(
         });
     };
     let target = ObjectRef::new(Kind::Job, name);
-    let applied = apply_namespaced(client, ns, &target, job, progress).await?;
+    let applied = apply_namespaced(client, ns, &target, job, prior, progress).await?;
     progress.event(ProgressEvent::JobCreated {
         job: name,
         namespace: ns,
         created: applied.created,
     });
-    await_job(JobWaitContext {
+    let version = await_job(JobWaitContext {
         client,
         namespace: ns,
         step: &step.id,
@@ -158,5 +226,10 @@ async fn run_job(
         wait,
         progress,
     })
-    .await
+    .await?;
+    Ok(Executed::of(
+        target,
+        Some(ns),
+        version.or(applied.resource_version),
+    ))
 }

@@ -246,6 +246,13 @@ where
     })
 }
 
+/// The resourceVersion of the Job as the wait saw it last.
+fn last_version(seen: &Seen) -> Option<String> {
+    seen.job
+        .as_ref()
+        .and_then(|j| j.metadata.resource_version.clone())
+}
+
 /// What the wait has seen so far.
 struct Seen {
     job: Option<Job>,
@@ -272,8 +279,9 @@ async fn sleep_opt(sleep: &mut Option<Pin<Box<Sleep>>>) {
     }
 }
 
-/// Waits until the Job ends, streaming its log; see the module documentation.
-pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<(), EffectsError> {
+/// Waits until the Job ends, streaming its log; see the module documentation. Returns the
+/// resourceVersion of the Job as last seen (ended).
+pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<String>, EffectsError> {
     let JobWaitContext {
         client,
         namespace,
@@ -335,7 +343,8 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<(), EffectsErro
             let no_log =
                 follower.is_none() && seen.pods_listed && seen.pods.values().all(ended_without_log);
             if log_finished || no_log {
-                return finish(client, namespace, step, name, wait, state, &seen, progress).await;
+                finish(client, namespace, step, name, wait, state, &seen, progress).await?;
+                return Ok(last_version(&seen));
             }
         }
         tokio::select! {
@@ -350,7 +359,8 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<(), EffectsErro
             () = sleep_opt(&mut drain) => {
                 tracing::debug!(job = name, "log did not end in time after the Job ended");
                 if let Some(state) = outcome {
-                    return finish(client, namespace, step, name, wait, state, &seen, progress).await;
+                    finish(client, namespace, step, name, wait, state, &seen, progress).await?;
+                return Ok(last_version(&seen));
                 }
             }
             event = jobs.next(progress) => {

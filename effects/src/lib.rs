@@ -27,10 +27,12 @@ pub mod observe;
 pub mod progress;
 pub mod retry;
 
-mod apply;
+pub mod apply;
+mod cache;
 
+pub use apply::Prior;
 pub use connect::{ClientOptions, Connection, connect};
 pub use error::{EffectsError, Target, Verb};
-pub use execute::execute;
+pub use execute::{Executed, Version, execute, execute_step};
 pub use observe::{Observer, observe, observe_with_progress};
 pub use progress::{NoProgress, Progress, ProgressEvent};

@@ -1,6 +1,7 @@
 //! One snapshot of what the planner asked to see. Reads only.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -14,7 +15,11 @@ use kube::Resource;
 use kube::api::{Api, ListParams};
 use kube::core::ClusterResourceScope;
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 use uyuni_core::{Kind, Object, ObjectRef, Observation, Observed};
+
+use crate::cache::{Cache, Scope};
+use crate::execute::Executed;
 
 use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{NoProgress, Progress};
@@ -40,9 +45,7 @@ pub async fn observe_with_progress(
     observation: &Observation,
     progress: &dyn Progress,
 ) -> Result<Observed, EffectsError> {
-    Observer::new(client.clone(), observation.clone())
-        .observe(progress)
-        .await
+    observe_once(client, observation, progress).await
 }
 
 /// What a run learns of the cluster once: the custom resources it serves, its IngressClasses
@@ -55,13 +58,36 @@ struct ClusterFacts {
     storage_classes: Option<Vec<uyuni_core::storage::StorageClassInfo>>,
 }
 
+/// How long an observation waits for the watches to hold what the run wrote or waited for
+/// before it reads the cluster directly instead. Events arrive within milliseconds; this only
+/// bounds a watch that is stuck (a proxy that buffers, a server that dropped it silently).
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the first observation waits for every watch's initial list before it reads the
+/// cluster directly (and keeps the watches for the next turn).
+const FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A version the next observation must include: a store has seen it, or has re-listed since.
+#[derive(Debug, Clone)]
+struct Expected {
+    scope: Scope,
+    name: String,
+    resource_version: String,
+    /// The store's count of lists when the version was expected.
+    lists: u64,
+}
+
 /// Observes the same [`Observation`] turn after turn of the loop: the cluster's facts once,
-/// then each kind the observation lists ([`Observation::listed_kinds`]) with one LIST of the
-/// namespace, the other objects with one GET each, and the Jobs by selector.
+/// then one watch per kind the observation reads (its initial list is the first observation's
+/// request; see `cache`). Each later observation reads the watches' stores, once they hold
+/// every version the run's steps reported ([`Observer::expect`]): no request. A scope whose
+/// watch the server refuses is read directly, as is everything when the watches fall behind.
 pub struct Observer {
     client: kube::Client,
     observation: Observation,
     cluster: Option<ClusterFacts>,
+    cache: Option<Cache>,
+    expected: Vec<Expected>,
 }
 
 impl Observer {
@@ -70,35 +96,211 @@ impl Observer {
             client,
             observation,
             cluster: None,
+            cache: None,
+            expected: Vec::new(),
         }
     }
 
-    /// One snapshot of what the observation names; every object read now, the cluster's
-    /// facts as first read.
+    /// The observation read.
+    pub fn observation(&self) -> &Observation {
+        &self.observation
+    }
+
+    /// Tells the observer what a step wrote or waited for: the next observation includes these
+    /// versions (or newer).
+    pub fn expect(&mut self, executed: &Executed) {
+        let Some(cache) = &self.cache else {
+            // Nothing is watched yet: the first observation reads everything anyway.
+            return;
+        };
+        for version in &executed.versions {
+            for scope in self.scopes_of(version.target.kind) {
+                if scope.namespace != version.namespace {
+                    continue;
+                }
+                self.expected.push(Expected {
+                    lists: cache.lists(&scope),
+                    scope,
+                    name: version.target.name.clone(),
+                    resource_version: version.resource_version.clone(),
+                });
+            }
+        }
+    }
+
+    /// One snapshot of what the observation names: from the watches' stores once they hold
+    /// what was expected, else read now; the cluster's facts as first read.
     pub async fn observe(&mut self, progress: &dyn Progress) -> Result<Observed, EffectsError> {
+        let cluster = self.cluster_facts(progress).await?;
+        if self.cache.is_none() {
+            let scopes = self.scopes(&cluster);
+            let cache = Cache::start(&self.client, scopes);
+            let listed = cache
+                .wait_until(Instant::now() + FIRST_LIST_TIMEOUT, Cache::listed)
+                .await;
+            self.cache = Some(cache);
+            if !listed {
+                tracing::debug!("the watches did not list in time; reading directly");
+                return self.read_directly(&cluster, progress).await;
+            }
+        }
+        let expected = std::mem::take(&mut self.expected);
+        let cache = self.cache.as_ref().expect("started above");
+        let held = cache
+            .wait_until(Instant::now() + BARRIER_TIMEOUT, |c| {
+                expected
+                    .iter()
+                    .all(|e| c.holds(&e.scope, &e.name, &e.resource_version, e.lists))
+            })
+            .await;
+        if !held {
+            tracing::debug!(
+                missing = ?expected.iter().filter(|e| !cache.holds(&e.scope, &e.name, &e.resource_version, e.lists)).collect::<Vec<_>>(),
+                "the watches did not catch up in time; reading directly"
+            );
+            return self.read_directly(&cluster, progress).await;
+        }
+        self.read_cache(&cluster, progress).await
+    }
+
+    async fn cluster_facts(
+        &mut self,
+        progress: &dyn Progress,
+    ) -> Result<ClusterFacts, EffectsError> {
+        if let Some(facts) = &self.cluster {
+            return Ok(facts.clone());
+        }
+        let client = &self.client;
+        let mut served = Vec::new();
+        for group_version in &self.observation.api_groups {
+            served.extend(crate::custom::served(client, group_version, progress).await?);
+        }
+        let facts = ClusterFacts {
+            served,
+            ingress_classes: crate::custom::ingress_classes(client, progress).await?,
+            storage_classes: storage_classes(client, progress).await?,
+        };
+        self.cluster = Some(facts.clone());
+        Ok(facts)
+    }
+
+    /// The watch that reads `kind`'s named objects.
+    fn scope_of(&self, kind: Kind) -> Scope {
+        let ns = &self.observation.namespace;
+        match kind {
+            Kind::Namespace => Scope {
+                kind,
+                namespace: None,
+                labels: None,
+                fields: Some(format!("metadata.name={ns}")),
+            },
+            Kind::Custom(custom) => Scope {
+                kind,
+                namespace: Some(custom.fixed_namespace().unwrap_or(ns).to_owned()),
+                labels: None,
+                fields: None,
+            },
+            _ => Scope {
+                kind,
+                namespace: Some(ns.clone()),
+                labels: None,
+                fields: None,
+            },
+        }
+    }
+
+    /// The watch that reads the Jobs by the observation's selector.
+    fn jobs_scope(&self) -> Scope {
+        let selector = &self.observation.job_selector;
+        Scope {
+            kind: Kind::Job,
+            namespace: Some(self.observation.namespace.clone()),
+            labels: (!selector.is_empty()).then(|| selector.clone()),
+            fields: None,
+        }
+    }
+
+    /// The watches that may hold an object of `kind`.
+    fn scopes_of(&self, kind: Kind) -> Vec<Scope> {
+        let mut out = Vec::new();
+        if self.observation.named.iter().any(|t| t.kind == kind) {
+            out.push(self.scope_of(kind));
+        }
+        if kind == Kind::Job {
+            out.push(self.jobs_scope());
+        }
+        out
+    }
+
+    /// One watch per kind the observation names (custom kinds where served), and the Jobs'.
+    fn scopes(&self, cluster: &ClusterFacts) -> Vec<Scope> {
+        let served = served_of(cluster);
+        let mut out: Vec<Scope> = self
+            .observation
+            .named
+            .iter()
+            .filter(|t| match t.kind {
+                Kind::Custom(custom) => served.serves(custom),
+                _ => true,
+            })
+            .map(|t| self.scope_of(t.kind))
+            .collect();
+        out.push(self.jobs_scope());
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The snapshot from the stores; a scope whose watch gave up is read now.
+    async fn read_cache(
+        &self,
+        cluster: &ClusterFacts,
+        progress: &dyn Progress,
+    ) -> Result<Observed, EffectsError> {
+        let cache = self.cache.as_ref().expect("started");
+        let ns = self.observation.namespace.as_str();
+        let mut observed = served_of(cluster);
+        for target in &self.observation.named {
+            if let Kind::Custom(custom) = target.kind
+                && !observed.serves(custom)
+            {
+                continue;
+            }
+            let scope = self.scope_of(target.kind);
+            let object = if cache.failed(&scope) {
+                get(&self.client, ns, target, progress).await?
+            } else {
+                cache.get(&scope, &target.name)
+            };
+            if let Some(object) = object {
+                observed.insert(object);
+            }
+        }
+        let jobs = self.jobs_scope();
+        if cache.failed(&jobs) {
+            for job in list_jobs(&self.client, ns, &self.observation.job_selector, progress).await?
+            {
+                observed.insert(Object::Job(job));
+            }
+        } else {
+            for job in cache.all(&jobs) {
+                observed.insert(job);
+            }
+        }
+        Ok(observed)
+    }
+
+    /// Every object the observation names read now: a LIST per kind with two names or more,
+    /// a GET for each other object, and the Jobs by selector.
+    async fn read_directly(
+        &self,
+        cluster: &ClusterFacts,
+        progress: &dyn Progress,
+    ) -> Result<Observed, EffectsError> {
         let client = &self.client;
         let observation = &self.observation;
         let ns = observation.namespace.as_str();
-        let cluster = match &self.cluster {
-            Some(facts) => facts.clone(),
-            None => {
-                let mut served = Vec::new();
-                for group_version in &observation.api_groups {
-                    served.extend(crate::custom::served(client, group_version, progress).await?);
-                }
-                let facts = ClusterFacts {
-                    served,
-                    ingress_classes: crate::custom::ingress_classes(client, progress).await?,
-                    storage_classes: storage_classes(client, progress).await?,
-                };
-                self.cluster = Some(facts.clone());
-                facts
-            }
-        };
-        let mut observed = Observed::default();
-        observed.served.extend(cluster.served);
-        observed.ingress_classes = cluster.ingress_classes;
-        observed.storage_classes = cluster.storage_classes;
+        let mut observed = served_of(cluster);
         let listed = observation.listed_kinds();
         for kind in &listed {
             if let Kind::Custom(custom) = kind
@@ -138,6 +340,27 @@ impl Observer {
         }
         Ok(observed)
     }
+}
+
+/// An empty snapshot carrying the cluster's facts.
+fn served_of(cluster: &ClusterFacts) -> Observed {
+    let mut observed = Observed::default();
+    observed.served.extend(cluster.served.iter().cloned());
+    observed.ingress_classes = cluster.ingress_classes.clone();
+    observed.storage_classes = cluster.storage_classes.clone();
+    observed
+}
+
+/// A single observation, read directly: what the dry run and one-shot readers need. Watches
+/// would cost their own list and watch for one read.
+async fn observe_once(
+    client: &kube::Client,
+    observation: &Observation,
+    progress: &dyn Progress,
+) -> Result<Observed, EffectsError> {
+    let mut observer = Observer::new(client.clone(), observation.clone());
+    let cluster = observer.cluster_facts(progress).await?;
+    observer.read_directly(&cluster, progress).await
 }
 
 /// Every object of a kind in `ns`, page by page (none when the namespace does not exist).

@@ -511,7 +511,13 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         let total = expected.max(executed + remaining - 1);
         reporter.step(executed, total, step);
         reporter.set_job_context(&params.namespace);
-        uyuni_effects::execute(&conn.client, &params.namespace, step, reporter).await?;
+        // What the snapshot says of the object written spares a read before the write; what
+        // the step saw last is what the next observation must include.
+        let prior = uyuni_effects::Prior::for_step(observer.observation(), &observed, step);
+        let executed =
+            uyuni_effects::execute_step(&conn.client, &params.namespace, step, &prior, reporter)
+                .await?;
+        observer.expect(&executed);
         if step.action.predictable() {
             predicted = Some(uyuni_core::simulate(&observed, &params.namespace, step));
         }
