@@ -146,13 +146,20 @@ impl Observer {
         }
         let expected = std::mem::take(&mut self.expected);
         let cache = self.cache.as_ref().expect("started above");
+        let waited = Instant::now();
         let held = cache
-            .wait_until(Instant::now() + BARRIER_TIMEOUT, |c| {
+            .wait_until(waited + BARRIER_TIMEOUT, |c| {
                 expected
                     .iter()
                     .all(|e| c.holds(&e.scope, &e.name, &e.resource_version, e.lists))
             })
             .await;
+        tracing::debug!(
+            expected = expected.len(),
+            waited_ms = waited.elapsed().as_millis(),
+            held,
+            "observation from the watches"
+        );
         if !held {
             tracing::debug!(
                 missing = ?expected.iter().filter(|e| !cache.holds(&e.scope, &e.name, &e.resource_version, e.lists)).collect::<Vec<_>>(),
