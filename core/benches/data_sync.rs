@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use uyuni_core::sync_progress::{Estimate, SyncLine};
 use world::{World, script};
 
 /// Files of the generated tree: packages of 4 MiB, database segments of 64 MiB (the split of a
@@ -91,7 +92,8 @@ fn transport_rsync(w: &World, to: &Path) {
     assert!(out.status.success(), "rsync through the transport: {out:?}");
 }
 
-fn run(w: &World, prepare: bool, compress: bool) {
+/// Runs the script; returns its log (stdout).
+fn run(w: &World, prepare: bool, compress: bool) -> String {
     let out = w.run_script(&uyuni_core::scripts::data_sync::DataSyncScript {
         compress,
         ..script(prepare, "root", w.paths())
@@ -101,6 +103,16 @@ fn run(w: &World, prepare: bool, compress: bool) {
         "the script failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The estimate line of a prepare run's log.
+fn estimate(log: &str) -> Option<Estimate> {
+    log.lines()
+        .find_map(|l| match uyuni_core::sync_progress::parse(l) {
+            Some(SyncLine::Estimate(e)) => Some(e),
+            _ => None,
+        })
 }
 
 fn mib_per_s(bytes: u64, d: Duration) -> f64 {
@@ -131,14 +143,18 @@ fn main() {
     let t_plain = timed(|| plain_rsync(&w.src, plain.path()));
     let transported = tempfile::tempdir().expect("tempdir");
     let t_transport = timed(|| transport_rsync(&w, transported.path()));
-    let t_script = timed(|| run(&w, true, false));
+    let mut prepare_log = String::new();
+    let t_script = timed(|| prepare_log = run(&w, true, false));
+    let measured = estimate(&prepare_log).expect("the prepare run prints its estimate");
     let compressed = World::with_real_rsync(true);
     for f in &files {
         let to = compressed.src.join(&f[1..]);
         fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
         fs::hard_link(w.src.join(&f[1..]), &to).expect("link");
     }
-    let t_compressed = timed(|| run(&compressed, true, true));
+    let t_compressed = timed(|| {
+        run(&compressed, true, true);
+    });
     drop(compressed);
 
     // 1 %: rewrite every hundredth file (at least one), as a day of package syncs would.
@@ -150,7 +166,9 @@ fn main() {
         random_file(&path, size, &mut urandom);
         delta += size as u64;
     }
-    let t_final = timed(|| run(&w, false, false));
+    let t_final = timed(|| {
+        run(&w, false, false);
+    });
     let ended = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
@@ -189,6 +207,12 @@ fn main() {
         t_plain,
     );
     row("script (prepare), full copy", t_script, total, t_plain);
+    row(
+        "script (prepare), its copy pass",
+        Duration::from_millis(measured.copy_ms),
+        total,
+        t_plain,
+    );
     row("script --compress, full copy", t_compressed, total, t_plain);
     println!("after a 1 % change ({} MiB):", delta >> 20);
     row(
@@ -214,6 +238,18 @@ fn main() {
         "outage window inside the Job",
         window,
         t_plain_delta.as_secs_f64()
+    );
+    let predicted = measured
+        .final_copy_ms()
+        .map(|c| (c + measured.rest_ms) as f64 / 1000.0);
+    println!(
+        "{:<38} {:>9}   (the prepare run's measure: a scan of {:.2} s, {} B left, its later steps {:.2} s; its copy {:.2} s of it)",
+        "window predicted by the prepare run",
+        predicted.map_or("unknown".to_owned(), |p| format!("{p:.2}")),
+        measured.scan_ms as f64 / 1000.0,
+        measured.delta_bytes,
+        measured.rest_ms as f64 / 1000.0,
+        measured.copy_ms as f64 / 1000.0,
     );
     println!(
         "throughput ratio (plain time / script time): {:.2} locally, {:.2} through the same transport (goal ≥ 0.9)",

@@ -73,6 +73,9 @@ SSL_BUILD=$LOCAL_ROOT/root/ssl-build
 # A file that vanishes on the source during a copy is expected while it serves.
 VANISHED_OK=0
 if [ "$SYNC_MODE" = prepare ]; then VANISHED_OK=1; fi
+# 1 while a pass only measures what a copy would transfer (rsync --dry-run): the prepare
+# run's estimate of the final copy.
+MEASURE=0
 # Not root: every source command goes through sudo, which must not ask for a password.
 SUDO=''
 if [ "$SSH_USER" != root ]; then SUDO='sudo -n '; fi
@@ -203,8 +206,11 @@ sync_volume() {
     if [ "$need" = required ]; then
       fail "$path does not exist on $SOURCE_FQDN: volume $name cannot be filled without it"
     fi
-    echo "Not on the source, skipping $path"
-    COPY_MODES+=("$name: skipped (not on the source)")
+    echo "uyuni-sync: volume=$name state=skipped"
+    if [ "$MEASURE" = 0 ]; then
+      echo "Not on the source, skipping $path"
+      COPY_MODES+=("$name: skipped (not on the source)")
+    fi
     return 0
   fi
   case $mode in
@@ -214,11 +220,79 @@ sync_volume() {
       ;;
     *) label='quick (size+mtime)' ;;
   esac
+  if [ "$MEASURE" = 1 ]; then
+    rsync_volume "$name" "$links" "${compare[@]}" --delete --dry-run \
+      -f "merge $WORK_DIR/exclude_list" "$SOURCE:$path/" "$LOCAL_ROOT$path/"
+    return 0
+  fi
   echo "Synchronizing $path ($name: $label)"
   mkdir_pub "$LOCAL_ROOT$path"
-  rsync_run "$links" "${compare[@]}" --delete --info=progress2 -f "merge $WORK_DIR/exclude_list" \
+  rsync_volume "$name" "$links" "${compare[@]}" --delete -f "merge $WORK_DIR/exclude_list" \
     "$SOURCE:$path/" "$LOCAL_ROOT$path/"
   COPY_MODES+=("$name: $label")
+}
+
+# Milliseconds since the epoch (GNU date), for the figures of the status lines.
+now_ms() {
+  date +%s%3N
+}
+
+# The status lines of the copies, one a line and never rewritten in place (a Job's log is cut
+# into lines at newlines only), for the live view and for people reading the Job's log; the
+# tool parses them (core/src/sync_progress.rs documents the format):
+#   uyuni-sync: pass=P volumes=A,B,...          a pass over these volumes starts (all waiting)
+#   uyuni-sync: volume=V state=copying [bytes=N percent=N]
+#   uyuni-sync: volume=V state=done bytes=N ms=N   (bytes: what rsync transferred, or would)
+#   uyuni-sync: volume=V state=skipped | state=failed code=N
+#   uyuni-sync: estimate delta_bytes=N scan_ms=N copied_bytes=N copy_ms=N rest_ms=N
+# This awk turns rsync's --info=progress2 figures (after tr made its carriage returns
+# newlines) into copying lines, one per percent so that a large volume does not flood the log,
+# keeps rsync's --stats for the done line (in the file named by `bytes`) and passes every
+# other line through. ($ is awk's here: the text is awk's, not the shell's.)
+# shellcheck disable=SC2016
+PROGRESS_AWK='
+BEGIN { last = -1; total = "" }
+/^ *[0-9][0-9,]* +[0-9]+% +[^ ]+\/s +[0-9]+:[0-9:]+/ {
+  pct = $2; sub(/%/, "", pct); b = $1; gsub(/,/, "", b)
+  if (pct != last) {
+    print "uyuni-sync: volume=" volume " state=copying bytes=" b " percent=" pct
+    fflush()
+    last = pct
+  }
+  next
+}
+/^Total transferred file size: / { b = $5; gsub(/,/, "", b); total = b; next }
+/^(Number of |Total |Literal data|Matched data|File list |sent |total size is )/ { next }
+/^ *$/ { next }
+{ print; fflush() }
+END { if (bytes != "") print (total == "" ? 0 : total) > bytes }
+'
+
+# rsync for volume $1 (the rest: rsync's arguments), with its status lines: copying, then done
+# with what rsync transferred and how long it took, or failed with rsync's code. Each done
+# volume's bytes are added up in $SCRATCH/pass.bytes for the estimate.
+rsync_volume() {
+  local name=$1 rc=0 started bytes_file bytes ms
+  shift
+  bytes_file=$SCRATCH/bytes.$name
+  rm -f -- "$bytes_file"
+  echo "uyuni-sync: volume=$name state=copying"
+  started=$(now_ms)
+  "${RSYNC[@]}" --info=progress2 --stats "$@" | tr '\r' '\n' |
+    awk -v volume="$name" -v bytes="$bytes_file" "$PROGRESS_AWK" || rc=$?
+  ms=$(($(now_ms) - started))
+  if [ "$rc" -eq 24 ] && [ "$VANISHED_OK" = 1 ]; then
+    echo "Warning: some files vanished on the source during the copy (the source is serving)"
+  elif [ "$rc" -ne 0 ]; then
+    echo "uyuni-sync: volume=$name state=failed code=$rc"
+    : >"$SCRATCH/failed.$name"
+    echo "ERROR: rsync failed with exit code $rc" >&2
+    exit "$rc"
+  fi
+  bytes=$(cat -- "$bytes_file" 2>/dev/null || echo 0)
+  case $bytes in '' | *[!0-9]*) bytes=0 ;; esac
+  echo "$bytes" >>"$SCRATCH/pass.bytes"
+  echo "uyuni-sync: volume=$name state=done bytes=$bytes ms=$ms"
 }
 
 # One pass over every volume of SYNC_VOLUMES, started in its order: $1 is serving (the copy made
@@ -231,8 +305,13 @@ sync_volume() {
 # come back through files; the first failure (in the catalogue's order) ends the run with its
 # code once every copy has ended.
 copy_volumes() {
-  local i mode rc dir=$SCRATCH/copies
-  probe_volumes "${VOLUME_PATHS[@]}"
+  local i mode rc dir=$SCRATCH/copies names
+  if [ "$MEASURE" = 0 ]; then
+    probe_volumes "${VOLUME_PATHS[@]}"
+  fi
+  names=$(IFS=, && echo "${VOLUME_NAMES[*]}")
+  echo "uyuni-sync: pass=$1 volumes=$names"
+  rm -f -- "$SCRATCH/pass.bytes"
   if [ "$COPY_PARALLEL" -eq 1 ]; then
     for i in "${!VOLUME_NAMES[@]}"; do
       sync_volume "${VOLUME_NAMES[i]}" "${VOLUME_PATHS[i]}" "${VOLUME_LINKS[i]}" \
@@ -263,6 +342,11 @@ copy_volumes() {
   for i in "${!VOLUME_NAMES[@]}"; do
     rc=$(cat -- "$dir/$i.rc" 2>/dev/null || echo 1)
     if [ "$rc" -ne 0 ]; then
+      # A copy that failed before its rsync (a required directory missing) printed no
+      # status line of its own.
+      if [ ! -e "$SCRATCH/failed.${VOLUME_NAMES[i]}" ]; then
+        echo "uyuni-sync: volume=${VOLUME_NAMES[i]} state=failed code=$rc"
+      fi
       echo "ERROR: the copy of volume ${VOLUME_NAMES[i]} failed (its lines above)" >&2
       exit "$rc"
     fi
@@ -271,6 +355,17 @@ copy_volumes() {
     mapfile -t -O "${#COPY_MODES[@]}" COPY_MODES <"$dir/$i.mode"
   done
   rm -rf -- "$dir"
+}
+
+# The sum of the bytes the last pass's rsyncs transferred (or, measuring, would transfer).
+pass_bytes() {
+  local sum=0 n
+  if [ -f "$SCRATCH/pass.bytes" ]; then
+    while read -r n; do
+      sum=$((sum + n))
+    done <"$SCRATCH/pass.bytes"
+  fi
+  echo "$sum"
 }
 
 # The compare mode of volume $2 in pass $1 (serving or stopped).
@@ -462,7 +557,24 @@ COPY_MODES=()
 if [ "$SYNC_MODE" = final ]; then
   copy_volumes stopped
 else
+  copy_started=$(now_ms)
   copy_volumes serving
+  copy_ms=$(($(now_ms) - copy_started))
+  copied_bytes=$(pass_bytes)
+  # What the final run's copy would move if it started now, and how long its scan of every
+  # volume takes (in the final run's compare modes: the database with checksums): rsync
+  # --dry-run over every volume, while the source keeps serving. With this run's copy rate
+  # and the time of the steps after the copy, the tool predicts the final run's window.
+  # The summary lists the copy's modes, not the measure's.
+  copy_modes=("${COPY_MODES[@]}")
+  MEASURE=1
+  scan_started=$(now_ms)
+  copy_volumes measure
+  scan_ms=$(($(now_ms) - scan_started))
+  delta_bytes=$(pass_bytes)
+  MEASURE=0
+  COPY_MODES=("${copy_modes[@]}")
+  rest_started=$(now_ms)
 fi
 
 # Step 8: enable the services in the (volume-backed) systemd wants directories.
@@ -668,6 +780,16 @@ elif on_source 'test -f /etc/pki/tls/certs/spacewalk.crt' &&
   files['server.key']=$SCRATCH/server.key
 else
   echo 'found neither the Uyuni CA key nor a server certificate and key'
+fi
+
+if [ "$SYNC_MODE" = prepare ]; then
+  rest_ms=$(($(now_ms) - rest_started))
+  echo "uyuni-sync: estimate delta_bytes=$delta_bytes scan_ms=$scan_ms copied_bytes=$copied_bytes copy_ms=$copy_ms rest_ms=$rest_ms"
+  values['delta_bytes']=$delta_bytes
+  values['scan_ms']=$scan_ms
+  values['copied_bytes']=$copied_bytes
+  values['copy_ms']=$copy_ms
+  values['rest_ms']=$rest_ms
 fi
 
 # One merge patch, every value base64-encoded: the JSON needs no escaping.

@@ -144,4 +144,13 @@ pub mod data_keys {
     /// were stopped (Unix seconds, the Job's clock).
     pub const OUTAGE_STARTED_AT: &str = "outage_started_at";
     pub const SERVICES_STOPPED_AT: &str = "services_stopped_at";
+    /// Prepare runs only: what the run measured for the final run's expected window
+    /// (`core::sync_progress::Estimate`): the delta left after its copy and the scan that
+    /// found it, what its copy transferred in how long, and its steps after the copy
+    /// (milliseconds, bytes).
+    pub const DELTA_BYTES: &str = "delta_bytes";
+    pub const SCAN_MS: &str = "scan_ms";
+    pub const COPIED_BYTES: &str = "copied_bytes";
+    pub const COPY_MS: &str = "copy_ms";
+    pub const REST_MS: &str = "rest_ms";
 }

@@ -15,7 +15,7 @@
 //!   [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
 //!   Deployments it watches: [`verdict`]; every fact decided once from these: [`resolve`];
-//! - job scripts: [`scripts`]; one builder per Kubernetes object: [`builders`]; the data plane
+//! - job scripts: [`scripts`], and the data-sync Job's status lines [`sync_progress`]; one builder per Kubernetes object: [`builders`]; the data plane
 //!   and the data sync's order, for the dry run: [`dataplane`];
 //! - checks before any write: StorageClasses [`storage`], Pod Security [`pod_security`];
 //! - the planner, its steps and phases: [`plan`](mod@plan);
@@ -49,6 +49,7 @@ pub mod shell;
 pub mod simulate;
 pub mod ssh;
 pub mod storage;
+pub mod sync_progress;
 pub mod verdict;
 pub mod volumes;
 

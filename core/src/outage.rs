@@ -15,6 +15,7 @@ use crate::catalogue::names;
 use crate::catalogue::names::SERVER_DEPLOYMENT;
 use crate::observed::{JobState, Observed, deployment_condition, deployment_ready, job_state};
 use crate::plan::phase::latest_succeeded;
+use crate::sync_progress::Estimate;
 
 /// One stretch of the outage, ending at a milestone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -148,8 +149,8 @@ fn available_since(deployment: &Deployment) -> Option<i64> {
         .map(|t| t.0.as_second())
 }
 
-/// The sync's record of the stop, when the data in the Secret is that Job's.
-fn recorded_stop(observed: &Observed, sync_job: &str) -> Option<(i64, i64)> {
+/// A value of Secret `uyuni-migration-data`, trimmed, when the data in it is Job `sync_job`'s.
+fn recorded(observed: &Observed, sync_job: &str, key: &str) -> Option<String> {
     let data = observed
         .secret(names::MIGRATION_DATA_SECRET)?
         .data
@@ -162,9 +163,117 @@ fn recorded_stop(observed: &Observed, sync_job: &str) -> Option<(i64, i64)> {
     if text(data_keys::JOB)? != sync_job {
         return None;
     }
-    let number = |key: &str| text(key)?.parse::<i64>().ok();
+    text(key)
+}
+
+/// The sync's record of the stop, when the data in the Secret is that Job's.
+fn recorded_stop(observed: &Observed, sync_job: &str) -> Option<(i64, i64)> {
+    let number = |key: &str| recorded(observed, sync_job, key)?.parse::<i64>().ok();
     Some((
         number(data_keys::OUTAGE_STARTED_AT)?,
         number(data_keys::SERVICES_STOPPED_AT)?,
     ))
+}
+
+/// What the last `--prepare` run expects of the final run's window, from what it measured
+/// ([`Estimate`]): the final copy (a scan of every volume, then the delta left at this run's
+/// copy rate) and the script's steps after the copy, which it ran itself. The services' stop,
+/// the database steps and the server's start come from an earlier final run's report when the
+/// cluster holds one, and are unknown otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectedWindow {
+    /// The prepare Job that measured.
+    pub sync_job: String,
+    /// What a final copy would still move after this run's copy.
+    pub delta_bytes: u64,
+    /// The copy rate of the run (`null`: it copied nothing to measure a rate on).
+    pub copy_bytes_per_second: Option<u64>,
+    /// The scan of every volume in the final copy's compare modes.
+    pub scan_seconds: i64,
+    /// The final copy: the scan, then the delta at the copy rate (`null`: a delta and no rate).
+    pub copy_seconds: Option<i64>,
+    /// The data sync's steps after the copy.
+    pub after_copy_seconds: i64,
+    /// The services' stop, the database steps and the server's start, from the last final
+    /// run's report (`null`: unknown, no final run recorded them).
+    pub stop_and_start_seconds: Option<i64>,
+    /// The whole window, when every part is known.
+    pub seconds: Option<i64>,
+}
+
+/// Milliseconds as whole seconds, rounded up: an estimate rather long than short.
+fn ceil_seconds(ms: u64) -> i64 {
+    i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX)
+}
+
+/// The expected window after the last `--prepare`; `None` when no prepare run succeeded or it
+/// recorded no measure (data of an older version).
+pub fn expected(observed: &Observed) -> Option<ExpectedWindow> {
+    let sync = latest_succeeded(observed, data_sync::sync_mode(true))?;
+    let sync_job = sync.metadata.name.clone()?;
+    let number = |key: &str| recorded(observed, &sync_job, key)?.parse::<u64>().ok();
+    let estimate = Estimate {
+        delta_bytes: number(data_keys::DELTA_BYTES)?,
+        scan_ms: number(data_keys::SCAN_MS)?,
+        copied_bytes: number(data_keys::COPIED_BYTES)?,
+        copy_ms: number(data_keys::COPY_MS)?,
+        rest_ms: number(data_keys::REST_MS)?,
+    };
+    let copy_seconds = estimate.final_copy_ms().map(ceil_seconds);
+    let after_copy_seconds = ceil_seconds(estimate.rest_ms);
+    let stop_and_start_seconds = report(observed).map(|r| {
+        r.phases
+            .iter()
+            .filter(|p| p.name != "copy")
+            .map(|p| p.seconds)
+            .sum()
+    });
+    Some(ExpectedWindow {
+        sync_job,
+        delta_bytes: estimate.delta_bytes,
+        copy_bytes_per_second: estimate.bytes_per_second(),
+        scan_seconds: ceil_seconds(estimate.scan_ms),
+        copy_seconds,
+        after_copy_seconds,
+        stop_and_start_seconds,
+        seconds: copy_seconds
+            .zip(stop_and_start_seconds)
+            .map(|(c, s)| c + after_copy_seconds + s),
+    })
+}
+
+impl ExpectedWindow {
+    /// One paragraph for the run's summary.
+    pub fn text(&self) -> String {
+        let rate = match self.copy_bytes_per_second {
+            Some(r) => format!("{}/s", crate::dataplane::human_bytes(r)),
+            None => "unknown (nothing was copied)".to_owned(),
+        };
+        let copy = match self.copy_seconds {
+            Some(s) => format!("about {}", duration_text(s)),
+            None => "unknown".to_owned(),
+        };
+        let rest = match self.stop_and_start_seconds {
+            Some(s) => format!(
+                "the services' stop, the database steps and the server's start took {} in the last final run",
+                duration_text(s)
+            ),
+            None => "the services' stop, the database steps and the server's start: unknown (no final run recorded them yet)".to_owned(),
+        };
+        let total = match (self.seconds, self.copy_seconds) {
+            (Some(s), _) => format!("about {}", duration_text(s)),
+            (None, Some(c)) => format!(
+                "about {} plus the services' stop and the server's start",
+                duration_text(c + self.after_copy_seconds)
+            ),
+            (None, None) => "unknown".to_owned(),
+        };
+        format!(
+            "Expected window of the final run: {total}. The final copy: {copy} ({} left after this copy at this run's {rate}, after a scan of every volume of {}); the data sync's steps after it: {}; {rest}.",
+            crate::dataplane::human_bytes(self.delta_bytes),
+            duration_text(self.scan_seconds),
+            duration_text(self.after_copy_seconds),
+        )
+    }
 }

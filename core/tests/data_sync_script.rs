@@ -131,7 +131,8 @@ fn every_volume_is_synced_in_order_database_included() {
             .contains("var-pgsql\t/var/lib/pgsql/data\t-L\trequired\tquick\tchecksum")
     );
     assert!(SCRIPT.contains("compare=(--checksum)"));
-    assert!(SCRIPT.contains("--delete --info=progress2 -f \"merge $WORK_DIR/exclude_list\""));
+    assert!(SCRIPT.contains("--delete -f \"merge $WORK_DIR/exclude_list\""));
+    assert!(SCRIPT.contains("\"${RSYNC[@]}\" --info=progress2 --stats \"$@\""));
     assert!(SCRIPT.contains("RSYNC+=(--trust-sender -e \"$RSYNC_RSH\")"));
 }
 
@@ -440,7 +441,7 @@ fn final_run_with_the_uyuni_ca() {
     }
     let db_rsync = &log[db_copy];
     assert!(
-        db_rsync.contains(" -L --checksum --delete --info=progress2 -f merge "),
+        db_rsync.contains(" --info=progress2 --stats -L --checksum --delete -f merge "),
         "{db_rsync}"
     );
     let cobbler = log
@@ -448,7 +449,7 @@ fn final_run_with_the_uyuni_ca() {
         .find(|l| l.starts_with("rsync ") && l.contains(":/var/lib/cobbler/ "))
         .expect("cobbler synced");
     assert!(
-        cobbler.contains(" -l --delete --info=progress2 "),
+        cobbler.contains(" --info=progress2 --stats -l --delete "),
         "{cobbler}"
     );
     assert!(
@@ -688,8 +689,14 @@ fn prepare_run_keeps_the_services_running() {
     assert!(!log.iter().any(|l| l.contains("sudo")));
     assert_eq!(w.read_local("/var/lib/pgsql/data/PG_VERSION"), "14\n");
     // The database is copied like every other volume while PostgreSQL runs: the final run's
-    // checksum pass follows.
-    assert!(!log.iter().any(|l| l.contains("--checksum")), "{log:?}");
+    // checksum pass follows. Only the measure of what that pass would move compares
+    // checksums, without copying.
+    let checksums: Vec<&String> = log.iter().filter(|l| l.contains("--checksum")).collect();
+    assert_eq!(checksums.len(), 1, "{log:?}");
+    assert!(
+        checksums[0].contains("--dry-run") && checksums[0].contains(":/var/lib/pgsql/data/ "),
+        "{checksums:?}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("Synchronizing /var/lib/pgsql/data (var-pgsql: quick (size+mtime))\n"),
@@ -1614,4 +1621,124 @@ fn the_seed_script_fills_only_empty_volumes_from_the_image() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Seeding volume etc-apache2"), "{stdout}");
     assert!(!stdout.contains("srv-www"), "{stdout}");
+}
+
+/// The status lines (`core::sync_progress`): every pass names its volumes, and each volume
+/// of it ends done (with what rsync transferred) or skipped; a prepare run measures what the
+/// final copy would move and records its estimate in the Secret. Through the real rsync, whose
+/// --info=progress2 and --stats output the script turns into these lines.
+#[test]
+fn a_prepare_run_reports_each_volume_and_records_what_the_final_copy_would_move() {
+    use uyuni_core::sync_progress::{self, SyncLine, SyncProgress, VolumeState};
+    let w = World::with_real_rsync(true);
+    // Big enough for rsync to print progress figures.
+    write(
+        &rel(&w.src, "/var/spacewalk/packages/big.rpm"),
+        &"x".repeat(3 << 20),
+    );
+    let out = w.run(true, "root");
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let volumes: Vec<String> = production_volumes().into_iter().map(|v| v.name).collect();
+    let mut passes = Vec::new();
+    let mut progress = SyncProgress::default();
+    let mut copied = 0u64;
+    for line in stdout.lines() {
+        // The copies' figures are lines of their own, never rewritten with carriage returns.
+        if line.contains("uyuni-sync:") {
+            assert!(!line.contains('\r'), "{line:?}");
+        }
+        if let Some(SyncLine::Pass { volumes: names, .. }) = sync_progress::parse(line) {
+            assert_eq!(names, volumes, "{line}");
+            if let Some(previous) = progress.pass.clone() {
+                passes.push((previous, progress.counts()));
+            }
+            copied = 0;
+        }
+        if let Some(SyncLine::Volume {
+            state: VolumeState::Done { bytes, .. },
+            ..
+        }) = sync_progress::parse(line)
+        {
+            copied += bytes;
+        }
+        if line.contains("uyuni-sync:") {
+            assert!(progress.update(line), "not a status line: {line}");
+        }
+    }
+    passes.push((progress.pass.clone().expect("a pass"), progress.counts()));
+    let names: Vec<&str> = passes.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(names, ["serving", "measure"]);
+    for (pass, counts) in &passes {
+        assert_eq!(
+            counts.done + counts.skipped,
+            volumes.len(),
+            "{pass}: {counts:?}"
+        );
+        assert_eq!(counts.waiting + counts.copying + counts.failed, 0, "{pass}");
+    }
+    assert!(
+        stdout.contains("uyuni-sync: volume=var-spacewalk state=copying bytes="),
+        "rsync's figures of a large volume:\n{stdout}"
+    );
+    // Nothing changed on the source since the copy: nothing is left for the final copy.
+    assert_eq!(copied, 0, "the measure pass moves nothing:\n{stdout}");
+    let estimate = progress.estimate.expect("the estimate line");
+    assert_eq!(estimate.delta_bytes, 0);
+    assert!(estimate.copied_bytes >= 3 << 20, "{estimate:?}");
+    let data = decoded_data(w.patches().last().expect("the data patch"));
+    for (key, value) in [
+        (data_keys::DELTA_BYTES, estimate.delta_bytes),
+        (data_keys::SCAN_MS, estimate.scan_ms),
+        (data_keys::COPIED_BYTES, estimate.copied_bytes),
+        (data_keys::COPY_MS, estimate.copy_ms),
+        (data_keys::REST_MS, estimate.rest_ms),
+    ] {
+        assert_eq!(data.get(key), Some(&value.to_string()), "{key}: {data:?}");
+    }
+    // The measure copies nothing: the summary lists the copy's modes once.
+    assert_eq!(
+        stdout.matches("  var-pgsql: quick (size+mtime)\n").count(),
+        1,
+        "{stdout}"
+    );
+}
+
+/// A final run measures nothing and records no estimate; a failed copy says which volume
+/// failed, with rsync's code.
+#[test]
+fn a_final_run_records_no_estimate_and_a_failed_copy_names_its_volume() {
+    let w = World::new(true);
+    let out = w.run(false, "root");
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("uyuni-sync: estimate"), "{stdout}");
+    assert!(!stdout.contains("pass=measure"), "{stdout}");
+    assert!(stdout.contains("uyuni-sync: pass=serving "), "{stdout}");
+    assert!(stdout.contains("uyuni-sync: pass=stopped "), "{stdout}");
+    let data = decoded_data(w.patches().last().expect("the data patch"));
+    assert!(!data.contains_key(data_keys::DELTA_BYTES), "{data:?}");
+
+    let w = World::new(true);
+    write(&w.state.join("rsync_fail"), "");
+    let out = w.run(true, "root");
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failed: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("state=failed"))
+        .collect();
+    assert!(!failed.is_empty(), "{stdout}");
+    for line in &failed {
+        assert!(line.ends_with("code=12"), "{line}");
+    }
+    // Each failed volume is reported once.
+    let mut names: Vec<&str> = failed
+        .iter()
+        .filter_map(|l| l.split("volume=").nth(1)?.split(' ').next())
+        .collect();
+    let all = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), all, "{failed:?}");
 }

@@ -34,6 +34,7 @@ const LAYERS: &[&str] = &[
     "resolve",
     // The objects and the Job scripts.
     "scripts",
+    "sync_progress",
     "builders",
     // What the data plane holds and what the data sync will do, for the dry run.
     "dataplane",

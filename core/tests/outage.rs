@@ -160,3 +160,89 @@ fn a_prepare_only_state_has_no_report() {
     };
     assert_eq!(outage::report(&common::after_sync(&p)), None);
 }
+
+/// A prepare run's state whose data Secret holds `measure` (key, value) pairs.
+fn prepared(measure: &[(&str, &str)]) -> Observed {
+    let p = uyuni_core::params::MigrateParams {
+        prepare: true,
+        ..params()
+    };
+    let mut o = common::after_sync(&p);
+    let Some(Object::Secret(mut s)) = o.get(Kind::Secret, DATA_SECRET).cloned() else {
+        panic!("the data Secret");
+    };
+    let data = s.data.get_or_insert_with(Default::default);
+    for (key, value) in measure {
+        data.insert((*key).into(), ByteString(value.as_bytes().to_vec()));
+    }
+    o.insert(Object::Secret(s));
+    o
+}
+
+const MEASURE: &[(&str, &str)] = &[
+    (data_keys::DELTA_BYTES, "104857600"),
+    (data_keys::SCAN_MS, "4200"),
+    (data_keys::COPIED_BYTES, "10737418240"),
+    (data_keys::COPY_MS, "204800"),
+    (data_keys::REST_MS, "2500"),
+];
+
+#[test]
+fn a_prepare_run_expects_its_scan_the_delta_at_its_rate_and_its_later_steps() {
+    let window = outage::expected(&prepared(MEASURE)).expect("an expected window");
+    // 10 GiB in 204.8 s: 50 MiB/s; 100 MiB at that rate is 2 s, after a 4.2 s scan.
+    assert_eq!(window.copy_bytes_per_second, Some(50 << 20));
+    assert_eq!(window.delta_bytes, 100 << 20);
+    assert_eq!(window.scan_seconds, 5);
+    assert_eq!(window.copy_seconds, Some(7));
+    assert_eq!(window.after_copy_seconds, 3);
+    // No final run in this namespace yet: the stop and the start are unknown.
+    assert_eq!(window.stop_and_start_seconds, None);
+    assert_eq!(window.seconds, None);
+    let text = window.text();
+    assert!(
+        text.starts_with("Expected window of the final run: about 10s plus the services' stop and the server's start."),
+        "{text}"
+    );
+    assert!(
+        text.contains("100.0 MiB left after this copy at this run's 50.0 MiB/s"),
+        "{text}"
+    );
+    assert!(text.contains("server's start: unknown"), "{text}");
+    let json = serde_json::to_value(&window).expect("json");
+    assert_eq!(json["deltaBytes"], 100 << 20);
+    assert_eq!(json["copySeconds"], 7);
+    assert!(json["stopAndStartSeconds"].is_null());
+}
+
+#[test]
+fn no_expected_window_without_a_measure_of_this_prepare_job() {
+    assert_eq!(
+        outage::expected(&prepared(&[])),
+        None,
+        "data of an older version"
+    );
+    let mut o = prepared(MEASURE);
+    let Some(Object::Secret(mut s)) = o.get(Kind::Secret, DATA_SECRET).cloned() else {
+        panic!("secret");
+    };
+    s.data.as_mut().expect("data").insert(
+        data_keys::JOB.into(),
+        ByteString(b"uyuni-data-sync-other".to_vec()),
+    );
+    o.insert(Object::Secret(s));
+    assert_eq!(outage::expected(&o), None, "another Job's measure");
+    // A delta and nothing copied to measure a rate on: the copy is unknown, and said so.
+    let mut measure = MEASURE.to_vec();
+    measure[2] = (data_keys::COPIED_BYTES, "0");
+    let window = outage::expected(&prepared(&measure)).expect("a window");
+    assert_eq!(
+        (window.copy_seconds, window.copy_bytes_per_second),
+        (None, None)
+    );
+    assert!(
+        window
+            .text()
+            .starts_with("Expected window of the final run: unknown.")
+    );
+}

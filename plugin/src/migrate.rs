@@ -566,6 +566,10 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             .prepare
             .then(|| uyuni_core::plan::phase::expected_window(&observed).map(|(_, s)| s))
             .flatten(),
+        expected_window: params
+            .prepare
+            .then(|| uyuni_core::outage::expected(&observed))
+            .flatten(),
         not_built: NOT_BUILT,
     };
     crate::output::print_data(cli.output, &result, |r| {
@@ -578,6 +582,9 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
                 "\nThis copy took {}: the final run copies at most what changed since, with the source's services stopped; the database's fix-up and the server's start come on top.\n",
                 uyuni_core::outage::duration_text(seconds)
             ));
+        }
+        if let Some(window) = &r.expected_window {
+            text.push_str(&format!("{}\n", window.text()));
         }
         for note in &r.notes {
             text.push_str(&format!("\n{note}\n"));
@@ -615,6 +622,9 @@ struct MigrationResult {
     /// After a `--prepare` run: how long its copy took, the bound of the final run's copy.
     #[serde(skip_serializing_if = "Option::is_none")]
     expected_outage_seconds: Option<i64>,
+    /// After a `--prepare` run: the final run's window as this run's measure predicts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_window: Option<uyuni_core::outage::ExpectedWindow>,
     not_built: &'static str,
 }
 

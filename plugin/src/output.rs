@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use serde::Serialize;
 use uyuni_core::Step;
+use uyuni_core::sync_progress::{SyncLine, SyncProgress, VolumeState};
 use uyuni_effects::{Progress, ProgressEvent};
 
 use crate::cli::{ColorChoice, OutputFormat, ProgressMode};
@@ -90,6 +91,8 @@ struct LiveState {
     activity: Option<String>,
     log_tail: VecDeque<String>,
     rsync: Option<RsyncProgress>,
+    /// Where each volume of a data sync stands, from the Job's status lines.
+    sync: SyncProgress,
     last_plain_progress: Option<Instant>,
 }
 
@@ -210,6 +213,7 @@ impl Reporter {
                 state.activity = None;
                 state.log_tail.clear();
                 state.rsync = None;
+                state.sync = SyncProgress::default();
             }
         }
         if self.display == Display::Live
@@ -294,7 +298,9 @@ impl Reporter {
             ProgressEvent::JobLog { line, .. } => {
                 let mut state = lock(&self.state);
                 let line = last_segment(line);
-                if let Some(p) = RsyncProgress::parse(line) {
+                if state.sync.update(line) {
+                    // Shown as the volumes' list, not as log lines.
+                } else if let Some(p) = RsyncProgress::parse(line) {
                     state.rsync = Some(p);
                 } else if !line.trim().is_empty() {
                     if state.log_tail.len() == LOG_TAIL {
@@ -329,23 +335,42 @@ impl Reporter {
         self.tick();
     }
 
+    /// Whether a progress figure is due in plain mode: the last of a transfer, or the first
+    /// after [`PLAIN_PROGRESS_EVERY`].
+    fn plain_progress_due(&self, last: bool) -> bool {
+        let now = Instant::now();
+        let mut state = lock(&self.state);
+        let due = last
+            || state
+                .last_plain_progress
+                .is_none_or(|t| now.duration_since(t) >= PLAIN_PROGRESS_EVERY);
+        if due {
+            state.last_plain_progress = Some(now);
+        }
+        due
+    }
+
     fn plain_event(&self, event: &ProgressEvent<'_>) {
         if let ProgressEvent::JobLog { job, line, .. } = event {
             let line = last_segment(line);
+            // The data sync's status lines stay lines of the log, as the Job wrote them; only
+            // the copies' running figures are thinned out like rsync's.
+            if let Some(SyncLine::Volume {
+                state:
+                    VolumeState::Copying {
+                        bytes: Some(_),
+                        percent,
+                    },
+                ..
+            }) = uyuni_core::sync_progress::parse(line)
+            {
+                if self.plain_progress_due(percent.is_some_and(|p| p >= 100)) {
+                    self.line(&paint(&format!("job/{job} | {line}"), DIM, self.color));
+                }
+                return;
+            }
             if let Some(p) = RsyncProgress::parse(line) {
-                let now = Instant::now();
-                let print = {
-                    let mut state = lock(&self.state);
-                    let due = p.percent >= 100
-                        || state
-                            .last_plain_progress
-                            .is_none_or(|t| now.duration_since(t) >= PLAIN_PROGRESS_EVERY);
-                    if due {
-                        state.last_plain_progress = Some(now);
-                    }
-                    due
-                };
-                if print {
+                if self.plain_progress_due(p.percent >= 100) {
                     self.line(&format!("job/{job} | rsync {}", p.summary()));
                 }
                 return;
@@ -529,6 +554,9 @@ fn render_live(
                 paint(&fit(&format!("rsync {}", p.summary()), room), BOLD, color)
             );
         }
+        for line in sync_lines(&state.sync) {
+            let _ = writeln!(out, "{indent}{}", fit(&line, room));
+        }
         for line in &state.log_tail {
             let _ = writeln!(
                 out,
@@ -555,6 +583,62 @@ fn render_live(
     }
     out.truncate(out.trim_end().len());
     out
+}
+
+/// The volumes of a data sync, under its step in the live view: how many wait, are copied, are
+/// done, skipped or failed in the current pass, then one line for each volume being copied
+/// (with rsync's figures once it printed some) and each that failed. Nothing before the Job's
+/// first pass.
+fn sync_lines(sync: &SyncProgress) -> Vec<String> {
+    let Some(pass) = &sync.pass else {
+        return Vec::new();
+    };
+    let c = sync.counts();
+    let what = match pass.as_str() {
+        "serving" => "copy while the source serves",
+        "stopped" => "final copy",
+        "measure" => "measuring what the final copy would move",
+        other => other,
+    };
+    let mut parts = Vec::new();
+    for (n, word) in [
+        (c.done, "done"),
+        (c.copying, "copying"),
+        (c.waiting, "waiting"),
+        (c.skipped, "skipped"),
+        (c.failed, "failed"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {word}"));
+        }
+    }
+    let mut lines = vec![format!(
+        "volumes ({what}): {}",
+        if parts.is_empty() {
+            "none".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    )];
+    for (volume, state) in &sync.volumes {
+        match state {
+            VolumeState::Copying { bytes, percent } => {
+                let mut line = format!("  {volume}: copying");
+                if let Some(p) = percent {
+                    let _ = write!(line, " {p:>3}%");
+                }
+                if let Some(b) = bytes {
+                    let _ = write!(line, "  {}", human_bytes(*b));
+                }
+                lines.push(line);
+            }
+            VolumeState::Failed { code } => {
+                lines.push(format!("  {volume}: failed (rsync exit code {code})"));
+            }
+            VolumeState::Waiting | VolumeState::Done { .. } | VolumeState::Skipped => {}
+        }
+    }
+    lines
 }
 
 /// The figures of one rsync `--info=progress2` line:
@@ -785,6 +869,7 @@ mod tests {
             activity: Some("pod p of job/j: Running".into()),
             log_tail: ["Synchronizing /var/lib/pgsql ...".to_owned()].into(),
             rsync: RsyncProgress::parse("  1,024  45%  1.00MB/s  0:00:09"),
+            sync: SyncProgress::default(),
             last_plain_progress: None,
         };
         let text = render_live(&state, s(63), false, 200, 0, true);
@@ -836,6 +921,47 @@ mod tests {
                 .count(),
             7
         );
+    }
+
+    #[test]
+    fn the_live_view_shows_each_volume_of_a_data_sync() {
+        let t0 = Instant::now();
+        let mut state = LiveState {
+            steps: vec![StepState {
+                id: "data-sync".into(),
+                line: "run the data sync (job/j)".into(),
+                started: t0,
+                ended: None,
+            }],
+            ..LiveState::default()
+        };
+        for line in [
+            "uyuni-sync: pass=serving volumes=var-pgsql,var-spacewalk,srv-www,etc-rhn,var-cache",
+            "[var-pgsql] uyuni-sync: volume=var-pgsql state=copying",
+            "[var-pgsql] uyuni-sync: volume=var-pgsql state=copying bytes=1610612736 percent=45",
+            "[var-spacewalk] uyuni-sync: volume=var-spacewalk state=copying",
+            "[srv-www] uyuni-sync: volume=srv-www state=done bytes=10 ms=20",
+            "[etc-rhn] uyuni-sync: volume=etc-rhn state=failed code=23",
+        ] {
+            assert!(state.sync.update(line), "{line}");
+        }
+        let text = render_live(&state, t0 + Duration::from_secs(5), false, 200, 0, true);
+        assert_eq!(
+            text.lines().skip(1).collect::<Vec<_>>(),
+            [
+                "    volumes (copy while the source serves): 1 done, 2 copying, 1 waiting, 1 failed",
+                "      var-pgsql: copying  45%  1.5 GiB",
+                "      var-spacewalk: copying",
+                "      etc-rhn: failed (rsync exit code 23)",
+            ],
+            "{text}"
+        );
+        // A new pass starts every volume over; before the first, nothing is shown.
+        state
+            .sync
+            .update("uyuni-sync: pass=stopped volumes=var-pgsql,srv-www");
+        assert_eq!(sync_lines(&state.sync), ["volumes (final copy): 2 waiting"]);
+        assert!(sync_lines(&SyncProgress::default()).is_empty());
     }
 
     #[test]

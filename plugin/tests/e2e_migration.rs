@@ -1221,6 +1221,63 @@ fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
     assert!(deployment_ready(&server));
 }
 
+/// What a prepare run's data sync measured (the keys `data-sync.sh` records) becomes the
+/// expected window of the final run, printed and in `-o json`; the server's start is unknown
+/// before any final run.
+#[test]
+fn a_prepare_run_prints_the_expected_window_from_what_its_sync_measured() {
+    let mut scenario = migration("16");
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        for effect in &mut job.side_effects {
+            let SideEffect::PatchSecret(p) = effect;
+            for (key, value) in [
+                ("delta_bytes", "52428800"),
+                ("scan_ms", "3000"),
+                ("copied_bytes", "1048576000"),
+                ("copy_ms", "20000"),
+                ("rest_ms", "1500"),
+            ] {
+                p.string_data.insert(key.into(), value.into());
+            }
+        }
+    }
+    let env = env(scenario, Flavour::K3s);
+    let out = env.migrate(
+        &[
+            ssh_flags(),
+            vec!["--prepare".into(), "-o".into(), "json".into()],
+        ]
+        .concat(),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let result: Value = serde_json::from_str(&stdout).expect("stdout is JSON");
+    assert_eq!(result["apiVersion"], "kubectl-uyuni.io/v1alpha1");
+    assert_eq!(result["mode"], "prepare");
+    let window = &result["expectedWindow"];
+    assert_eq!(window["syncJob"], result["syncJob"]);
+    assert_eq!(window["deltaBytes"], 52_428_800);
+    // 1000 MiB in 20 s: 50 MiB/s; 50 MiB left is 1 s after the 3 s scan.
+    assert_eq!(window["copyBytesPerSecond"], 52_428_800);
+    assert_eq!(window["copySeconds"], 4);
+    assert_eq!(window["afterCopySeconds"], 2);
+    assert!(window["stopAndStartSeconds"].is_null(), "{window}");
+    assert!(window["seconds"].is_null(), "{window}");
+    assert!(result["expectedOutageSeconds"].is_i64(), "{result}");
+
+    let human = env.migrate(&[ssh_flags(), vec!["--prepare".into()]].concat());
+    let (stdout, stderr) = text(&human);
+    assert!(
+        human.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("Expected window of the final run: about 6s plus the services' stop and the server's start.")
+            && stdout.contains("server's start: unknown"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_wrong_ca_password_fails_the_ca_key_step_with_its_log_and_the_right_one_resumes() {
     let mut scenario = migration("16");
