@@ -66,13 +66,19 @@ if cargo tree -p kubectl-uyuni-core -e normal --prefix none | grep -E '^(tokio|h
   exit 1
 fi
 
+# A clean clone (CI) has no incremental state to reuse: writing it only costs time.
+if [ "${CI:-}" = true ]; then
+  export CARGO_INCREMENTAL=0
+fi
+
 log "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-log "building the binaries the end-to-end tests run"
-cargo build --workspace --bins --quiet
-
+# The test build (run-tests.py's `cargo test --no-run`) also builds every binary the
+# end-to-end tests run, into target/debug. No `cargo build --bins` before it: without the
+# dev-dependencies' features it built tokio, hyper, kube, the workspace's crates and the
+# binaries a second time, with other features, and the test build overwrote them.
 # The test binaries run three at a time, longest first (scripts/run-tests.py says why);
 # UYUNI_TEST_JOBS=1 runs them one after the other as `cargo test` would.
-log "tests"
+log "building and running the tests"
 python3 scripts/run-tests.py

@@ -55,7 +55,9 @@ impl Addons {
     }
 }
 
-/// Starts `uyuni-cluster-addons` with `args` and waits for its `addons ready` line.
+/// Starts `uyuni-cluster-addons` with `args` and waits for its `addons ready` line. Its
+/// controllers resync every half second (not every 5 s) and log each pass, so that a test
+/// waits for passes ([`wait_for_passes`]) rather than for a fixed time.
 fn start_addons(cluster: &RealCluster, args: &[&str]) -> Addons {
     let log = cluster.dir().join("logs/addons.log");
     let volumes = cluster.dir().join("volumes");
@@ -64,7 +66,9 @@ fn start_addons(cluster: &RealCluster, args: &[&str]) -> Addons {
         .arg(cluster.kubeconfig_path())
         .arg("--volumes-dir")
         .arg(&volumes)
+        .args(["--resync-ms", "500"])
         .args(args)
+        .env("RUST_LOG", "info,uyuni_testdata::addons=debug")
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).expect("the add-ons' log file"))
         .spawn()
@@ -139,6 +143,27 @@ fn wait_for<T>(addons: &Addons, what: &str, secs: u64, mut check: impl FnMut() -
         );
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// How many reconcile passes `controller` (`provisioner`, `cert-manager`) has finished.
+fn passes(addons: &Addons, controller: &str) -> usize {
+    addons
+        .log()
+        .matches(&format!("{controller}: pass done"))
+        .count()
+}
+
+/// Waits until `controller` has finished `n` more reconcile passes: what it would do to the
+/// objects as they are now, it has done by then (the pass running now may have read them
+/// before, so `n` of at least 2 covers one whole pass).
+fn wait_for_passes(addons: &Addons, controller: &str, n: usize) {
+    let start = passes(addons, controller);
+    wait_for(
+        addons,
+        &format!("{n} more passes of the {controller}"),
+        60,
+        || (passes(addons, controller) >= start + n).then_some(()),
+    );
 }
 
 fn ready(object: &Value) -> Option<&Value> {
@@ -365,7 +390,7 @@ spec:
             .filter(|p| p["status"]["phase"] != "Available" && p["status"]["phase"] != "Pending")
     });
     // Several resyncs later both are still there.
-    std::thread::sleep(Duration::from_secs(6));
+    wait_for_passes(&addons, "provisioner", 3);
     assert!(get(&cluster, &["pv", &kept_name]).is_some(), "{kept}");
     assert!(get(&cluster, &["pv", "foreign"]).is_some());
     assert!(addons.volumes.join("uyuni-kept").is_dir());
@@ -460,7 +485,7 @@ fn rke2_waits_for_the_first_consumer_and_pins_the_volume_to_its_node() {
         Some(&claim("var-cache", None)),
     );
     // No consumer yet: no volume, however long we wait (a few resyncs).
-    std::thread::sleep(Duration::from_secs(6));
+    wait_for_passes(&addons, "provisioner", 3);
     let pending = get(&cluster, &["pvc", "var-cache", "-n", "uyuni"]).expect("the claim");
     assert_eq!(pending["status"]["phase"], "Pending", "{pending}");
     let uid = pending["metadata"]["uid"]

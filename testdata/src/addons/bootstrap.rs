@@ -144,6 +144,7 @@ mod tests {
             volumes_dir: "/tmp/v".into(),
             crds_dir: crate::cluster::default_crds_dir(),
             binding_mode: BindingMode::WaitForFirstConsumer,
+            resync: crate::addons::DEFAULT_RESYNC,
         }
     }
 

@@ -570,12 +570,12 @@ async fn reconcile_certificate(
 }
 
 /// Reconciles issuers and certificates until the process ends.
-pub async fn run(client: kube::Client) -> anyhow::Result<()> {
+pub async fn run(client: kube::Client, resync: std::time::Duration) -> anyhow::Result<()> {
     let notify = Arc::new(Notify::new());
     for kind in [ISSUER, CLUSTER_ISSUER, CERTIFICATE, SECRET] {
         trigger_on(&client, kind, notify.clone());
     }
-    reconcile_loop("cert-manager", notify, || reconcile(&client)).await;
+    reconcile_loop("cert-manager", notify, resync, || reconcile(&client)).await;
     Ok(())
 }
 

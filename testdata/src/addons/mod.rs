@@ -35,8 +35,9 @@ use crate::sim::Flavour;
 /// cert-manager uses).
 pub const FIELD_MANAGER: &str = "uyuni-cluster-addons";
 
-/// How often the controllers reconcile without an event: the retry interval of a failed step.
-const RESYNC: Duration = Duration::from_secs(5);
+/// How often the controllers reconcile without an event by default: the retry interval of a
+/// failed step (`--resync-ms`).
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(5);
 
 /// `volumeBindingMode` of the default StorageClass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,9 @@ pub struct AddonsConfig {
     /// The upstream CRD files (as uyuni-sim finds them: [`crate::cluster::default_crds_dir`]).
     pub crds_dir: PathBuf,
     pub binding_mode: BindingMode,
+    /// How often the controllers reconcile without an event ([`DEFAULT_RESYNC`]; the tests
+    /// that wait for a few passes make it shorter).
+    pub resync: Duration,
 }
 
 /// A kind the add-ons read or write.
@@ -293,10 +297,15 @@ pub fn trigger_on(client: &kube::Client, kind: Kind, notify: Arc<Notify>) {
     });
 }
 
-/// Runs `reconcile` on every wake-up of `notify` and every `RESYNC`, forever. A failed
-/// reconcile is logged and retried on the next wake-up.
-pub async fn reconcile_loop<F, Fut>(name: &str, notify: Arc<Notify>, mut reconcile: F)
-where
+/// Runs `reconcile` on every wake-up of `notify` and every `resync`, forever. A failed
+/// reconcile is logged and retried on the next wake-up. Each pass logs `NAME: pass done` at
+/// debug level: a test that asserts something stays as it is counts passes instead of sleeping.
+pub async fn reconcile_loop<F, Fut>(
+    name: &str,
+    notify: Arc<Notify>,
+    resync: Duration,
+    mut reconcile: F,
+) where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
@@ -304,9 +313,10 @@ where
         if let Err(e) = reconcile().await {
             tracing::warn!("{name}: {e:#}");
         }
+        tracing::debug!("{name}: pass done");
         tokio::select! {
             _ = notify.notified() => {}
-            _ = tokio::time::sleep(RESYNC) => {}
+            _ = tokio::time::sleep(resync) => {}
         }
         // Several events usually arrive together (an object and its status): one pass for all.
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -337,7 +347,7 @@ pub async fn run(
     ready();
     let provisioner = tokio::spawn(provisioner::run(client.clone(), config.clone()));
     if config.cert_manager {
-        let certs = tokio::spawn(certmanager::run(client.clone()));
+        let certs = tokio::spawn(certmanager::run(client.clone(), config.resync));
         tokio::select! {
             r = provisioner => r.context("the provisioner panicked")?,
             r = certs => r.context("the cert-manager stand-in panicked")?,

@@ -256,7 +256,10 @@ pub async fn run(client: kube::Client, config: AddonsConfig) -> anyhow::Result<(
     for kind in [PVC, PV, STORAGE_CLASS] {
         trigger_on(&client, kind, notify.clone());
     }
-    reconcile_loop("provisioner", notify, || reconcile(&client, &config)).await;
+    reconcile_loop("provisioner", notify, config.resync, || {
+        reconcile(&client, &config)
+    })
+    .await;
     Ok(())
 }
 

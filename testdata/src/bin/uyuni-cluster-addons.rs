@@ -39,6 +39,9 @@ struct Cli {
     /// volumeBindingMode of the default StorageClass: WaitForFirstConsumer (as k3s) or Immediate.
     #[arg(long, default_value = "WaitForFirstConsumer")]
     binding_mode: BindingMode,
+    /// Milliseconds between two reconcile passes without an event (the retry interval).
+    #[arg(long, default_value_t = addons::DEFAULT_RESYNC.as_millis() as u64)]
+    resync_ms: u64,
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {
@@ -78,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
             .crds_dir
             .unwrap_or_else(uyuni_testdata::cluster::default_crds_dir),
         binding_mode: cli.binding_mode,
+        resync: std::time::Duration::from_millis(cli.resync_ms),
     };
     let client = addons::client(&cli.kubeconfig).await?;
     let ready = || {
