@@ -18,7 +18,8 @@
 //! `UYUNI_BENCH_PLUGIN=PATH` measures another build (say, before a change; the bench needs
 //! nothing of it but the CLI); `UYUNI_BENCH_LATENCIES=0,20` picks latencies;
 //! `UYUNI_BENCH_REACTION_JOBS=200`, `UYUNI_BENCH_LOG_MB=1024`;
-//! `UYUNI_BENCH_SKIP=baseline,reaction,log` leaves parts out; the baseline's kubectl is
+//! `UYUNI_BENCH_SKIP=baseline,reaction,log` leaves parts out; `UYUNI_BENCH_VERBOSE=1` prints
+//! each Job's reaction with the requests in between (where the time goes); the baseline's kubectl is
 //! `UYUNI_BENCH_KUBECTL`, else `UYUNI_KUBECTL_137` (when that file exists), else `kubectl` on
 //! PATH.
 
@@ -361,15 +362,37 @@ fn reaction(jobs: usize) -> Vec<Duration> {
     while samples.len() < jobs {
         let sim = start_sim(zero_length_jobs(), 0);
         migrate(&sim);
-        let writes: Vec<u64> = sim
-            .request_log()
+        let log = sim.request_log();
+        let writes: Vec<u64> = log
             .iter()
             .filter(|r| r.is_successful_write())
             .map(|r| r.at_us)
             .collect();
         for end in sim.job_ends() {
             if let Some(next) = writes.iter().find(|&&at| at >= end.at_us) {
-                samples.push(Duration::from_micros(next - end.at_us));
+                let sample = Duration::from_micros(next - end.at_us);
+                if std::env::var_os("UYUNI_BENCH_VERBOSE").is_some() {
+                    // What the plugin asked in between, to see where the time goes.
+                    let between: Vec<String> = log
+                        .iter()
+                        .filter(|r| (end.at_us..*next).contains(&r.at_us))
+                        .map(|r| {
+                            format!(
+                                "{}ms {} {}",
+                                (r.at_us - end.at_us) / 1000,
+                                r.verb_class(),
+                                r.resource.as_deref().unwrap_or(&r.path)
+                            )
+                        })
+                        .collect();
+                    eprintln!(
+                        "  {:>9} after Job {}: {}",
+                        millis(sample),
+                        end.name,
+                        between.join(", ")
+                    );
+                }
+                samples.push(sample);
             }
         }
     }
