@@ -14,6 +14,7 @@ use crate::cluster::{NODE_IP, NODE_NAME};
 use crate::engine::{PatchType, Shared, WriteOpts, lock, now};
 use crate::resources::ResourceType;
 use crate::scenario::{DeploymentOutcome, JobOutcome, JobScript, SideEffect};
+use crate::sim::JobEnd;
 use crate::store::{EventType, Key, StoredEvent};
 
 /// Follows the event history from `cursor` and hands each event to its controller.
@@ -358,6 +359,11 @@ async fn run_job(shared: Arc<Shared>, job: Value) {
     }
     job_status(&|s| s["ready"] = json!(1));
     shared.append_log(&ns, &pod_name, &container, &[], false);
+    if script.log_bytes > 0
+        && !wait_generated_log(&shared, &ns, &pod_name, &container, script.log_bytes).await
+    {
+        return;
+    }
 
     // Log lines evenly over the duration; timed side effects when their time comes.
     let lines: Vec<String> = script.log.iter().map(|l| substitute(l)).collect();
@@ -436,7 +442,8 @@ async fn run_job(shared: Arc<Shared>, job: Value) {
         terminated,
         false,
     );
-    job_status(&|s| {
+    let ended = std::time::Instant::now();
+    let recorded = job_status(&|s| {
         if let Some(m) = s.as_object_mut() {
             m.remove("active");
         }
@@ -458,6 +465,43 @@ async fn run_job(shared: Arc<Shared>, job: Value) {
             ]);
         }
     });
+    if recorded.is_some() {
+        lock(&shared.job_ends).push(JobEnd {
+            namespace: ns,
+            name,
+            succeeded,
+            at_us: shared.micros_since_start(ended),
+        });
+    }
+}
+
+/// Serves a generated log of `bytes` and waits until a reader has read it all. False when the
+/// pod (and its log) went away or the cluster stops.
+async fn wait_generated_log(
+    shared: &Shared,
+    ns: &str,
+    pod: &str,
+    container: &str,
+    bytes: u64,
+) -> bool {
+    let key = (ns.to_string(), pod.to_string(), container.to_string());
+    match shared.state().logs.get_mut(&key) {
+        Some(log) => log.generated_bytes = bytes,
+        None => return false,
+    }
+    shared.notify_change();
+    let mut changes = shared.changes.subscribe();
+    loop {
+        changes.borrow_and_update();
+        match shared.state().logs.get(&key) {
+            None => return false,
+            Some(log) if log.generated_read => return true,
+            Some(_) => {}
+        }
+        if !wait_change(shared, &mut changes).await && *shared.shutdown.borrow() {
+            return false;
+        }
+    }
 }
 
 /// Runs the side effects due at `elapsed` (or, with `None`, the ones without a time). A failed

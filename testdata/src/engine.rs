@@ -14,7 +14,7 @@ use crate::patch;
 use crate::resources::ResourceType;
 use crate::rng::Rng;
 use crate::scenario::{Faults, Scenario};
-use crate::sim::{Flavour, JobCreated, RequestRecord, SimConfig};
+use crate::sim::{Flavour, JobCreated, JobEnd, RequestRecord, SimConfig};
 use crate::store::{Key, State, WrittenObject};
 use crate::validate;
 
@@ -254,6 +254,11 @@ pub struct Shared {
     pub issued_cas: Mutex<BTreeMap<String, rcgen::CertificateParams>>,
     pub shutdown: watch::Receiver<bool>,
     pub server_addr: Mutex<String>,
+    /// The zero of [`RequestRecord::at_us`] and [`JobEnd::at_us`]: one clock for both, so a
+    /// benchmark can tell how long after a Job ended a client's next request came.
+    pub started: std::time::Instant,
+    /// Every Job the simulated controller ended, in order.
+    pub job_ends: Mutex<Vec<JobEnd>>,
 }
 
 /// Locks a mutex, ignoring poisoning: a panicking test thread must not take the simulated
@@ -321,6 +326,11 @@ fn check_metadata(obj: &Value) -> Vec<validate::FieldError> {
 impl Shared {
     pub fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
+    }
+
+    /// Microseconds from the start of the cluster to `at` (0 for an earlier instant).
+    pub fn micros_since_start(&self, at: std::time::Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.started).as_micros()).unwrap_or(u64::MAX)
     }
 
     pub fn notify_change(&self) {

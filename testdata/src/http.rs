@@ -24,7 +24,7 @@ use crate::resources::ResourceType;
 use crate::scenario::Verb;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::sim::RequestRecord;
-use crate::store::Key;
+use crate::store::{GENERATED_LINE_BYTES, Key, generated_lines};
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -214,6 +214,7 @@ impl Shared {
             fault: ctx.fault.clone(),
             authenticated: ctx.authenticated,
             duration_ms: ctx.start.elapsed().as_millis() as u64,
+            at_us: self.micros_since_start(ctx.start),
         };
         if let Some(file) = &self.request_log_file {
             use std::io::Write as _;
@@ -1002,6 +1003,35 @@ async fn pod_log(
         return Ok(text_response(String::new()));
     };
     let tail = query.get("tailLines").and_then(|t| t.parse::<usize>().ok());
+    if log.generated_bytes > 0 && tail.is_none() {
+        let (tx, rx) = mpsc::channel::<Bytes>(4);
+        let shared = shared.clone();
+        let follow = query.flag("follow");
+        let bytes = log.generated_bytes;
+        tokio::spawn(async move {
+            // 64 KB at a time; the channel's bound holds the generator to the reader's pace.
+            const CHUNK_LINES: u64 = 640;
+            let total = bytes.div_ceil(GENERATED_LINE_BYTES);
+            let mut next = 0;
+            while next < total {
+                let count = CHUNK_LINES.min(total - next);
+                if tx
+                    .send(Bytes::from(generated_lines(next, count)))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                next += count;
+            }
+            if let Some(log) = shared.state().logs.get_mut(&log_key) {
+                log.generated_read = true;
+            }
+            shared.notify_change();
+            stream_log_lines(shared, log_key, 0, follow, tx).await;
+        });
+        return Ok(text_stream(rx));
+    }
     let start = tail.map_or(0, |n| log.lines.len().saturating_sub(n));
     let first: String = log.lines[start..]
         .iter()
@@ -1012,47 +1042,64 @@ async fn pod_log(
     }
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let shared = shared.clone();
-    let mut cursor = log.lines.len();
+    let cursor = log.lines.len();
     tokio::spawn(async move {
-        let mut changes = shared.changes.subscribe();
-        changes.borrow_and_update();
-        let mut shutdown = shared.shutdown.clone();
         if !first.is_empty() && tx.send(Bytes::from(first)).await.is_err() {
             return;
         }
-        loop {
-            let (chunk, done) = {
-                let state = shared.state();
-                match state.logs.get(&log_key) {
-                    None => (String::new(), true),
-                    Some(log) => {
-                        let chunk: String = log.lines[cursor.min(log.lines.len())..]
-                            .iter()
-                            .map(|l| format!("{l}\n"))
-                            .collect();
-                        cursor = log.lines.len();
-                        (chunk, log.done)
-                    }
-                }
-            };
-            if !chunk.is_empty() && tx.send(Bytes::from(chunk)).await.is_err() {
-                return;
-            }
-            if done {
-                return;
-            }
-            tokio::select! {
-                r = changes.changed() => if r.is_err() { return },
-                _ = shutdown.changed() => return,
-                _ = tx.closed() => return,
-            }
-        }
+        stream_log_lines(shared, log_key, cursor, true, tx).await;
     });
+    Ok(text_stream(rx))
+}
+
+/// Sends a container's stored log lines from `cursor` on; with `follow`, goes on with the lines
+/// appended later until the container ends (or the reader goes away).
+async fn stream_log_lines(
+    shared: Arc<Shared>,
+    log_key: (String, String, String),
+    mut cursor: usize,
+    follow: bool,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let mut changes = shared.changes.subscribe();
+    changes.borrow_and_update();
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        let (chunk, done) = {
+            let state = shared.state();
+            match state.logs.get(&log_key) {
+                None => (String::new(), true),
+                Some(log) => {
+                    let chunk: String = log.lines[cursor.min(log.lines.len())..]
+                        .iter()
+                        .map(|l| format!("{l}\n"))
+                        .collect();
+                    cursor = log.lines.len();
+                    (chunk, log.done)
+                }
+            }
+        };
+        if !chunk.is_empty() && tx.send(Bytes::from(chunk)).await.is_err() {
+            return;
+        }
+        if done || !follow {
+            return;
+        }
+        tokio::select! {
+            r = changes.changed() => if r.is_err() { return },
+            _ = shutdown.changed() => return,
+            _ = tx.closed() => return,
+        }
+    }
+}
+
+/// A `text/plain` answer streamed from `rx`.
+fn text_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
     let stream = ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-    Ok(resp)
+    resp
 }
 
 fn text_response(text: String) -> Response<Body> {

@@ -40,6 +40,6 @@ pub use scenario::{
     DeploymentOutcome, DeploymentScript, DropFault, ErrorFault, FailOnce, FaultTarget, Faults,
     JobOutcome, JobScript, PatchSecret, Scenario, SideEffect, Timing, Verb,
 };
-pub use sim::{Flavour, JobCreated, RequestRecord, SimCluster, SimConfig, SimError};
+pub use sim::{Flavour, JobCreated, JobEnd, RequestRecord, SimCluster, SimConfig, SimError};
 pub use store::WrittenObject;
 pub use validate::check_object;

@@ -16,6 +16,7 @@
 //!     waitingMessage: "Back-off pulling image"
 //!     log:                     # container log, spread evenly over durationMs;
 //!       - "Synchronizing /var/lib/pgsql/data ..."   # $JOB_NAME is replaced by the Job's name
+//!     logBytes: 0              # a generated log of this many bytes first (uyuni-sim only)
 //!     sideEffects:
 //!       - patchSecret:         # merge patch by field manager uyuni-job
 //!           name: uyuni-migration-data
@@ -143,6 +144,11 @@ pub struct JobScript {
     pub waiting_message: Option<String>,
     /// Container log lines, written evenly over `duration_ms`. `$JOB_NAME` is substituted.
     pub log: Vec<String>,
+    /// A generated log of about this many bytes (numbered lines of 100 bytes) before `log`'s
+    /// lines, made as fast as a reader takes it and never stored: the container goes on only
+    /// once a reader has read all of it, like a process writing to a pipe. For measuring a
+    /// log follower's memory on a huge log; `uyuni-sim` only (the node agent ignores it).
+    pub log_bytes: u64,
     pub side_effects: Vec<SideEffect>,
     /// Scripts for the second, third… Job created for the same step; the last one repeats.
     pub later_attempts: Vec<JobScript>,
@@ -157,6 +163,7 @@ impl Default for JobScript {
             waiting_reason: "ImagePullBackOff".to_string(),
             waiting_message: None,
             log: Vec::new(),
+            log_bytes: 0,
             side_effects: Vec::new(),
             later_attempts: Vec::new(),
         }

@@ -130,6 +130,10 @@ pub struct RequestRecord {
     pub fault: Option<String>,
     pub authenticated: bool,
     pub duration_ms: u64,
+    /// When the request arrived (before any injected latency), in microseconds since the
+    /// cluster started: the clock of [`JobEnd::at_us`].
+    #[serde(default)]
+    pub at_us: u64,
 }
 
 impl RequestRecord {
@@ -162,6 +166,17 @@ pub struct JobCreated {
     pub uid: String,
     /// 0 for the step's first Job in the namespace, 1 for the second…
     pub attempt: usize,
+}
+
+/// A Job the simulated Job controller ended (see [`SimCluster::job_ends`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEnd {
+    pub namespace: String,
+    pub name: String,
+    pub succeeded: bool,
+    /// When its final status was written, in microseconds since the cluster started (the clock
+    /// of [`RequestRecord::at_us`]); watchers see it from then on.
+    pub at_us: u64,
 }
 
 /// Why the simulated cluster could not start or do what was asked.
@@ -378,6 +393,8 @@ impl SimCluster {
             issued_cas: Mutex::new(Default::default()),
             shutdown: shutdown_rx,
             server_addr: Mutex::new(addr.to_string()),
+            started: std::time::Instant::now(),
+            job_ends: Mutex::new(Vec::new()),
         });
         let acceptor = tokio_rustls::TlsAcceptor::from(pki.tls_config.clone());
         tokio::spawn(crate::http::serve(shared.clone(), listener, acceptor));
@@ -477,6 +494,12 @@ impl SimCluster {
             *counts.entry(r.verb_class()).or_insert(0) += 1;
         }
         counts
+    }
+
+    /// Every Job the simulated Job controller ended so far (succeeded or failed), in order,
+    /// with the instant on the request log's clock: what a client's reaction is measured from.
+    pub fn job_ends(&self) -> Vec<JobEnd> {
+        lock(&self.shared.job_ends).clone()
     }
 
     pub fn clear_request_log(&self) {

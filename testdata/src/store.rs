@@ -64,6 +64,30 @@ pub struct ContainerLog {
     pub lines: Vec<String>,
     /// The container terminated: a following reader stops after the last line.
     pub done: bool,
+    /// Bytes of generated lines (see [`crate::JobScript::log_bytes`]) served before `lines`,
+    /// made as they are read, never stored.
+    pub generated_bytes: u64,
+    /// A reader has read all of the generated part: the container goes on.
+    pub generated_read: bool,
+}
+
+/// The generated part of a log: numbered lines of [`GENERATED_LINE_BYTES`] bytes each.
+pub const GENERATED_LINE_BYTES: u64 = 100;
+
+/// Generated lines `first..first + count` (0-based), newline-terminated.
+pub fn generated_lines(first: u64, count: u64) -> String {
+    const FILL: &str = "generated log line of the simulated container, as long as a busy rsync's -";
+    let mut out = String::with_capacity((count * GENERATED_LINE_BYTES) as usize);
+    for i in first..first + count {
+        // 12 digits, a space, 86 characters of text and a newline: 100 bytes.
+        let line = format!("{i:012} {FILL}");
+        out.push_str(&line[..line.len().min(99)]);
+        for _ in line.len()..99 {
+            out.push('.');
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// An object a client wrote (not dry-run), for later validation.

@@ -1277,6 +1277,92 @@ async fn pod_logs_tail_container_and_follow() {
 }
 
 #[tokio::test]
+async fn a_generated_log_is_served_first_and_holds_the_job_until_read() {
+    let sim = start(SimConfig {
+        scenario: uyuni_testdata::Scenario {
+            timing: fast(),
+            jobs: [(
+                "chatty".to_string(),
+                uyuni_testdata::JobScript {
+                    log_bytes: 250_000,
+                    ..uyuni_testdata::JobScript::succeed(0, &["the end"])
+                },
+            )]
+            .into(),
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    sim.put(namespace("uyuni")).expect("ns");
+    sim.put(job("chatty-1", Some("chatty"))).expect("job");
+    assert!(
+        sim.wait_until(WAIT, |s| s
+            .objects("v1", "Pod", Some("uyuni"))
+            .iter()
+            .any(|p| p["status"]["phase"] == json!("Running")))
+            .await
+    );
+    // Nobody reads: the container goes on writing (it is not done) for as long as that lasts.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let job_of = |s: &SimCluster| s.get("batch/v1", "Job", Some("uyuni"), "chatty-1");
+    assert!(job_of(&sim).expect("job")["status"]["succeeded"].is_null());
+    assert!(sim.job_ends().is_empty());
+    let pod = sim.objects("v1", "Pod", Some("uyuni"))[0]["metadata"]["name"]
+        .as_str()
+        .expect("name")
+        .to_string();
+    let c = client(&sim).await;
+    let (code, _, body) = raw(
+        &c,
+        "GET",
+        &format!("/api/v1/namespaces/uyuni/pods/{pod}/log?follow=true"),
+        None,
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let lines: Vec<&str> = body.lines().collect();
+    // 2,500 generated lines of 100 bytes (newline included), numbered, then the script's.
+    assert_eq!(
+        lines.len(),
+        2501,
+        "{:?}",
+        &lines[lines.len().saturating_sub(3)..]
+    );
+    assert!(lines[..2500].iter().all(|l| l.len() == 99));
+    assert!(lines[0].starts_with("000000000000 ") && lines[2499].starts_with("000000002499 "));
+    assert_eq!(lines[2500], "the end");
+    // Read to the end: the Job has finished, on the request log's clock.
+    assert!(
+        sim.wait_until(WAIT, |s| job_of(s)
+            .is_some_and(|j| j["status"]["succeeded"] == json!(1)))
+            .await
+    );
+    let ends = sim.job_ends();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(
+        (ends[0].name.as_str(), ends[0].succeeded),
+        ("chatty-1", true)
+    );
+    let log_request = sim
+        .request_log()
+        .into_iter()
+        .rfind(|r| r.resource.as_deref() == Some("pods/log"))
+        .expect("the log request is recorded");
+    assert!(
+        log_request.at_us < ends[0].at_us,
+        "{log_request:?} {ends:?}"
+    );
+    // Generated lines are not stored: the stored log is the script's.
+    assert_eq!(
+        sim.pod_log("uyuni", &pod, None).expect("log"),
+        vec!["the end"]
+    );
+}
+
+#[tokio::test]
 async fn request_log_file_and_written_objects() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log_path = dir.path().join("requests.jsonl");
