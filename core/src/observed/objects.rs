@@ -5,13 +5,16 @@
 //! preview plans once per step. A scan of every object per question made planning grow with
 //! the whole history (issue 12); the index answers from the attempts of one step instead.
 //!
-//! The index is kept by the few mutations [`Objects`] offers. Reads go to the map itself
-//! (`Deref`), so `observed.objects.get(..)`, `.values()`, `.keys()` and indexing read as they
-//! did when the field was a plain `BTreeMap`.
+//! Objects are shared between copies of a snapshot (each behind an `Arc`, copied on write), so
+//! a copy costs a reference per object, not the objects: a snapshot with thousands of old Job
+//! attempts is copied cheaply by `simulate` and the preview.
+//!
+//! The index is kept by the few mutations [`Objects`] offers. Reads are those of the
+//! `BTreeMap<ObjectRef, Object>` the field used to be: `get`, `contains_key`, `keys`, `values`,
+//! `iter`, `len`, `is_empty` and indexing.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Deref;
-use std::sync::OnceLock;
+use std::collections::{BTreeMap, BTreeSet, btree_map};
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -21,21 +24,13 @@ use super::{JobState, job_state};
 use crate::labels;
 use crate::object::{Object, ObjectRef};
 
-/// The observed objects by reference, read like a `BTreeMap`.
+/// The observed objects by reference, read like a `BTreeMap<ObjectRef, Object>`.
 #[derive(Clone, Default)]
 pub struct Objects {
-    map: BTreeMap<ObjectRef, Object>,
+    map: BTreeMap<ObjectRef, Arc<Object>>,
     /// Built on first use from `map`, then kept up to date by `insert` and `remove`; dropped by
     /// the mutations that could change a Job in place (`get_mut`, `retain`).
     jobs: OnceLock<JobIndex>,
-}
-
-impl Deref for Objects {
-    type Target = BTreeMap<ObjectRef, Object>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.map
-    }
 }
 
 impl PartialEq for Objects {
@@ -52,22 +47,22 @@ impl std::fmt::Debug for Objects {
 
 impl Serialize for Objects {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.map.serialize(serializer)
+        serializer.collect_map(self.iter())
     }
 }
 
 impl From<BTreeMap<ObjectRef, Object>> for Objects {
     fn from(map: BTreeMap<ObjectRef, Object>) -> Self {
-        Objects {
-            map,
-            jobs: OnceLock::new(),
-        }
+        map.into_iter().collect()
     }
 }
 
 impl FromIterator<(ObjectRef, Object)> for Objects {
     fn from_iter<I: IntoIterator<Item = (ObjectRef, Object)>>(iter: I) -> Self {
-        BTreeMap::from_iter(iter).into()
+        Objects {
+            map: iter.into_iter().map(|(k, o)| (k, Arc::new(o))).collect(),
+            jobs: OnceLock::new(),
+        }
     }
 }
 
@@ -79,59 +74,110 @@ impl Extend<(ObjectRef, Object)> for Objects {
     }
 }
 
+impl std::ops::Index<&ObjectRef> for Objects {
+    type Output = Object;
+
+    fn index(&self, key: &ObjectRef) -> &Object {
+        &self.map[key]
+    }
+}
+
 impl<'a> IntoIterator for &'a Objects {
     type Item = (&'a ObjectRef, &'a Object);
-    type IntoIter = std::collections::btree_map::Iter<'a, ObjectRef, Object>;
+    type IntoIter = Iter<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.map.iter()
+        self.iter()
     }
 }
 
 impl IntoIterator for Objects {
     type Item = (ObjectRef, Object);
-    type IntoIter = std::collections::btree_map::IntoIter<ObjectRef, Object>;
+    type IntoIter = std::iter::Map<
+        btree_map::IntoIter<ObjectRef, Arc<Object>>,
+        fn((ObjectRef, Arc<Object>)) -> (ObjectRef, Object),
+    >;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.map.into_iter()
+        self.map
+            .into_iter()
+            .map(|(k, o)| (k, Arc::unwrap_or_clone(o)))
     }
 }
 
+/// The objects with their references, in order.
+pub type Iter<'a> = std::iter::Map<
+    btree_map::Iter<'a, ObjectRef, Arc<Object>>,
+    fn((&'a ObjectRef, &'a Arc<Object>)) -> (&'a ObjectRef, &'a Object),
+>;
+
+/// The objects, in the order of their references.
+pub type Values<'a> =
+    std::iter::Map<btree_map::Values<'a, ObjectRef, Arc<Object>>, fn(&Arc<Object>) -> &Object>;
+
 impl Objects {
+    pub fn get(&self, key: &ObjectRef) -> Option<&Object> {
+        self.map.get(key).map(|o| &**o)
+    }
+
+    pub fn contains_key(&self, key: &ObjectRef) -> bool {
+        self.map.contains_key(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn keys(&self) -> btree_map::Keys<'_, ObjectRef, Arc<Object>> {
+        self.map.keys()
+    }
+
+    pub fn values(&self) -> Values<'_> {
+        self.map.values().map(|o| &**o)
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        self.map.iter().map(|(k, o)| (k, &**o))
+    }
+
     pub fn insert(&mut self, key: ObjectRef, object: Object) -> Option<Object> {
         let filed = filing(&key, &object);
-        let old = self.map.insert(key.clone(), object);
+        let old = self.map.insert(key.clone(), Arc::new(object));
         if let Some(index) = self.jobs.get_mut() {
-            if let Some(Object::Job(old)) = &old {
+            if let Some(Object::Job(old)) = old.as_deref() {
                 index.unfile(&key, old);
             }
             if let Some(filed) = filed {
                 index.file(filed);
             }
         }
-        old
+        old.map(Arc::unwrap_or_clone)
     }
 
     pub fn remove(&mut self, key: &ObjectRef) -> Option<Object> {
         let old = self.map.remove(key);
-        if let (Some(index), Some(Object::Job(old))) = (self.jobs.get_mut(), &old) {
+        if let (Some(index), Some(Object::Job(old))) = (self.jobs.get_mut(), old.as_deref()) {
             index.unfile(key, old);
         }
-        old
+        old.map(Arc::unwrap_or_clone)
     }
 
-    /// The object to change in place. A Job may change its step or state that way, so the
-    /// index is built again on its next use.
+    /// The object to change in place (copied first when another snapshot shares it). A Job
+    /// may change its step or state that way, so the index is built again on its next use.
     pub fn get_mut(&mut self, key: &ObjectRef) -> Option<&mut Object> {
         let object = self.map.get_mut(key)?;
-        if matches!(object, Object::Job(_)) {
+        if matches!(**object, Object::Job(_)) {
             self.jobs = OnceLock::new();
         }
-        Some(object)
+        Some(Arc::make_mut(object))
     }
 
-    pub fn retain(&mut self, keep: impl FnMut(&ObjectRef, &mut Object) -> bool) {
-        self.map.retain(keep);
+    pub fn retain(&mut self, mut keep: impl FnMut(&ObjectRef, &Object) -> bool) {
+        self.map.retain(|k, o| keep(k, o));
         self.jobs = OnceLock::new();
     }
 
@@ -143,7 +189,7 @@ impl Objects {
     pub(super) fn job_index(&self) -> &JobIndex {
         self.jobs.get_or_init(|| {
             let mut index = JobIndex::default();
-            for (key, object) in &self.map {
+            for (key, object) in self.iter() {
                 if let Some(filed) = filing(key, object) {
                     index.file(filed);
                 }
@@ -153,7 +199,7 @@ impl Objects {
     }
 
     fn job(&self, key: &ObjectRef) -> Option<&Job> {
-        match self.map.get(key) {
+        match self.get(key) {
             Some(Object::Job(job)) => Some(job),
             _ => None,
         }
