@@ -15,6 +15,10 @@ use crate::object::{CustomKind, Kind, Object, ObjectRef};
 use crate::params::MigrateParams;
 use crate::secret::SecretString;
 
+mod objects;
+
+pub use objects::{Objects, StepAttempts};
+
 /// What `effects::observe` must fetch: named objects (absent ones are simply missing from the
 /// result) and the Jobs matching a label selector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -162,7 +166,9 @@ pub fn observation(params: &MigrateParams) -> Observation {
 /// One snapshot of the objects that matter.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Observed {
-    pub objects: BTreeMap<ObjectRef, Object>,
+    /// Read like a `BTreeMap<ObjectRef, Object>`; changed through [`Observed::insert`] or the
+    /// map's own `insert`, `remove`, `get_mut` and `retain`, which keep its Jobs' index.
+    pub objects: Objects,
     /// Resources the cluster serves, as `group/version/plural` (custom resources only).
     pub served: std::collections::BTreeSet<String>,
     /// The cluster's IngressClasses (empty when none, or when they may not be listed).
@@ -324,31 +330,13 @@ impl Observed {
 
     /// Jobs of a step, oldest first (by creation time, then name).
     pub fn jobs_for_step(&self, step: &str) -> Vec<&Job> {
-        let mut jobs: Vec<&Job> = self
-            .objects
-            .values()
-            .filter_map(|o| match o {
-                Object::Job(j) => Some(j),
-                _ => None,
-            })
-            .filter(|j| {
-                j.metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(labels::STEP_ANNOTATION))
-                    .is_some_and(|s| s == step)
-            })
-            .collect();
-        jobs.sort_by(|a, b| {
-            let key = |j: &Job| {
-                (
-                    j.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                    j.metadata.name.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
-        });
-        jobs
+        self.attempts(step).all()
+    }
+
+    /// The Jobs of a step, from the snapshot's index of Jobs by step: what the planner asks
+    /// about them without going through every Job of every run.
+    pub fn attempts(&self, step: &str) -> StepAttempts<'_> {
+        StepAttempts::new(&self.objects, step)
     }
 
     /// The data the data-sync Job wrote, if any; `None` when the Secret is absent or empty.

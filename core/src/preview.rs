@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::observed::Observed;
 use crate::params::MigrateParams;
 use crate::plan::{Plan, PlanError, Step, plan};
-use crate::simulate::simulate;
+use crate::simulate::simulate_in_place;
 
 /// The whole operation as a dry run would show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,7 +50,7 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
                 final_plan: current,
             });
         };
-        state = simulate(&state, &params.namespace, &step);
+        simulate_in_place(&mut state, &params.namespace, &step);
         executed.push(step);
         if executed.len() > MAX_STEPS {
             // Unreachable for a correct planner (a property test checks it); stop rather than spin.

@@ -93,17 +93,26 @@ fn job_effect(observed: &mut Observed, namespace: &str, job: Job) {
 /// The state after `step` was carried out successfully.
 pub fn simulate(observed: &Observed, namespace: &str, step: &Step) -> Observed {
     let mut next = observed.clone();
+    simulate_in_place(&mut next, namespace, step);
+    next
+}
+
+/// [`simulate`] on the state itself: the preview's way, which would otherwise copy the whole
+/// snapshot (every old Job attempt included) once per step.
+pub fn simulate_in_place(observed: &mut Observed, namespace: &str, step: &Step) {
     match &step.action {
-        Action::Apply(object) => next.insert((**object).clone()),
-        Action::RunJob { job, .. } => job_effect(&mut next, namespace, (**job).clone()),
+        Action::Apply(object) => observed.insert((**object).clone()),
+        Action::RunJob { job, .. } => job_effect(observed, namespace, (**job).clone()),
         Action::AwaitJob { name, .. } => {
             if let Some(Object::Job(job)) = observed.get(Kind::Job, name) {
-                job_effect(&mut next, namespace, job.clone());
+                let job = job.clone();
+                job_effect(observed, namespace, job);
             }
         }
         Action::WaitDeployment { name, .. } => {
             if let Some(Object::Deployment(d)) = observed.get(Kind::Deployment, name) {
-                next.insert(Object::Deployment(ready(d.clone())));
+                let d = ready(d.clone());
+                observed.insert(Object::Deployment(d));
             }
         }
         Action::WaitReady { target, .. } => {
@@ -114,7 +123,7 @@ pub fn simulate(observed: &Observed, namespace: &str, step: &Step) -> Observed {
                     "type": "Ready", "status": "True", "reason": "Ready",
                     "observedGeneration": generation,
                 }]}));
-                next.insert(Object::Custom(o));
+                observed.insert(Object::Custom(o));
             }
         }
         Action::Scale { name, replicas, .. } => {
@@ -123,12 +132,11 @@ pub fn simulate(observed: &Observed, namespace: &str, step: &Step) -> Observed {
                 if let Some(spec) = d.spec.as_mut() {
                     spec.replicas = Some(*replicas);
                 }
-                next.insert(Object::Deployment(ready(d)));
+                observed.insert(Object::Deployment(ready(d)));
             }
         }
         Action::None => {}
     }
-    next
 }
 
 /// The Deployment as its controller reports it once every replica is ready.

@@ -218,9 +218,31 @@ pub fn spec_hash(spec: &JobSpec) -> String {
     if let Some(pod) = spec.template.spec.as_mut() {
         pod.image_pull_secrets = None;
     }
-    let bytes = serde_json::to_vec(&spec).unwrap_or_default();
-    let digest = Sha256::digest(bytes);
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    // Every plan builds every Job of the operation again, and the preview plans once per step:
+    // the same few specs (each with its script) were serialized and hashed ~75 times per
+    // preview, most of its time. Comparing a spec with the ones hashed last is much cheaper, and
+    // the answer is the same: the hash is a function of the spec.
+    RECENT_SPEC_HASHES.with_borrow_mut(|recent| {
+        if let Some((_, hash)) = recent.iter().find(|(seen, _)| *seen == spec) {
+            return hash.clone();
+        }
+        let bytes = serde_json::to_vec(&spec).unwrap_or_default();
+        let digest = Sha256::digest(bytes);
+        let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        if recent.len() == RECENT_SPECS {
+            recent.pop_front();
+        }
+        recent.push_back((spec, hash.clone()));
+        hash
+    })
+}
+
+/// More than the Jobs of one operation, few enough that a miss costs little.
+const RECENT_SPECS: usize = 32;
+
+thread_local! {
+    static RECENT_SPEC_HASHES: std::cell::RefCell<std::collections::VecDeque<(JobSpec, String)>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
 }
 
 /// The data-sync Job, named for this run. Kept after it ends (no TTL) so its log stays readable;

@@ -5,7 +5,7 @@ use k8s_openapi::api::batch::v1::Job;
 
 use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
-use crate::observed::{JobState, Observed, deployment_ready, job_state};
+use crate::observed::{Observed, deployment_ready};
 
 /// Is anything the intended object sets different in the live one? Fields the server or other
 /// managers add are ignored, as server-side apply would leave them.
@@ -80,7 +80,7 @@ pub(crate) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step
     let step_id = annotation(labels::STEP_ANNOTATION);
     let hash = annotation(labels::SPEC_HASH_ANNOTATION);
     let description = annotation(labels::DESCRIPTION_ANNOTATION);
-    let jobs = observed.jobs_for_step(&step_id);
+    let jobs = observed.attempts(&step_id);
     let name_of = |j: &Job| j.metadata.name.clone().unwrap_or_default();
     let step = |op, name: &str, reason: String, action| Step {
         id: step_id.clone(),
@@ -91,7 +91,7 @@ pub(crate) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step
         action,
     };
     // Two Jobs of one step must never work on the same volumes at once.
-    if let Some(running) = jobs.iter().find(|j| job_state(j) == JobState::Running) {
+    if let Some(running) = jobs.running() {
         let name = name_of(running);
         return step(
             Op::AwaitJob,
@@ -103,17 +103,13 @@ pub(crate) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step
             },
         );
     }
-    let same: Vec<&&Job> = jobs
-        .iter()
-        .filter(|j| job_label(j, labels::SPEC_HASH_ANNOTATION).as_deref() == Some(hash.as_str()))
-        .collect();
-    if let Some(done) = same.iter().find(|j| job_state(j) == JobState::Succeeded) {
+    if let Some(done) = jobs.first_succeeded_of_spec(&hash) {
         return done_step(&step_id, description, &name_of(done));
     }
     let base = job.metadata.name.clone().unwrap_or_default();
     let name = unique_job_name(base, observed);
     job.metadata.name = Some(name.clone());
-    let reason = match same.last() {
+    let reason = match jobs.last_of_spec(&hash) {
         Some(failed) => format!("Job {} failed; running a new attempt", name_of(failed)),
         None if jobs.is_empty() => "has not run yet".to_owned(),
         None => "has not run for this data sync and these parameters yet".to_owned(),
@@ -194,9 +190,5 @@ pub(crate) fn done_step(id: &str, description: String, job_name: &str) -> Step {
 
 /// The Job of step `id` that succeeded last, if any.
 pub(crate) fn last_succeeded<'a>(observed: &'a Observed, id: &str) -> Option<&'a Job> {
-    observed
-        .jobs_for_step(id)
-        .into_iter()
-        .rev()
-        .find(|j| job_state(j) == JobState::Succeeded)
+    observed.attempts(id).last_succeeded()
 }
