@@ -130,6 +130,9 @@ struct LogFollower {
     failures: u32,
     done: bool,
     gave_up: bool,
+    /// The stream ended while the pod's status still showed the container running; a reopen
+    /// is scheduled, and is made at once when the status catches up.
+    awaiting_status: bool,
 }
 
 enum LogStep {
@@ -151,12 +154,14 @@ impl LogFollower {
             failures: 0,
             done: false,
             gave_up: false,
+            awaiting_status: false,
         };
         follower.open(Duration::ZERO);
         follower
     }
 
     fn open(&mut self, delay: Duration) {
+        self.awaiting_status = false;
         let api = self.api.clone();
         let pod = self.pod.clone();
         let params = LogParams {
@@ -410,6 +415,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<String>,
                             });
                         }
                         observe_pod(name, &pod_name, &pod, &mut seen, progress);
+                        status_caught_up(&pod, &mut follower);
                         seen.pods.insert(pod_name, pod);
                     }
                     Event::Delete(pod) => {
@@ -464,6 +470,19 @@ fn observe_pod(job: &str, pod_name: &str, pod: &Pod, seen: &mut Seen, progress: 
         if seen.warned.insert(message.clone()) {
             progress.event(ProgressEvent::Warning { message: &message });
         }
+    }
+}
+
+/// A pod's status now shows the followed container ended, after its log stream did: read the
+/// rest of the log now rather than after the reopen's delay (it ends at once, the container
+/// being done), so that the wait ends as soon as the cluster says so.
+fn status_caught_up(pod: &Pod, follower: &mut Option<LogFollower>) {
+    let Some(f) = follower.as_mut() else { return };
+    if f.awaiting_status
+        && pod.metadata.name.as_deref() == Some(f.pod.as_str())
+        && container_ended(pod, &f.container)
+    {
+        f.open(Duration::ZERO);
     }
 }
 
@@ -522,7 +541,10 @@ fn handle_log(
             } else {
                 // Either the status lags behind the end of the log, or the server ended the
                 // stream early: reading again (skipping what was shown) is right in both cases.
+                // The status usually follows within milliseconds: the reopen is made then
+                // (`status_caught_up`), or after LOG_REOPEN at the latest.
                 follower.open(LOG_REOPEN);
+                follower.awaiting_status = true;
             }
         }
         LogStep::Failed(disposition, error) => {
