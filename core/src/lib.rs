@@ -14,10 +14,12 @@
 //! - what the user asked for, validated once: [`params`]; the dry run's ssh to the source
 //!   [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
-//!   Deployments it watches: [`verdict`]; every fact decided once from these: [`resolve`];
+//!   Deployments it watches: [`verdict`]; whether the claims can be provisioned: StorageClasses
+//!   [`storage`]; every fact decided once from these, the preflight results included:
+//!   [`resolve`];
 //! - job scripts: [`scripts`], and the data-sync Job's status lines [`sync_progress`]; one builder per Kubernetes object: [`builders`]; the data plane
 //!   and the data sync's order, for the dry run: [`dataplane`];
-//! - checks before any write: StorageClasses [`storage`], Pod Security [`pod_security`];
+//! - the check before any write that needs the builders' pods: Pod Security [`pod_security`];
 //! - the planner, its steps and phases: [`plan`](mod@plan);
 //! - the pure model of each step's effect: [`simulate`](mod@simulate); the outage report [`outage`]; the
 //!   dry-run [`preview`](mod@preview); the permissions a plan needs [`access`]; printable output (YAML, diffs)

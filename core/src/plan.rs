@@ -223,9 +223,15 @@ pub(super) fn after_sync(
 pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
     let params = &*crate::resolve::in_effect(params, observed);
     let ns = &params.namespace;
+    // The phase check is the planner's own (its phases, its errors); the others are decided in
+    // `resolve`, except Pod Security, which builds the pods from the facts. Refused in this
+    // order, before any write.
     crate::plan::phase::check(params, observed)?;
-    tls::preflight(params, observed)?;
-    crate::storage::check(params, observed)?;
+    let preflight = crate::resolve::preflight(params, observed);
+    preflight
+        .cert_manager
+        .map_err(|_| PlanError::CertManagerMissing)?;
+    preflight.storage?;
     crate::pod_security::check(params, observed).map_err(|r| PlanError::PodSecurity {
         namespace: r.namespace,
         enforced: r.enforced,

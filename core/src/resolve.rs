@@ -1,19 +1,20 @@
 //! Every fact a migration decides, decided here once from what the user asked for (params),
 //! what the cluster holds (observed) and what the data sync extracted: where the certificates
 //! come from, the name the server answers to, TFTP, the ingress controller, the optional
-//! components, the PostgreSQL upgrade, the database claim, and the pull Secret in effect. The
-//! planner, its preflight checks,
-//! the notes and the plugin's summary read these values, so they cannot disagree; the builders
-//! take them as arguments and decide nothing.
+//! components, the PostgreSQL upgrade, the database claim, the pull Secret in effect, and the
+//! results of the preflight checks that need nothing above this layer. The planner, the notes
+//! and the plugin's summary read these values, so they cannot disagree; the builders take them
+//! as arguments and decide nothing.
 
 use std::borrow::Cow;
 
 use crate::catalogue::names;
-use crate::object::Kind;
+use crate::object::{CustomKind, Kind};
 use crate::observed::{ExtractedData, Observed};
 use crate::params::{IngressMode, MigrateParams, PullSecret};
 use crate::pg;
 use crate::ports::Features;
+use crate::storage::{self, StorageError};
 use crate::volumes;
 
 /// The facts that follow from a sync's data (or from the placeholders of a dry run before it).
@@ -36,6 +37,57 @@ pub struct Facts {
     pub db_claim: String,
     /// The ingress controller and IngressClass, `None`: no Ingress.
     pub ingress: Option<(Controller, Option<String>)>,
+    /// The checks before any write, from params and the cluster alone.
+    pub preflight: Preflight,
+}
+
+/// The outcomes of the checks made before any write, each decided once here. Two checks are
+/// not: the check of the command line against the migration's phase
+/// (`plan::phase::check`), which belongs to the planner's phases and answers with its errors,
+/// and the Pod Security check (`pod_security::check`), which builds the migration's pods from
+/// these facts and so cannot be part of them. The planner runs those itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preflight {
+    /// Whether cert-manager is served where the certificates need it.
+    pub cert_manager: Result<(), CertManagerMissing>,
+    /// Whether the claims to create can be provisioned by the cluster's StorageClasses.
+    pub storage: Result<(), StorageError>,
+}
+
+/// The migration needs cert-manager and the cluster does not serve its Issuer and Certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CertManagerMissing;
+
+/// The preflight results from the user's parameters and the cluster: they do not depend on a
+/// sync's data beyond what `observed` holds of it, so the planner asks for them before it has
+/// any.
+pub fn preflight(params: &MigrateParams, observed: &Observed) -> Preflight {
+    Preflight {
+        cert_manager: cert_manager(params, observed),
+        storage: storage::check(params, observed),
+    }
+}
+
+/// Before any write: cert-manager must be there unless the certificates come from elsewhere.
+/// Before the sync it is not known whether the source has its CA key, so it is required then
+/// unless third-party files are given.
+fn cert_manager(params: &MigrateParams, observed: &Observed) -> Result<(), CertManagerMissing> {
+    let data = observed
+        .extracted()
+        .ok()
+        .flatten()
+        .filter(|d| !d.placeholder);
+    let mode = tls_mode(params, observed, data.as_ref());
+    let needs_cert_manager = !matches!(
+        mode,
+        Ok(TlsMode::ThirdPartyFiles | TlsMode::ThirdPartyMigrated | TlsMode::KeptFromEarlierRun)
+    );
+    let served = observed.serves(CustomKind::Issuer) && observed.serves(CustomKind::Certificate);
+    if served || !needs_cert_manager {
+        Ok(())
+    } else {
+        Err(CertManagerMissing)
+    }
 }
 
 /// The parameters in effect in this cluster: as given, except that a pull Secret written by an
@@ -72,6 +124,7 @@ pub fn resolve(params: &MigrateParams, observed: &Observed, data: &ExtractedData
         db_claim: data_claim(pg.clone().unwrap_or(pg::Upgrade::Unknown)),
         pg,
         ingress: ingress(params, observed),
+        preflight: preflight(params, observed),
     }
 }
 
@@ -406,6 +459,35 @@ mod tests {
         d.server_cert = server_cert.then(|| "c".to_owned());
         d.server_key = server_cert.then(|| crate::secret::SecretString::new("k"));
         d
+    }
+
+    #[test]
+    fn the_preflight_results_are_the_checks_own() {
+        let params = MigrateParams::from_args(&args()).expect("valid");
+        // No cert-manager, and StorageClasses listed but none of them the default.
+        let observed = Observed {
+            storage_classes: Some(vec![crate::storage::StorageClassInfo {
+                name: "slow".into(),
+                default: false,
+            }]),
+            ..Observed::default()
+        };
+        let facts = resolve(&params, &observed, &data(Some(false), true));
+        assert_eq!(facts.preflight, preflight(&params, &observed));
+        assert_eq!(
+            facts.preflight.cert_manager,
+            cert_manager(&params, &observed)
+        );
+        assert_eq!(facts.preflight.cert_manager, Err(CertManagerMissing));
+        assert_eq!(
+            facts.preflight.storage,
+            crate::storage::check(&params, &observed)
+        );
+        assert!(
+            matches!(facts.preflight.storage, Err(StorageError::NoDefault { .. })),
+            "{:?}",
+            facts.preflight.storage
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::kubectl::Kubectl;
 use crate::object::Kind;
 use crate::observed::Observed;
 use crate::params::MigrateParams;
+use crate::volumes;
 
 /// The annotation that makes a StorageClass the default of claims naming none
 /// (<https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/>).
@@ -68,13 +69,18 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), StorageE
     let Some(classes) = &observed.storage_classes else {
         return Ok(());
     };
-    let upgraded = crate::builders::database::upgraded_claim(params);
+    // The upgraded database's claim too (`builders::database::upgraded_claim`), known here by
+    // its name and class: this check runs in `resolve`, below the builders.
+    let upgraded = volumes::upgraded_database_volume();
     let wanted: Vec<(&str, Option<&str>)> = params
         .volumes
         .iter()
-        .chain(std::iter::once(&upgraded))
-        .filter(|c| !observed.contains(Kind::PersistentVolumeClaim, &c.name))
         .map(|c| (c.name.as_str(), c.storage_class.as_deref()))
+        .chain(std::iter::once((
+            upgraded.as_str(),
+            volumes::upgraded_database_class(&params.volumes),
+        )))
+        .filter(|(name, _)| !observed.contains(Kind::PersistentVolumeClaim, name))
         .collect();
     let found: Vec<String> = classes.iter().map(|c| c.name.clone()).collect();
     let claims_of = |class: Option<&str>| -> Vec<String> {

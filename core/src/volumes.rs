@@ -109,6 +109,15 @@ pub fn upgraded_database_volume() -> String {
     format!("{DATABASE_VOLUME}{}", crate::pg::TARGET_MAJOR)
 }
 
+/// The StorageClass of the upgraded database's claim: the synced database claim's (`None`: the
+/// cluster's default). Both the claim's builder and the StorageClass preflight read it.
+pub fn upgraded_database_class(claims: &[VolumeClaim]) -> Option<&str> {
+    claims
+        .iter()
+        .find(|v| v.name == DATABASE_VOLUME)
+        .and_then(|v| v.storage_class.as_deref())
+}
+
 pub fn find(name: &str) -> Option<&'static VolumeDef> {
     CATALOGUE.iter().find(|v| v.name == name)
 }

@@ -30,6 +30,8 @@ const LAYERS: &[&str] = &[
     // What the cluster holds.
     "observed",
     "verdict",
+    // Whether the claims can be provisioned: a check before any write, which `resolve` runs.
+    "storage",
     // Every fact decided once, from the two above.
     "resolve",
     // The objects and the Job scripts.
@@ -38,8 +40,8 @@ const LAYERS: &[&str] = &[
     "builders",
     // What the data plane holds and what the data sync will do, for the dry run.
     "dataplane",
-    // Checks before any write, then the planner and its phases.
-    "storage",
+    // The Pod Security check before any write (it builds the pods), then the planner and its
+    // phases.
     "pod_security",
     "plan",
     // The pure model of each step, and what is printed from plans.

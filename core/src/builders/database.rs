@@ -46,7 +46,7 @@ pub fn upgraded_claim(params: &MigrateParams) -> VolumeClaim {
         size: synced
             .map(|v| v.size.clone())
             .unwrap_or_else(|| "50Gi".to_owned()),
-        storage_class: synced.and_then(|v| v.storage_class.clone()),
+        storage_class: volumes::upgraded_database_class(&params.volumes).map(str::to_owned),
         role: volumes::VolumeRole::Database,
     }
 }

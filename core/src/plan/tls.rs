@@ -1,8 +1,8 @@
 //! The TLS phase of a migration (reference §5, images-today §A.7): after the database's data is
 //! upgraded and before the `db` Deployment, which mounts Secret `db-cert`: the server's and the
 //! database's certificates from the reused CA (through cert-manager) or from third-party
-//! material, and the CA ConfigMaps. The preflight refuses to start without cert-manager when the
-//! migration will need it.
+//! material, and the CA ConfigMaps. Whether cert-manager is needed and there is decided before
+//! any write, in `resolve::preflight`.
 
 use super::database::SHORT_JOB;
 use super::job_step;
@@ -21,28 +21,6 @@ const READY_WAIT: DeploymentWait = DeploymentWait {
     unschedulable_grace_seconds: crate::plan::UNSCHEDULABLE_GRACE_SECONDS,
     log_tail_lines: 0,
 };
-
-/// Before any write: cert-manager must be there unless the certificates come from elsewhere.
-/// Before the sync it is not known whether the source has its CA key, so it is required then
-/// unless third-party files are given.
-pub(super) fn preflight(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
-    let data = observed
-        .extracted()
-        .ok()
-        .flatten()
-        .filter(|d| !d.placeholder);
-    let mode = crate::resolve::tls_mode(params, observed, data.as_ref());
-    let needs_cert_manager = !matches!(
-        mode,
-        Ok(TlsMode::ThirdPartyFiles | TlsMode::ThirdPartyMigrated | TlsMode::KeptFromEarlierRun)
-    );
-    let served = observed.serves(CustomKind::Issuer) && observed.serves(CustomKind::Certificate);
-    if served || !needs_cert_manager {
-        Ok(())
-    } else {
-        Err(PlanError::CertManagerMissing)
-    }
-}
 
 fn wait_ready(observed: &Observed, id: &str, target: ObjectRef, what: &str) -> Step {
     let ready = matches!(observed.objects.get(&target), Some(Object::Custom(o)) if custom_ready(o));
