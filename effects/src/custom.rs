@@ -179,7 +179,7 @@ pub(crate) async fn await_ready(
     target: &ObjectRef,
     wait: DeploymentWait,
     progress: &dyn Progress,
-) -> Result<Option<String>, EffectsError> {
+) -> Result<CustomObject, EffectsError> {
     let Kind::Custom(kind) = target.kind else {
         return Err(EffectsError::MalformedObject {
             step: step.to_owned(),
@@ -224,7 +224,7 @@ pub(crate) async fn await_ready(
                     failures = 0;
                     let object = to_custom(kind, o);
                     if custom_ready(&object) {
-                        return Ok(object.metadata.resource_version);
+                        return Ok(object);
                     }
                     if let Some(c) = object
                         .status

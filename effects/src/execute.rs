@@ -1,6 +1,8 @@
 //! Carrying out one step: one function per [`Action`] variant, behind one exhaustive match.
 
 use k8s_openapi::api::batch::v1::Job;
+use uyuni_core::labels::PRODUCES_ANNOTATION;
+use uyuni_core::object::{CustomKind, CustomObject};
 use uyuni_core::plan::DeploymentWait;
 use uyuni_core::{Action, JobWait, Kind, Object, ObjectRef, Step};
 
@@ -70,7 +72,7 @@ pub async fn execute_step(
             run_job(client, namespace, step, job, *wait, prior, progress).await
         }
         Action::AwaitJob { name, wait } => {
-            let version = await_job(JobWaitContext {
+            let job = await_job(JobWaitContext {
                 client,
                 namespace,
                 step: &step.id,
@@ -79,11 +81,16 @@ pub async fn execute_step(
                 progress,
             })
             .await?;
-            Ok(Executed::of(
+            let mut executed = Executed::of(
                 ObjectRef::new(Kind::Job, name.clone()),
                 Some(namespace),
-                version,
-            ))
+                job.as_ref()
+                    .and_then(|j| j.metadata.resource_version.clone()),
+            );
+            executed
+                .versions
+                .extend(produced(client, namespace, job.as_ref(), progress).await?);
+            Ok(executed)
         }
         Action::WaitDeployment { name, wait } => {
             let version = wait_deployment(client, namespace, step, name, *wait, progress).await?;
@@ -106,12 +113,27 @@ pub async fn execute_step(
             ))
         }
         Action::WaitReady { target, wait } => {
-            let version = wait_ready(client, namespace, step, target, *wait, progress).await?;
+            let ready = wait_ready(client, namespace, step, target, *wait, progress).await?;
             let ns = match target.kind {
                 Kind::Custom(kind) => kind.fixed_namespace().unwrap_or(namespace),
                 _ => namespace,
             };
-            Ok(Executed::of(target.clone(), Some(ns), version))
+            let mut executed = Executed::of(
+                target.clone(),
+                Some(ns),
+                ready.metadata.resource_version.clone(),
+            );
+            // A Certificate is Ready once cert-manager wrote its Secret: the next observation
+            // must hold that Secret too.
+            if ready.kind == CustomKind::Certificate
+                && let Some(secret) = ready.spec["secretName"].as_str()
+            {
+                executed.versions.extend(
+                    secret_version(client, ns, &ObjectRef::new(Kind::Secret, secret), progress)
+                        .await?,
+                );
+            }
+            Ok(executed)
         }
         Action::None => Ok(Executed::default()),
     }
@@ -124,7 +146,7 @@ async fn wait_ready(
     target: &ObjectRef,
     wait: DeploymentWait,
     progress: &dyn Progress,
-) -> Result<Option<String>, EffectsError> {
+) -> Result<CustomObject, EffectsError> {
     crate::custom::await_ready(client, namespace, &step.id, target, wait, progress).await
 }
 
@@ -218,7 +240,7 @@ async fn run_job(
         namespace: ns,
         created: applied.created,
     });
-    let version = await_job(JobWaitContext {
+    let ended = await_job(JobWaitContext {
         client,
         namespace: ns,
         step: &step.id,
@@ -227,9 +249,70 @@ async fn run_job(
         progress,
     })
     .await?;
-    Ok(Executed::of(
+    let mut executed = Executed::of(
         target,
         Some(ns),
-        version.or(applied.resource_version),
-    ))
+        ended
+            .as_ref()
+            .and_then(|j| j.metadata.resource_version.clone())
+            .or(applied.resource_version),
+    );
+    executed
+        .versions
+        .extend(produced(client, ns, ended.as_ref(), progress).await?);
+    Ok(executed)
+}
+
+/// The version of what a Job wrote besides its status (its `kubectl-uyuni.io/produces`
+/// annotation), read now. The Job's end and that write reach the watches on different streams,
+/// the write first on the server but not necessarily first here: the next observation must
+/// hold it before the planner reads what the Job found.
+async fn produced(
+    client: &kube::Client,
+    namespace: &str,
+    job: Option<&Job>,
+    progress: &dyn Progress,
+) -> Result<Option<Version>, EffectsError> {
+    let Some(product) = job
+        .and_then(|j| j.metadata.annotations.as_ref())
+        .and_then(|a| a.get(PRODUCES_ANNOTATION))
+    else {
+        return Ok(None);
+    };
+    // `secret/NAME` or `secret/NAME/KEY`: the products are Secrets (`catalogue::products`).
+    let mut parts = product.split('/');
+    let (Some("secret"), Some(name)) = (parts.next(), parts.next()) else {
+        tracing::debug!(%product, "a product that is not a Secret is not read");
+        return Ok(None);
+    };
+    secret_version(
+        client,
+        namespace,
+        &ObjectRef::new(Kind::Secret, name),
+        progress,
+    )
+    .await
+}
+
+/// Secret `target`'s resourceVersion now (a GET of its metadata); none when it does not exist.
+async fn secret_version(
+    client: &kube::Client,
+    namespace: &str,
+    target: &ObjectRef,
+    progress: &dyn Progress,
+) -> Result<Option<Version>, EffectsError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+    let what = Target::named(target.kind.resource(), &target.name, Some(namespace));
+    let meta = crate::retry::with_retry(progress, Verb::Get, &what, || {
+        api.get_metadata_opt(&target.name)
+    })
+    .await?;
+    Ok(meta
+        .and_then(|m| m.metadata.resource_version)
+        .map(|resource_version| Version {
+            target: target.clone(),
+            namespace: Some(namespace.to_owned()),
+            resource_version,
+        }))
 }

@@ -251,13 +251,6 @@ where
     })
 }
 
-/// The resourceVersion of the Job as the wait saw it last.
-fn last_version(seen: &Seen) -> Option<String> {
-    seen.job
-        .as_ref()
-        .and_then(|j| j.metadata.resource_version.clone())
-}
-
 /// What the wait has seen so far.
 struct Seen {
     job: Option<Job>,
@@ -284,9 +277,9 @@ async fn sleep_opt(sleep: &mut Option<Pin<Box<Sleep>>>) {
     }
 }
 
-/// Waits until the Job ends, streaming its log; see the module documentation. Returns the
-/// resourceVersion of the Job as last seen (ended).
-pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<String>, EffectsError> {
+/// Waits until the Job ends, streaming its log; see the module documentation. Returns the Job
+/// as last seen (ended).
+pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, EffectsError> {
     let JobWaitContext {
         client,
         namespace,
@@ -349,7 +342,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<String>,
                 follower.is_none() && seen.pods_listed && seen.pods.values().all(ended_without_log);
             if log_finished || no_log {
                 finish(client, namespace, step, name, wait, state, &seen, progress).await?;
-                return Ok(last_version(&seen));
+                return Ok(seen.job.clone());
             }
         }
         tokio::select! {
@@ -365,7 +358,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<String>,
                 tracing::debug!(job = name, "log did not end in time after the Job ended");
                 if let Some(state) = outcome {
                     finish(client, namespace, step, name, wait, state, &seen, progress).await?;
-                return Ok(last_version(&seen));
+                return Ok(seen.job.clone());
                 }
             }
             event = jobs.next(progress) => {
