@@ -13,12 +13,19 @@ as a process of its own with `--exact` and the module's test names (from `--list
 modules in SHARDS are dealt into several items. The unit-test binaries run whole, and the doc
 tests are one `cargo test --doc` item.
 
+The items that are cargo commands (the doc tests, and with `--clippy` the lint) run in a lane of
+their own, one after the other, beside the test lanes: cargo holds the target directory's lock
+while it builds, so two of them at once only wait on each other, and a test lane waiting on the
+lock would be a lane lost. Clippy cannot reuse the test build's artifacts (it checks, with its
+own flags), so on a cold clone it costs minutes of CPU; after the test build it runs while the
+end-to-end items mostly wait on controllers and simulated Jobs, instead of before them.
+
 cargo-nextest does the same per test, but it is not preinstalled and building it costs CI
 minutes on every fresh machine; this needs only Python and cargo.
 
-Usage: scripts/run-tests.py [--jobs N] [-- ARGS FOR EVERY TEST BINARY]
+Usage: scripts/run-tests.py [--jobs N] [--clippy] [-- ARGS FOR EVERY TEST BINARY]
 The order: items known to be long start first (LONG below); the rest follow in name order.
-Exit status 1 when any test failed or any item ended without a result.
+Exit status 1 when any test failed, any item ended without a result, or clippy failed.
 
 Measured on the shared 2-core machine (other builds running, load 7 to 15, so the figures
 move by a third between runs), the workspace's crates rebuilt over built dependencies: with
@@ -43,7 +50,8 @@ import time
 # Longest first, so that the long ones do not start last and stretch the run: test modules
 # (`package/module`, the file under tests/) and the other items by their label (seconds of one
 # run-tests.py run, 3 lanes on 2 cores shared with other builds, load 7 to 9; only the order
-# matters). The doc tests are one item: cargo builds and runs them, a build of its own.
+# matters). The doc tests (133 s in that run, rebuilding ring, rustls and kube, see run(); about
+# 30 s without the rebuild) are not listed: they run in the cargo lane (see the docstring).
 LONG = [
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
@@ -55,9 +63,6 @@ LONG = [
     "core/properties",
     # 3 shards of ~35 s (124 s as one item): every test runs the script under bash, no sleeps.
     "core/data_sync_script",
-    # 133 s in that run, rebuilding ring, rustls and kube (see run()); about 30 s, the merged
-    # doc tests' compilation, without the rebuild.
-    "workspace/doc-tests",
     "testdata/node_agent_exec",  # 49 s
     "plugin/e2e_rerun",  # 46 s
     "testdata/real_control_plane",  # 44 s
@@ -84,6 +89,11 @@ SHARDS = {
     "core/properties": 4,
     "core/data_sync_script": 3,
 }
+
+# The lint, with `--clippy`: an item that passes when cargo exits 0, with no test result.
+CLIPPY = ("workspace/clippy", ["cargo", "clippy", "--workspace", "--all-targets", "--quiet",
+                               "--", "-D", "warnings"])
+DOC_TESTS = ("workspace/doc-tests", ["cargo", "test", "--workspace", "--doc", "--quiet"])
 
 RESULT = re.compile(
     r"^test result: (ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored", re.M
@@ -188,6 +198,8 @@ def undeclared_test_files(root):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("UYUNI_TEST_JOBS", "3")))
+    parser.add_argument("--clippy", action="store_true",
+                        help="also run cargo clippy (-D warnings) once the tests are built")
     parser.add_argument("rest", nargs="*", help="arguments for every test binary (after --)")
     args = parser.parse_args()
 
@@ -199,9 +211,11 @@ def main():
             "run-tests: these test files are no module of their crate's tests/main.rs, so they "
             "would never run: " + ", ".join(missing) + "; add `mod NAME;` to tests/main.rs"
         )
-    # Doc tests have no binary of their own: cargo compiles and runs them in one go.
-    doc = ("workspace/doc-tests", root, None, [])
-    queue = order(work_items(test_binaries([])) + [doc])
+    queue = order(work_items(test_binaries([])))
+    # Doc tests have no binary of their own: cargo compiles and runs them in one go. The cargo
+    # items start once the test build has released cargo's lock, clippy first (the longer).
+    cargo_items = [(label, root, None, cmd) for label, cmd in
+                   ([CLIPPY] if args.clippy else []) + [DOC_TESTS]]
 
     lock = threading.Lock()
     results = []
@@ -211,7 +225,7 @@ def main():
     def run(item):
         label, pkg_dir, exe, filters = item
         if exe is None:
-            cmd = ["cargo", "test", "--workspace", "--doc", "--quiet"]
+            cmd = filters
         else:
             cmd = [exe] + filters + args.rest
         env = dict(os.environ)
@@ -223,8 +237,13 @@ def main():
         log_path = os.path.join(outdir, re.sub(r"[^A-Za-z0-9_.-]", "_", label) + ".log")
         t0 = time.monotonic()
         with open(log_path, "w+") as log:
-            code = subprocess.call(cmd, cwd=pkg_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
+            try:
+                code = subprocess.call(cmd, cwd=pkg_dir, env=env, stdout=log,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            except OSError as e:
+                # Counted as a failed item: an exception would end the lane and lose the item.
+                log.write(f"run-tests: cannot run {cmd[0]}: {e}\n")
+                code = 127
             log.seek(0)
             out = log.read()
         took = time.monotonic() - t0
@@ -235,16 +254,19 @@ def main():
             counts[0] += int(m.group(2))
             counts[1] += int(m.group(3))
             counts[2] += int(m.group(4))
-        ok = code == 0 and found
+        # Clippy prints no test result: its exit status is its result.
+        check = label == CLIPPY[0]
+        ok = code == 0 and (found or check)
         with lock:
             print(f"\n==> {label} ({took:.0f} s, {'ok' if ok else 'FAILED, exit ' + str(code)})", flush=True)
             sys.stdout.write(out)
-            if not found:
+            if not found and not check:
                 print(f"run-tests: {label} printed no test result (exit {code})")
             sys.stdout.flush()
             results.append((label, took, ok, counts))
 
-    pending = list(queue)
+    # One lane (`--jobs 1`): the cargo items first, then the binaries, one after the other.
+    pending = list(queue) if args.jobs > 1 else cargo_items + list(queue)
     pending_lock = threading.Lock()
 
     def lane():
@@ -255,7 +277,13 @@ def main():
                 item = pending.pop(0)
             run(item)
 
+    def cargo_lane():
+        for item in cargo_items:
+            run(item)
+
     lanes = [threading.Thread(target=lane) for _ in range(max(1, args.jobs))]
+    if args.jobs > 1:
+        lanes.append(threading.Thread(target=cargo_lane))
     for t in lanes:
         t.start()
     for t in lanes:
@@ -265,7 +293,8 @@ def main():
     passed = sum(r[3][0] for r in results)
     failed = sum(r[3][1] for r in results)
     ignored = sum(r[3][2] for r in results)
-    print(f"\n==> test binaries by time ({args.jobs} at once, {wall:.0f} s in all)")
+    print(f"\n==> test binaries by time ({args.jobs} at once and the cargo items beside them, "
+          f"{wall:.0f} s in all)")
     for label, took, ok, _ in sorted(results, key=lambda r: -r[1]):
         print(f"  {took:6.0f} s  {label}{'' if ok else '  FAILED'}")
     broken = [r[0] for r in results if not r[2]]
