@@ -8,7 +8,7 @@ use crate::support;
 use std::collections::BTreeMap;
 
 use support::{Env, NS, ssh_flags, text};
-use uyuni_testdata::{RequestRecord, SimConfig, scenarios};
+use uyuni_testdata::{ErrorFault, FaultTarget, Faults, RequestRecord, SimConfig, Verb, scenarios};
 
 /// `verb class → count`, and `verb resource → count` for the report.
 fn counts(log: &[RequestRecord]) -> (BTreeMap<&'static str, usize>, BTreeMap<String, usize>) {
@@ -77,4 +77,45 @@ fn a_full_migration_costs_a_request_per_write_and_wait_and_a_list_per_kind() {
     // The margin is for what the timing of a wait changes (how often a Job's log is reopened,
     // a watch restarted): a few dozen.
     assert!(total <= 280, "{total} requests: {by_verb:?}");
+}
+
+/// A server that refuses to list a kind (RBAC allows `get` only): its watch gives up before its
+/// first list, and that kind is read by name on every turn instead; the migration goes through.
+#[test]
+fn a_kind_whose_watch_is_refused_is_read_by_name_on_every_turn() {
+    let mut scenario = scenarios::migration();
+    for job in scenario.jobs.values_mut() {
+        job.duration_ms = 0;
+    }
+    scenario.faults = Faults {
+        errors: vec![ErrorFault {
+            target: FaultTarget::new(Some(Verb::List), Some("serviceaccounts"), None),
+            rate: 1.0,
+            status: 403,
+            retry_after_seconds: 1,
+        }],
+        ..Faults::default()
+    };
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    env.sim.clear_request_log();
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let log: Vec<RequestRecord> = env
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.namespace.as_deref().is_none_or(|n| n == NS))
+        .collect();
+    let (_, by_resource) = counts(&log);
+    let n = |key: &str| by_resource.get(key).copied().unwrap_or(0);
+    assert_eq!(n("WATCH serviceaccounts"), 0, "{by_resource:?}");
+    // The first observation and every one after a Job or a wait: several GETs.
+    assert!(n("GET serviceaccounts") >= 3, "{by_resource:?}");
+    // The other kinds are still watched, and listed once.
+    assert_eq!(n("LIST configmaps"), 1, "{by_resource:?}");
+    assert_eq!(n("WATCH configmaps"), 1, "{by_resource:?}");
 }
