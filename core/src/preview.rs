@@ -139,6 +139,10 @@ pub struct Safety {
     /// length of the final copy (at most that much changed since).
     pub expected_window_seconds: Option<i64>,
     pub window_job: Option<String>,
+    /// What the last `--prepare` measured of the final copy ([`crate::outage::expected`]), when
+    /// it did: preferred to the last copy's length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_window: Option<crate::outage::ExpectedWindow>,
     pub prepare: bool,
     pub inputs: Vec<crate::plan::phase::Input>,
 }
@@ -156,6 +160,7 @@ pub fn safety(params: &MigrateParams, observed: &Observed, preview: &Preview) ->
         steps: preview.executed.len(),
         expected_window_seconds: window.as_ref().map(|(_, s)| *s),
         window_job: window.map(|(job, _)| job),
+        expected_window: crate::outage::expected(observed),
         prepare: params.prepare,
         inputs: crate::plan::phase::inputs(params, observed),
     }
@@ -172,14 +177,27 @@ impl Safety {
                     "  The services of {source} stop at step {at} of {} ({id}, the final copy). A real run asks first on a terminal; without one it needs --yes.\n",
                     self.steps
                 ));
-                match (self.expected_window_seconds, &self.window_job) {
-                    (Some(s), Some(job)) => out.push_str(&format!(
-                        "  Expected outage: the final copy, about {} or less (the last copy while {source} served, Job {job}, took that long), then the database steps and the server's start.\n",
-                        crate::outage::duration_text(s)
-                    )),
-                    _ => out.push_str(&format!(
-                        "  Expected outage: unknown until a copy has run while {source} serves (`--prepare`, or the one this run makes first); the final copy then moves only what changed since.\n"
-                    )),
+                let measured = self
+                    .expected_window
+                    .as_ref()
+                    .and_then(|w| w.copy_seconds.map(|c| (w, c)));
+                if let Some((w, copy)) = measured {
+                    out.push_str(&format!(
+                        "  Expected outage: the final copy and the data sync's last steps, about {} ({} left after the copy Job {} made while {source} served, a scan of every volume included), then the database steps and the server's start.\n",
+                        crate::outage::duration_text(copy + w.after_copy_seconds),
+                        crate::dataplane::human_bytes(w.delta_bytes),
+                        w.sync_job,
+                    ));
+                } else {
+                    match (self.expected_window_seconds, &self.window_job) {
+                        (Some(s), Some(job)) => out.push_str(&format!(
+                            "  Expected outage: the final copy, about {} or less (the last copy while {source} served, Job {job}, took that long), then the database steps and the server's start.\n",
+                            crate::outage::duration_text(s)
+                        )),
+                        _ => out.push_str(&format!(
+                            "  Expected outage: unknown until a copy has run while {source} serves (`--prepare`, or the one this run makes first); the final copy then moves only what changed since.\n"
+                        )),
+                    }
                 }
             }
             _ if self.prepare => out.push_str(&format!(

@@ -246,3 +246,37 @@ fn no_expected_window_without_a_measure_of_this_prepare_job() {
             .starts_with("Expected window of the final run: unknown.")
     );
 }
+
+/// The dry run of the final run after a measured `--prepare` expects the outage from that
+/// measure (delta left, copy rate, scan), not from how long the prepare's copy took.
+#[test]
+fn the_final_runs_dry_run_expects_the_outage_the_prepare_measured() {
+    let observed = prepared(MEASURE);
+    let final_run = params();
+    let preview = uyuni_core::preview(&final_run, &observed).expect("the final run plans");
+    let safety = uyuni_core::preview::safety(&final_run, &observed, &preview);
+    let window = safety
+        .expected_window
+        .as_ref()
+        .expect("the measured window");
+    assert_eq!(window.copy_seconds, Some(7));
+    let text = safety.render("uyuni.example.com");
+    assert!(
+        text.contains("Expected outage: the final copy and the data sync's last steps, about 10s (100.0 MiB left after the copy Job"),
+        "{text}"
+    );
+    // Without a measure, the last copy's length is what is expected, as before.
+    let unmeasured = prepared(&[]);
+    let preview = uyuni_core::preview(&final_run, &unmeasured).expect("the final run plans");
+    let safety = uyuni_core::preview::safety(&final_run, &unmeasured, &preview);
+    assert_eq!(safety.expected_window, None);
+    assert!(
+        !safety
+            .render("uyuni.example.com")
+            .contains("data sync's last steps"),
+        "{}",
+        safety.render("uyuni.example.com")
+    );
+    let json = serde_json::to_value(&safety).expect("json");
+    assert!(json.get("expectedWindow").is_none(), "{json}");
+}
