@@ -1,10 +1,15 @@
 //! Asks the API server, before the first write, whether the user may make each request the
-//! migration makes (the core lists them, reads and writes): one `SelfSubjectAccessReview` per permission (`authorization.k8s.io/v1`;
+//! migration makes (the core lists them, reads and writes): what one `SelfSubjectRulesReview`
+//! per namespace shows allowed, and one `SelfSubjectAccessReview` for each other permission
+//! (`authorization.k8s.io/v1`;
 //! <https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access>).
 //! The verdict is the core's ([`uyuni_core::access::check`]); this only asks.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    ResourceAttributes, ResourceRule, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    SelfSubjectRulesReview, SelfSubjectRulesReviewSpec,
 };
 use kube::api::{Api, PostParams};
 use uyuni_core::access::Access;
@@ -18,13 +23,35 @@ pub async fn review(
     needed: &[Access],
 ) -> Result<Vec<(Access, bool)>, kube::Error> {
     use futures::{StreamExt, TryStreamExt};
+    // What the rules of each namespace allow needs no review of its own.
+    let mut namespaces: Vec<&str> = needed
+        .iter()
+        .filter_map(|a| a.namespace.as_deref())
+        .collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    let mut rules: BTreeMap<&str, Vec<ResourceRule>> = BTreeMap::new();
+    for ns in namespaces {
+        if let Some(allowed) = rules_in(client, ns).await {
+            rules.insert(ns, allowed);
+        }
+    }
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    // Asked several at a time: each is a round trip, and a remote API server makes a few dozen
-    // of them in a row cost seconds. In order, as the caller reads them.
+    // The rest are asked one review each, several at a time: each is a round trip, and a
+    // remote API server makes a few dozen of them in a row cost seconds. In order, as the
+    // caller reads them.
     futures::stream::iter(needed)
         .map(|access| {
             let api = api.clone();
+            let by_rules = access
+                .namespace
+                .as_deref()
+                .and_then(|ns| rules.get(ns))
+                .is_some_and(|r| r.iter().any(|rule| allows(rule, access)));
             async move {
+                if by_rules {
+                    return Ok((access.clone(), true));
+                }
                 let request = SelfSubjectAccessReview {
                     spec: SelfSubjectAccessReviewSpec {
                         resource_attributes: Some(ResourceAttributes {
@@ -51,3 +78,101 @@ pub async fn review(
 
 /// How many access reviews are in flight at once: client-go's default QPS burst is 10.
 const REVIEWS_AT_ONCE: usize = 10;
+
+/// The rules that allow this user requests in `ns` (one `SelfSubjectRulesReview`), as far as
+/// the server can list them. Only an allow is taken from them: a permission they do not show
+/// is asked with its own review, since the list may be incomplete (an authorizer that cannot
+/// enumerate its rules; `status.incomplete`), and the review is authoritative. `None` when the
+/// server does not answer one.
+async fn rules_in(client: &kube::Client, ns: &str) -> Option<Vec<ResourceRule>> {
+    let api: Api<SelfSubjectRulesReview> = Api::all(client.clone());
+    let request = SelfSubjectRulesReview {
+        spec: SelfSubjectRulesReviewSpec {
+            namespace: Some(ns.to_owned()),
+        },
+        ..SelfSubjectRulesReview::default()
+    };
+    match api.create(&PostParams::default(), &request).await {
+        Ok(answer) => answer.status.map(|s| s.resource_rules),
+        Err(err) => {
+            tracing::debug!(namespace = ns, error = %err, "no rules review; asking each permission");
+            None
+        }
+    }
+}
+
+/// Whether `rule` allows `access`, with RBAC's matching (k8s.io/kubernetes
+/// pkg/apis/rbac/v1/evaluation_helpers.go: `VerbMatches`, `APIGroupMatches`,
+/// `ResourceMatches`): `*` matches every verb, group and resource; `*/sub` every resource's
+/// subresource `sub`; a rule naming objects (`resourceNames`) covers no request for a kind as
+/// a whole, so it is not taken as allowing one.
+fn allows(rule: &ResourceRule, access: &Access) -> bool {
+    let verb = rule.verbs.iter().any(|v| v == "*" || *v == access.verb);
+    let group = rule
+        .api_groups
+        .as_ref()
+        .is_some_and(|g| g.iter().any(|g| g == "*" || *g == access.group));
+    let wanted = match &access.subresource {
+        Some(sub) => format!("{}/{sub}", access.resource),
+        None => access.resource.clone(),
+    };
+    let resource = rule.resources.as_ref().is_some_and(|r| {
+        r.iter().any(|r| {
+            r == "*"
+                || *r == wanted
+                || access
+                    .subresource
+                    .as_ref()
+                    .is_some_and(|sub| *r == format!("*/{sub}"))
+        })
+    });
+    let unnamed = rule.resource_names.as_ref().is_none_or(Vec::is_empty);
+    verb && group && resource && unnamed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> ResourceRule {
+        ResourceRule {
+            verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
+            api_groups: Some(groups.iter().map(|s| (*s).to_owned()).collect()),
+            resources: Some(resources.iter().map(|s| (*s).to_owned()).collect()),
+            resource_names: None,
+        }
+    }
+
+    fn access(verb: &str, group: &str, resource: &str, sub: Option<&str>) -> Access {
+        Access {
+            verb: verb.to_owned(),
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            subresource: sub.map(str::to_owned),
+            namespace: Some("uyuni".to_owned()),
+        }
+    }
+
+    #[test]
+    fn rules_match_as_rbac_does() {
+        let jobs = access("create", "batch", "jobs", None);
+        assert!(allows(&rule(&["*"], &["*"], &["*"]), &jobs));
+        assert!(allows(
+            &rule(&["create", "get"], &["batch"], &["jobs"]),
+            &jobs
+        ));
+        assert!(!allows(&rule(&["get"], &["batch"], &["jobs"]), &jobs));
+        assert!(!allows(&rule(&["create"], &[""], &["jobs"]), &jobs));
+        assert!(!allows(
+            &rule(&["create"], &["batch"], &["cronjobs"]),
+            &jobs
+        ));
+        let log = access("get", "", "pods", Some("log"));
+        assert!(!allows(&rule(&["get"], &[""], &["pods"]), &log));
+        assert!(allows(&rule(&["get"], &[""], &["pods/log"]), &log));
+        assert!(allows(&rule(&["get"], &[""], &["*/log"]), &log));
+        let mut named = rule(&["*"], &["*"], &["*"]);
+        named.resource_names = Some(vec!["uyuni-ca".to_owned()]);
+        assert!(!allows(&named, &jobs), "a rule for named objects");
+    }
+}

@@ -193,7 +193,10 @@ impl Shared {
     fn record(&self, ctx: &Ctx, status: u16) {
         let write = ctx.verb.is_some_and(Verb::is_write)
             && !ctx.dry_run
-            && ctx.resource.as_deref() != Some("selfsubjectaccessreviews");
+            && !matches!(
+                ctx.resource.as_deref(),
+                Some("selfsubjectaccessreviews" | "selfsubjectrulesreviews")
+            );
         let mut requests = lock(&self.requests);
         let record = RequestRecord {
             seq: requests.len() as u64,
@@ -667,6 +670,32 @@ async fn resource_request(
         (Verb::Watch, _) => watch(shared, &rt, rp.namespace.as_deref(), query),
         (Verb::Create, None) => {
             let body = parse_body(body, ctx.content_type.as_deref())?;
+            if rt.create_only && rt.plural == "selfsubjectrulesreviews" {
+                // Everything is allowed: one rule says so. With denials configured, which a
+                // rule list cannot express, the answer is `incomplete` and lists nothing, as
+                // a server with an authorizer that cannot enumerate its rules answers
+                // (authorization.k8s.io/v1 SubjectRulesReviewStatus): clients then ask
+                // SelfSubjectAccessReviews.
+                let mut review = body;
+                review["status"] = if shared.config.denied_access.is_empty() {
+                    json!({
+                        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                        "incomplete": false,
+                    })
+                } else {
+                    json!({
+                        "resourceRules": [],
+                        "nonResourceRules": [],
+                        "incomplete": true,
+                        "evaluationError": "denied by SimConfig::denied_access; ask SelfSubjectAccessReviews",
+                    })
+                };
+                if review["metadata"].is_null() {
+                    review["metadata"] = json!({"creationTimestamp": null});
+                }
+                return Ok(json_response(201, &review));
+            }
             if rt.create_only {
                 let mut review = body;
                 let attributes = &review["spec"]["resourceAttributes"];

@@ -16,7 +16,7 @@ pub struct ResourceType {
     pub categories: Vec<String>,
     /// Subresources served: `status`, `scale`, `log`.
     pub subresources: Vec<String>,
-    /// Only `create` (SelfSubjectAccessReview): nothing is stored.
+    /// Only `create` (SelfSubjectAccessReview, SelfSubjectRulesReview): nothing is stored.
     pub create_only: bool,
 }
 
@@ -359,6 +359,17 @@ pub fn builtin_resources() -> Vec<ResourceType> {
     );
     ssar.create_only = true;
     all.push(ssar);
+    let mut ssrr = builtin(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+        &[],
+        &[],
+    );
+    ssrr.create_only = true;
+    all.push(ssrr);
     // kubectl's `all` category covers only workloads and services.
     for r in &mut all {
         if matches!(

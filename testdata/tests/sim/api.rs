@@ -1054,6 +1054,54 @@ async fn self_subject_access_reviews_are_allowed_and_not_writes() {
 }
 
 #[tokio::test]
+async fn self_subject_rules_reviews_allow_everything_or_say_they_are_incomplete() {
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+    let review = json!({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": "uyuni"}
+    });
+    let sim = start(SimConfig::default()).await;
+    let c = client(&sim).await;
+    let (code, _, body) = raw(
+        &c,
+        "POST",
+        path,
+        Some("application/json"),
+        None,
+        Some(review.clone()),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let status = &parse(&body)["status"];
+    assert_eq!(status["incomplete"], json!(false));
+    assert_eq!(
+        status["resourceRules"],
+        json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}])
+    );
+    assert!(sim.write_requests().is_empty());
+    // Denials cannot be listed as rules: the answer says it is incomplete and lists none.
+    let sim = start(SimConfig {
+        denied_access: vec![("create".into(), "jobs".into())],
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim).await;
+    let (code, _, body) = raw(
+        &c,
+        "POST",
+        path,
+        Some("application/json"),
+        None,
+        Some(review),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let status = &parse(&body)["status"];
+    assert_eq!(status["incomplete"], json!(true));
+    assert_eq!(status["resourceRules"], json!([]));
+}
+
+#[tokio::test]
 async fn self_subject_access_reviews_deny_the_configured_pairs_only() {
     let sim = start(SimConfig {
         denied_access: vec![("create".into(), "jobs".into())],
