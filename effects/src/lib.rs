@@ -4,7 +4,8 @@
 //!
 //! Where to find things:
 //! - building the client from kubeconfig and flags: [`connect`](mod@connect);
-//! - the snapshot the planner reads: [`observe`](mod@observe);
+//! - the snapshot the planner reads: [`observe`](mod@observe) (once, directly, for the dry
+//!   run; from watches kept in `cache`, turn after turn, for the migrate loop's [`Observer`]);
 //! - carrying out a step, one function per action: [`execute`](mod@execute), with server-side
 //!   apply in `apply` and the Job wait (watches, log streaming, pod failures) in [`job`];
 //! - retries of transient API failures: [`retry`]; errors: [`error`]; progress events:
