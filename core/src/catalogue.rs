@@ -92,6 +92,30 @@ pub mod products {
     pub const MIGRATION_DATA: &str = "secret/uyuni-migration-data";
     /// Key `tls.key` of Secret `uyuni-ca`, the CA key decrypted in the cluster.
     pub const CA_KEY: &str = "secret/uyuni-ca/tls.key";
+
+    /// The name of the Secret a product is written into (`secret/NAME` or
+    /// `secret/NAME/KEY`); `None` for anything else.
+    pub fn secret(product: &str) -> Option<&str> {
+        let mut parts = product.split('/');
+        match (parts.next(), parts.next()) {
+            (Some("secret"), Some(name)) if !name.is_empty() => Some(name),
+            _ => None,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn each_product_names_its_secret() {
+            assert_eq!(
+                super::secret(super::MIGRATION_DATA),
+                Some("uyuni-migration-data")
+            );
+            assert_eq!(super::secret(super::CA_KEY), Some("uyuni-ca"));
+            assert_eq!(super::secret("configmap/x"), None);
+            assert_eq!(super::secret("secret/"), None);
+        }
+    }
 }
 
 /// Paths inside the Job pods, shared by the scripts and the builders that mount things there,

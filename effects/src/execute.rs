@@ -279,9 +279,7 @@ async fn produced(
     else {
         return Ok(None);
     };
-    // `secret/NAME` or `secret/NAME/KEY`: the products are Secrets (`catalogue::products`).
-    let mut parts = product.split('/');
-    let (Some("secret"), Some(name)) = (parts.next(), parts.next()) else {
+    let Some(name) = uyuni_core::catalogue::products::secret(product) else {
         tracing::debug!(%product, "a product that is not a Secret is not read");
         return Ok(None);
     };
