@@ -26,12 +26,14 @@ fn counts(log: &[RequestRecord]) -> (BTreeMap<&'static str, usize>, BTreeMap<Str
     (by_verb, by_resource)
 }
 
-#[test]
-fn a_full_migration_costs_a_request_per_write_and_wait_and_a_list_per_kind() {
+/// A full migration with zero-length Jobs under `faults`; the requests in the migration's
+/// namespace (and cluster-wide) by verb and by resource.
+fn migrate_counting(faults: Faults) -> (BTreeMap<&'static str, usize>, BTreeMap<String, usize>) {
     let mut scenario = scenarios::migration();
     for job in scenario.jobs.values_mut() {
         job.duration_ms = 0;
     }
+    scenario.faults = faults;
     let env = Env::new(SimConfig {
         scenario,
         ..SimConfig::default()
@@ -46,7 +48,12 @@ fn a_full_migration_costs_a_request_per_write_and_wait_and_a_list_per_kind() {
         .into_iter()
         .filter(|r| r.namespace.as_deref().is_none_or(|n| n == NS))
         .collect();
-    let (by_verb, by_resource) = counts(&log);
+    counts(&log)
+}
+
+#[test]
+fn a_full_migration_costs_a_request_per_write_and_wait_and_a_list_per_kind() {
+    let (by_verb, by_resource) = migrate_counting(Faults::default());
     eprintln!("requests of a full migration, by verb: {by_verb:?}");
     for (k, n) in &by_resource {
         eprintln!("  {n:5} {k}");
@@ -98,11 +105,7 @@ fn a_full_migration_costs_a_request_per_write_and_wait_and_a_list_per_kind() {
 /// first list, and that kind is read by name on every turn instead; the migration goes through.
 #[test]
 fn a_kind_whose_watch_is_refused_is_read_by_name_on_every_turn() {
-    let mut scenario = scenarios::migration();
-    for job in scenario.jobs.values_mut() {
-        job.duration_ms = 0;
-    }
-    scenario.faults = Faults {
+    let (_, by_resource) = migrate_counting(Faults {
         errors: vec![ErrorFault {
             target: FaultTarget::new(Some(Verb::List), Some("serviceaccounts"), None),
             rate: 1.0,
@@ -110,22 +113,7 @@ fn a_kind_whose_watch_is_refused_is_read_by_name_on_every_turn() {
             retry_after_seconds: 1,
         }],
         ..Faults::default()
-    };
-    let env = Env::new(SimConfig {
-        scenario,
-        ..SimConfig::default()
     });
-    env.sim.clear_request_log();
-    let out = env.migrate(&ssh_flags());
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let log: Vec<RequestRecord> = env
-        .sim
-        .request_log()
-        .into_iter()
-        .filter(|r| r.namespace.as_deref().is_none_or(|n| n == NS))
-        .collect();
-    let (_, by_resource) = counts(&log);
     let n = |key: &str| by_resource.get(key).copied().unwrap_or(0);
     assert_eq!(n("WATCH serviceaccounts"), 0, "{by_resource:?}");
     // The first observation and every one after a Job or a wait: several GETs.
