@@ -141,14 +141,7 @@ fn no_report_before_the_server_is_ready_or_for_data_of_another_job() {
 
     // Times recorded by another Job's run are not this sync's.
     let mut o = migrated((T0, T0 + 30), T0 + 40, T0 + 45, Some((T0 + 1, T0 + 2)));
-    let Some(Object::Secret(mut s)) = o.get(Kind::Secret, DATA_SECRET).cloned() else {
-        panic!("secret");
-    };
-    s.data.as_mut().expect("data").insert(
-        data_keys::JOB.into(),
-        ByteString(b"uyuni-data-sync-other".to_vec()),
-    );
-    o.insert(Object::Secret(s));
+    data_of_another_job(&mut o);
     assert!(!outage::report(&o).expect("a report").stop_recorded);
 }
 
@@ -159,6 +152,18 @@ fn a_prepare_only_state_has_no_report() {
         ..params()
     };
     assert_eq!(outage::report(&common::after_sync(&p)), None);
+}
+
+/// The data Secret says another Job wrote it.
+fn data_of_another_job(o: &mut Observed) {
+    let Some(Object::Secret(mut s)) = o.get(Kind::Secret, DATA_SECRET).cloned() else {
+        panic!("secret");
+    };
+    s.data.as_mut().expect("data").insert(
+        data_keys::JOB.into(),
+        ByteString(b"uyuni-data-sync-other".to_vec()),
+    );
+    o.insert(Object::Secret(s));
 }
 
 /// A prepare run's state whose data Secret holds `measure` (key, value) pairs.
@@ -223,14 +228,7 @@ fn no_expected_window_without_a_measure_of_this_prepare_job() {
         "data of an older version"
     );
     let mut o = prepared(MEASURE);
-    let Some(Object::Secret(mut s)) = o.get(Kind::Secret, DATA_SECRET).cloned() else {
-        panic!("secret");
-    };
-    s.data.as_mut().expect("data").insert(
-        data_keys::JOB.into(),
-        ByteString(b"uyuni-data-sync-other".to_vec()),
-    );
-    o.insert(Object::Secret(s));
+    data_of_another_job(&mut o);
     assert_eq!(outage::expected(&o), None, "another Job's measure");
     // A delta and nothing copied to measure a rate on: the copy is unknown, and said so.
     let mut measure = MEASURE.to_vec();
