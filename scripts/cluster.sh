@@ -97,12 +97,12 @@ cert() {
   local name=$1 cn=$2 org=$3 sans=$4 pki=$5
   local subj="/CN=$cn"
   [ -z "$org" ] || subj="/O=$org/CN=$cn"
-  openssl req -newkey rsa:2048 -nodes -keyout "$pki/$name.key" -subj "$subj" \
-    -out "$pki/$name.csr" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$pki/$name.key" \
+    -subj "$subj" -out "$pki/$name.csr" 2>/dev/null
   local ext="$pki/$name.ext"
   {
     echo "basicConstraints=CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "keyUsage=critical,digitalSignature"
     echo "extendedKeyUsage=serverAuth,clientAuth"
     [ -z "$sans" ] || echo "subjectAltName=$sans"
   } >"$ext"
@@ -111,15 +111,23 @@ cert() {
   rm -f "$pki/$name.csr" "$ext"
 }
 
+# ECDSA P-256 keys throughout: ten RSA-2048 keys took about 5 s of every start-up (a third of
+# it on the 2-core machines); kube-apiserver, kubectl, kube-rs and rustls all take P-256 keys,
+# and an ES256 service-account signing key (`--service-account-signing-key-file`).
 pki() {
   local pki=$1
   mkdir -p "$pki"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 30 \
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 30 \
     -subj "/CN=kubectl-uyuni-test-ca" 2>/dev/null
   cert apiserver kube-apiserver "" \
     "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" "$pki"
   cert admin kubernetes-admin system:masters "" "$pki"
-  cert controller-manager system:kube-controller-manager "" "" "$pki"
+  # The controller manager runs every controller as itself (--use-service-account-credentials=
+  # false), so it needs every controller's permissions: system:masters. With one ServiceAccount
+  # per controller it requested some 40 tokens one after the other, 5 s of every start-up; what
+  # the controllers may do is not what the tests check (the pods' ServiceAccounts are).
+  cert controller-manager system:kube-controller-manager system:masters "" "$pki"
   cert scheduler system:kube-scheduler "" "" "$pki"
   # The apiserver's client certificate towards the kubelets (our node agent serves their logs).
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" "$pki"
@@ -130,8 +138,8 @@ pki() {
   cert node0-serving system:node:node0 "" "IP:127.0.0.1,DNS:node0" "$pki"
   # The agent's second credential, for what no kubelet does (see up()).
   cert agent-director uyuni-node-agent-director system:masters "" "$pki"
-  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/sa.key" 2>/dev/null
+  openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 }
 
 kubeconfig() {
@@ -259,15 +267,15 @@ up() {
 
   # Ready: /livez answers ok (etcd included), within 60 s.
   local i
-  for i in $(seq 1 120); do
+  for i in $(seq 1 300); do
     alive_or_die "$dir" etcd
     alive_or_die "$dir" kube-apiserver
     if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
       "$server/livez" >/dev/null 2>&1; then
       break
     fi
-    [ "$i" -lt 120 ] || { down "$dir"; die "kube-apiserver did not become live within 60 s (its log: $dir/logs/kube-apiserver.log)"; }
-    sleep 0.5
+    [ "$i" -lt 300 ] || { down "$dir"; die "kube-apiserver did not become live within 60 s (its log: $dir/logs/kube-apiserver.log)"; }
+    sleep 0.2
   done
 
   kubeconfig "$dir/kubeconfig" admin "$pki" "$server"
@@ -285,7 +293,7 @@ up() {
     --authentication-kubeconfig="$dir/controller-manager.kubeconfig" \
     --authorization-kubeconfig="$dir/controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$cm_port" \
-    --leader-elect=false --use-service-account-credentials=true \
+    --leader-elect=false --use-service-account-credentials=false \
     --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
     --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
@@ -296,18 +304,6 @@ up() {
     --authentication-kubeconfig="$dir/scheduler.kubeconfig" \
     --authorization-kubeconfig="$dir/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$sched_port" --leader-elect=false
-
-  # Ready: the default ServiceAccount exists (the controllers work) and the scheduler is up.
-  for i in $(seq 1 120); do
-    alive_or_die "$dir" kube-controller-manager
-    alive_or_die "$dir" kube-scheduler
-    if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-      "$server/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1; then
-      break
-    fi
-    [ "$i" -lt 120 ] || { down "$dir"; die "the controllers did not create the default ServiceAccount within 60 s (logs in $dir/logs)"; }
-    sleep 0.5
-  done
 
   local scenario_args=()
   [ -z "$scenario" ] || scenario_args=(--scenario "$scenario")
@@ -325,38 +321,70 @@ up() {
     mkdir -p "$dir/volumes"
     start "$dir" uyuni-cluster-addons "$addons" "${addons_args[@]}"
   fi
-  for i in $(seq 1 120); do
+  # Ready: the default ServiceAccount exists (the controllers work) and the scheduler is up.
+  # The node agent and the add-ons start beside the controllers, not after them: they need
+  # only the API server, and the controllers' start-up (about 6 s) covered theirs.
+  for i in $(seq 1 300); do
+    alive_or_die "$dir" kube-controller-manager
+    alive_or_die "$dir" kube-scheduler
+    if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+      "$server/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1; then
+      break
+    fi
+    [ "$i" -lt 300 ] || { down "$dir"; die "the controllers did not create the default ServiceAccount within 60 s (logs in $dir/logs)"; }
+    sleep 0.2
+  done
+
+  for i in $(seq 1 300); do
     alive_or_die "$dir" uyuni-node-agent
     [ "$with_addons" = 0 ] || alive_or_die "$dir" uyuni-cluster-addons
-    if node_ready "$server" "$pki" \
-      && { [ "$with_addons" = 0 ] || grep -qx 'addons ready' "$dir/logs/uyuni-cluster-addons.log"; }; then
+    if { [ "$with_addons" = 0 ] || grep -qx 'addons ready' "$dir/logs/uyuni-cluster-addons.log"; } \
+      && node_ready "$server" "$pki"; then
       log "control plane ready at $server with Node node0 (kubeconfig: $dir/kubeconfig)"
       return 0
     fi
-    sleep 0.5
+    sleep 0.2
   done
   down "$dir"
   die "Node node0 or the add-ons were not ready within 60 s (logs: $dir/logs/uyuni-node-agent.log, $dir/logs/uyuni-cluster-addons.log)"
 }
 
+# Stops the processes `up DIR` started: all but etcd at once (each takes about 2 s to end on
+# SIGTERM; one after the other that was 12 s of every test's clean-up), then etcd, which the
+# API server needs until it has ended. What has not ended within 5 s is killed.
 down() {
   local dir=$1
   [ -d "$dir/pids" ] || return 0
-  local f pid name
-  # Reverse order of start: the controllers first, etcd last.
-  for name in uyuni-cluster-addons uyuni-node-agent kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  stop_all "$dir" uyuni-cluster-addons uyuni-node-agent kube-scheduler kube-controller-manager kube-apiserver
+  stop_all "$dir" etcd
+}
+
+# stop_all DIR NAME... : SIGTERM to each, wait until all have ended (5 s at most), SIGKILL the rest.
+stop_all() {
+  local dir=$1
+  shift
+  local name f pid pids=()
+  for name in "$@"; do
     f="$dir/pids/$name"
     [ -f "$f" ] || continue
     pid=$(cat "$f")
     if kill -0 "$pid" 2>/dev/null; then
       kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-      done
-      kill -9 "$pid" 2>/dev/null || true
+      pids+=("$pid")
     fi
     rm -f "$f"
+  done
+  local _ alive
+  for _ in $(seq 1 100); do
+    alive=0
+    for pid in "${pids[@]}"; do
+      if kill -0 "$pid" 2>/dev/null; then alive=1; break; fi
+    done
+    [ "$alive" = 1 ] || return 0
+    sleep 0.05
+  done
+  for pid in "${pids[@]}"; do
+    kill -9 "$pid" 2>/dev/null || true
   done
 }
 

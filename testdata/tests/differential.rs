@@ -439,11 +439,23 @@ async fn run(client: &kube::Client, kubeconfig: &std::path::Path) -> Points {
                 .as_array()
                 .and_then(|m| m.iter().find(|e| e["manager"] == "kubectl-uyuni").cloned())
         };
+        let kind = obj["kind"].as_str().unwrap_or_default();
+        // A claim's binder writes `spec.volumeName` (uyuni-sim's binds a claim at once, whatever
+        // the class's binding mode; under load that fell between the two applies): the
+        // controller's field, not a change of ours.
+        let spec = |o: &Value| {
+            let mut spec = o["spec"].clone();
+            if kind == "PersistentVolumeClaim"
+                && let Some(spec) = spec.as_object_mut()
+            {
+                spec.remove("volumeName");
+            }
+            spec
+        };
         let same_ours = again["metadata"]["generation"] == got["metadata"]["generation"]
-            && again["spec"] == got["spec"]
+            && spec(&again) == spec(&got)
             && ours(&again).is_some()
             && ours(&again) == ours(&got);
-        let kind = obj["kind"].as_str().unwrap_or_default();
         let controlled = [
             "Job",
             "Deployment",
