@@ -77,9 +77,8 @@ fi
 # binaries a second time, with other features, and the test build overwrote them.
 # The test binaries run three at a time, longest first (scripts/run-tests.py says why);
 # UYUNI_TEST_JOBS=1 runs them one after the other as `cargo test` would.
-# Clippy (-D warnings) runs there too, after the test build and beside the test binaries, which
-# mostly wait on controllers and simulated Jobs: it shares no artifacts with the test build and
-# costs minutes of CPU on a clean clone, which before the tests only added to the wall time.
-# Its output is printed as an item's; its failure fails the run (exit status 1).
-log "building and running the tests, and cargo clippy beside them"
+# Clippy (-D warnings) lints the workspace while the tests are built (`--clippy`: clippy-driver
+# compiles the workspace's crates, every target): a `cargo clippy` of its own checked every
+# dependency a second time, minutes of CPU on a clean clone. A lint fails the build, and the run.
+log "building the tests with clippy's lints (-D warnings), and running them"
 python3 scripts/run-tests.py --clippy
