@@ -8,7 +8,9 @@
 use k8s_openapi::api::batch::v1::Job;
 use serde::{Serialize, Serializer};
 
-use crate::builders::{data_sync, image_check, migration, names, namespace};
+use crate::builders::{data_sync, image_check, migration, namespace};
+
+use crate::catalogue::names;
 use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::Observed;
@@ -27,8 +29,8 @@ pub use error::PlanError;
 use setup::{pull_secret_step, pvc_steps, ssh_config_step, ssh_key_step};
 pub use steps::differs;
 pub(crate) use steps::{
-    apply_step, deployment_wait_step, done_step, job_label, job_step, keep_step, last_succeeded,
-    unique_job_name, wait_step,
+    apply_step, await_job_step, deployment_wait_step, done_step, job_label, job_name, job_step,
+    keep_step, last_succeeded, run_job_step, wait_step,
 };
 use sync::{IMAGE_CHECK_WAIT, sync_steps};
 pub use sync::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP};

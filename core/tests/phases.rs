@@ -4,7 +4,9 @@
 
 use crate::common;
 
-use uyuni_core::builders::{data_sync, names, server};
+use uyuni_core::builders::{data_sync, server};
+
+use uyuni_core::catalogue::names;
 use uyuni_core::object::Kind;
 use uyuni_core::plan::PlanError;
 use uyuni_core::plan::phase::{Phase, phase};

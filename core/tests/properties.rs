@@ -627,10 +627,10 @@ fn inputs_missing(params: &MigrateParams, o: &Observed) -> Option<String> {
     let password = params.tls.ca_password.is_some()
         || o.contains(
             Kind::Secret,
-            uyuni_core::builders::names::CA_PASSWORD_SECRET,
+            uyuni_core::catalogue::names::CA_PASSWORD_SECRET,
         );
     let key_in_place = o
-        .secret(uyuni_core::builders::names::CA_SECRET)
+        .secret(uyuni_core::catalogue::names::CA_SECRET)
         .is_some_and(|s| {
             uyuni_core::builders::tls::ca_secret_complete(
                 s,

@@ -151,7 +151,7 @@ fn after_sync(case: &Case, params: &MigrateParams) -> Observed {
     let flavour = cluster(case);
     o.served = flavour.served;
     o.ingress_classes = flavour.ingress_classes;
-    let secret = uyuni_core::builders::names::MIGRATION_DATA_SECRET;
+    let secret = uyuni_core::catalogue::names::MIGRATION_DATA_SECRET;
     if let Some(Object::Secret(s)) = o.objects.get_mut(&uyuni_core::ObjectRef::new(
         uyuni_core::Kind::Secret,
         secret,

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
-use uyuni_core::builders::{components, database, server};
+use uyuni_core::builders::{database, server};
+use uyuni_core::catalogue::components;
 use uyuni_core::params::MigrateArgs;
 use uyuni_core::ports::is_iana_svc_name;
 use uyuni_core::{ExtractedData, MigrateParams, Object};

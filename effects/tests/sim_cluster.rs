@@ -1020,7 +1020,8 @@ async fn unknown_certificates_fail_at_once_unless_verification_is_skipped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_resource_not_ready_in_time_is_cleared_by_fixing_the_cause_and_waiting_again() {
-    use uyuni_core::builders::{names, tls};
+    use uyuni_core::builders::tls;
+    use uyuni_core::catalogue::names;
     let sim = sim(Scenario::default()).await;
     let conn = connect_to(&sim).await;
     with_namespace(&conn).await;

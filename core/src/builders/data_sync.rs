@@ -10,7 +10,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use sha2::{Digest, Sha256};
 
-use crate::builders::{components, config_map_volume, meta, names, pvc_volume};
+use crate::builders::{config_map_volume, meta, pvc_volume};
+
+use crate::catalogue::{components, names};
 use crate::labels;
 use crate::params::MigrateParams;
 use crate::scripts::{self, data_sync};

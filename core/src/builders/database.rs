@@ -15,7 +15,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::builders::job::{ClaimMount, ScriptJob, env, script_job};
-use crate::builders::{components, meta, names};
+use crate::builders::meta;
+use crate::catalogue::{components, names};
 use crate::labels;
 use crate::observed::ExtractedData;
 use crate::params::MigrateParams;

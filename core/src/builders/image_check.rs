@@ -6,8 +6,8 @@
 
 use k8s_openapi::api::batch::v1::Job;
 
-use crate::builders::components;
 use crate::builders::job::{ScriptJob, script_job};
+use crate::catalogue::components;
 use crate::params::MigrateParams;
 use crate::scripts::image_check as scripts;
 

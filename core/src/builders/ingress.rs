@@ -11,7 +11,9 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
-use crate::builders::{components, meta, names};
+use crate::builders::meta;
+
+use crate::catalogue::{components, names};
 use crate::object::{CustomKind, CustomObject};
 use crate::ports::{self, Features, PortDef, Protocol};
 use crate::resolve::Controller;

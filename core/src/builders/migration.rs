@@ -7,7 +7,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 
-use crate::builders::{components, meta, names, string_map};
+use crate::builders::{meta, string_map};
+
+use crate::catalogue::{components, names};
 use crate::params::{SshConfig, SshKeyPair};
 
 pub fn ssh_key_secret(namespace: &str, key: &SshKeyPair) -> Secret {

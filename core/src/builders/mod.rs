@@ -25,9 +25,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::labels;
 
-/// Object and component names live in the catalogue, below every builder.
-pub use crate::catalogue::{components, names};
-
 /// Metadata of a namespaced object the tool owns.
 pub fn meta(name: &str, namespace: &str, component: &str) -> ObjectMeta {
     ObjectMeta {

@@ -5,7 +5,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::builders::{components, meta};
+use crate::builders::meta;
+
+use crate::catalogue::components;
 use crate::volumes::{VolumeClaim, VolumeRole};
 
 /// A claim of the catalogue, ReadWriteOnce, with the requested size and class.

@@ -8,7 +8,9 @@ use base64::Engine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{LocalObjectReference, Secret};
 
-use crate::builders::{components, meta, names};
+use crate::builders::meta;
+
+use crate::catalogue::{components, names};
 use crate::params::MigrateParams;
 
 /// The pull Secret for `user` on `registry`.

@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::builders::database::secret_env;
 use crate::builders::job::env;
-use crate::builders::{components, deployment, mount, names, pvc_volume};
+use crate::builders::{deployment, mount, pvc_volume};
+use crate::catalogue::{components, names};
 use crate::observed::ExtractedData;
 use crate::params::{MigrateParams, ServerSecurity};
 use crate::ports::{self, Features};

@@ -21,7 +21,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::builders::database::selector;
-use crate::builders::{components, deployment, meta};
+use crate::builders::{deployment, meta};
+use crate::catalogue::components;
 use crate::params::MigrateParams;
 
 pub use crate::catalogue::names::{TFTP_DEPLOYMENT as DEPLOYMENT, TFTP_SERVICE as SERVICE};

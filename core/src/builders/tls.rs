@@ -15,7 +15,8 @@ use serde_json::json;
 
 use crate::builders::database::SYNC_JOB_ENV;
 use crate::builders::job::{ScriptJob, env, script_job};
-use crate::builders::{components, meta, names, string_map};
+use crate::builders::{meta, string_map};
+use crate::catalogue::{components, names};
 use crate::labels;
 use crate::object::{CustomKind, CustomObject};
 use crate::observed::ExtractedData;

@@ -12,7 +12,8 @@
 //! earlier one is complete.
 
 use super::{PlanError, apply_step, job_step, keep_step};
-use crate::builders::{database, names, pvc, server};
+use crate::builders::{database, pvc, server};
+use crate::catalogue::names;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, deployment_stopped, desired_replicas};
 use crate::params::MigrateParams;

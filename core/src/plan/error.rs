@@ -1,6 +1,6 @@
 //! Why a plan cannot be made, and what the user does about it.
 
-use crate::builders::names;
+use crate::catalogue::names;
 use crate::kubectl::Kubectl;
 use crate::labels;
 use crate::object::ObjectRef;

@@ -6,7 +6,9 @@
 use k8s_openapi::api::batch::v1::Job;
 use serde::Serialize;
 
-use crate::builders::{data_sync, names, server};
+use crate::builders::{data_sync, server};
+
+use crate::catalogue::names;
 use crate::labels;
 use crate::observed::{JobState, Observed, deployment_stopped, desired_replicas, job_state};
 use crate::params::MigrateParams;

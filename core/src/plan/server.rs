@@ -5,7 +5,8 @@
 
 use super::{apply_step, keep_step};
 use crate::builders::ingress;
-use crate::builders::{components, database, names, server, tftp};
+use crate::builders::{database, server, tftp};
+use crate::catalogue::{components, names};
 use crate::object::CustomKind;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed};

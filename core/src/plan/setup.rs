@@ -2,7 +2,9 @@
 
 use super::{PlanError, Step, apply_step, keep_step};
 
-use crate::builders::{migration, names, pvc, registry};
+use crate::builders::{migration, pvc, registry};
+
+use crate::catalogue::names;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::Observed;
 use crate::params::{MigrateParams, PullSecret};

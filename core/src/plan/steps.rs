@@ -75,54 +75,77 @@ pub(crate) fn job_label(job: &Job, key: &str) -> Option<String> {
 /// The step of a Job that must have succeeded with exactly this spec: done when it did, awaited
 /// while a Job of the step runs, otherwise (never run, failed, or a different spec) run anew
 /// under a name no earlier attempt has.
-pub(crate) fn job_step(observed: &Observed, mut job: Job, wait: JobWait) -> Step {
+pub(crate) fn job_step(observed: &Observed, job: Job, wait: JobWait) -> Step {
     let annotation = |key: &str| job_label(&job, key).unwrap_or_default();
     let step_id = annotation(labels::STEP_ANNOTATION);
     let hash = annotation(labels::SPEC_HASH_ANNOTATION);
     let description = annotation(labels::DESCRIPTION_ANNOTATION);
     let jobs = observed.attempts(&step_id);
-    let name_of = |j: &Job| j.metadata.name.clone().unwrap_or_default();
-    let step = |op, name: &str, reason: String, action| Step {
-        id: step_id.clone(),
-        description: description.clone(),
-        op,
-        target: ObjectRef::new(Kind::Job, name),
-        reason,
-        action,
-    };
     // Two Jobs of one step must never work on the same volumes at once.
     if let Some(running) = jobs.running() {
-        let name = name_of(running);
-        return step(
-            Op::AwaitJob,
-            &name,
-            format!("Job {name} is still running; waiting for it"),
-            Action::AwaitJob {
-                name: name.clone(),
-                wait,
-            },
-        );
+        let name = job_name(running);
+        let reason = format!("Job {name} is still running; waiting for it");
+        return await_job_step(&step_id, description, name, wait, reason);
     }
     if let Some(done) = jobs.first_succeeded_of_spec(&hash) {
-        return done_step(&step_id, description, &name_of(done));
+        return done_step(&step_id, description, &job_name(done));
     }
-    let base = job.metadata.name.clone().unwrap_or_default();
-    let name = unique_job_name(base, observed);
-    job.metadata.name = Some(name.clone());
     let reason = match jobs.last_of_spec(&hash) {
-        Some(failed) => format!("Job {} failed; running a new attempt", name_of(failed)),
+        Some(failed) => format!("Job {} failed; running a new attempt", job_name(failed)),
         None if jobs.is_empty() => "has not run yet".to_owned(),
         None => "has not run for this data sync and these parameters yet".to_owned(),
     };
-    step(
-        Op::RunJob,
-        &name,
+    let base = job_name(&job);
+    run_job_step(observed, &step_id, description, job, base, wait, reason)
+}
+
+/// The step that creates `job` under `base`, or the first `base-N` no earlier Job has (an
+/// attempt is never overwritten: its log and status stay), and waits for it to end.
+pub(crate) fn run_job_step(
+    observed: &Observed,
+    id: &str,
+    description: String,
+    mut job: Job,
+    base: String,
+    wait: JobWait,
+    reason: String,
+) -> Step {
+    let name = unique_job_name(base, observed);
+    job.metadata.name = Some(name.clone());
+    Step {
+        id: id.to_owned(),
+        description,
+        op: Op::RunJob,
+        target: ObjectRef::new(Kind::Job, name),
         reason,
-        Action::RunJob {
+        action: Action::RunJob {
             job: Box::new(job),
             wait,
         },
-    )
+    }
+}
+
+/// The step that waits for Job `name`, which is running already (a resumed run).
+pub(crate) fn await_job_step(
+    id: &str,
+    description: String,
+    name: String,
+    wait: JobWait,
+    reason: String,
+) -> Step {
+    Step {
+        id: id.to_owned(),
+        description,
+        op: Op::AwaitJob,
+        target: ObjectRef::new(Kind::Job, name.clone()),
+        reason,
+        action: Action::AwaitJob { name, wait },
+    }
+}
+
+/// A Job's name (empty when it has none, which an observed Job always has).
+pub(crate) fn job_name(job: &Job) -> String {
+    job.metadata.name.clone().unwrap_or_default()
 }
 
 pub(crate) fn unique_job_name(base: String, observed: &Observed) -> String {

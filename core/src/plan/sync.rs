@@ -2,11 +2,14 @@
 //! what it extracted.
 
 use super::{
-    Action, JobWait, Op, PlanError, Step, after_sync, done_step, job_label, unique_job_name,
+    Action, JobWait, Op, PlanError, Step, after_sync, await_job_step, done_step, job_label,
+    job_name as job_name_of, run_job_step,
 };
 use k8s_openapi::api::batch::v1::Job;
 
-use crate::builders::{data_sync, names};
+use crate::builders::data_sync;
+
+use crate::catalogue::names;
 use crate::labels;
 use crate::object::{Kind, ObjectRef};
 use crate::observed::{JobState, Observed, job_state};
@@ -40,10 +43,6 @@ fn read_step(id: &str, reason: String) -> Step {
     }
 }
 
-fn job_name_of(job: &Job) -> String {
-    job.metadata.name.clone().unwrap_or_default()
-}
-
 /// The data extracted by a prepare-mode sync that succeeded, if that is what the Secret holds.
 fn prepared_data(observed: &Observed) -> Option<crate::observed::ExtractedData> {
     let data = observed.extracted().ok().flatten()?;
@@ -62,14 +61,6 @@ fn prepare_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec
         .into_iter()
         .filter(|j| job_label(j, labels::RUN_ANNOTATION).as_deref() == Some(params.run_id.as_str()))
         .collect();
-    let step = |op, name: &str, reason: String, action| Step {
-        id: data_sync::STEP_ID.to_owned(),
-        description: description.clone(),
-        op,
-        target: ObjectRef::new(Kind::Job, name),
-        reason,
-        action,
-    };
     match this_run.last().map(|j| (job_name_of(j), job_state(j))) {
         Some((name, JobState::Succeeded)) => {
             let read = extracted_read(observed, &name, ns, || {
@@ -85,22 +76,19 @@ fn prepare_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec
         }
         state => {
             crate::plan::phase::guard_sync(params, observed, None)?;
-            let name = unique_job_name(data_sync::job_name(&params.run_id), observed);
-            let mut job = data_sync::data_sync_job(params);
-            job.metadata.name = Some(name.clone());
             let reason = match state {
                 Some((failed, _)) => format!("Job {failed} failed; running a new attempt"),
                 None => "a --prepare run copies the data again".to_owned(),
             };
             Ok(vec![
-                step(
-                    Op::RunJob,
-                    &name,
+                run_job_step(
+                    observed,
+                    data_sync::STEP_ID,
+                    description,
+                    data_sync::data_sync_job(params),
+                    data_sync::job_name(&params.run_id),
+                    SYNC_WAIT,
                     reason,
-                    Action::RunJob {
-                        job: Box::new(job),
-                        wait: SYNC_WAIT,
-                    },
                 ),
                 read_step("extract", "after data-sync".to_owned()),
             ])
@@ -162,14 +150,6 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
         "{}, before the final copy: every input is checked on what it finds",
         data_sync::description(&prepare_params)
     );
-    let job_step = |id: &str, description: &str, op, name: &str, reason: String, action| Step {
-        id: id.to_owned(),
-        description: description.to_owned(),
-        op,
-        target: ObjectRef::new(Kind::Job, name),
-        reason,
-        action,
-    };
     let prepared_step = |job: &Job| {
         let name = job_name_of(job);
         done_step(PREPARE_SYNC_STEP, prepare_description.clone(), &name)
@@ -206,11 +186,17 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
         return Ok(steps);
     }
     crate::plan::phase::guard_sync(params, observed, None)?;
-    let final_job = |observed: &Observed| {
-        let name = unique_job_name(data_sync::job_name(&params.run_id), observed);
-        let mut job = data_sync::data_sync_job(params);
-        job.metadata.name = Some(name.clone());
-        (name, job)
+    // Run by this plan: the copy that stops the source, under this run's name.
+    let final_step = |reason: String| {
+        run_job_step(
+            observed,
+            data_sync::STEP_ID,
+            description.clone(),
+            data_sync::data_sync_job(params),
+            data_sync::job_name(&params.run_id),
+            SYNC_WAIT,
+            reason,
+        )
     };
     let final_reason = match &latest_final {
         Some((failed, _)) => format!("Job {failed} failed; running a new attempt"),
@@ -233,18 +219,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
             } else {
                 format!("every input is there (data of Job {})", data.job)
             }));
-            let (name, job) = final_job(observed);
-            steps.push(job_step(
-                data_sync::STEP_ID,
-                &description,
-                Op::RunJob,
-                &name,
-                final_reason,
-                Action::RunJob {
-                    job: Box::new(job),
-                    wait: SYNC_WAIT,
-                },
-            ));
+            steps.push(final_step(final_reason));
         }
         None => {
             let this_run = crate::plan::phase::syncs(observed, data_sync::sync_mode(true))
@@ -264,35 +239,19 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
                     )
                 })?;
             }
-            let name = unique_job_name(data_sync::prepare_job_name(&params.run_id), observed);
-            let mut job = data_sync::data_sync_job(&prepare_params);
-            job.metadata.name = Some(name.clone());
-            steps.push(job_step(
+            steps.push(run_job_step(
+                observed,
                 PREPARE_SYNC_STEP,
-                &prepare_description,
-                Op::RunJob,
-                &name,
+                prepare_description,
+                data_sync::data_sync_job(&prepare_params),
+                data_sync::prepare_job_name(&params.run_id),
+                SYNC_WAIT,
                 "no copy of this source has been made while it serves".into(),
-                Action::RunJob {
-                    job: Box::new(job),
-                    wait: SYNC_WAIT,
-                },
             ));
             steps.push(check_step("after prepare-sync".into()));
             // Listed now so that the plan shows where the source goes down; it is planned
             // anew, checks made, once the copy has run.
-            let (final_name, job) = final_job(observed);
-            steps.push(job_step(
-                data_sync::STEP_ID,
-                &description,
-                Op::RunJob,
-                &final_name,
-                final_reason,
-                Action::RunJob {
-                    job: Box::new(job),
-                    wait: SYNC_WAIT,
-                },
-            ));
+            steps.push(final_step(final_reason));
         }
     }
     steps.push(read_step("extract", "after data-sync".to_owned()));
@@ -313,22 +272,18 @@ pub(super) fn sync_steps(
         let prepare_in_final = !params.prepare
             && job_label(running, labels::SYNC_MODE_ANNOTATION).as_deref()
                 == Some(data_sync::sync_mode(true));
-        return Ok(vec![Step {
-            id: if prepare_in_final {
-                PREPARE_SYNC_STEP
-            } else {
-                data_sync::STEP_ID
-            }
-            .to_owned(),
-            description: data_sync::description(params),
-            op: Op::AwaitJob,
-            target: ObjectRef::new(Kind::Job, name.clone()),
-            reason: "a data-sync Job is still running; waiting for it".into(),
-            action: Action::AwaitJob {
-                name,
-                wait: SYNC_WAIT,
-            },
-        }]);
+        let id = if prepare_in_final {
+            PREPARE_SYNC_STEP
+        } else {
+            data_sync::STEP_ID
+        };
+        return Ok(vec![await_job_step(
+            id,
+            data_sync::description(params),
+            name,
+            SYNC_WAIT,
+            "a data-sync Job is still running; waiting for it".into(),
+        )]);
     }
     if params.prepare {
         prepare_sync_steps(params, observed)

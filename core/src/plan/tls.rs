@@ -7,7 +7,8 @@
 use super::database::SHORT_JOB;
 use super::job_step;
 use super::{PlanError, apply_step, keep_step};
-use crate::builders::{names, tls};
+use crate::builders::tls;
+use crate::catalogue::names;
 use crate::object::{CustomKind, Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, custom_ready};
 use crate::params::{CertBundle, MigrateParams};
