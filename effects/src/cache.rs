@@ -348,6 +348,24 @@ impl Stored for Pod {
     }
 }
 
+impl Stored for Job {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl Stored for Deployment {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl Stored for uyuni_core::object::CustomObject {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        &self.metadata
+    }
+}
+
 fn sight<T, R>(state: &State<T>, read: impl FnOnce(&BTreeMap<String, T>) -> R) -> Sight<R> {
     if state.failed.is_some() || state.failing {
         Sight::Failed

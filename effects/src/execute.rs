@@ -126,7 +126,8 @@ pub async fn execute_step(
             ))
         }
         Action::WaitReady { target, wait } => {
-            let ready = wait_ready(client, namespace, step, target, *wait, progress).await?;
+            let ready =
+                wait_ready(client, namespace, step, target, *wait, observer, progress).await?;
             let ns = match target.kind {
                 Kind::Custom(kind) => kind.fixed_namespace().unwrap_or(namespace),
                 _ => namespace,
@@ -158,9 +159,13 @@ async fn wait_ready(
     step: &Step,
     target: &ObjectRef,
     wait: DeploymentWait,
+    observer: Option<&Observer>,
     progress: &dyn Progress,
 ) -> Result<CustomObject, EffectsError> {
-    crate::custom::await_ready(client, namespace, &step.id, target, wait, progress).await
+    crate::custom::await_ready(
+        client, namespace, &step.id, target, wait, observer, progress,
+    )
+    .await
 }
 
 async fn wait_deployment(

@@ -127,7 +127,7 @@ impl Observer {
     /// run reported (and `version`, the one a step just wrote); `None` when there is no such
     /// store, its watch gave up, it does not catch up within the barrier's timeout or it does
     /// not hold the object: the wait then watches on its own, as without an observer.
-    pub(crate) async fn shared<K: kube::Resource + Clone + 'static>(
+    pub(crate) async fn shared<K: crate::cache::Stored + Clone + 'static>(
         &self,
         kind: Kind,
         namespace: &str,

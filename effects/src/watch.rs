@@ -14,7 +14,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 use tokio::time::Sleep;
 
-use crate::cache::{Cache, Sight};
+use crate::cache::{Cache, Sight, Stored};
 use crate::error::{EffectsError, Target, Verb};
 use crate::progress::Progress;
 use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify_watch, report_retry};
@@ -103,7 +103,7 @@ pub(crate) struct View<'a, K> {
     pending: VecDeque<Event<K>>,
 }
 
-impl<'a, K: Resource + Clone> View<'a, K> {
+impl<'a, K: Stored + Clone> View<'a, K> {
     pub(crate) fn new(
         cache: &'a Cache,
         read: impl Fn(&Cache) -> Sight<BTreeMap<String, K>> + Send + Sync + 'a,
@@ -117,8 +117,8 @@ impl<'a, K: Resource + Clone> View<'a, K> {
         }
     }
 
-    /// The next event; `None` when the store's watch gave up. Cancel-safe.
-    async fn next(&mut self) -> Option<Event<K>> {
+    /// The next event; `None` when the store's watch gave up or is failing. Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Option<Event<K>> {
         loop {
             if let Some(event) = self.pending.pop_front() {
                 return Some(event);
@@ -172,7 +172,7 @@ pub(crate) struct Source<'a, K: 'static> {
 
 impl<'a, K> Source<'a, K>
 where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource + Stored + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     pub(crate) fn new(view: Option<View<'a, K>>, own: Watch<K>) -> Source<'a, K> {
         Source { view, own }
