@@ -272,7 +272,7 @@ async fn run_job(
         job: name,
         wait,
         progress,
-        observer,
+        observer: observer.filter(|o| o.watches_job(job.metadata.labels.as_ref())),
         version: applied.resource_version.as_deref(),
     })
     .await?;

@@ -216,6 +216,9 @@ struct Seen {
     pods: BTreeMap<String, Pod>,
     /// Every pod seen, deleted ones included.
     ever: BTreeSet<String>,
+    /// The Job was seen before it ended (not only ended, as when awaited after its end, when
+    /// its pods may be long gone).
+    saw_running: bool,
     pods_listed: bool,
     phases: BTreeMap<String, String>,
     warned: BTreeSet<String>,
@@ -327,6 +330,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
         job_in_init: false,
         pods: BTreeMap::new(),
         ever: BTreeSet::new(),
+        saw_running: false,
         pods_listed: false,
         phases: BTreeMap::new(),
         warned: BTreeSet::new(),
@@ -343,7 +347,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
             // past its deadline while Pending): no log is coming.
             let no_log = follower.is_none()
                 && seen.pods_listed
-                && seen.every_pod_seen()
+                && (!seen.saw_running || seen.every_pod_seen())
                 && seen.pods.values().all(ended_without_log);
             if log_finished || no_log {
                 finish(client, namespace, step, name, wait, state, &seen, progress).await?;
@@ -384,6 +388,9 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
                     Event::Delete(_) => {
                         return Err(EffectsError::JobDeleted { step: step.to_owned(), job: name.to_owned(), namespace: namespace.to_owned() });
                     }
+                }
+                if seen.job.is_some() && job_ended(seen.job.as_ref()).is_none() {
+                    seen.saw_running = true;
                 }
                 if outcome.is_none()
                     && let Some(state) = job_ended(seen.job.as_ref())

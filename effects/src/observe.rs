@@ -189,6 +189,16 @@ impl Observer {
         Some(Shared { view, current })
     }
 
+    /// Whether the watch of the Jobs covers a Job labelled `labels` (else its store would never
+    /// hold it, and a wait would only learn so at the barrier's timeout).
+    pub(crate) fn watches_job(
+        &self,
+        labels: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> bool {
+        let selector = &self.observation.job_selector;
+        selector.is_empty() || selects(selector, labels)
+    }
+
     /// A wait's view of the pods that `filter` (an equality label selector) selects, from the
     /// one pods watch of the run (started by the first wait); `None` where that watch does not
     /// cover them (`template`: the labels of the pods' template), and the wait watches its own.
