@@ -8,6 +8,11 @@
 //! code path serves every kind; each event is turned into the typed [`Object`] the planner
 //! reads. A watch the server refuses before its first list (403 Forbidden, 404 of the resource)
 //! gives up, and [`crate::Observer`] reads that scope directly on every turn instead.
+//!
+//! The waits read the same stores (the Job, the Deployment) and one more watch, started at
+//! the first wait and then shared by every later one: the pods of our workloads, by label
+//! selector. Every event bumps one counter ([`Cache::changes`]), which is what a wait awaits
+//! between two reads of the stores.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,14 +22,14 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount,
+    ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::TypeMeta;
 use kube::runtime::watcher::{self, Event};
-use tokio::sync::Notify;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use uyuni_core::{Kind, Object};
@@ -48,21 +53,37 @@ pub(crate) struct Scope {
     pub fields: Option<String>,
 }
 
-#[derive(Debug, Default)]
-struct State {
+#[derive(Debug)]
+struct State<T> {
     /// The objects the watch covers now, by name.
-    objects: BTreeMap<String, Object>,
+    objects: BTreeMap<String, T>,
     /// A re-list in progress: the objects listed so far, which replace `objects` at its end.
-    relisting: Option<BTreeMap<String, Object>>,
+    relisting: Option<BTreeMap<String, T>>,
     /// The resourceVersions seen per name, newest last.
     seen: HashMap<String, VecDeque<String>>,
     /// Initial lists completed (the first, and each re-list).
     lists: u64,
     /// Why the watch gave up; its scope is then read directly.
     failed: Option<String>,
+    /// The watch failed and has not delivered an event since: a wait does not trust the store
+    /// then, and watches on its own (which retries, reports and gives up as a wait should).
+    failing: bool,
 }
 
-impl State {
+impl<T> Default for State<T> {
+    fn default() -> Self {
+        State {
+            objects: BTreeMap::new(),
+            relisting: None,
+            seen: HashMap::new(),
+            lists: 0,
+            failed: None,
+            failing: false,
+        }
+    }
+}
+
+impl<T> State<T> {
     fn saw(&mut self, name: &str, version: Option<&str>) {
         let Some(version) = version else { return };
         let seen = self.seen.entry(name.to_owned()).or_default();
@@ -76,22 +97,42 @@ impl State {
     }
 }
 
+/// What a store holds now, as a reader sees it.
+pub(crate) enum Sight<T> {
+    /// The watch has not listed yet.
+    Unlisted,
+    /// The watch gave up (refused), or is failing now: read or watch directly instead.
+    Failed,
+    Listed(T),
+}
+
+/// The pods watch: pods of a namespace by label selector.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct PodScope {
+    pub namespace: String,
+    pub labels: String,
+}
+
 /// Watches and their stores; the watches end when it is dropped.
 pub(crate) struct Cache {
-    stores: BTreeMap<Scope, Arc<Mutex<State>>>,
-    changed: Arc<Notify>,
-    tasks: Vec<JoinHandle<()>>,
+    client: kube::Client,
+    stores: BTreeMap<Scope, Arc<Mutex<State<Object>>>>,
+    /// Started by the first wait that reads them (`&self`: the waits only borrow the cache).
+    pods: Mutex<BTreeMap<PodScope, Arc<Mutex<State<Pod>>>>>,
+    /// Bumped after every event of every watch.
+    changed: Arc<watch::Sender<u64>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Drop for Cache {
     fn drop(&mut self) {
-        for task in &self.tasks {
+        for task in lock(&self.tasks).iter() {
             task.abort();
         }
     }
 }
 
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+fn lock<T>(state: &Mutex<T>) -> MutexGuard<'_, T> {
     // A task that panicked holding the lock left a store no worse than a stale one.
     state
         .lock()
@@ -101,7 +142,7 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 impl Cache {
     /// Starts one watch per scope.
     pub(crate) fn start(client: &kube::Client, scopes: impl IntoIterator<Item = Scope>) -> Cache {
-        let changed = Arc::new(Notify::new());
+        let changed = Arc::new(watch::channel(0u64).0);
         let mut stores = BTreeMap::new();
         let mut tasks = Vec::new();
         for scope in scopes {
@@ -121,20 +162,86 @@ impl Cache {
             if let Some(fields) = &scope.fields {
                 config = config.fields(fields);
             }
+            let types = TypeMeta {
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+            };
+            let kind = scope.kind;
+            let typed = move |mut o: DynamicObject| {
+                if o.types.is_none() {
+                    o.types = Some(types.clone());
+                }
+                to_object(kind, o)
+            };
             tasks.push(tokio::spawn(feed(
                 api,
                 config,
-                scope.clone(),
-                resource,
+                format!("{scope:?}"),
+                typed,
                 Arc::clone(&state),
                 Arc::clone(&changed),
             )));
             stores.insert(scope, state);
         }
         Cache {
+            client: client.clone(),
             stores,
+            pods: Mutex::new(BTreeMap::new()),
             changed,
-            tasks,
+            tasks: Mutex::new(tasks),
+        }
+    }
+
+    /// Starts the pods watch of `scope` unless it runs already.
+    pub(crate) fn watch_pods(&self, scope: &PodScope) {
+        let mut pods = lock(&self.pods);
+        if pods.contains_key(scope) {
+            return;
+        }
+        let state = Arc::new(Mutex::new(State::default()));
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &scope.namespace);
+        let config = watcher::Config::default()
+            .page_size(PAGE_SIZE)
+            .labels(&scope.labels);
+        let task = tokio::spawn(feed(
+            api,
+            config,
+            format!("{scope:?}"),
+            Some,
+            Arc::clone(&state),
+            Arc::clone(&self.changed),
+        ));
+        lock(&self.tasks).push(task);
+        pods.insert(scope.clone(), state);
+    }
+
+    /// A receiver that sees every change of every store: what a wait awaits between reads.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// `read` of the scope's objects, as the store holds them now.
+    pub(crate) fn read<R>(
+        &self,
+        scope: &Scope,
+        read: impl FnOnce(&BTreeMap<String, Object>) -> R,
+    ) -> Sight<R> {
+        match self.stores.get(scope) {
+            None => Sight::Failed,
+            Some(state) => sight(&lock(state), read),
+        }
+    }
+
+    /// `read` of the pods of `scope`'s watch, as its store holds them now.
+    pub(crate) fn read_pods<R>(
+        &self,
+        scope: &PodScope,
+        read: impl FnOnce(&BTreeMap<String, Pod>) -> R,
+    ) -> Sight<R> {
+        let state = lock(&self.pods).get(scope).cloned();
+        match state {
+            None => Sight::Failed,
+            Some(state) => sight(&lock(&state), read),
         }
     }
 
@@ -145,16 +252,17 @@ impl Cache {
         deadline: Instant,
         done: impl Fn(&Cache) -> bool,
     ) -> bool {
+        let mut changes = self.changes();
         loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            // Registered before the check, so that a change between the two is not missed.
-            notified.as_mut().enable();
+            // Marked seen before the check, so that a change between the two is not missed.
+            changes.borrow_and_update();
             if done(self) {
                 return true;
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return done(self);
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                // The sender lives as long as `self`: never; and a timeout is the answer.
+                Ok(Err(_)) | Err(_) => return done(self),
             }
         }
     }
@@ -164,6 +272,22 @@ impl Cache {
         self.stores.values().all(|s| {
             let s = lock(s);
             s.lists > 0 || s.failed.is_some()
+        })
+    }
+
+    /// Whether the scope's watch has listed once, or given up.
+    pub(crate) fn listed_scope(&self, scope: &Scope) -> bool {
+        self.stores.get(scope).is_none_or(|s| {
+            let s = lock(s);
+            s.lists > 0 || s.failed.is_some()
+        })
+    }
+
+    /// Whether the scope's watch gave up or is failing now.
+    pub(crate) fn troubled(&self, scope: &Scope) -> bool {
+        self.stores.get(scope).is_none_or(|s| {
+            let s = lock(s);
+            s.failed.is_some() || s.failing
         })
     }
 
@@ -207,35 +331,83 @@ impl Cache {
     }
 }
 
+/// What a store keeps: something with object metadata.
+pub(crate) trait Stored {
+    fn meta(&self) -> &kube::core::ObjectMeta;
+}
+
+impl Stored for Object {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        self.metadata()
+    }
+}
+
+impl Stored for Pod {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl Stored for Job {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl Stored for Deployment {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl Stored for uyuni_core::object::CustomObject {
+    fn meta(&self) -> &kube::core::ObjectMeta {
+        &self.metadata
+    }
+}
+
+fn sight<T, R>(state: &State<T>, read: impl FnOnce(&BTreeMap<String, T>) -> R) -> Sight<R> {
+    if state.failed.is_some() || state.failing {
+        Sight::Failed
+    } else if state.lists == 0 {
+        Sight::Unlisted
+    } else {
+        Sight::Listed(read(&state.objects))
+    }
+}
+
 /// Feeds one store from its watch until the cache is dropped, or until the server refuses the
-/// watch before it ever listed.
-async fn feed(
-    api: Api<DynamicObject>,
+/// watch before it ever listed. `convert` turns what the watch reads into what the store keeps
+/// (`None`: unreadable, skipped).
+async fn feed<K, T>(
+    api: Api<K>,
     config: watcher::Config,
-    scope: Scope,
-    resource: ApiResource,
-    state: Arc<Mutex<State>>,
-    changed: Arc<Notify>,
-) {
-    let types = TypeMeta {
-        api_version: resource.api_version.clone(),
-        kind: resource.kind.clone(),
-    };
+    scope: String,
+    convert: impl Fn(K) -> Option<T>,
+    state: Arc<Mutex<State<T>>>,
+    changed: Arc<watch::Sender<u64>>,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    T: Stored,
+{
     let mut stream = watcher::watcher(api, config).boxed();
     let mut failures = 0u32;
+    let bump = || changed.send_modify(|n| *n = n.wrapping_add(1));
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
             Err(err) => {
                 if refused(&err) && lock(&state).lists == 0 {
-                    tracing::debug!(?scope, error = %err, "watch refused; reading directly");
+                    tracing::debug!(scope, error = %err, "watch refused; reading directly");
                     lock(&state).failed = Some(err.to_string());
-                    changed.notify_waiters();
+                    bump();
                     return;
                 }
                 let quiet = matches!(&err, watcher::Error::WatchFailed(e) if retry::is_timeout(e));
-                tracing::debug!(?scope, error = %err, "watch failed; resuming");
+                tracing::debug!(scope, error = %err, "watch failed; resuming");
                 if !quiet {
+                    lock(&state).failing = true;
+                    bump();
                     failures = failures.saturating_add(1);
                     let pause = retry::delay(retry::classify_watch(&err), failures);
                     tokio::time::sleep(pause.min(Duration::from_secs(5))).await;
@@ -244,20 +416,15 @@ async fn feed(
             }
         };
         failures = 0;
-        let typed = |mut o: DynamicObject| {
-            if o.types.is_none() {
-                o.types = Some(types.clone());
-            }
-            to_object(scope.kind, o)
-        };
         {
             let mut s = lock(&state);
+            s.failing = false;
             match event {
                 Event::Init => s.relisting = Some(BTreeMap::new()),
                 Event::InitApply(o) => {
-                    if let Some(object) = typed(o) {
-                        let name = object.name().to_owned();
-                        s.saw(&name, object.metadata().resource_version.as_deref());
+                    if let Some(object) = convert(o) {
+                        let name = object.meta().name.clone().unwrap_or_default();
+                        s.saw(&name, object.meta().resource_version.as_deref());
                         s.relisting
                             .get_or_insert_with(BTreeMap::new)
                             .insert(name, object);
@@ -268,21 +435,22 @@ async fn feed(
                     s.lists += 1;
                 }
                 Event::Apply(o) => {
-                    if let Some(object) = typed(o) {
-                        let name = object.name().to_owned();
-                        s.saw(&name, object.metadata().resource_version.as_deref());
+                    if let Some(object) = convert(o) {
+                        let name = object.meta().name.clone().unwrap_or_default();
+                        s.saw(&name, object.meta().resource_version.as_deref());
                         s.objects.insert(name, object);
                     }
                 }
                 Event::Delete(o) => {
-                    if let Some(name) = o.metadata.name.clone() {
-                        s.saw(&name, o.metadata.resource_version.as_deref());
+                    let name = o.meta().name.clone();
+                    if let Some(name) = name {
+                        s.saw(&name, o.meta().resource_version.as_deref());
                         s.objects.remove(&name);
                     }
                 }
             }
         }
-        changed.notify_waiters();
+        bump();
     }
 }
 

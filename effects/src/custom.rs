@@ -11,7 +11,7 @@ use uyuni_core::labels::FIELD_MANAGER;
 use uyuni_core::object::{CustomKind, CustomObject};
 use uyuni_core::observed::custom_ready;
 use uyuni_core::plan::DeploymentWait;
-use uyuni_core::{Kind, ObjectRef};
+use uyuni_core::{Kind, Object, ObjectRef};
 
 use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{Progress, ProgressEvent};
@@ -171,13 +171,16 @@ pub(crate) async fn apply(
     Ok(crate::apply::outcome(before, after))
 }
 
-/// Waits until the object's `Ready` condition is `True` for its current generation.
+/// Waits until the object's `Ready` condition is `True` for its current generation: read from
+/// the observer's watch of its kind, in the migrate loop (caught up with what the run wrote of
+/// it), else (or when that watch fails) from a watch of its own.
 pub(crate) async fn await_ready(
     client: &kube::Client,
     namespace: &str,
     step: &str,
     target: &ObjectRef,
     wait: DeploymentWait,
+    observer: Option<&crate::Observer>,
     progress: &dyn Progress,
 ) -> Result<CustomObject, EffectsError> {
     let Kind::Custom(kind) = target.kind else {
@@ -196,10 +199,30 @@ pub(crate) async fn await_ready(
     });
     let started = Instant::now();
     let limit = wait.timeout_seconds.map(Duration::from_secs);
+    let mut view = match observer {
+        Some(o) => o
+            .shared(target.kind, namespace, &target.name, None, |o| match o {
+                Object::Custom(c) => Some(c.clone()),
+                _ => None,
+            })
+            .await
+            .map(|shared| shared.view),
+        None => None,
+    };
+    // Requests nothing unless read: where the view serves, never.
     let mut stream = watcher::watcher(
         api,
         watcher::Config::default().fields(&format!("metadata.name={}", target.name)),
     )
+    .map(move |event| {
+        event.map(|e| match e {
+            Event::Apply(o) => Event::Apply(to_custom(kind, o)),
+            Event::InitApply(o) => Event::InitApply(to_custom(kind, o)),
+            Event::Delete(o) => Event::Delete(to_custom(kind, o)),
+            Event::Init => Event::Init,
+            Event::InitDone => Event::InitDone,
+        })
+    })
     .boxed();
     let mut last_reason = String::from("no Ready condition yet");
     let mut failures = 0u32;
@@ -219,10 +242,18 @@ pub(crate) async fn await_ready(
                     reason: last_reason,
                 });
             }
-            event = stream.next() => match event {
-                Some(Ok(Event::Apply(o) | Event::InitApply(o))) => {
+            event = async {
+                if let Some(v) = view.as_mut() {
+                    if let Some(event) = v.next().await {
+                        return Some(Ok(event));
+                    }
+                    tracing::debug!(target = %what, "shared watch failing; watching alone");
+                    view = None;
+                }
+                stream.next().await
+            } => match event {
+                Some(Ok(Event::Apply(object) | Event::InitApply(object))) => {
                     failures = 0;
-                    let object = to_custom(kind, o);
                     if custom_ready(&object) {
                         return Ok(object);
                     }

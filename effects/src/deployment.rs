@@ -1,12 +1,14 @@
-//! Waiting for a Deployment, and scaling one: watches on the Deployment and its pods, with the
+//! Waiting for a Deployment, and scaling one: the Deployment and its pods as watched, with the
 //! failures that would otherwise make the wait hang (image pulls, crash loops, missing Secrets,
 //! pods no node can take) ending it with the reason (reference §7.7 R, D38).
+//!
+//! In the migrate loop both are read from the [`crate::Observer`]'s watches, caught up with what
+//! the run wrote: no request. Without an observer, or where its watches do not cover them, the
+//! wait reads the Deployment and watches it and its pods itself.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams, Patch, PatchParams};
@@ -17,11 +19,14 @@ use uyuni_core::plan::DeploymentWait;
 use uyuni_core::verdict::{
     UNSCHEDULABLE, Workload, hint, pod_blocker, rollout_stalled, unschedulable,
 };
+use uyuni_core::{Kind, Object};
 
 use crate::error::{EffectsError, Target, Verb};
 use crate::job::tail_lines;
+use crate::observe::Observer;
 use crate::progress::{Progress, ProgressEvent};
-use crate::retry::{self, with_retry};
+use crate::retry::with_retry;
+use crate::watch::{Source, View, Watch};
 
 fn short_state(pod: &Pod) -> String {
     let status = pod.status.as_ref();
@@ -45,11 +50,11 @@ fn short_state(pod: &Pod) -> String {
     }
 }
 
-fn watcher<K>(api: Api<K>, config: watcher::Config) -> BoxStream<'static, watcher::Result<Event<K>>>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    watcher::watcher(api, config).boxed()
+fn as_deployment(object: &Object) -> Option<Deployment> {
+    match object {
+        Object::Deployment(d) => Some(d.clone()),
+        _ => None,
+    }
 }
 
 /// What the wait waits for.
@@ -95,6 +100,8 @@ pub(crate) struct DeploymentWaitContext<'a> {
     pub deployment: &'a str,
     pub wait: DeploymentWait,
     pub progress: &'a dyn Progress,
+    /// Whose watches to read, in the migrate loop.
+    pub observer: Option<&'a Observer>,
 }
 
 /// Waits until the Deployment is ready; see the module documentation. Returns the
@@ -107,7 +114,7 @@ pub(crate) async fn await_ready(
         namespace: ctx.namespace,
         timeout: ctx.wait.timeout_seconds.map(Duration::from_secs),
     });
-    let version = watch_until(&ctx, Goal::Ready).await?;
+    let version = watch_until(&ctx, Goal::Ready, None).await?;
     ctx.progress.event(ProgressEvent::DeploymentReady {
         deployment: ctx.deployment,
     });
@@ -129,7 +136,7 @@ pub(crate) async fn scale(
         api.patch(ctx.deployment, &params, &merge)
     })
     .await;
-    match patched {
+    let written = match patched {
         Err(EffectsError::Api { source, .. }) if matches!(&*source, kube::Error::Api(s) if s.code == 404) =>
         {
             return Err(EffectsError::DeploymentNotFound {
@@ -138,16 +145,14 @@ pub(crate) async fn scale(
                 namespace: ctx.namespace.to_owned(),
             });
         }
-        other => {
-            other?;
-        }
-    }
+        other => other?.metadata.resource_version,
+    };
     let goal = if replicas == 0 {
         Goal::Stopped
     } else {
         Goal::Ready
     };
-    let version = watch_until(&ctx, goal).await?;
+    let version = watch_until(&ctx, goal, written.as_deref()).await?;
     ctx.progress.event(ProgressEvent::Scaled {
         deployment: ctx.deployment,
         replicas,
@@ -155,10 +160,12 @@ pub(crate) async fn scale(
     Ok(version)
 }
 
-/// Watches until the Deployment reaches `goal`; returns its resourceVersion then.
+/// Watches until the Deployment reaches `goal`; returns its resourceVersion then. `written`:
+/// the version the step just wrote, which an observer's store must hold before it is read.
 async fn watch_until(
     ctx: &DeploymentWaitContext<'_>,
     goal: Goal,
+    written: Option<&str>,
 ) -> Result<Option<String>, EffectsError> {
     let DeploymentWaitContext {
         client,
@@ -167,6 +174,7 @@ async fn watch_until(
         deployment: name,
         wait,
         progress,
+        observer,
     } = *ctx;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -176,9 +184,22 @@ async fn watch_until(
         deployment: name.to_owned(),
         namespace: namespace.to_owned(),
     };
-    let current = with_retry(progress, Verb::Get, &what, || deployments.get_opt(name))
-        .await?
-        .ok_or_else(not_found)?;
+    let shared = match observer {
+        Some(o) => {
+            o.shared(Kind::Deployment, namespace, name, written, as_deployment)
+                .await
+        }
+        None => None,
+    };
+    let (current, deployment_view) = match shared {
+        Some(shared) => (shared.current, Some(shared.view)),
+        None => (
+            with_retry(progress, Verb::Get, &what, || deployments.get_opt(name))
+                .await?
+                .ok_or_else(not_found)?,
+            None,
+        ),
+    };
     if reached(goal, &current) {
         return Ok(current.metadata.resource_version);
     }
@@ -199,13 +220,39 @@ async fn watch_until(
     let deadline = wait
         .timeout_seconds
         .map(|t| started + Duration::from_secs(t));
-    let mut dep_stream = watcher(
-        deployments,
-        watcher::Config::default().fields(&format!("metadata.name={name}")),
+    let template = current
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.labels.as_ref());
+    let pods_view: Option<View<'_, Pod>> = match observer {
+        Some(o) if deployment_view.is_some() && !selector.is_empty() => {
+            o.shared_pods(namespace, template, selector.clone())
+        }
+        _ => None,
+    };
+    tracing::debug!(
+        deployment = name,
+        shared_deployment = deployment_view.is_some(),
+        shared_pods = pods_view.is_some(),
+        "waiting"
     );
-    let mut pod_stream = watcher(
-        pods_api.clone(),
-        watcher::Config::default().labels(&selector),
+    // The own watches request nothing unless they are read: where a view serves, never.
+    let mut dep_stream = Source::new(
+        deployment_view,
+        Watch::new(
+            deployments,
+            watcher::Config::default().fields(&format!("metadata.name={name}")),
+            what.clone(),
+        ),
+    );
+    let mut pod_stream = Source::new(
+        pods_view,
+        Watch::new(
+            pods_api.clone(),
+            watcher::Config::default().labels(&selector),
+            Target::selected("pod", &selector, namespace),
+        ),
     );
     let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
     let mut states: BTreeMap<String, String> = BTreeMap::new();
@@ -213,7 +260,6 @@ async fn watch_until(
     // How often the unschedulable grace (the plan's) is checked: the resolution of that check,
     // not a limit of its own.
     let mut tick = tokio::time::interval(Duration::from_secs(5));
-    let mut watch_failures = 0u32;
     let fail = |pod: Option<String>, reason: String, log_tail: Vec<String>, hint: &'static str| {
         EffectsError::DeploymentFailed {
             step: step.to_owned(),
@@ -253,10 +299,9 @@ async fn watch_until(
                     }
                 }
             }
-            event = dep_stream.next() => {
-                match event {
-                    Some(Ok(Event::Apply(d) | Event::InitApply(d))) => {
-                        watch_failures = 0;
+            event = dep_stream.next(progress) => {
+                match event? {
+                    Event::Apply(d) | Event::InitApply(d) => {
                         if reached(goal, &d) {
                             return Ok(d.metadata.resource_version);
                         }
@@ -266,26 +311,13 @@ async fn watch_until(
                             return Err(fail(None, reason, Vec::new(), hint("")));
                         }
                     }
-                    Some(Ok(Event::Delete(_))) => return Err(not_found()),
-                    Some(Ok(_)) => {}
-                    Some(Err(err)) => {
-                        watch_failures += 1;
-                        if watch_failures >= retry::MAX_ATTEMPTS {
-                            return Err(EffectsError::Watch {
-                                verb: Verb::Watch,
-                                target: what.clone(),
-                                attempts: watch_failures,
-                                source: Box::new(err),
-                            });
-                        }
-                        tokio::time::sleep(retry::delay(retry::classify_watch(&err), watch_failures)).await;
-                    }
-                    None => futures::future::pending::<()>().await,
+                    Event::Delete(_) => return Err(not_found()),
+                    Event::Init | Event::InitDone => {}
                 }
             }
-            event = pod_stream.next() => {
-                match event {
-                    Some(Ok(Event::Apply(pod) | Event::InitApply(pod))) => {
+            event = pod_stream.next(progress) => {
+                match event? {
+                    Event::Apply(pod) | Event::InitApply(pod) => {
                         let pod_name = pod.metadata.name.clone().unwrap_or_default();
                         if pod.metadata.deletion_timestamp.is_some() {
                             pods.remove(&pod_name);
@@ -314,26 +346,13 @@ async fn watch_until(
                         }
                         pods.insert(pod_name, pod);
                     }
-                    Some(Ok(Event::Delete(pod))) => {
+                    Event::Delete(pod) => {
                         if let Some(n) = &pod.metadata.name {
                             pods.remove(n);
                             unschedulable_since.remove(n);
                         }
                     }
-                    Some(Ok(_)) => {}
-                    Some(Err(err)) => {
-                        watch_failures += 1;
-                        if watch_failures >= retry::MAX_ATTEMPTS {
-                            return Err(EffectsError::Watch {
-                                verb: Verb::Watch,
-                                target: Target::selected("pod", &selector, namespace),
-                                attempts: watch_failures,
-                                source: Box::new(err),
-                            });
-                        }
-                        tokio::time::sleep(retry::delay(retry::classify_watch(&err), watch_failures)).await;
-                    }
-                    None => futures::future::pending::<()>().await,
+                    Event::Init | Event::InitDone => {}
                 }
             }
         }

@@ -10,6 +10,7 @@ use crate::apply::{Prior, apply_namespaced, apply_object};
 use crate::deployment::{DeploymentWaitContext, await_ready, scale as scale_deployment};
 use crate::error::{EffectsError, Target, Verb};
 use crate::job::{JobWaitContext, await_job};
+use crate::observe::Observer;
 use crate::progress::{Progress, ProgressEvent};
 
 /// Carries out `step.action` in `namespace` (the namespace of the plan; objects that name their
@@ -21,7 +22,7 @@ pub async fn execute(
     step: &Step,
     progress: &dyn Progress,
 ) -> Result<(), EffectsError> {
-    execute_step(client, namespace, step, &Prior::Unknown, progress)
+    execute_step(client, namespace, step, &Prior::Unknown, None, progress)
         .await
         .map(|_| ())
 }
@@ -57,19 +58,25 @@ impl Executed {
 }
 
 /// [`execute`], told what the planner's snapshot held of an Apply's object (which spares the
-/// read before the write), returning the versions the step saw last.
+/// read before the write), returning the versions the step saw last. With `observer` (the
+/// migrate loop's), a wait reads the Job, Deployment and pods it waits for from the observer's
+/// watches instead of opening its own.
 pub async fn execute_step(
     client: &kube::Client,
     namespace: &str,
     step: &Step,
     prior: &Prior,
+    observer: Option<&Observer>,
     progress: &dyn Progress,
 ) -> Result<Executed, EffectsError> {
     tracing::debug!(step = %step.id, target = %step.target, "execute");
     match &step.action {
         Action::Apply(object) => apply(client, namespace, step, object, prior, progress).await,
         Action::RunJob { job, wait } => {
-            run_job(client, namespace, step, job, *wait, prior, progress).await
+            run_job(
+                client, namespace, step, job, *wait, prior, observer, progress,
+            )
+            .await
         }
         Action::AwaitJob { name, wait } => {
             let job = await_job(JobWaitContext {
@@ -79,6 +86,8 @@ pub async fn execute_step(
                 job: name,
                 wait: *wait,
                 progress,
+                observer,
+                version: None,
             })
             .await?;
             let mut executed = Executed::of(
@@ -93,7 +102,8 @@ pub async fn execute_step(
             Ok(executed)
         }
         Action::WaitDeployment { name, wait } => {
-            let version = wait_deployment(client, namespace, step, name, *wait, progress).await?;
+            let version =
+                wait_deployment(client, namespace, step, name, *wait, observer, progress).await?;
             Ok(Executed::of(
                 ObjectRef::new(Kind::Deployment, name.clone()),
                 Some(namespace),
@@ -105,7 +115,10 @@ pub async fn execute_step(
             replicas,
             wait,
         } => {
-            let version = scale(client, namespace, step, name, *replicas, *wait, progress).await?;
+            let version = scale(
+                client, namespace, step, name, *replicas, *wait, observer, progress,
+            )
+            .await?;
             Ok(Executed::of(
                 ObjectRef::new(Kind::Deployment, name.clone()),
                 Some(namespace),
@@ -113,7 +126,8 @@ pub async fn execute_step(
             ))
         }
         Action::WaitReady { target, wait } => {
-            let ready = wait_ready(client, namespace, step, target, *wait, progress).await?;
+            let ready =
+                wait_ready(client, namespace, step, target, *wait, observer, progress).await?;
             let ns = match target.kind {
                 Kind::Custom(kind) => kind.fixed_namespace().unwrap_or(namespace),
                 _ => namespace,
@@ -145,9 +159,13 @@ async fn wait_ready(
     step: &Step,
     target: &ObjectRef,
     wait: DeploymentWait,
+    observer: Option<&Observer>,
     progress: &dyn Progress,
 ) -> Result<CustomObject, EffectsError> {
-    crate::custom::await_ready(client, namespace, &step.id, target, wait, progress).await
+    crate::custom::await_ready(
+        client, namespace, &step.id, target, wait, observer, progress,
+    )
+    .await
 }
 
 async fn wait_deployment(
@@ -156,6 +174,7 @@ async fn wait_deployment(
     step: &Step,
     name: &str,
     wait: DeploymentWait,
+    observer: Option<&Observer>,
     progress: &dyn Progress,
 ) -> Result<Option<String>, EffectsError> {
     await_ready(DeploymentWaitContext {
@@ -165,10 +184,12 @@ async fn wait_deployment(
         deployment: name,
         wait,
         progress,
+        observer,
     })
     .await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn scale(
     client: &kube::Client,
     namespace: &str,
@@ -176,6 +197,7 @@ async fn scale(
     name: &str,
     replicas: i32,
     wait: DeploymentWait,
+    observer: Option<&Observer>,
     progress: &dyn Progress,
 ) -> Result<Option<String>, EffectsError> {
     scale_deployment(
@@ -186,6 +208,7 @@ async fn scale(
             deployment: name,
             wait,
             progress,
+            observer,
         },
         replicas,
     )
@@ -215,6 +238,7 @@ async fn apply(
     Ok(Executed::of(target, ns, applied.resource_version))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_job(
     client: &kube::Client,
     namespace: &str,
@@ -222,6 +246,7 @@ async fn run_job(
     job: &Job,
     wait: JobWait,
     prior: &Prior,
+    observer: Option<&Observer>,
     progress: &dyn Progress,
 ) -> Result<Executed, EffectsError> {
     let ns = job.metadata.namespace.as_deref().unwrap_or(namespace);
@@ -247,6 +272,8 @@ async fn run_job(
         job: name,
         wait,
         progress,
+        observer: observer.filter(|o| o.watches_job(job.metadata.labels.as_ref())),
+        version: applied.resource_version.as_deref(),
     })
     .await?;
     let mut executed = Executed::of(

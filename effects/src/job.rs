@@ -1,9 +1,14 @@
-//! Waiting for a Job: watches on the Job and its pods, its main container's log followed line by
+//! Waiting for a Job: the Job and its pods as watched, its main container's log followed line by
 //! line, pod-level failures that would otherwise make the wait hang, and the timeout of the step.
 //!
+//! In the migrate loop the Job and its pods are read from the [`crate::Observer`]'s watches
+//! (the Jobs by selector, and the one pods watch of the run): the wait then costs its log stream
+//! only. Without an observer, or where its watches do not cover them, the wait watches the Job
+//! (by name) and its pods (by `job-name`) itself.
+//!
 //! Everything lives in the one future `await_job` returns (no spawned task), so dropping it
-//! (Ctrl-C) closes the watches and the log stream and leaves nothing behind but the Job, which
-//! keeps running in the cluster as intended.
+//! (Ctrl-C) closes the wait's watches and the log stream and leaves nothing behind but the Job,
+//! which keeps running in the cluster as intended.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::pin::Pin;
@@ -22,10 +27,13 @@ use uyuni_core::verdict::{
     Workload, container_ended, container_started, current_pod, ended_without_log, failure_reason,
     job_ended, main_container, pod_blocker, unschedulable,
 };
+use uyuni_core::{Kind, Object};
 
 use crate::error::{EffectsError, Target, Verb};
+use crate::observe::Observer;
 use crate::progress::{Progress, ProgressEvent};
-use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify, classify_watch, report_retry};
+use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify, report_retry};
+use crate::watch::{Source, Watch};
 
 // The two delays below are mechanics of reading a log stream, not decisions about the step:
 // they do not change when the step ends or how it ends (the step's own limit and log tail are
@@ -53,61 +61,11 @@ pub(crate) struct JobWaitContext<'a> {
     pub job: &'a str,
     pub wait: JobWait,
     pub progress: &'a dyn Progress,
-}
-
-/// A watch that re-establishes itself, with backoff and a `Retrying` event after each failure.
-struct Watch<K: 'static> {
-    stream: BoxStream<'static, watcher::Result<Event<K>>>,
-    pause: Option<Pin<Box<Sleep>>>,
-    failures: u32,
-    target: Target,
-}
-
-impl<K: 'static> Watch<K> {
-    /// The next event. Cancel-safe: the pause and the stream live in `self`.
-    async fn next(&mut self, progress: &dyn Progress) -> Result<Event<K>, EffectsError> {
-        loop {
-            if let Some(pause) = self.pause.as_mut() {
-                pause.await;
-                self.pause = None;
-            }
-            match self.stream.next().await {
-                Some(Ok(event)) => {
-                    self.failures = 0;
-                    return Ok(event);
-                }
-                Some(Err(watcher::Error::WatchFailed(err))) if retry::is_timeout(&err) => {
-                    // A quiet watch outlived the read timeout; the watcher resumes it from the
-                    // last resourceVersion on the next poll.
-                    tracing::debug!(target = %self.target, "quiet watch timed out; resuming");
-                }
-                Some(Err(err)) => {
-                    self.failures += 1;
-                    let disposition = classify_watch(&err);
-                    if disposition == Disposition::Fail || self.failures >= MAX_ATTEMPTS {
-                        return Err(EffectsError::Watch {
-                            verb: Verb::Watch,
-                            target: self.target.clone(),
-                            attempts: self.failures,
-                            source: Box::new(err),
-                        });
-                    }
-                    let delay = retry::delay(disposition, self.failures);
-                    report_retry(
-                        progress,
-                        Verb::Watch,
-                        &self.target,
-                        self.failures,
-                        delay,
-                        &err.to_string(),
-                    );
-                    self.pause = Some(Box::pin(tokio::time::sleep(delay)));
-                }
-                // A watcher never ends; should one, there is nothing more to learn from it.
-                None => futures::future::pending::<()>().await,
-            }
-        }
-    }
+    /// Whose watches to read, in the migrate loop.
+    pub observer: Option<&'a Observer>,
+    /// The resourceVersion the step wrote of the Job, which the observer's store must hold
+    /// before the wait reads it.
+    pub version: Option<&'a str>,
 }
 
 enum LogChunk {
@@ -256,6 +214,11 @@ struct Seen {
     job: Option<Job>,
     job_in_init: bool,
     pods: BTreeMap<String, Pod>,
+    /// Every pod seen, deleted ones included.
+    ever: BTreeSet<String>,
+    /// The Job was seen before it ended (not only ended, as when awaited after its end, when
+    /// its pods may be long gone).
+    saw_running: bool,
     pods_listed: bool,
     phases: BTreeMap<String, String>,
     warned: BTreeSet<String>,
@@ -267,6 +230,20 @@ impl Seen {
     /// The pod the Job runs now; see [`current_pod`].
     fn newest_pod(&self) -> Option<&Pod> {
         current_pod(self.pods.values())
+    }
+
+    /// Whether the pods seen are all the pods the Job's status counts. The Job and its pods
+    /// arrive on two watches, in no set order: a Job seen ended before its pod was seen has a
+    /// log coming still.
+    fn every_pod_seen(&self) -> bool {
+        let counted = self
+            .job
+            .as_ref()
+            .and_then(|j| j.status.as_ref())
+            .map_or(0, |s| {
+                s.active.unwrap_or(0) + s.succeeded.unwrap_or(0) + s.failed.unwrap_or(0)
+            });
+        usize::try_from(counted).unwrap_or(0) <= self.ever.len()
     }
 }
 
@@ -287,6 +264,8 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
         job: name,
         wait,
         progress,
+        observer,
+        version,
     } = ctx;
     let timeout = wait.timeout_seconds.map(Duration::from_secs);
     progress.event(ProgressEvent::WaitingForJob {
@@ -301,29 +280,57 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
 
     let jobs_api: Api<Job> = Api::namespaced(client.clone(), namespace);
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let mut jobs = Watch {
-        stream: watcher(
+    let pod_selector = format!("job-name={name}");
+    let (job_view, pods_view) = match observer {
+        Some(observer) => {
+            match observer
+                .shared(Kind::Job, namespace, name, version, as_job)
+                .await
+            {
+                Some(shared) => {
+                    let template = shared
+                        .current
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.template.metadata.as_ref())
+                        .and_then(|m| m.labels.as_ref());
+                    let pods = observer.shared_pods(namespace, template, pod_selector.clone());
+                    (Some(shared.view), pods)
+                }
+                None => (None, None),
+            }
+        }
+        None => (None, None),
+    };
+    tracing::debug!(
+        job = name,
+        shared_job = job_view.is_some(),
+        shared_pods = pods_view.is_some(),
+        "waiting"
+    );
+    // The own watches request nothing unless they are read: where a view serves, never.
+    let mut jobs = Source::new(
+        job_view,
+        Watch::new(
             jobs_api,
             watcher::Config::default().fields(&format!("metadata.name={name}")),
+            Target::named("job", name, Some(namespace)),
         ),
-        pause: None,
-        failures: 0,
-        target: Target::named("job", name, Some(namespace)),
-    };
-    let pod_selector = format!("job-name={name}");
-    let mut pods = Watch {
-        stream: watcher(
+    );
+    let mut pods = Source::new(
+        pods_view,
+        Watch::new(
             pods_api.clone(),
             watcher::Config::default().labels(&pod_selector),
+            Target::selected("pod", &pod_selector, namespace),
         ),
-        pause: None,
-        failures: 0,
-        target: Target::selected("pod", &pod_selector, namespace),
-    };
+    );
     let mut seen = Seen {
         job: None,
         job_in_init: false,
         pods: BTreeMap::new(),
+        ever: BTreeSet::new(),
+        saw_running: false,
         pods_listed: false,
         phases: BTreeMap::new(),
         warned: BTreeSet::new(),
@@ -338,8 +345,10 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
             let log_finished = follower.as_ref().is_some_and(LogFollower::finished);
             // No pod, or only pods that ended without ever starting their container (a Job
             // past its deadline while Pending): no log is coming.
-            let no_log =
-                follower.is_none() && seen.pods_listed && seen.pods.values().all(ended_without_log);
+            let no_log = follower.is_none()
+                && seen.pods_listed
+                && (!seen.saw_running || seen.every_pod_seen())
+                && seen.pods.values().all(ended_without_log);
             if log_finished || no_log {
                 finish(client, namespace, step, name, wait, state, &seen, progress).await?;
                 return Ok(seen.job.clone());
@@ -380,6 +389,9 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
                         return Err(EffectsError::JobDeleted { step: step.to_owned(), job: name.to_owned(), namespace: namespace.to_owned() });
                     }
                 }
+                if seen.job.is_some() && job_ended(seen.job.as_ref()).is_none() {
+                    seen.saw_running = true;
+                }
                 if outcome.is_none()
                     && let Some(state) = job_ended(seen.job.as_ref())
                 {
@@ -409,6 +421,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
                         }
                         observe_pod(name, &pod_name, &pod, &mut seen, progress);
                         status_caught_up(&pod, &mut follower);
+                        seen.ever.insert(pod_name.clone());
                         seen.pods.insert(pod_name, pod);
                     }
                     Event::Delete(pod) => {
@@ -434,11 +447,11 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
     }
 }
 
-fn watcher<K>(api: Api<K>, config: watcher::Config) -> BoxStream<'static, watcher::Result<Event<K>>>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    watcher::watcher(api, config).boxed()
+fn as_job(object: &Object) -> Option<Job> {
+    match object {
+        Object::Job(job) => Some(job.clone()),
+        _ => None,
+    }
 }
 
 /// Phase changes and scheduling trouble of a pod, as events.

@@ -7,7 +7,9 @@
 //! - the snapshot the planner reads: [`observe`](mod@observe) (once, directly, for the dry
 //!   run; from watches kept in `cache`, turn after turn, for the migrate loop's [`Observer`]);
 //! - carrying out a step, one function per action: [`execute`](mod@execute), with server-side
-//!   apply in `apply` and the Job wait (watches, log streaming, pod failures) in [`job`];
+//!   apply in `apply`, the Job wait (log streaming, pod failures) in [`job`] and the
+//!   Deployment's in [`deployment`]; what the waits read, the observer's stores or a watch of
+//!   their own, in `watch`;
 //! - retries of transient API failures: [`retry`]; errors: [`error`]; progress events:
 //!   [`progress`].
 
@@ -30,6 +32,7 @@ pub mod retry;
 
 pub mod apply;
 mod cache;
+mod watch;
 
 pub use apply::Prior;
 pub use connect::{ClientOptions, Connection, connect};

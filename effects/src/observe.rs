@@ -18,8 +18,11 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 use uyuni_core::{Kind, Object, ObjectRef, Observation, Observed};
 
-use crate::cache::{Cache, Scope};
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::cache::{Cache, PodScope, Scope, Sight};
 use crate::execute::Executed;
+use crate::watch::{View, selects};
 
 use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{NoProgress, Progress};
@@ -59,9 +62,10 @@ struct ClusterFacts {
 }
 
 /// How long an observation waits for the watches to hold what the run wrote or waited for
-/// before it reads the cluster directly instead. Events arrive within milliseconds; this only
-/// bounds a watch that is stuck (a proxy that buffers, a server that dropped it silently).
-const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
+/// before it reads the cluster directly instead (and a wait, before it watches on its own).
+/// Events arrive within milliseconds; this only bounds a watch that is stuck (a proxy that
+/// buffers, a server that dropped it silently). [`Observer::with_barrier_timeout`] changes it.
+pub const BARRIER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the first observation waits for every watch's initial list before it reads the
 /// cluster directly (and keeps the watches for the next turn).
@@ -88,6 +92,15 @@ pub struct Observer {
     cluster: Option<ClusterFacts>,
     cache: Option<Cache>,
     expected: Vec<Expected>,
+    barrier_timeout: Duration,
+}
+
+/// A wait's view of the object it waits for in an observer's store, caught up with what the
+/// run wrote of it.
+pub(crate) struct Shared<'a, K> {
+    pub view: View<'a, K>,
+    /// The object as the store holds it.
+    pub current: K,
 }
 
 impl Observer {
@@ -98,7 +111,124 @@ impl Observer {
             cluster: None,
             cache: None,
             expected: Vec::new(),
+            barrier_timeout: BARRIER_TIMEOUT,
         }
+    }
+
+    /// How long an observation (or a wait) waits for the watches to hold what the run wrote
+    /// before it reads (or watches) directly; [`BARRIER_TIMEOUT`] unless set.
+    #[must_use]
+    pub fn with_barrier_timeout(mut self, timeout: Duration) -> Observer {
+        self.barrier_timeout = timeout;
+        self
+    }
+
+    /// The store of `kind`'s object `name` in `namespace`, once it holds every version of it the
+    /// run reported (and `version`, the one a step just wrote); `None` when there is no such
+    /// store, its watch gave up, it does not catch up within the barrier's timeout or it does
+    /// not hold the object: the wait then watches on its own, as without an observer.
+    pub(crate) async fn shared<K: crate::cache::Stored + Clone + 'static>(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        version: Option<&str>,
+        typed: fn(&Object) -> Option<K>,
+    ) -> Option<Shared<'_, K>> {
+        let cache = self.cache.as_ref()?;
+        let scope = match kind {
+            Kind::Job => self.jobs_scope(),
+            _ if self.observation.named.iter().any(|t| t.kind == kind) => self.scope_of(kind),
+            _ => return None,
+        };
+        if scope.namespace.as_deref() != Some(namespace) || cache.failed(&scope) {
+            return None;
+        }
+        let mut wanted: Vec<Expected> = self
+            .expected
+            .iter()
+            .filter(|e| e.scope == scope && e.name == name)
+            .cloned()
+            .collect();
+        wanted.extend(version.map(|v| Expected {
+            lists: cache.lists(&scope),
+            scope: scope.clone(),
+            name: name.to_owned(),
+            resource_version: v.to_owned(),
+        }));
+        let caught_up = |c: &Cache| {
+            c.listed_scope(&scope)
+                && wanted
+                    .iter()
+                    .all(|e| c.holds(&e.scope, &e.name, &e.resource_version, e.lists))
+        };
+        // A watch failing now will not catch up soon: no use waiting for it.
+        cache
+            .wait_until(Instant::now() + self.barrier_timeout, |c| {
+                c.troubled(&scope) || caught_up(c)
+            })
+            .await;
+        let held = caught_up(cache);
+        let current = match cache.read(&scope, |m| m.get(name).and_then(typed)) {
+            Sight::Listed(Some(current)) if held => current,
+            _ => {
+                tracing::debug!(%name, held, "the store does not hold the object; watching alone");
+                return None;
+            }
+        };
+        let owned = name.to_owned();
+        let view = View::new(cache, move |c: &Cache| {
+            match c.read(&scope, |m| m.get(&owned).and_then(typed)) {
+                Sight::Listed(object) => {
+                    Sight::Listed(object.map(|o| (owned.clone(), o)).into_iter().collect())
+                }
+                Sight::Unlisted => Sight::Unlisted,
+                Sight::Failed => Sight::Failed,
+            }
+        });
+        Some(Shared { view, current })
+    }
+
+    /// Whether the watch of the Jobs covers a Job labelled `labels` (else its store would never
+    /// hold it, and a wait would only learn so at the barrier's timeout).
+    pub(crate) fn watches_job(
+        &self,
+        labels: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> bool {
+        let selector = &self.observation.job_selector;
+        selector.is_empty() || selects(selector, labels)
+    }
+
+    /// A wait's view of the pods that `filter` (an equality label selector) selects, from the
+    /// one pods watch of the run (started by the first wait); `None` where that watch does not
+    /// cover them (`template`: the labels of the pods' template), and the wait watches its own.
+    pub(crate) fn shared_pods(
+        &self,
+        namespace: &str,
+        template: Option<&std::collections::BTreeMap<String, String>>,
+        filter: String,
+    ) -> Option<View<'_, Pod>> {
+        let cache = self.cache.as_ref()?;
+        let selector = &self.observation.job_selector;
+        if namespace != self.observation.namespace
+            || selector.is_empty()
+            || !selects(selector, template)
+        {
+            return None;
+        }
+        let scope = PodScope {
+            namespace: namespace.to_owned(),
+            labels: selector.clone(),
+        };
+        cache.watch_pods(&scope);
+        Some(View::new(cache, move |c: &Cache| {
+            c.read_pods(&scope, |pods| {
+                pods.iter()
+                    .filter(|(_, p)| selects(&filter, p.metadata.labels.as_ref()))
+                    .map(|(n, p)| (n.clone(), p.clone()))
+                    .collect()
+            })
+        }))
     }
 
     /// The observation read.
@@ -148,7 +278,7 @@ impl Observer {
         let cache = self.cache.as_ref().expect("started above");
         let waited = Instant::now();
         let held = cache
-            .wait_until(waited + BARRIER_TIMEOUT, |c| {
+            .wait_until(waited + self.barrier_timeout, |c| {
                 expected
                     .iter()
                     .all(|e| c.holds(&e.scope, &e.name, &e.resource_version, e.lists))

@@ -1077,3 +1077,158 @@ async fn a_custom_resource_not_ready_in_time_is_cleared_by_fixing_the_cause_and_
         .await
         .unwrap();
 }
+
+/// The requests of `sim` by `verb resource`, e.g. `WATCH jobs`.
+fn requests_by_resource(sim: &SimCluster) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for r in sim.request_log() {
+        let key = format!(
+            "{} {}",
+            r.verb_class(),
+            r.resource.as_deref().unwrap_or(&r.path)
+        );
+        *out.entry(key).or_insert(0) += 1;
+    }
+    out
+}
+
+/// A step Job whose pods carry the managed labels, as the planner's do.
+fn labelled_job_step(name: &str, step_id: &str) -> uyuni_core::Step {
+    let mut step = run_job_step(name, step_id, wait(Some(30)));
+    if let Action::RunJob { job, .. } = &mut step.action {
+        let template = &mut job.spec.as_mut().unwrap().template;
+        template.metadata = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            labels: Some(serde_json::from_value(managed_labels()).unwrap()),
+            ..Default::default()
+        });
+    }
+    step
+}
+
+/// In the migrate loop a Job wait reads the observer's watches: the Job from its Jobs watch and
+/// the pods from one pods watch, started by the first wait and shared by the next; it costs its
+/// log stream only, and still streams the log and reports a failure with its tail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_in_the_loop_reads_the_observers_watches() {
+    let lines = ["step 1", "step 2", "rsync: connection refused", "giving up"];
+    let mut scenario = scenario_with(STEP, JobScript::fail(23, &lines));
+    scenario
+        .jobs
+        .insert("second".to_owned(), JobScript::succeed(50, &["fine"]));
+    let sim = sim(scenario).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    let mut observer = uyuni_effects::Observer::new(
+        conn.client.clone(),
+        observation(vec![ObjectRef::new(Kind::ConfigMap, "cm")]),
+    );
+    sim.clear_request_log();
+    bounded(observer.observe(&NoProgress)).await.unwrap();
+
+    let rec = Recorder::default();
+    let step = labelled_job_step("sync-bad", STEP);
+    let prior = uyuni_effects::Prior::Unknown;
+    let err = bounded(uyuni_effects::execute_step(
+        &conn.client,
+        NS,
+        &step,
+        &prior,
+        Some(&observer),
+        &rec,
+    ))
+    .await
+    .unwrap_err();
+    let EffectsError::JobFailed {
+        reason, log_tail, ..
+    } = &err
+    else {
+        panic!("expected JobFailed, got {err}");
+    };
+    assert!(reason.contains("exited with code 23"), "{reason}");
+    assert_eq!(
+        log_tail,
+        &["step 2", "rsync: connection refused", "giving up"]
+    );
+    assert_eq!(rec.logs(), lines);
+
+    let rec = Recorder::default();
+    let executed = bounded(uyuni_effects::execute_step(
+        &conn.client,
+        NS,
+        &labelled_job_step("sync-2", "second"),
+        &prior,
+        Some(&observer),
+        &rec,
+    ))
+    .await
+    .unwrap();
+    observer.expect(&executed);
+    assert_eq!(rec.logs(), ["fine"]);
+    assert_eq!(rec.events().last(), Some(&Ev::Finished(true)));
+
+    let n = requests_by_resource(&sim);
+    let count = |key: &str| n.get(key).copied().unwrap_or(0);
+    // The observer's Jobs watch, and one pods watch for both waits: no watch of their own.
+    assert_eq!(count("LIST jobs"), 1, "{n:?}");
+    assert_eq!(count("WATCH jobs"), 1, "{n:?}");
+    assert_eq!(count("LIST pods"), 1, "{n:?}");
+    assert_eq!(count("WATCH pods"), 1, "{n:?}");
+    // The observation after the wait reads the stores: no request.
+    bounded(observer.observe(&NoProgress)).await.unwrap();
+    assert_eq!(requests_by_resource(&sim), n);
+}
+
+/// Watches that fall behind the run's writes (a proxy holding their events back) past the
+/// observer's barrier: the observation reads the cluster directly, and sees what was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observation_whose_watches_fall_behind_reads_directly() {
+    // Read when a watch starts: set before the observer's.
+    let sim = sim(Scenario {
+        faults: Faults {
+            watch_event_delay_ms: Some(2_000),
+            ..Faults::default()
+        },
+        ..Scenario::default()
+    })
+    .await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    let named = vec![
+        ObjectRef::new(Kind::ConfigMap, "cm"),
+        ObjectRef::new(Kind::ConfigMap, "cm-2"),
+    ];
+    let mut observer = uyuni_effects::Observer::new(conn.client.clone(), observation(named))
+        .with_barrier_timeout(Duration::from_millis(50));
+    let first = bounded(observer.observe(&NoProgress)).await.unwrap();
+    assert!(
+        !first
+            .objects
+            .contains_key(&ObjectRef::new(Kind::ConfigMap, "cm"))
+    );
+
+    let executed = bounded(uyuni_effects::execute_step(
+        &conn.client,
+        NS,
+        &apply_step(config_map("cm", "v")),
+        &uyuni_effects::Prior::Unknown,
+        Some(&observer),
+        &NoProgress,
+    ))
+    .await
+    .unwrap();
+    observer.expect(&executed);
+    sim.clear_request_log();
+    let started = std::time::Instant::now();
+    let observed = bounded(observer.observe(&NoProgress)).await.unwrap();
+    // Given up after the barrier's timeout, not after the event's delay.
+    assert!(started.elapsed() < Duration::from_millis(1_500));
+    assert!(
+        observed
+            .objects
+            .contains_key(&ObjectRef::new(Kind::ConfigMap, "cm")),
+        "{:?}",
+        observed.objects.keys()
+    );
+    let n = requests_by_resource(&sim);
+    assert_eq!(n.get("LIST configmaps"), Some(&1), "{n:?}");
+}

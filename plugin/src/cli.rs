@@ -404,6 +404,12 @@ pub struct MigrateCmd {
     #[arg(long)]
     pub prepare: bool,
 
+    /// How long an observation waits for the watches to catch up with what the run wrote
+    /// before it reads the cluster directly, in milliseconds (10 s unless given). For tests and
+    /// for diagnosing a proxy that holds watch events back; hidden.
+    #[arg(long, hide = true, value_name = "MILLISECONDS")]
+    pub watch_barrier_timeout_ms: Option<u64>,
+
     /// Confirm that this run may stop the source's services (the final copy) without asking;
     /// needed where there is no terminal to ask on, as in scripts. --prepare never stops them.
     #[arg(long, short = 'y')]

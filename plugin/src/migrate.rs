@@ -399,6 +399,9 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         conn.client.clone(),
         uyuni_core::observed::observation(&params),
     );
+    if let Some(ms) = cmd.watch_barrier_timeout_ms {
+        observer = observer.with_barrier_timeout(std::time::Duration::from_millis(ms));
+    }
     let mut executed = 0usize;
     let mut confirmed = cmd.yes;
     // How many steps this run carries out, from the preview of the whole operation at its
@@ -514,9 +517,16 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         // What the snapshot says of the object written spares a read before the write; what
         // the step saw last is what the next observation must include.
         let prior = uyuni_effects::Prior::for_step(observer.observation(), &observed, step);
-        let executed =
-            uyuni_effects::execute_step(&conn.client, &params.namespace, step, &prior, reporter)
-                .await?;
+        // The waits read the observer's watches (the Job, the Deployment, the run's pods).
+        let executed = uyuni_effects::execute_step(
+            &conn.client,
+            &params.namespace,
+            step,
+            &prior,
+            Some(&observer),
+            reporter,
+        )
+        .await?;
         observer.expect(&executed);
         if step.action.predictable() {
             predicted = Some(uyuni_core::simulate(&observed, &params.namespace, step));

@@ -864,11 +864,12 @@ fn watch(
         .and_then(|t| t.parse::<u64>().ok())
         .map(Duration::from_secs)
         .unwrap_or(Duration::from_secs(1800));
-    let (close_after_events, close_after_ms) = {
+    let (close_after_events, close_after_ms, event_delay) = {
         let f = lock(&shared.faults);
         (
             f.faults.watch_close_after_events,
             f.faults.watch_close_after_ms,
+            f.faults.watch_event_delay_ms.map(Duration::from_millis),
         )
     };
     let deadline = tokio::time::Instant::now()
@@ -945,6 +946,9 @@ fn watch(
                 cursor = state.rv.max(cursor);
                 lines
             };
+            if let Some(delay) = event_delay.filter(|_| !lines.is_empty()) {
+                tokio::time::sleep(delay).await;
+            }
             for line in lines {
                 if tx.send(line).await.is_err() {
                     return;

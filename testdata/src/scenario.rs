@@ -328,6 +328,9 @@ pub struct Faults {
     pub watch_close_after_events: Option<u32>,
     /// End every watch after this long.
     pub watch_close_after_ms: Option<u64>,
+    /// Hold back every watch event after the initial ones this long (a proxy that buffers):
+    /// a client's watch falls behind its writes.
+    pub watch_event_delay_ms: Option<u64>,
     /// Each fails exactly once, the first time a matching request arrives.
     pub fail_once: Vec<FailOnce>,
     /// Let faults hit `GET /version` too (the kubectl dispatcher's call).

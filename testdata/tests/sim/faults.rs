@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -241,6 +242,43 @@ async fn watches_close_early() {
         "{elapsed:?}"
     );
     assert_eq!(body.lines().count(), 4);
+}
+
+/// Watch events after the initial ones arrive the fault's delay late, as behind a buffering
+/// proxy; the initial ones do not.
+#[tokio::test]
+async fn watch_events_are_held_back() {
+    let sim = start(SimConfig {
+        faults: Faults {
+            watch_event_delay_ms: Some(300),
+            ..Faults::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client_for(&sim, None, false).await;
+    let api: Api<ConfigMap> = Api::namespaced(c, "default");
+    let listed = api.list(&ListParams::default()).await.expect("list");
+    let version = listed.metadata.resource_version.expect("a resourceVersion");
+    let mut events = api
+        .watch(&kube::api::WatchParams::default().timeout(10), &version)
+        .await
+        .expect("watch")
+        .boxed();
+    let written = Instant::now();
+    sim.put(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "namespace": "default"}}))
+        .expect("cm");
+    let event = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("the event comes")
+        .expect("an event")
+        .expect("not an error");
+    assert!(
+        matches!(&event, kube::api::WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("held")),
+        "{event:?}"
+    );
+    let late = written.elapsed();
+    assert!(late >= Duration::from_millis(300), "{late:?}");
 }
 
 #[tokio::test]
