@@ -112,6 +112,8 @@ fn every_volume_is_synced_in_order_database_included() {
         } else {
             ("quick", "optional")
         };
+        // Configuration-sized volumes share one rsync; the bulk ones have one each.
+        let copy = if v.bulk { "alone" } else { "batch" };
         assert_eq!(
             record,
             &[
@@ -120,7 +122,8 @@ fn every_volume_is_synced_in_order_database_included() {
                 links,
                 need,
                 "quick",
-                stopped
+                stopped,
+                copy
             ],
             "{}",
             v.path
@@ -128,8 +131,30 @@ fn every_volume_is_synced_in_order_database_included() {
     }
     assert!(
         env["SYNC_VOLUMES"]
-            .contains("var-pgsql\t/var/lib/pgsql/data\t-L\trequired\tquick\tchecksum")
+            .ends_with("\nvar-pgsql\t/var/lib/pgsql/data\t-L\trequired\tquick\tchecksum\talone")
     );
+    let batch: Vec<&str> = volumes
+        .iter()
+        .filter(|v| !v.bulk)
+        .map(|v| v.name.as_str())
+        .collect();
+    let alone: Vec<&str> = volumes
+        .iter()
+        .filter(|v| v.bulk)
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(
+        alone,
+        [
+            "var-search",
+            "var-cache",
+            "var-spacewalk",
+            "var-log",
+            "srv-www",
+            "var-pgsql"
+        ]
+    );
+    assert_eq!(batch.len(), 20, "{batch:?}");
     assert!(SCRIPT.contains("compare=(--checksum)"));
     assert!(SCRIPT.contains("--delete -f \"merge $WORK_DIR/exclude_list\""));
     assert!(SCRIPT.contains("\"${RSYNC[@]}\" --info=progress2 --stats \"$@\""));
@@ -188,6 +213,7 @@ fn values_reach_the_script_verbatim_and_are_never_code() {
         name: "odd".to_owned(),
         path: "/srv/it's here".to_owned(),
         database: false,
+        bulk: true,
     });
     let env = env_of(&s);
     assert_eq!(env["SOURCE_FQDN"], s.source_fqdn);
@@ -195,7 +221,7 @@ fn values_reach_the_script_verbatim_and_are_never_code() {
     assert_eq!(env["DB_HOST"], s.db_host);
     assert_eq!(env["REPORT_DB_HOST"], "report db");
     assert!(
-        env["SYNC_VOLUMES"].ends_with("\nodd\t/srv/it's here\t-l\toptional\tquick\tquick"),
+        env["SYNC_VOLUMES"].ends_with("\nodd\t/srv/it's here\t-l\toptional\tquick\tquick\talone"),
         "{}",
         env["SYNC_VOLUMES"]
     );
@@ -444,14 +470,18 @@ fn final_run_with_the_uyuni_ca() {
         db_rsync.contains(" --info=progress2 --stats -L --checksum --delete -f merge "),
         "{db_rsync}"
     );
+    // The configuration-sized volumes, var-cobbler among them, are copied by one rsync.
     let cobbler = log
         .iter()
         .find(|l| l.starts_with("rsync ") && l.contains(":/var/lib/cobbler/ "))
         .expect("cobbler synced");
     assert!(
-        cobbler.contains(" --info=progress2 --stats -l --delete "),
+        cobbler.contains(
+            " --info=progress2 --stats -R --no-implied-dirs --out-format=uyuni-file %i %l %n -l --delete "
+        ),
         "{cobbler}"
     );
+    assert!(cobbler.contains(" :/etc/rhn/ "), "{cobbler}");
     assert!(
         !log.iter()
             .any(|l| l.starts_with("rsync ") && l.contains("--checksum") && l != db_rsync),
@@ -1741,4 +1771,103 @@ fn a_final_run_records_no_estimate_and_a_failed_copy_names_its_volume() {
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), all, "{failed:?}");
+}
+
+/// The configuration-sized volumes are copied by one rsync per pass, the bulk ones by one each
+/// (issue 15's profile: an rsync costs tens of milliseconds whatever it moves), and the shared
+/// copy keeps what a copy of each would do: stale files go, the directories above the volumes
+/// keep their own modes, and each volume reports its own bytes. Through the real rsync: the ssh
+/// stub logs each remote `rsync --server` it starts. (The filter's absolute rules cannot match
+/// here, where the source is under a temporary directory: the rsync stub's tests cover them.)
+#[test]
+fn configuration_sized_volumes_share_one_rsync_per_pass() {
+    use uyuni_core::sync_progress::{self, SyncLine, VolumeState};
+    let w = World::with_real_rsync(true);
+    let present = |bulk: bool| -> Vec<SyncVolume> {
+        production_volumes()
+            .into_iter()
+            .filter(|v| v.bulk == bulk && rel(&w.src, &v.path).is_dir())
+            .collect()
+    };
+    let (bulk, small) = (present(true), present(false));
+    assert!(bulk.len() >= 2 && small.len() >= 3, "{bulk:?} {small:?}");
+    // A stale local file inside a batch volume, and the mode of /etc.
+    write(&w.local("/etc/rhn/stale.conf"), "left by an earlier copy\n");
+    w.src("/etc/rhn/sized.conf", &"s".repeat(1000));
+    fs::set_permissions(w.local("/etc"), fs::Permissions::from_mode(0o751)).expect("chmod");
+
+    let out = w.run(true, "root");
+    assert_success(&out);
+    let log = w.log();
+    let copies: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("remote rsync --server --sender "))
+        .collect();
+    // The copy pass and the measure pass: a batch and the bulk volumes, each.
+    let names = |l: &str, v: &SyncVolume| l.split(' ').any(|word| word == format!("{}/", v.path));
+    let batches = copies
+        .iter()
+        .filter(|l| small.iter().all(|v| names(l, v)))
+        .count();
+    assert_eq!(
+        batches, 2,
+        "one rsync for all the small volumes: {copies:#?}"
+    );
+    for v in &bulk {
+        let own = copies
+            .iter()
+            .filter(|l| l.ends_with(&format!(" {}/", v.path)))
+            .count();
+        assert_eq!(own, 2, "{}: {copies:#?}", v.path);
+    }
+    for v in &small {
+        let shared = copies.iter().filter(|l| names(l, v)).count();
+        assert_eq!(
+            shared, 2,
+            "{} is in each batch and in no other copy",
+            v.path
+        );
+    }
+    // Steps 10 to 15 copy a few directories of their own after the passes.
+    let volume_copies = 2 * (1 + bulk.len());
+    assert!(copies.len() <= volume_copies + 6, "{copies:#?}");
+
+    assert!(!w.local("/etc/rhn/stale.conf").exists());
+    assert_eq!(w.read_local("/etc/rhn/sized.conf").len(), 1000);
+    let mode = fs::metadata(w.local("/etc"))
+        .expect("/etc")
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o777,
+        0o751,
+        "the directory above the volumes is left alone"
+    );
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut done = BTreeMap::new();
+    for line in stdout.lines() {
+        // The copy pass's figures, before the measure pass starts.
+        if line.contains("pass=measure") {
+            break;
+        }
+        if let Some(SyncLine::Volume {
+            volume,
+            state: VolumeState::Done { bytes, .. },
+        }) = sync_progress::parse(line)
+        {
+            done.insert(volume, bytes);
+        }
+    }
+    let etc_rhn = done.get("etc-rhn").copied().expect("etc-rhn done");
+    assert!(etc_rhn >= 1000, "etc-rhn's own bytes: {done:?}");
+    let etc_tomcat = done.get("etc-tomcat").copied().expect("etc-tomcat done");
+    assert!(etc_tomcat < 1000, "etc-tomcat's own bytes: {done:?}");
+    for v in small.iter().chain(&bulk) {
+        assert!(
+            done.contains_key(&v.name),
+            "{} reported done: {done:?}",
+            v.name
+        );
+    }
 }

@@ -41,11 +41,7 @@ pub fn production_volumes() -> Vec<SyncVolume> {
     CATALOGUE
         .iter()
         .filter(|v| v.role != VolumeRole::Migration)
-        .map(|v| SyncVolume {
-            name: v.name.to_owned(),
-            path: v.mount_path.trim_end_matches('/').to_owned(),
-            database: v.role == VolumeRole::Database,
-        })
+        .map(SyncVolume::of)
         .collect()
 }
 
