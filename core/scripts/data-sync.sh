@@ -356,8 +356,9 @@ sync_batch() {
       echo "Synchronizing $path ($name: $label)"
       dirs+=("$LOCAL_ROOT$path")
     fi
-    # rsync's short form for another path of the same host: ":PATH".
-    sources+=(":$path/")
+    # rsync's short form for another path of the same host: ":PATH". "PATH/." and not "PATH/":
+    # with -R, a volume whose path is a symlink to a directory would arrive empty.
+    sources+=(":$path/.")
     members+=${path#/}$'\t'$name$'\n'
   done
   sources[0]=$SOURCE${sources[0]}

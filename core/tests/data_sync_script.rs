@@ -473,7 +473,7 @@ fn final_run_with_the_uyuni_ca() {
     // The configuration-sized volumes, var-cobbler among them, are copied by one rsync.
     let cobbler = log
         .iter()
-        .find(|l| l.starts_with("rsync ") && l.contains(":/var/lib/cobbler/ "))
+        .find(|l| l.starts_with("rsync ") && l.contains(":/var/lib/cobbler/. "))
         .expect("cobbler synced");
     assert!(
         cobbler.contains(
@@ -481,7 +481,7 @@ fn final_run_with_the_uyuni_ca() {
         ),
         "{cobbler}"
     );
-    assert!(cobbler.contains(" :/etc/rhn/ "), "{cobbler}");
+    assert!(cobbler.contains(" :/etc/rhn/. "), "{cobbler}");
     assert!(
         !log.iter()
             .any(|l| l.starts_with("rsync ") && l.contains("--checksum") && l != db_rsync),
@@ -873,7 +873,7 @@ fn missing_database_credentials_fail() {
     assert_fails(&out, "/etc/rhn/rhn.conf has no db_password");
     assert_eq!(w.patches().len(), 1);
     // Synced, but removed on the way out all the same.
-    assert!(w.log().iter().any(|l| l.contains(":/root/ ")));
+    assert!(w.log().iter().any(|l| l.contains(":/root/. ")));
     assert!(!w.local("/root/ssl-build").exists());
     assert_eq!(fs::read_dir(&w.scratch).expect("scratch").count(), 0);
 }
@@ -1776,13 +1776,21 @@ fn a_final_run_records_no_estimate_and_a_failed_copy_names_its_volume() {
 /// The configuration-sized volumes are copied by one rsync per pass, the bulk ones by one each
 /// (issue 15's profile: an rsync costs tens of milliseconds whatever it moves), and the shared
 /// copy keeps what a copy of each would do: stale files go, the directories above the volumes
-/// keep their own modes, and each volume reports its own bytes. Through the real rsync: the ssh
+/// keep their own modes, a volume whose path is a symlink to a directory arrives with the
+/// directory's files, and each volume reports its own bytes. Through the real rsync: the ssh
 /// stub logs each remote `rsync --server` it starts. (The filter's absolute rules cannot match
 /// here, where the source is under a temporary directory: the rsync stub's tests cover them.)
 #[test]
 fn configuration_sized_volumes_share_one_rsync_per_pass() {
     use uyuni_core::sync_progress::{self, SyncLine, VolumeState};
     let w = World::with_real_rsync(true);
+    // srv-tftpboot moved to another disk, its path a symlink.
+    let tftp = rel(&w.src, "/srv/tftpboot");
+    if tftp.exists() {
+        fs::remove_dir_all(&tftp).expect("rm");
+    }
+    w.src("/srv/tftp-disk/pxelinux.0", "boot\n");
+    std::os::unix::fs::symlink("tftp-disk", &tftp).expect("symlink");
     let present = |bulk: bool| -> Vec<SyncVolume> {
         production_volumes()
             .into_iter()
@@ -1804,7 +1812,7 @@ fn configuration_sized_volumes_share_one_rsync_per_pass() {
         .filter(|l| l.starts_with("remote rsync --server --sender "))
         .collect();
     // The copy pass and the measure pass: a batch and the bulk volumes, each.
-    let names = |l: &str, v: &SyncVolume| l.split(' ').any(|word| word == format!("{}/", v.path));
+    let names = |l: &str, v: &SyncVolume| l.split(' ').any(|word| word == format!("{}/.", v.path));
     let batches = copies
         .iter()
         .filter(|l| small.iter().all(|v| names(l, v)))
@@ -1834,6 +1842,7 @@ fn configuration_sized_volumes_share_one_rsync_per_pass() {
 
     assert!(!w.local("/etc/rhn/stale.conf").exists());
     assert_eq!(w.read_local("/etc/rhn/sized.conf").len(), 1000);
+    assert_eq!(w.read_local("/srv/tftpboot/pxelinux.0"), "boot\n");
     let mode = fs::metadata(w.local("/etc"))
         .expect("/etc")
         .permissions()
