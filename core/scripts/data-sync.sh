@@ -409,9 +409,12 @@ copy_unit() {
 
 # One pass over every volume of SYNC_VOLUMES: $1 is serving (the copy made while the source
 # serves) or stopped (the copy once it is stopped), which picks each volume's compare mode.
-# The batch volumes that are directories on the source go first, as one rsync (one per links
-# and compare mode); then every other volume in SYNC_VOLUMES' order, an rsync each (a volume
-# missing on the source is skipped, or fails when required, without one). Up to COPY_PARALLEL
+# The required volume (the database) starts first: it is the largest copy, and once the source
+# is stopped the longest by far (compared by content), so the others' copies run beside it
+# instead of before it (the profile of issue 15: last in the catalogue, it started after the
+# small copies). Then the batch volumes that are directories on the source, as one rsync (one
+# per links and compare mode); then every other volume in SYNC_VOLUMES' order, an rsync each
+# (a volume missing on the source is skipped, or fails when required, without one). Up to COPY_PARALLEL
 # copies run at once: a server's volumes differ in size by orders of magnitude, so the small
 # ones finish beside the large ones instead of after them, and each rsync waits on the network
 # and the disks, not on this pod's CPU. A copy running beside others is a subshell: its output
@@ -434,12 +437,19 @@ copy_volumes() {
       groups[$key]+=" $i"
     fi
   done
+  for i in "${!VOLUME_NAMES[@]}"; do
+    if [ "${VOLUME_NEEDS[i]}" = required ]; then
+      units+=("$i")
+      labels+=("${VOLUME_NAMES[i]}")
+    fi
+  done
   for key in "${keys[@]}"; do
     units+=("${groups[$key]# }")
     labels+=('small volumes')
   done
   for i in "${!VOLUME_NAMES[@]}"; do
-    if [ "${VOLUME_COPY[i]}" = batch ] && [ "${SOURCE_KIND[${VOLUME_PATHS[i]}]-}" = directory ]; then
+    if [ "${VOLUME_NEEDS[i]}" = required ] ||
+      { [ "${VOLUME_COPY[i]}" = batch ] && [ "${SOURCE_KIND[${VOLUME_PATHS[i]}]-}" = directory ]; }; then
       continue
     fi
     units+=("$i")

@@ -1880,3 +1880,38 @@ fn configuration_sized_volumes_share_one_rsync_per_pass() {
         );
     }
 }
+
+/// Each pass starts the database's copy first: the largest copy, and once the source is
+/// stopped the longest (by content), so the other copies run beside it, not before it. One
+/// copy at a time here (`COPY_PARALLEL=1`), so that the log's order is the start order.
+#[test]
+fn each_pass_starts_with_the_database() {
+    let w = World::with_real_rsync(true);
+    let out = w.run_script_with(&script(false, "root", w.paths()), &[("COPY_PARALLEL", "1")]);
+    assert_success(&out);
+    let log = w.log();
+    let passes: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("remote stat -L -c %n:%F -- "))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(passes.len(), 2, "catch-up and stopped: {log:#?}");
+    for start in passes {
+        let first = log[start..]
+            .iter()
+            .find(|l| l.starts_with("remote rsync --server --sender "))
+            .expect("a copy");
+        assert!(first.ends_with(" /var/lib/pgsql/data/"), "{first}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let after_stop = stdout
+        .split("uyuni-sync: pass=stopped")
+        .nth(1)
+        .expect("the stopped pass");
+    let first = after_stop
+        .lines()
+        .find(|l| l.contains("state=copying"))
+        .expect("a copy");
+    assert_eq!(first, "uyuni-sync: volume=var-pgsql state=copying");
+}

@@ -274,6 +274,11 @@ impl World {
     }
 
     pub fn run_script(&self, script: &DataSyncScript) -> Output {
+        self.run_script_with(script, &[])
+    }
+
+    /// The same, with variables of `extra` set over the script's own.
+    pub fn run_script_with(&self, script: &DataSyncScript, extra: &[(&str, &str)]) -> Output {
         let path = format!(
             "{}:{}",
             self.base.join("bin").display(),
@@ -294,6 +299,7 @@ impl World {
             .env("FAKE_SRC", &self.src)
             .env("FAKE_STATE", &self.state)
             .env("FAKE_LOG", self.state.join("log"))
+            .envs(extra.iter().copied())
             .output()
             .expect("bash runs")
     }
