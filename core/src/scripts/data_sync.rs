@@ -183,9 +183,10 @@ impl DataSyncScript {
     }
 }
 
-/// How many volumes the data-sync Job copies at once. A server's volumes range from a few files
-/// to the bulk of its data; copying a few at a time lets the small ones finish beside the large
-/// ones, and keeps the number of rsyncs (each a process on the source too) small.
+/// How many copies the data-sync Job runs at once (the small volumes together count as one,
+/// [`SyncVolume::bulk`]). A server's volumes range from a few files to the bulk of its data;
+/// copying a few at a time lets the small ones finish beside the large ones, and keeps the
+/// number of rsyncs (each a process on the source too) small.
 pub const COPY_PARALLEL: u32 = 3;
 
 /// `SYNC_VOLUMES`: one volume a line, in copy order, tab-separated: name, path, `-L` (follow
