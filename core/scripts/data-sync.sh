@@ -574,6 +574,61 @@ on_exit() {
   cleanup_scratch
 }
 
+# Steps 10 (its copies) to 13: directories of the source's configuration copied to where the
+# image reads them. They only read the source, and no later volume copy undoes them (the
+# distributions and the Kerberos directory are protected by the rsync filter; the snippets
+# and tomcat's conf.d are inside var-cobbler and etc-tomcat, whose stopped copy finds them equal
+# to the source's): a final run makes them while the source still serves, outside the window.
+# (Steps 14 to 16 write into volumes that the stopped copy would clean, /etc/sysconfig,
+# /etc/rhn/ca and /srv/www: they stay after it.) The distributions copied are listed in
+# $WORK_DIR/distros_copied for step 10's second half.
+copy_source_configuration() {
+  local target path dir
+  # Step 10: distribution trees move to /srv/www/distributions/<org-label>.
+  echo 'Migrating auto-installable distributions...'
+  : >"$WORK_DIR/distros_copied"
+  while IFS=, read -r target path; do
+    case $path in /*) ;; *) continue ;; esac
+    # The target becomes a directory name: no path separators, no dot names.
+    case $target in '' | */* | . | ..) echo "Skipping distribution $path: unusable name"; continue ;; esac
+    if on_source "test -e $(shq "$path")"; then
+      echo "Copying distribution $target from $path"
+      mkdir_pub "$LOCAL_ROOT/srv/www/distributions/$target"
+      rsync_run -l --delete --info=progress2 "$SOURCE:$path/" "$LOCAL_ROOT/srv/www/distributions/$target/"
+      printf '%s,%s\n' "$target" "$path" >>"$WORK_DIR/distros_copied"
+    else
+      echo "Skipping missing distribution $path"
+    fi
+  done <"$WORK_DIR/distros"
+
+  # Step 11: auto-installation snippets.
+  echo 'Migrating auto-installation snippets...'
+  if on_source 'test -d /var/lib/cobbler/snippets/spacewalk'; then
+    on_source 'find /var/lib/cobbler/snippets/spacewalk -mindepth 1 -maxdepth 1 -type d' >"$WORK_DIR/snippets_dirs"
+    while IFS= read -r dir; do
+      case $dir in /var/lib/cobbler/snippets/spacewalk/*) ;; *) continue ;; esac
+      echo "Copying auto-installation snippets from $dir"
+      mkdir_pub "$LOCAL_ROOT$dir"
+      # Trailing slashes: the content into the directory, not the directory into itself (D50).
+      rsync_run -l --delete "$SOURCE:$dir/" "$LOCAL_ROOT$dir/"
+    done <"$WORK_DIR/snippets_dirs"
+  fi
+
+  # Step 12: tomcat configuration.
+  if on_source 'test -d /etc/tomcat/conf.d'; then
+    echo 'Copying the tomcat configuration...'
+    mkdir_pub "$LOCAL_ROOT/etc/tomcat/conf.d"
+    rsync_run -l --delete "$SOURCE:/etc/tomcat/conf.d/" "$LOCAL_ROOT/etc/tomcat/conf.d/"
+  fi
+
+  # Step 13: Kerberos configuration, kept on the etc-rhn volume.
+  if on_source 'test -d /etc/krb5.conf.d'; then
+    echo 'Copying the Kerberos configuration...'
+    mkdir_pub "$LOCAL_ROOT/etc/rhn/krb5.conf.d"
+    rsync_run -l --delete "$SOURCE:/etc/krb5.conf.d/" "$LOCAL_ROOT/etc/rhn/krb5.conf.d/"
+  fi
+}
+
 # Start from nothing (D31): stale files of an earlier run must never be taken for
 # this run's, and the Secret loses its data until this run writes it at the end.
 mkdir -p -- "$WORK_DIR" "$SCRATCH"
@@ -625,7 +680,7 @@ fi
 
 # Step 2: the source keeps serving until everything that can be done before its
 # stop is done (issue 15): the distribution query, the rsync filter and, in the final
-# run, a catch-up copy of every volume.
+# run, a catch-up copy of every volume and the copies of steps 10 to 13.
 if [ "$SYNC_MODE" = prepare ]; then
   echo "Preparing the migration: $SOURCE_FQDN keeps serving"
 fi
@@ -690,6 +745,7 @@ if [ "$SYNC_MODE" = final ]; then
   VANISHED_OK=1
   COPY_MODES=()
   copy_volumes serving
+  copy_source_configuration
   VANISHED_OK=0
 
   # When the outage began and when the services were down, as the Job's clock says;
@@ -727,6 +783,8 @@ else
   delta_bytes=$(pass_bytes)
   MEASURE=0
   COPY_MODES=("${copy_modes[@]}")
+  # Before the later steps' clock: a final run makes these before the stop.
+  copy_source_configuration
   rest_started=$(now_ms)
 fi
 
@@ -744,50 +802,13 @@ if [ -f "$LOCAL_ROOT/etc/apache2/vhosts.d/vhost-ssl.conf" ]; then
   sed -i -e 's|DocumentRoot\s*"/srv/www/htdocs"|DocumentRoot "/usr/share/susemanager/www/htdocs"|' "$LOCAL_ROOT/etc/apache2/vhosts.d/vhost-ssl.conf"
 fi
 
-# Step 10: distribution trees move to /srv/www/distributions/<org-label>.
-echo 'Migrating auto-installable distributions...'
+# Step 10, its second half: cobbler's distribution records name the new paths. After the last
+# copy of var-cobbler, which brings back the source's records.
 while IFS=, read -r target path; do
-  case $path in /*) ;; *) continue ;; esac
-  # The target becomes a directory name: no path separators, no dot names.
-  case $target in '' | */* | . | ..) echo "Skipping distribution $path: unusable name"; continue ;; esac
-  if on_source "test -e $(shq "$path")"; then
-    echo "Copying distribution $target from $path"
-    mkdir_pub "$LOCAL_ROOT/srv/www/distributions/$target"
-    rsync_run -l --delete --info=progress2 "$SOURCE:$path/" "$LOCAL_ROOT/srv/www/distributions/$target/"
-    while IFS= read -r -d '' config; do
-      replace_literal "$config" "$path/" "/srv/www/distributions/$target/"
-    done < <(grep -rlZF -- "$path/" "$LOCAL_ROOT/var/lib/cobbler/collections/distros/" 2>/dev/null || true)
-  else
-    echo "Skipping missing distribution $path"
-  fi
-done <"$WORK_DIR/distros"
-
-# Step 11: auto-installation snippets.
-echo 'Migrating auto-installation snippets...'
-if on_source 'test -d /var/lib/cobbler/snippets/spacewalk'; then
-  on_source 'find /var/lib/cobbler/snippets/spacewalk -mindepth 1 -maxdepth 1 -type d' >"$WORK_DIR/snippets_dirs"
-  while IFS= read -r dir; do
-    case $dir in /var/lib/cobbler/snippets/spacewalk/*) ;; *) continue ;; esac
-    echo "Copying auto-installation snippets from $dir"
-    mkdir_pub "$LOCAL_ROOT$dir"
-    # Trailing slashes: the content into the directory, not the directory into itself (D50).
-    rsync_run -l --delete "$SOURCE:$dir/" "$LOCAL_ROOT$dir/"
-  done <"$WORK_DIR/snippets_dirs"
-fi
-
-# Step 12: tomcat configuration.
-if on_source 'test -d /etc/tomcat/conf.d'; then
-  echo 'Copying the tomcat configuration...'
-  mkdir_pub "$LOCAL_ROOT/etc/tomcat/conf.d"
-  rsync_run -l --delete "$SOURCE:/etc/tomcat/conf.d/" "$LOCAL_ROOT/etc/tomcat/conf.d/"
-fi
-
-# Step 13: Kerberos configuration, kept on the etc-rhn volume.
-if on_source 'test -d /etc/krb5.conf.d'; then
-  echo 'Copying the Kerberos configuration...'
-  mkdir_pub "$LOCAL_ROOT/etc/rhn/krb5.conf.d"
-  rsync_run -l --delete "$SOURCE:/etc/krb5.conf.d/" "$LOCAL_ROOT/etc/rhn/krb5.conf.d/"
-fi
+  while IFS= read -r -d '' config; do
+    replace_literal "$config" "$path/" "/srv/www/distributions/$target/"
+  done < <(grep -rlZF -- "$path/" "$LOCAL_ROOT/var/lib/cobbler/collections/distros/" 2>/dev/null || true)
+done <"$WORK_DIR/distros_copied"
 
 # Step 14: monitoring configuration.
 echo 'Migrating the monitoring configuration...'

@@ -439,6 +439,18 @@ fn final_run_with_the_uyuni_ca() {
             && pg_stop < db_copy,
         "{log:?}"
     );
+    // The source's configuration directories of steps 10 to 13 too (only read from the
+    // source; no later copy undoes them), not in the window.
+    for dir in [
+        ":/srv/install/sles15/ ",
+        ":/var/lib/cobbler/snippets/spacewalk/1/ ",
+        ":/etc/tomcat/conf.d/ ",
+        ":/etc/krb5.conf.d/ ",
+    ] {
+        let copy = position(&log, |l| l.starts_with("rsync ") && l.contains(dir))
+            .unwrap_or_else(|| panic!("{dir} copied: {log:?}"));
+        assert!(db_catch_up < copy && copy < sw_stop, "{dir}: {log:?}");
+    }
     // Every source command went through sudo -n, every ssh call had the mounted material.
     for l in log.iter().filter(|l| l.starts_with("remote-raw ")) {
         assert!(l.starts_with("remote-raw sudo -n "), "{l}");
