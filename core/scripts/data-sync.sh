@@ -270,7 +270,7 @@ BEGIN {
 index($0, "uyuni-file ") {
   line = substr($0, index($0, "uyuni-file ") + 11)
   it = line; sub(/ .*/, "", it); line = substr(line, length(it) + 2)
-  len = line; sub(/ .*/, "", len); name = substr(line, length(len) + 2)
+  len = line; sub(/ .*/, "", len); name = substr(line, length(len) + 2); gsub(/,/, "", len)
   if (it ~ /^[<>]f/) {
     best = 0
     for (m = 1; m <= members; m++) {
