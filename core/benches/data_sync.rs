@@ -6,7 +6,9 @@
 //!
 //! `cargo bench -p kubectl-uyuni-core --bench data_sync` (size: `UYUNI_BENCH_SYNC_MB`, default
 //! 2048; the tree lives in the temporary directory, three copies of it). It prints figures;
-//! it asserts nothing.
+//! it asserts nothing. With `UYUNI_BENCH_LOG_DIR` set, the logs of the script's runs are written
+//! there (`prepare.log`, `compress.log`, `final.log`): their status lines carry each volume's
+//! copy time, for profiling.
 
 #[path = "../tests/data_sync_script/world.rs"]
 mod world;
@@ -106,6 +108,15 @@ fn run(w: &World, prepare: bool, compress: bool) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Keeps a run's log in `UYUNI_BENCH_LOG_DIR`, when set.
+fn keep_log(name: &str, log: &str) {
+    if let Some(dir) = std::env::var_os("UYUNI_BENCH_LOG_DIR") {
+        let dir = Path::new(&dir);
+        fs::create_dir_all(dir).expect("log dir");
+        fs::write(dir.join(name), log).expect("write log");
+    }
+}
+
 /// The estimate line of a prepare run's log.
 fn estimate(log: &str) -> Option<Estimate> {
     log.lines()
@@ -145,6 +156,7 @@ fn main() {
     let t_transport = timed(|| transport_rsync(&w, transported.path()));
     let mut prepare_log = String::new();
     let t_script = timed(|| prepare_log = run(&w, true, false));
+    keep_log("prepare.log", &prepare_log);
     let measured = estimate(&prepare_log).expect("the prepare run prints its estimate");
     let compressed = World::with_real_rsync(true);
     for f in &files {
@@ -152,9 +164,7 @@ fn main() {
         fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
         fs::hard_link(w.src.join(&f[1..]), &to).expect("link");
     }
-    let t_compressed = timed(|| {
-        run(&compressed, true, true);
-    });
+    let t_compressed = timed(|| keep_log("compress.log", &run(&compressed, true, true)));
     drop(compressed);
 
     // 1 %: rewrite every hundredth file (at least one), as a day of package syncs would.
@@ -166,9 +176,7 @@ fn main() {
         random_file(&path, size, &mut urandom);
         delta += size as u64;
     }
-    let t_final = timed(|| {
-        run(&w, false, false);
-    });
+    let t_final = timed(|| keep_log("final.log", &run(&w, false, false)));
     let ended = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")

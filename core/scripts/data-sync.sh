@@ -10,7 +10,8 @@
 #   COPY_PARALLEL              how many volumes are copied at once (at least 1)
 #   SYNC_VOLUMES               one volume a line, tab-separated: name, path, -L (follow
 #                              symlinks) or -l, required or optional, how rsync compares while
-#                              the source serves and once it is stopped (quick or checksum)
+#                              the source serves and once it is stopped (quick or checksum),
+#                              and alone (an rsync of its own) or batch (one rsync for all)
 #   DATA_SECRET                the Secret that receives the extracted data
 #   DB_HOST, REPORT_DB_HOST    what rhn.conf's database hosts become
 #   SSH_KEY_FILE, SSH_CONFIG_FILE, SSH_KNOWN_HOSTS_FILE
@@ -82,10 +83,11 @@ if [ "$SSH_USER" != root ]; then SUDO='sudo -n '; fi
 
 # The volumes, parsed once (a path may hold spaces and quotes, never a tab or a newline).
 VOLUME_NAMES=() VOLUME_PATHS=() VOLUME_LINKS=() VOLUME_NEEDS=() VOLUME_SERVING=() VOLUME_STOPPED=()
-while IFS=$'\t' read -r name path links need serving stopped; do
+VOLUME_COPY=()
+while IFS=$'\t' read -r name path links need serving stopped copy; do
   [ -n "$name" ] || continue
-  case $links/$need/$serving/$stopped in
-    -[Ll]/required/*/* | -[Ll]/optional/*/*) ;;
+  case $links/$need/$serving/$stopped/$copy in
+    -[Ll]/required/*/*/alone | -[Ll]/optional/*/*/alone | -[Ll]/optional/*/*/batch) ;;
     *) fail "SYNC_VOLUMES: unusable record for volume $name" ;;
   esac
   for mode in "$serving" "$stopped"; do
@@ -97,6 +99,7 @@ while IFS=$'\t' read -r name path links need serving stopped; do
   VOLUME_NEEDS+=("$need")
   VOLUME_SERVING+=("$serving")
   VOLUME_STOPPED+=("$stopped")
+  VOLUME_COPY+=("$copy")
 done <<<"$SYNC_VOLUMES"
 
 # SSH without agent (R of §3.4): key, config and known_hosts mounted outside every synced
@@ -232,9 +235,11 @@ sync_volume() {
   COPY_MODES+=("$name: $label")
 }
 
-# Milliseconds since the epoch (GNU date), for the figures of the status lines.
+# Milliseconds since the epoch, for the figures of the status lines: bash's clock, so that a
+# volume's copy starts no program for it (the decimal point is the locale's).
 now_ms() {
-  date +%s%3N
+  local t=${EPOCHREALTIME/[.,]/}
+  echo "$((t / 1000))"
 }
 
 # The status lines of the copies, one a line and never rewritten in place (a Job's log is cut
@@ -248,13 +253,36 @@ now_ms() {
 # This awk turns rsync's --info=progress2 figures (after tr made its carriage returns
 # newlines) into copying lines, one per percent so that a large volume does not flood the log,
 # keeps rsync's --stats for the done line (in the file named by `bytes`) and passes every
-# other line through. ($ is awk's here: the text is awk's, not the shell's.)
+# other line through. A batch (no `volume`) prints no figures: rsync's --out-format lines
+# ("uyuni-file ITEMIZE LENGTH NAME") give each file to the batch volume whose path (in
+# ENVIRON UYUNI_BATCH: "path<TAB>name" lines, the paths without their leading slash, as
+# rsync -R names the files) is the longest prefix of its name, and the file named by `bytes`
+# gets "name bytes" lines: the regular files rsync transferred (or would), as --stats counts
+# them. ($ is awk's here: the text is awk's, not the shell's.)
 # shellcheck disable=SC2016
 PROGRESS_AWK='
-BEGIN { last = -1; total = "" }
+BEGIN {
+  last = -1; total = ""; n = split(ENVIRON["UYUNI_BATCH"], rows, "\n")
+  for (i = 1; i <= n; i++) {
+    if (split(rows[i], f, "\t") == 2) { members++; mpath[members] = f[1]; mname[members] = f[2]; sum[members] = 0 }
+  }
+}
+index($0, "uyuni-file ") {
+  line = substr($0, index($0, "uyuni-file ") + 11)
+  it = line; sub(/ .*/, "", it); line = substr(line, length(it) + 2)
+  len = line; sub(/ .*/, "", len); name = substr(line, length(len) + 2); gsub(/,/, "", len)
+  if (it ~ /^[<>]f/) {
+    best = 0
+    for (m = 1; m <= members; m++) {
+      if (index(name, mpath[m] "/") == 1 && (best == 0 || length(mpath[m]) > length(mpath[best]))) best = m
+    }
+    if (best > 0) sum[best] += len
+  }
+  next
+}
 /^ *[0-9][0-9,]* +[0-9]+% +[^ ]+\/s +[0-9]+:[0-9:]+/ {
   pct = $2; sub(/%/, "", pct); b = $1; gsub(/,/, "", b)
-  if (pct != last) {
+  if (volume != "" && pct != last) {
     print "uyuni-sync: volume=" volume " state=copying bytes=" b " percent=" pct
     fflush()
     last = pct
@@ -265,7 +293,14 @@ BEGIN { last = -1; total = "" }
 /^(Number of |Total |Literal data|Matched data|File list |sent |total size is )/ { next }
 /^ *$/ { next }
 { print; fflush() }
-END { if (bytes != "") print (total == "" ? 0 : total) > bytes }
+END {
+  if (bytes == "") exit
+  if (members > 0) {
+    for (m = 1; m <= members; m++) print mname[m] " " sum[m] > bytes
+  } else {
+    print (total == "" ? 0 : total) > bytes
+  }
+}
 '
 
 # rsync for volume $1 (the rest: rsync's arguments), with its status lines: copying, then done
@@ -275,11 +310,10 @@ rsync_volume() {
   local name=$1 rc=0 started bytes_file bytes ms
   shift
   bytes_file=$SCRATCH/bytes.$name
-  rm -f -- "$bytes_file"
   echo "uyuni-sync: volume=$name state=copying"
   started=$(now_ms)
   "${RSYNC[@]}" --info=progress2 --stats "$@" | tr '\r' '\n' |
-    awk -v volume="$name" -v bytes="$bytes_file" "$PROGRESS_AWK" || rc=$?
+    UYUNI_BATCH='' awk -v volume="$name" -v bytes="$bytes_file" "$PROGRESS_AWK" || rc=$?
   ms=$(($(now_ms) - started))
   if [ "$rc" -eq 24 ] && [ "$VANISHED_OK" = 1 ]; then
     echo "Warning: some files vanished on the source during the copy (the source is serving)"
@@ -289,70 +323,189 @@ rsync_volume() {
     echo "ERROR: rsync failed with exit code $rc" >&2
     exit "$rc"
   fi
-  bytes=$(cat -- "$bytes_file" 2>/dev/null || echo 0)
+  bytes=0
+  if [ -f "$bytes_file" ]; then read -r bytes <"$bytes_file" || true; fi
   case $bytes in '' | *[!0-9]*) bytes=0 ;; esac
   echo "$bytes" >>"$SCRATCH/pass.bytes"
   echo "uyuni-sync: volume=$name state=done bytes=$bytes ms=$ms"
 }
 
-# One pass over every volume of SYNC_VOLUMES, started in its order: $1 is serving (the copy made
-# while the source serves) or stopped (the copy once it is stopped), which picks each volume's
-# compare mode. Up to COPY_PARALLEL volumes are copied at once: a server's volumes differ in size
-# by orders of magnitude, so the small ones finish beside the large ones instead of after them,
-# and each rsync waits on the network and the disks, not on this pod's CPU. A copy running
-# beside others is a subshell: its output lines carry its volume's name (its errors name the
-# volume themselves), and its mode and exit status
-# come back through files; the first failure (in the catalogue's order) ends the run with its
-# code once every copy has ended.
+# Copies the volumes of indices $2... (batch volumes whose source is a directory, all with the
+# same links and compare mode in pass $1) with one rsync: -R keeps each one's path under the
+# local root, --no-implied-dirs leaves the directories above them (/etc, /srv) as they are,
+# and --delete, the filter and the compare mode act inside each volume as in a copy of its
+# own. Each volume gets its status lines and its mode in the summary, as with sync_volume.
+sync_batch() {
+  local pass=$1 i name path links mode compare=() label dry=() sources=() dirs=() members=''
+  local rc=0 started ms line bytes_file=$SCRATCH/bytes.batch.$BASHPID
+  shift
+  links=${VOLUME_LINKS[$1]}
+  mode=$(volume_mode "$pass" "$1")
+  case $mode in
+    checksum)
+      compare=(--checksum)
+      label='checksum'
+      ;;
+    *) label='quick (size+mtime)' ;;
+  esac
+  if [ "$MEASURE" = 1 ]; then dry=(--dry-run); fi
+  for i in "$@"; do
+    name=${VOLUME_NAMES[i]} path=${VOLUME_PATHS[i]}
+    echo "uyuni-sync: volume=$name state=copying"
+    if [ "$MEASURE" = 0 ]; then
+      echo "Synchronizing $path ($name: $label)"
+      dirs+=("$LOCAL_ROOT$path")
+    fi
+    # rsync's short form for another path of the same host: ":PATH". "PATH/." and not "PATH/":
+    # with -R, a volume whose path is a symlink to a directory would arrive empty.
+    sources+=(":$path/.")
+    members+=${path#/}$'\t'$name$'\n'
+  done
+  sources[0]=$SOURCE${sources[0]}
+  if [ "${#dirs[@]}" -gt 0 ]; then mkdir_pub "${dirs[@]}"; fi
+  started=$(now_ms)
+  "${RSYNC[@]}" --info=progress2 --stats -R --no-implied-dirs --out-format='uyuni-file %i %l %n' \
+    "$links" "${compare[@]}" --delete "${dry[@]}" -f "merge $WORK_DIR/exclude_list" \
+    "${sources[@]}" "$LOCAL_ROOT/" | tr '\r' '\n' |
+    UYUNI_BATCH=$members awk -v volume='' -v bytes="$bytes_file" "$PROGRESS_AWK" || rc=$?
+  ms=$(($(now_ms) - started))
+  if [ "$rc" -eq 24 ] && [ "$VANISHED_OK" = 1 ]; then
+    echo "Warning: some files vanished on the source during the copy (the source is serving)"
+  elif [ "$rc" -ne 0 ]; then
+    for i in "$@"; do
+      echo "uyuni-sync: volume=${VOLUME_NAMES[i]} state=failed code=$rc"
+      : >"$SCRATCH/failed.${VOLUME_NAMES[i]}"
+    done
+    echo "ERROR: rsync failed with exit code $rc" >&2
+    exit "$rc"
+  fi
+  declare -A got=()
+  if [ -f "$bytes_file" ]; then
+    while read -r name line; do
+      case $line in '' | *[!0-9]*) line=0 ;; esac
+      got[$name]=$line
+    done <"$bytes_file"
+  fi
+  for i in "$@"; do
+    name=${VOLUME_NAMES[i]}
+    echo "${got[$name]-0}" >>"$SCRATCH/pass.bytes"
+    echo "uyuni-sync: volume=$name state=done bytes=${got[$name]-0} ms=$ms"
+    if [ "$MEASURE" = 0 ]; then COPY_MODES+=("$name: $label"); fi
+  done
+}
+
+# Copies one unit of pass $1: a volume of its own (one index) or a batch (several).
+copy_unit() {
+  local pass=$1 i
+  shift
+  if [ "$#" -gt 1 ]; then
+    sync_batch "$pass" "$@"
+    return 0
+  fi
+  i=$1
+  sync_volume "${VOLUME_NAMES[i]}" "${VOLUME_PATHS[i]}" "${VOLUME_LINKS[i]}" \
+    "$(volume_mode "$pass" "$i")" "${VOLUME_NEEDS[i]}"
+}
+
+# One pass over every volume of SYNC_VOLUMES: $1 is serving (the copy made while the source
+# serves) or stopped (the copy once it is stopped), which picks each volume's compare mode.
+# The required volume (the database) starts first: it is the largest copy, and once the source
+# is stopped the longest by far (compared by content), so the others' copies run beside it
+# instead of before it (the profile of issue 15: last in the catalogue, it started after the
+# small copies). Then the batch volumes that are directories on the source, as one rsync (one
+# per links and compare mode); then every other volume in SYNC_VOLUMES' order, an rsync each
+# (a volume missing on the source is skipped, or fails when required, without one). Up to COPY_PARALLEL
+# copies run at once: a server's volumes differ in size by orders of magnitude, so the small
+# ones finish beside the large ones instead of after them, and each rsync waits on the network
+# and the disks, not on this pod's CPU. A copy running beside others is a subshell: its output
+# lines carry its volume's name (the batch's: "small volumes"; its status lines name each
+# volume), and its modes and exit status come back through files; the first failure (in the
+# order the copies started) ends the run with its code once every copy has ended.
 copy_volumes() {
-  local i mode rc dir=$SCRATCH/copies names
+  local i k key rc running=0 dir=$SCRATCH/copies names units=() labels=() keys=()
+  declare -A groups=()
   if [ "$MEASURE" = 0 ]; then
     probe_volumes "${VOLUME_PATHS[@]}"
   fi
   names=$(IFS=, && echo "${VOLUME_NAMES[*]}")
   echo "uyuni-sync: pass=$1 volumes=$names"
   rm -f -- "$SCRATCH/pass.bytes"
+  for i in "${!VOLUME_NAMES[@]}"; do
+    if [ "${VOLUME_COPY[i]}" = batch ] && [ "${SOURCE_KIND[${VOLUME_PATHS[i]}]-}" = directory ]; then
+      key="${VOLUME_LINKS[i]} $(volume_mode "$1" "$i")"
+      if [ -z "${groups[$key]+set}" ]; then keys+=("$key"); fi
+      groups[$key]+=" $i"
+    fi
+  done
+  for i in "${!VOLUME_NAMES[@]}"; do
+    if [ "${VOLUME_NEEDS[i]}" = required ]; then
+      units+=("$i")
+      labels+=("${VOLUME_NAMES[i]}")
+    fi
+  done
+  for key in "${keys[@]}"; do
+    units+=("${groups[$key]# }")
+    labels+=('small volumes')
+  done
+  for i in "${!VOLUME_NAMES[@]}"; do
+    if [ "${VOLUME_NEEDS[i]}" = required ] ||
+      { [ "${VOLUME_COPY[i]}" = batch ] && [ "${SOURCE_KIND[${VOLUME_PATHS[i]}]-}" = directory ]; }; then
+      continue
+    fi
+    units+=("$i")
+    labels+=("${VOLUME_NAMES[i]}")
+  done
   if [ "$COPY_PARALLEL" -eq 1 ]; then
-    for i in "${!VOLUME_NAMES[@]}"; do
-      sync_volume "${VOLUME_NAMES[i]}" "${VOLUME_PATHS[i]}" "${VOLUME_LINKS[i]}" \
-        "$(volume_mode "$1" "$i")" "${VOLUME_NEEDS[i]}"
+    for k in "${!units[@]}"; do
+      # Word splitting is the point: a unit is a list of indices.
+      # shellcheck disable=SC2086
+      copy_unit "$1" ${units[k]}
     done
     return 0
   fi
   rm -rf -- "$dir"
   mkdir -p -- "$dir"
-  for i in "${!VOLUME_NAMES[@]}"; do
-    while [ "$(jobs -rp | wc -l)" -ge "$COPY_PARALLEL" ]; do
+  for k in "${!units[@]}"; do
+    if [ "$running" -ge "$COPY_PARALLEL" ]; then
       wait -n || true
-    done
-    mode=$(volume_mode "$1" "$i")
+      running=$((running - 1))
+    fi
     {
       rc=0
       (
         # This subshell's own list, handed back through the .mode file.
         # shellcheck disable=SC2030
         COPY_MODES=()
-        sync_volume "${VOLUME_NAMES[i]}" "${VOLUME_PATHS[i]}" "${VOLUME_LINKS[i]}" "$mode" "${VOLUME_NEEDS[i]}"
-        printf '%s\n' "${COPY_MODES[@]}" >"$dir/$i.mode"
-      ) | sed -u "s/^/[${VOLUME_NAMES[i]}] /" || rc=$?
-      echo "$rc" >"$dir/$i.rc"
+        # shellcheck disable=SC2086
+        copy_unit "$1" ${units[k]}
+        printf '%s\n' "${COPY_MODES[@]}" >"$dir/$k.mode"
+      ) | sed -u "s/^/[${labels[k]}] /" || rc=$?
+      echo "$rc" >"$dir/$k.rc"
     } &
+    running=$((running + 1))
   done
   wait
-  for i in "${!VOLUME_NAMES[@]}"; do
-    rc=$(cat -- "$dir/$i.rc" 2>/dev/null || echo 1)
+  for k in "${!units[@]}"; do
+    rc=1
+    if [ -f "$dir/$k.rc" ]; then rc=$(<"$dir/$k.rc"); fi
     if [ "$rc" -ne 0 ]; then
       # A copy that failed before its rsync (a required directory missing) printed no
       # status line of its own.
-      if [ ! -e "$SCRATCH/failed.${VOLUME_NAMES[i]}" ]; then
-        echo "uyuni-sync: volume=${VOLUME_NAMES[i]} state=failed code=$rc"
+      for i in ${units[k]}; do
+        if [ ! -e "$SCRATCH/failed.${VOLUME_NAMES[i]}" ]; then
+          echo "uyuni-sync: volume=${VOLUME_NAMES[i]} state=failed code=$rc"
+        fi
+      done
+      if [ "${labels[k]}" = 'small volumes' ]; then
+        echo "ERROR: the copy of the small volumes failed (its lines above)" >&2
+      else
+        echo "ERROR: the copy of volume ${labels[k]} failed (its lines above)" >&2
       fi
-      echo "ERROR: the copy of volume ${VOLUME_NAMES[i]} failed (its lines above)" >&2
       exit "$rc"
     fi
     # The main shell's list: what the subshells wrote comes back here.
     # shellcheck disable=SC2031
-    mapfile -t -O "${#COPY_MODES[@]}" COPY_MODES <"$dir/$i.mode"
+    mapfile -t -O "${#COPY_MODES[@]}" COPY_MODES <"$dir/$k.mode"
   done
   rm -rf -- "$dir"
 }
@@ -421,6 +574,61 @@ on_exit() {
   cleanup_scratch
 }
 
+# Steps 10 (its copies) to 13: directories of the source's configuration copied to where the
+# image reads them. They only read the source, and no later volume copy undoes them (the
+# distributions and the Kerberos directory are protected by the rsync filter; the snippets
+# and tomcat's conf.d are inside var-cobbler and etc-tomcat, whose stopped copy finds them equal
+# to the source's): a final run makes them while the source still serves, outside the window.
+# (Steps 14 to 16 write into volumes that the stopped copy would clean, /etc/sysconfig,
+# /etc/rhn/ca and /srv/www: they stay after it.) The distributions copied are listed in
+# $WORK_DIR/distros_copied for step 10's second half.
+copy_source_configuration() {
+  local target path dir
+  # Step 10: distribution trees move to /srv/www/distributions/<org-label>.
+  echo 'Migrating auto-installable distributions...'
+  : >"$WORK_DIR/distros_copied"
+  while IFS=, read -r target path; do
+    case $path in /*) ;; *) continue ;; esac
+    # The target becomes a directory name: no path separators, no dot names.
+    case $target in '' | */* | . | ..) echo "Skipping distribution $path: unusable name"; continue ;; esac
+    if on_source "test -e $(shq "$path")"; then
+      echo "Copying distribution $target from $path"
+      mkdir_pub "$LOCAL_ROOT/srv/www/distributions/$target"
+      rsync_run -l --delete --info=progress2 "$SOURCE:$path/" "$LOCAL_ROOT/srv/www/distributions/$target/"
+      printf '%s,%s\n' "$target" "$path" >>"$WORK_DIR/distros_copied"
+    else
+      echo "Skipping missing distribution $path"
+    fi
+  done <"$WORK_DIR/distros"
+
+  # Step 11: auto-installation snippets.
+  echo 'Migrating auto-installation snippets...'
+  if on_source 'test -d /var/lib/cobbler/snippets/spacewalk'; then
+    on_source 'find /var/lib/cobbler/snippets/spacewalk -mindepth 1 -maxdepth 1 -type d' >"$WORK_DIR/snippets_dirs"
+    while IFS= read -r dir; do
+      case $dir in /var/lib/cobbler/snippets/spacewalk/*) ;; *) continue ;; esac
+      echo "Copying auto-installation snippets from $dir"
+      mkdir_pub "$LOCAL_ROOT$dir"
+      # Trailing slashes: the content into the directory, not the directory into itself (D50).
+      rsync_run -l --delete "$SOURCE:$dir/" "$LOCAL_ROOT$dir/"
+    done <"$WORK_DIR/snippets_dirs"
+  fi
+
+  # Step 12: tomcat configuration.
+  if on_source 'test -d /etc/tomcat/conf.d'; then
+    echo 'Copying the tomcat configuration...'
+    mkdir_pub "$LOCAL_ROOT/etc/tomcat/conf.d"
+    rsync_run -l --delete "$SOURCE:/etc/tomcat/conf.d/" "$LOCAL_ROOT/etc/tomcat/conf.d/"
+  fi
+
+  # Step 13: Kerberos configuration, kept on the etc-rhn volume.
+  if on_source 'test -d /etc/krb5.conf.d'; then
+    echo 'Copying the Kerberos configuration...'
+    mkdir_pub "$LOCAL_ROOT/etc/rhn/krb5.conf.d"
+    rsync_run -l --delete "$SOURCE:/etc/krb5.conf.d/" "$LOCAL_ROOT/etc/rhn/krb5.conf.d/"
+  fi
+}
+
 # Start from nothing (D31): stale files of an earlier run must never be taken for
 # this run's, and the Secret loses its data until this run writes it at the end.
 mkdir -p -- "$WORK_DIR" "$SCRATCH"
@@ -472,7 +680,7 @@ fi
 
 # Step 2: the source keeps serving until everything that can be done before its
 # stop is done (issue 15): the distribution query, the rsync filter and, in the final
-# run, a catch-up copy of every volume.
+# run, a catch-up copy of every volume and the copies of steps 10 to 13.
 if [ "$SYNC_MODE" = prepare ]; then
   echo "Preparing the migration: $SOURCE_FQDN keeps serving"
 fi
@@ -537,6 +745,7 @@ if [ "$SYNC_MODE" = final ]; then
   VANISHED_OK=1
   COPY_MODES=()
   copy_volumes serving
+  copy_source_configuration
   VANISHED_OK=0
 
   # When the outage began and when the services were down, as the Job's clock says;
@@ -574,6 +783,8 @@ else
   delta_bytes=$(pass_bytes)
   MEASURE=0
   COPY_MODES=("${copy_modes[@]}")
+  # Before the later steps' clock: a final run makes these before the stop.
+  copy_source_configuration
   rest_started=$(now_ms)
 fi
 
@@ -591,50 +802,13 @@ if [ -f "$LOCAL_ROOT/etc/apache2/vhosts.d/vhost-ssl.conf" ]; then
   sed -i -e 's|DocumentRoot\s*"/srv/www/htdocs"|DocumentRoot "/usr/share/susemanager/www/htdocs"|' "$LOCAL_ROOT/etc/apache2/vhosts.d/vhost-ssl.conf"
 fi
 
-# Step 10: distribution trees move to /srv/www/distributions/<org-label>.
-echo 'Migrating auto-installable distributions...'
+# Step 10, its second half: cobbler's distribution records name the new paths. After the last
+# copy of var-cobbler, which brings back the source's records.
 while IFS=, read -r target path; do
-  case $path in /*) ;; *) continue ;; esac
-  # The target becomes a directory name: no path separators, no dot names.
-  case $target in '' | */* | . | ..) echo "Skipping distribution $path: unusable name"; continue ;; esac
-  if on_source "test -e $(shq "$path")"; then
-    echo "Copying distribution $target from $path"
-    mkdir_pub "$LOCAL_ROOT/srv/www/distributions/$target"
-    rsync_run -l --delete --info=progress2 "$SOURCE:$path/" "$LOCAL_ROOT/srv/www/distributions/$target/"
-    while IFS= read -r -d '' config; do
-      replace_literal "$config" "$path/" "/srv/www/distributions/$target/"
-    done < <(grep -rlZF -- "$path/" "$LOCAL_ROOT/var/lib/cobbler/collections/distros/" 2>/dev/null || true)
-  else
-    echo "Skipping missing distribution $path"
-  fi
-done <"$WORK_DIR/distros"
-
-# Step 11: auto-installation snippets.
-echo 'Migrating auto-installation snippets...'
-if on_source 'test -d /var/lib/cobbler/snippets/spacewalk'; then
-  on_source 'find /var/lib/cobbler/snippets/spacewalk -mindepth 1 -maxdepth 1 -type d' >"$WORK_DIR/snippets_dirs"
-  while IFS= read -r dir; do
-    case $dir in /var/lib/cobbler/snippets/spacewalk/*) ;; *) continue ;; esac
-    echo "Copying auto-installation snippets from $dir"
-    mkdir_pub "$LOCAL_ROOT$dir"
-    # Trailing slashes: the content into the directory, not the directory into itself (D50).
-    rsync_run -l --delete "$SOURCE:$dir/" "$LOCAL_ROOT$dir/"
-  done <"$WORK_DIR/snippets_dirs"
-fi
-
-# Step 12: tomcat configuration.
-if on_source 'test -d /etc/tomcat/conf.d'; then
-  echo 'Copying the tomcat configuration...'
-  mkdir_pub "$LOCAL_ROOT/etc/tomcat/conf.d"
-  rsync_run -l --delete "$SOURCE:/etc/tomcat/conf.d/" "$LOCAL_ROOT/etc/tomcat/conf.d/"
-fi
-
-# Step 13: Kerberos configuration, kept on the etc-rhn volume.
-if on_source 'test -d /etc/krb5.conf.d'; then
-  echo 'Copying the Kerberos configuration...'
-  mkdir_pub "$LOCAL_ROOT/etc/rhn/krb5.conf.d"
-  rsync_run -l --delete "$SOURCE:/etc/krb5.conf.d/" "$LOCAL_ROOT/etc/rhn/krb5.conf.d/"
-fi
+  while IFS= read -r -d '' config; do
+    replace_literal "$config" "$path/" "/srv/www/distributions/$target/"
+  done < <(grep -rlZF -- "$path/" "$LOCAL_ROOT/var/lib/cobbler/collections/distros/" 2>/dev/null || true)
+done <"$WORK_DIR/distros_copied"
 
 # Step 14: monitoring configuration.
 echo 'Migrating the monitoring configuration...'

@@ -49,7 +49,7 @@ fn sync_order(params: &MigrateParams) -> Vec<String> {
     }
     vec![
         format!(
-            "while {source} serves: the distribution query, the rsync filter, a catch-up copy of every volume, {at_once} at a time"
+            "while {source} serves: the distribution query, the rsync filter, a catch-up copy of every volume, {at_once} at a time, and the copies of its distributions, snippets, tomcat and Kerberos configuration"
         ),
         format!(
             "the outage begins: {source}'s services and PostgreSQL stop, then the copy of what changed since (the database with checksums{})",

@@ -32,6 +32,16 @@ pub struct VolumeDef {
     pub role: VolumeRole,
 }
 
+impl VolumeDef {
+    /// Sized for bulk data (a default claim of a gibibyte or more: packages, the database, the
+    /// web tree, caches, logs, the search index) rather than for a few configuration files. The
+    /// data-sync copies each such volume with an rsync of its own, and the others together
+    /// ([`crate::scripts::data_sync::SyncVolume::bulk`]).
+    pub fn holds_bulk_data(&self) -> bool {
+        self.default_size.ends_with("Gi") || self.default_size.ends_with("Ti")
+    }
+}
+
 const fn server(name: &'static str, mount_path: &'static str, size: &'static str) -> VolumeDef {
     VolumeDef {
         name,

@@ -112,6 +112,8 @@ fn every_volume_is_synced_in_order_database_included() {
         } else {
             ("quick", "optional")
         };
+        // Configuration-sized volumes share one rsync; the bulk ones have one each.
+        let copy = if v.bulk { "alone" } else { "batch" };
         assert_eq!(
             record,
             &[
@@ -120,7 +122,8 @@ fn every_volume_is_synced_in_order_database_included() {
                 links,
                 need,
                 "quick",
-                stopped
+                stopped,
+                copy
             ],
             "{}",
             v.path
@@ -128,8 +131,30 @@ fn every_volume_is_synced_in_order_database_included() {
     }
     assert!(
         env["SYNC_VOLUMES"]
-            .contains("var-pgsql\t/var/lib/pgsql/data\t-L\trequired\tquick\tchecksum")
+            .ends_with("\nvar-pgsql\t/var/lib/pgsql/data\t-L\trequired\tquick\tchecksum\talone")
     );
+    let batch: Vec<&str> = volumes
+        .iter()
+        .filter(|v| !v.bulk)
+        .map(|v| v.name.as_str())
+        .collect();
+    let alone: Vec<&str> = volumes
+        .iter()
+        .filter(|v| v.bulk)
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(
+        alone,
+        [
+            "var-search",
+            "var-cache",
+            "var-spacewalk",
+            "var-log",
+            "srv-www",
+            "var-pgsql"
+        ]
+    );
+    assert_eq!(batch.len(), 20, "{batch:?}");
     assert!(SCRIPT.contains("compare=(--checksum)"));
     assert!(SCRIPT.contains("--delete -f \"merge $WORK_DIR/exclude_list\""));
     assert!(SCRIPT.contains("\"${RSYNC[@]}\" --info=progress2 --stats \"$@\""));
@@ -188,6 +213,7 @@ fn values_reach_the_script_verbatim_and_are_never_code() {
         name: "odd".to_owned(),
         path: "/srv/it's here".to_owned(),
         database: false,
+        bulk: true,
     });
     let env = env_of(&s);
     assert_eq!(env["SOURCE_FQDN"], s.source_fqdn);
@@ -195,7 +221,7 @@ fn values_reach_the_script_verbatim_and_are_never_code() {
     assert_eq!(env["DB_HOST"], s.db_host);
     assert_eq!(env["REPORT_DB_HOST"], "report db");
     assert!(
-        env["SYNC_VOLUMES"].ends_with("\nodd\t/srv/it's here\t-l\toptional\tquick\tquick"),
+        env["SYNC_VOLUMES"].ends_with("\nodd\t/srv/it's here\t-l\toptional\tquick\tquick\talone"),
         "{}",
         env["SYNC_VOLUMES"]
     );
@@ -413,6 +439,18 @@ fn final_run_with_the_uyuni_ca() {
             && pg_stop < db_copy,
         "{log:?}"
     );
+    // The source's configuration directories of steps 10 to 13 too (only read from the
+    // source; no later copy undoes them), not in the window.
+    for dir in [
+        ":/srv/install/sles15/ ",
+        ":/var/lib/cobbler/snippets/spacewalk/1/ ",
+        ":/etc/tomcat/conf.d/ ",
+        ":/etc/krb5.conf.d/ ",
+    ] {
+        let copy = position(&log, |l| l.starts_with("rsync ") && l.contains(dir))
+            .unwrap_or_else(|| panic!("{dir} copied: {log:?}"));
+        assert!(db_catch_up < copy && copy < sw_stop, "{dir}: {log:?}");
+    }
     // Every source command went through sudo -n, every ssh call had the mounted material.
     for l in log.iter().filter(|l| l.starts_with("remote-raw ")) {
         assert!(l.starts_with("remote-raw sudo -n "), "{l}");
@@ -444,14 +482,18 @@ fn final_run_with_the_uyuni_ca() {
         db_rsync.contains(" --info=progress2 --stats -L --checksum --delete -f merge "),
         "{db_rsync}"
     );
+    // The configuration-sized volumes, var-cobbler among them, are copied by one rsync.
     let cobbler = log
         .iter()
-        .find(|l| l.starts_with("rsync ") && l.contains(":/var/lib/cobbler/ "))
+        .find(|l| l.starts_with("rsync ") && l.contains(":/var/lib/cobbler/. "))
         .expect("cobbler synced");
     assert!(
-        cobbler.contains(" --info=progress2 --stats -l --delete "),
+        cobbler.contains(
+            " --info=progress2 --stats -R --no-implied-dirs --out-format=uyuni-file %i %l %n -l --delete "
+        ),
         "{cobbler}"
     );
+    assert!(cobbler.contains(" :/etc/rhn/. "), "{cobbler}");
     assert!(
         !log.iter()
             .any(|l| l.starts_with("rsync ") && l.contains("--checksum") && l != db_rsync),
@@ -843,7 +885,7 @@ fn missing_database_credentials_fail() {
     assert_fails(&out, "/etc/rhn/rhn.conf has no db_password");
     assert_eq!(w.patches().len(), 1);
     // Synced, but removed on the way out all the same.
-    assert!(w.log().iter().any(|l| l.contains(":/root/ ")));
+    assert!(w.log().iter().any(|l| l.contains(":/root/. ")));
     assert!(!w.local("/root/ssl-build").exists());
     assert_eq!(fs::read_dir(&w.scratch).expect("scratch").count(), 0);
 }
@@ -1741,4 +1783,147 @@ fn a_final_run_records_no_estimate_and_a_failed_copy_names_its_volume() {
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), all, "{failed:?}");
+}
+
+/// The configuration-sized volumes are copied by one rsync per pass, the bulk ones by one each
+/// (issue 15's profile: an rsync costs tens of milliseconds whatever it moves), and the shared
+/// copy keeps what a copy of each would do: stale files go, the directories above the volumes
+/// keep their own modes, a volume whose path is a symlink to a directory arrives with the
+/// directory's files, and each volume reports its own bytes. Through the real rsync: the ssh
+/// stub logs each remote `rsync --server` it starts. (The filter's absolute rules cannot match
+/// here, where the source is under a temporary directory: the rsync stub's tests cover them.)
+#[test]
+fn configuration_sized_volumes_share_one_rsync_per_pass() {
+    use uyuni_core::sync_progress::{self, SyncLine, VolumeState};
+    let w = World::with_real_rsync(true);
+    // srv-tftpboot moved to another disk, its path a symlink.
+    let tftp = rel(&w.src, "/srv/tftpboot");
+    if tftp.exists() {
+        fs::remove_dir_all(&tftp).expect("rm");
+    }
+    w.src("/srv/tftp-disk/pxelinux.0", "boot\n");
+    std::os::unix::fs::symlink("tftp-disk", &tftp).expect("symlink");
+    let present = |bulk: bool| -> Vec<SyncVolume> {
+        production_volumes()
+            .into_iter()
+            .filter(|v| v.bulk == bulk && rel(&w.src, &v.path).is_dir())
+            .collect()
+    };
+    let (bulk, small) = (present(true), present(false));
+    assert!(bulk.len() >= 2 && small.len() >= 3, "{bulk:?} {small:?}");
+    // A stale local file inside a batch volume, and the mode of /etc.
+    write(&w.local("/etc/rhn/stale.conf"), "left by an earlier copy\n");
+    w.src("/etc/rhn/sized.conf", &"s".repeat(1000));
+    fs::set_permissions(w.local("/etc"), fs::Permissions::from_mode(0o751)).expect("chmod");
+
+    let out = w.run(true, "root");
+    assert_success(&out);
+    let log = w.log();
+    let copies: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("remote rsync --server --sender "))
+        .collect();
+    // The copy pass and the measure pass: a batch and the bulk volumes, each.
+    let names = |l: &str, v: &SyncVolume| l.split(' ').any(|word| word == format!("{}/.", v.path));
+    let batches = copies
+        .iter()
+        .filter(|l| small.iter().all(|v| names(l, v)))
+        .count();
+    assert_eq!(
+        batches, 2,
+        "one rsync for all the small volumes: {copies:#?}"
+    );
+    for v in &bulk {
+        let own = copies
+            .iter()
+            .filter(|l| l.ends_with(&format!(" {}/", v.path)))
+            .count();
+        assert_eq!(own, 2, "{}: {copies:#?}", v.path);
+    }
+    for v in &small {
+        let shared = copies.iter().filter(|l| names(l, v)).count();
+        assert_eq!(
+            shared, 2,
+            "{} is in each batch and in no other copy",
+            v.path
+        );
+    }
+    // Steps 10 to 15 copy a few directories of their own after the passes.
+    let volume_copies = 2 * (1 + bulk.len());
+    assert!(copies.len() <= volume_copies + 6, "{copies:#?}");
+
+    assert!(!w.local("/etc/rhn/stale.conf").exists());
+    assert_eq!(w.read_local("/etc/rhn/sized.conf").len(), 1000);
+    assert_eq!(w.read_local("/srv/tftpboot/pxelinux.0"), "boot\n");
+    let mode = fs::metadata(w.local("/etc"))
+        .expect("/etc")
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o777,
+        0o751,
+        "the directory above the volumes is left alone"
+    );
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut done = BTreeMap::new();
+    for line in stdout.lines() {
+        // The copy pass's figures, before the measure pass starts.
+        if line.contains("pass=measure") {
+            break;
+        }
+        if let Some(SyncLine::Volume {
+            volume,
+            state: VolumeState::Done { bytes, .. },
+        }) = sync_progress::parse(line)
+        {
+            done.insert(volume, bytes);
+        }
+    }
+    let etc_rhn = done.get("etc-rhn").copied().expect("etc-rhn done");
+    assert!(etc_rhn >= 1000, "etc-rhn's own bytes: {done:?}");
+    let etc_tomcat = done.get("etc-tomcat").copied().expect("etc-tomcat done");
+    assert!(etc_tomcat < 1000, "etc-tomcat's own bytes: {done:?}");
+    for v in small.iter().chain(&bulk) {
+        assert!(
+            done.contains_key(&v.name),
+            "{} reported done: {done:?}",
+            v.name
+        );
+    }
+}
+
+/// Each pass starts the database's copy first: the largest copy, and once the source is
+/// stopped the longest (by content), so the other copies run beside it, not before it. One
+/// copy at a time here (`COPY_PARALLEL=1`), so that the log's order is the start order.
+#[test]
+fn each_pass_starts_with_the_database() {
+    let w = World::with_real_rsync(true);
+    let out = w.run_script_with(&script(false, "root", w.paths()), &[("COPY_PARALLEL", "1")]);
+    assert_success(&out);
+    let log = w.log();
+    let passes: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("remote stat -L -c %n:%F -- "))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(passes.len(), 2, "catch-up and stopped: {log:#?}");
+    for start in passes {
+        let first = log[start..]
+            .iter()
+            .find(|l| l.starts_with("remote rsync --server --sender "))
+            .expect("a copy");
+        assert!(first.ends_with(" /var/lib/pgsql/data/"), "{first}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let after_stop = stdout
+        .split("uyuni-sync: pass=stopped")
+        .nth(1)
+        .expect("the stopped pass");
+    let first = after_stop
+        .lines()
+        .find(|l| l.contains("state=copying"))
+        .expect("a copy");
+    assert_eq!(first, "uyuni-sync: volume=var-pgsql state=copying");
 }

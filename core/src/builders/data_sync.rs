@@ -104,6 +104,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
                 name: v.name.clone(),
                 path: v.mount_path.trim_end_matches('/').to_owned(),
                 database: v.role == VolumeRole::Database,
+                bulk: crate::volumes::find(&v.name).is_none_or(|d| d.holds_bulk_data()),
             })
             .collect(),
         data_secret: names::MIGRATION_DATA_SECRET.to_owned(),

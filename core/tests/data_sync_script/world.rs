@@ -41,11 +41,7 @@ pub fn production_volumes() -> Vec<SyncVolume> {
     CATALOGUE
         .iter()
         .filter(|v| v.role != VolumeRole::Migration)
-        .map(|v| SyncVolume {
-            name: v.name.to_owned(),
-            path: v.mount_path.trim_end_matches('/').to_owned(),
-            database: v.role == VolumeRole::Database,
-        })
+        .map(SyncVolume::of)
         .collect()
 }
 
@@ -278,6 +274,11 @@ impl World {
     }
 
     pub fn run_script(&self, script: &DataSyncScript) -> Output {
+        self.run_script_with(script, &[])
+    }
+
+    /// The same, with variables of `extra` set over the script's own.
+    pub fn run_script_with(&self, script: &DataSyncScript, extra: &[(&str, &str)]) -> Output {
         let path = format!(
             "{}:{}",
             self.base.join("bin").display(),
@@ -298,6 +299,7 @@ impl World {
             .env("FAKE_SRC", &self.src)
             .env("FAKE_STATE", &self.state)
             .env("FAKE_LOG", self.state.join("log"))
+            .envs(extra.iter().copied())
             .output()
             .expect("bash runs")
     }
