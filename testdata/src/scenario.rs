@@ -107,10 +107,10 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Self {
         Timing {
-            pod_create_ms: 20,
-            pod_start_ms: 30,
-            default_job_ms: 100,
-            deployment_ready_ms: 100,
+            pod_create_ms: 10,
+            pod_start_ms: 10,
+            default_job_ms: 20,
+            deployment_ready_ms: 30,
             pvc_bind_ms: 20,
             certificate_ready_ms: 30,
             issuer_ready_ms: 20,

@@ -3,14 +3,24 @@
 Usage: crd_validate.py CRD_DIR OBJECTS.json
 OBJECTS.json is a JSON list of objects. Objects whose kind no CRD in CRD_DIR serves are
 skipped. Strict: objects with `properties` accept no other fields unless the schema says
-`x-kubernetes-preserve-unknown-fields`. Exit 1 with the problems on stdout.
+`x-kubernetes-preserve-unknown-fields`. Exit 1 with the problems on stdout; exit 3 when
+jsonschema or PyYAML cannot be imported.
 """
 import glob
 import json
 import sys
 
-import jsonschema
-import yaml
+try:
+    import jsonschema
+    import yaml
+except ImportError as e:
+    # Told apart from a rejection by the caller: the tools are missing, not the objects wrong.
+    print(f"cannot import {e.name}", file=sys.stderr)
+    sys.exit(3)
+
+# libyaml's loader when PyYAML has it (its wheels do): the pure-Python one took 0.7 s of CPU
+# for the CRDs' 1 MB on every call, 0.15 s with libyaml.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def strict(schema):
@@ -42,7 +52,7 @@ def main():
     schemas = {}
     for path in glob.glob(f"{crd_dir}/*.yaml"):
         with open(path) as f:
-            for doc in yaml.safe_load_all(f):
+            for doc in yaml.load_all(f, Loader=LOADER):
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
                 group = doc["spec"]["group"]
