@@ -474,6 +474,15 @@ impl Shared {
         }
         list.retain(|e| !same(e));
         list.push(entry);
+        // In the real server's order (k8s.io/apiserver, fieldmanager/internal/managedfields.go,
+        // `sortEncodedManagedFields`): operation (Apply before Update), time (whole seconds:
+        // RFC 3339 strings of one format compare as the times do), manager, apiVersion,
+        // subresource. Appending instead reordered the list when a manager wrote again, so an
+        // apply that changed nothing looked like a change after a controller's status update.
+        let text = |e: &Value, k: &str| e[k].as_str().unwrap_or_default().to_owned();
+        list.sort_by_key(|e| {
+            ["operation", "time", "manager", "apiVersion", "subresource"].map(|k| text(e, k))
+        });
         meta["managedFields"] = Value::Array(list);
     }
 

@@ -914,7 +914,12 @@ async fn status_and_scale_subresources() {
 async fn deletion_collects_garbage() {
     let sim = start(SimConfig {
         scenario: uyuni_testdata::Scenario {
-            timing: fast(),
+            // The namespace must still be Terminating when the test writes into it: with fast()'s
+            // 5 ms it was sometimes gone already on a loaded machine (404, not 403).
+            timing: uyuni_testdata::Timing {
+                namespace_delete_ms: 1000,
+                ..fast()
+            },
             ..Default::default()
         },
         ..SimConfig::default()
