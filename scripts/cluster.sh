@@ -178,7 +178,7 @@ alive_or_die() {
   local dir=$1 name=$2
   local pid
   pid=$(cat "$dir/pids/$name")
-  kill -0 "$pid" 2>/dev/null || {
+  running "$pid" || {
     tail -n 20 "$dir/logs/$name.log" >&2 || true
     down "$dir"
     die "$name exited during start-up (its log: $dir/logs/$name.log, last lines above)"
@@ -349,27 +349,39 @@ up() {
   die "Node node0 or the add-ons were not ready within 60 s (logs: $dir/logs/uyuni-node-agent.log, $dir/logs/uyuni-cluster-addons.log)"
 }
 
-# Stops the processes `up DIR` started: all but etcd at once (each takes about 2 s to end on
-# SIGTERM; one after the other that was 12 s of every test's clean-up), then etcd, which the
-# API server needs until it has ended. What has not ended within 5 s is killed.
+# Stops the processes `up DIR` started. Ours first, with SIGTERM, while the API server still
+# answers: the node agent ends the processes of its pods and removes its sandbox. Then the
+# upstream ones with SIGKILL: their state is thrown away (`up` starts etcd on an empty data
+# directory), and an API server whose etcd has gone first does not end on SIGTERM at all.
+# Stopped one after the other, each waited on, this was 12 s of every test's clean-up.
 down() {
   local dir=$1
   [ -d "$dir/pids" ] || return 0
-  stop_all "$dir" uyuni-cluster-addons uyuni-node-agent kube-scheduler kube-controller-manager kube-apiserver
-  stop_all "$dir" etcd
+  stop_all "$dir" TERM uyuni-cluster-addons uyuni-node-agent
+  stop_all "$dir" KILL kube-scheduler kube-controller-manager kube-apiserver etcd
 }
 
-# stop_all DIR NAME... : SIGTERM to each, wait until all have ended (5 s at most), SIGKILL the rest.
+# Whether process PID still runs. A process that has exited is a zombie until its parent reaps
+# it: ours were started in the background by `up`, which has ended, so their parent is PID 1,
+# and some containers' init reaps only every second or two (each stop seemed to take 2 s).
+running() {
+  local state
+  state=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# stop_all DIR SIGNAL NAME... : SIGNAL to each, wait until all have ended (5 s at most), SIGKILL
+# the rest.
 stop_all() {
-  local dir=$1
-  shift
+  local dir=$1 sig=$2
+  shift 2
   local name f pid pids=()
   for name in "$@"; do
     f="$dir/pids/$name"
     [ -f "$f" ] || continue
     pid=$(cat "$f")
     if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
+      kill "-$sig" "$pid" 2>/dev/null || true
       pids+=("$pid")
     fi
     rm -f "$f"
@@ -378,7 +390,7 @@ stop_all() {
   for _ in $(seq 1 100); do
     alive=0
     for pid in "${pids[@]}"; do
-      if kill -0 "$pid" 2>/dev/null; then alive=1; break; fi
+      if running "$pid"; then alive=1; break; fi
     done
     [ "$alive" = 1 ] || return 0
     sleep 0.05
