@@ -11,6 +11,7 @@
 //! of the step's wait, in the plan). A dry run sends no request, so it has no retry to show.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::error::{EffectsError, Target, Verb};
@@ -42,12 +43,24 @@ pub fn backoff(attempt: u32) -> Duration {
     FIRST_DELAY.saturating_mul(1 << exp).min(MAX_DELAY)
 }
 
+/// Every delay of [`delay`] is divided by this: 1 (the schedule as documented) unless a test
+/// shortens it with [`shorten_delays`].
+static DELAY_DIVISOR: AtomicU32 = AtomicU32::new(1);
+
+/// Divides every retry delay of this process by `divisor` (at least 1): the same attempts in the
+/// same order, sooner. For tests that go through the whole schedule (the plugin's hidden
+/// `--retry-delay-divisor`); never for a real run, where the waits are what ride out a restart.
+pub fn shorten_delays(divisor: u32) {
+    DELAY_DIVISOR.store(divisor.max(1), Ordering::Relaxed);
+}
+
 /// The delay before the next try: the server's wish when it has one, else the backoff.
 pub fn delay(disposition: Disposition, attempt: u32) -> Duration {
-    match disposition {
+    let full = match disposition {
         Disposition::Retry { after: Some(after) } => after.min(MAX_RETRY_AFTER),
         Disposition::Retry { after: None } | Disposition::Fail => backoff(attempt),
-    }
+    };
+    full / DELAY_DIVISOR.load(Ordering::Relaxed).max(1)
 }
 
 /// Is this failure worth another try?

@@ -410,6 +410,11 @@ pub struct MigrateCmd {
     #[arg(long, hide = true, value_name = "MILLISECONDS")]
     pub watch_barrier_timeout_ms: Option<u64>,
 
+    /// Divide every wait between two tries of a failed request by N (the same attempts,
+    /// sooner). For tests that go through the whole retry schedule; hidden.
+    #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub retry_delay_divisor: Option<u32>,
+
     /// Confirm that this run may stop the source's services (the final copy) without asking;
     /// needed where there is no terminal to ask on, as in scripts. --prepare never stops them.
     #[arg(long, short = 'y')]

@@ -372,6 +372,9 @@ fn tftp_line(params: &MigrateParams, data: &ExtractedData, facts: &Facts) -> Str
 }
 
 pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()> {
+    if let Some(divisor) = cmd.retry_delay_divisor {
+        uyuni_effects::retry::shorten_delays(divisor);
+    }
     if cmd.dry_run.is_some() && cmd.exit_code {
         // `kubectl diff` codes: 0 nothing to do, 1 changes planned, 2 errors. Only the dry run
         // runs here, so nothing is left behind by exiting directly.
@@ -402,6 +405,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
     if let Some(ms) = cmd.watch_barrier_timeout_ms {
         observer = observer.with_barrier_timeout(std::time::Duration::from_millis(ms));
     }
+
     let mut executed = 0usize;
     let mut confirmed = cmd.yes;
     // How many steps this run carries out, from the preview of the whole operation at its
