@@ -53,9 +53,40 @@ pub fn labels(component: &str) -> BTreeMap<String, String> {
     ])
 }
 
+/// Whether an equality-based label selector (`a=b,c==d`, the form of [`MANAGED_SELECTOR`])
+/// selects an object labelled `labels`. Any other form (`!=`, `in`, `exists`) is not understood
+/// and selects nothing: a caller that cannot tell treats the object as not selected.
+pub fn selects(selector: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
+    selector.split(',').all(|term| {
+        let term = term.trim();
+        let Some((key, value)) = term.split_once('=') else {
+            return false;
+        };
+        let (key, value) = (key.trim(), value.trim_start_matches('=').trim());
+        !key.is_empty()
+            && !key.ends_with('!')
+            && labels.is_some_and(|l| l.get(key).is_some_and(|v| v == value))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equality_selectors_match_their_labels_only() {
+        let labels: BTreeMap<String, String> = [("a", "1"), ("b", "2")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        assert!(selects("a=1", Some(&labels)));
+        assert!(selects("a=1,b==2", Some(&labels)));
+        assert!(!selects("a=1,c=3", Some(&labels)));
+        assert!(!selects("a!=2", Some(&labels)));
+        assert!(!selects("a in (1)", Some(&labels)));
+        assert!(!selects("a=1", None));
+        assert!(selects(MANAGED_SELECTOR, Some(&super::labels("server"))));
+    }
 
     #[test]
     fn the_selectors_spell_the_labels() {

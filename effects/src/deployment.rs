@@ -12,7 +12,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams, Patch, PatchParams};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher::Event;
 use tokio::time::Instant;
 use uyuni_core::observed::{deployment_ready, deployment_stopped};
 use uyuni_core::plan::DeploymentWait;
@@ -26,7 +26,7 @@ use crate::job::tail_lines;
 use crate::observe::Observer;
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::with_retry;
-use crate::watch::{Source, View, Watch};
+use crate::watch::{Source, View};
 
 fn short_state(pod: &Pod) -> String {
     let status = pod.status.as_ref();
@@ -220,11 +220,7 @@ async fn watch_until(
     let deadline = wait
         .timeout_seconds
         .map(|t| started + Duration::from_secs(t));
-    let template = current
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.metadata.as_ref())
-        .and_then(|m| m.labels.as_ref());
+    let template = current.spec.as_ref().map(|s| &s.template);
     let pods_view: Option<View<'_, Pod>> = match observer {
         Some(o) if deployment_view.is_some() && !selector.is_empty() => {
             o.shared_pods(namespace, template, selector.clone())
@@ -238,22 +234,8 @@ async fn watch_until(
         "waiting"
     );
     // The own watches request nothing unless they are read: where a view serves, never.
-    let mut dep_stream = Source::new(
-        deployment_view,
-        Watch::new(
-            deployments,
-            watcher::Config::default().fields(&format!("metadata.name={name}")),
-            what.clone(),
-        ),
-    );
-    let mut pod_stream = Source::new(
-        pods_view,
-        Watch::new(
-            pods_api.clone(),
-            watcher::Config::default().labels(&selector),
-            Target::selected("pod", &selector, namespace),
-        ),
-    );
+    let mut dep_stream = Source::named(deployment_view, deployments, name, what.clone());
+    let mut pod_stream = Source::pods(pods_view, pods_api.clone(), &selector, namespace);
     let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
     let mut states: BTreeMap<String, String> = BTreeMap::new();
     let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();

@@ -19,7 +19,7 @@ use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher::Event;
 use tokio::time::{Instant, Sleep};
 use uyuni_core::JobWait;
 use uyuni_core::observed::JobState;
@@ -33,7 +33,7 @@ use crate::error::{EffectsError, Target, Verb};
 use crate::observe::Observer;
 use crate::progress::{Progress, ProgressEvent};
 use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify, report_retry};
-use crate::watch::{Source, Watch};
+use crate::watch::Source;
 
 // The two delays below are mechanics of reading a log stream, not decisions about the step:
 // they do not change when the step ends or how it ends (the step's own limit and log tail are
@@ -288,12 +288,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
                 .await
             {
                 Some(shared) => {
-                    let template = shared
-                        .current
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.template.metadata.as_ref())
-                        .and_then(|m| m.labels.as_ref());
+                    let template = shared.current.spec.as_ref().map(|s| &s.template);
                     let pods = observer.shared_pods(namespace, template, pod_selector.clone());
                     (Some(shared.view), pods)
                 }
@@ -309,22 +304,13 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
         "waiting"
     );
     // The own watches request nothing unless they are read: where a view serves, never.
-    let mut jobs = Source::new(
+    let mut jobs = Source::named(
         job_view,
-        Watch::new(
-            jobs_api,
-            watcher::Config::default().fields(&format!("metadata.name={name}")),
-            Target::named("job", name, Some(namespace)),
-        ),
+        jobs_api,
+        name,
+        Target::named("job", name, Some(namespace)),
     );
-    let mut pods = Source::new(
-        pods_view,
-        Watch::new(
-            pods_api.clone(),
-            watcher::Config::default().labels(&pod_selector),
-            Target::selected("pod", &pod_selector, namespace),
-        ),
-    );
+    let mut pods = Source::pods(pods_view, pods_api.clone(), &pod_selector, namespace);
     let mut seen = Seen {
         job: None,
         job_in_init: false,

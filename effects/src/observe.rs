@@ -18,11 +18,12 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 use uyuni_core::{Kind, Object, ObjectRef, Observation, Observed};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 
 use crate::cache::{Cache, PodScope, Scope, Sight};
 use crate::execute::Executed;
-use crate::watch::{View, selects};
+use crate::watch::View;
+use uyuni_core::labels::selects;
 
 use crate::error::{EffectsError, Target, Verb};
 use crate::progress::{NoProgress, Progress};
@@ -201,18 +202,22 @@ impl Observer {
 
     /// A wait's view of the pods that `filter` (an equality label selector) selects, from the
     /// one pods watch of the run (started by the first wait); `None` where that watch does not
-    /// cover them (`template`: the labels of the pods' template), and the wait watches its own.
+    /// cover them (`template`: the pods' template, whose labels they carry), and the wait
+    /// watches its own.
     pub(crate) fn shared_pods(
         &self,
         namespace: &str,
-        template: Option<&std::collections::BTreeMap<String, String>>,
+        template: Option<&PodTemplateSpec>,
         filter: String,
     ) -> Option<View<'_, Pod>> {
         let cache = self.cache.as_ref()?;
         let selector = &self.observation.job_selector;
+        let labels = template
+            .and_then(|t| t.metadata.as_ref())
+            .and_then(|m| m.labels.as_ref());
         if namespace != self.observation.namespace
             || selector.is_empty()
-            || !selects(selector, template)
+            || !selects(selector, labels)
         {
             return None;
         }

@@ -8,6 +8,7 @@ use std::pin::Pin;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
@@ -174,8 +175,19 @@ impl<'a, K> Source<'a, K>
 where
     K: Resource + Stored + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    pub(crate) fn new(view: Option<View<'a, K>>, own: Watch<K>) -> Source<'a, K> {
-        Source { view, own }
+    /// The events of object `name`: from `view` where the observer serves it, else from a
+    /// watch of its own, by name.
+    pub(crate) fn named(
+        view: Option<View<'a, K>>,
+        api: Api<K>,
+        name: &str,
+        target: Target,
+    ) -> Source<'a, K> {
+        let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        Source {
+            view,
+            own: Watch::new(api, by_name, target),
+        }
     }
 
     /// The next event. Cancel-safe.
@@ -191,36 +203,22 @@ where
     }
 }
 
-/// Whether an equality-based label selector (`a=b,c=d`) matches `labels`; any other selector
-/// does not (the caller then watches on its own).
-pub(crate) fn selects(selector: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
-    selector.split(',').all(|term| {
-        let term = term.trim();
-        let Some((key, value)) = term.split_once('=') else {
-            return false;
-        };
-        let (key, value) = (key.trim(), value.trim_start_matches('=').trim());
-        !key.is_empty()
-            && !key.ends_with('!')
-            && labels.is_some_and(|l| l.get(key).is_some_and(|v| v == value))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equality_selectors_match_their_labels_only() {
-        let labels: BTreeMap<String, String> = [("a", "1"), ("b", "2")]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        assert!(selects("a=1", Some(&labels)));
-        assert!(selects("a=1,b==2", Some(&labels)));
-        assert!(!selects("a=1,c=3", Some(&labels)));
-        assert!(!selects("a!=2", Some(&labels)));
-        assert!(!selects("a in (1)", Some(&labels)));
-        assert!(!selects("a=1", None));
+impl<'a> Source<'a, Pod> {
+    /// The events of the pods `selector` selects in `namespace`: from `view` where the run's
+    /// pods watch serves them, else from a watch of its own.
+    pub(crate) fn pods(
+        view: Option<View<'a, Pod>>,
+        api: Api<Pod>,
+        selector: &str,
+        namespace: &str,
+    ) -> Source<'a, Pod> {
+        Source {
+            view,
+            own: Watch::new(
+                api,
+                watcher::Config::default().labels(selector),
+                Target::selected("pod", selector, namespace),
+            ),
+        }
     }
 }
