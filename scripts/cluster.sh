@@ -265,18 +265,10 @@ up() {
     --allow-privileged=true \
     --cert-dir="$dir/pki/apiserver-generated"
 
-  # Ready: /livez answers ok (etcd included), within 60 s.
-  local i
-  for i in $(seq 1 300); do
-    alive_or_die "$dir" etcd
-    alive_or_die "$dir" kube-apiserver
-    if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-      "$server/livez" >/dev/null 2>&1; then
-      break
-    fi
-    [ "$i" -lt 300 ] || { down "$dir"; die "kube-apiserver did not become live within 60 s (its log: $dir/logs/kube-apiserver.log)"; }
-    sleep 0.2
-  done
+  # Ready: /livez answers ok (etcd included).
+  ready_within "$dir" "etcd kube-apiserver" \
+    "kube-apiserver did not become live" "its log: $dir/logs/kube-apiserver.log" \
+    answers "$server" "$pki" livez
 
   kubeconfig "$dir/kubeconfig" admin "$pki" "$server"
   kubeconfig "$dir/controller-manager.kubeconfig" controller-manager "$pki" "$server"
@@ -324,29 +316,50 @@ up() {
   # Ready: the default ServiceAccount exists (the controllers work) and the scheduler is up.
   # The node agent and the add-ons start beside the controllers, not after them: they need
   # only the API server, and the controllers' start-up (about 6 s) covered theirs.
-  for i in $(seq 1 300); do
-    alive_or_die "$dir" kube-controller-manager
-    alive_or_die "$dir" kube-scheduler
-    if curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-      "$server/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1; then
-      break
-    fi
-    [ "$i" -lt 300 ] || { down "$dir"; die "the controllers did not create the default ServiceAccount within 60 s (logs in $dir/logs)"; }
-    sleep 0.2
-  done
+  ready_within "$dir" "kube-controller-manager kube-scheduler" \
+    "the controllers did not create the default ServiceAccount" "logs in $dir/logs" \
+    answers "$server" "$pki" api/v1/namespaces/default/serviceaccounts/default
 
-  for i in $(seq 1 300); do
-    alive_or_die "$dir" uyuni-node-agent
-    [ "$with_addons" = 0 ] || alive_or_die "$dir" uyuni-cluster-addons
-    if { [ "$with_addons" = 0 ] || grep -qx 'addons ready' "$dir/logs/uyuni-cluster-addons.log"; } \
-      && node_ready "$server" "$pki"; then
-      log "control plane ready at $server with Node node0 (kubeconfig: $dir/kubeconfig)"
+  local ours=uyuni-node-agent
+  [ "$with_addons" = 0 ] || ours="$ours uyuni-cluster-addons"
+  ready_within "$dir" "$ours" \
+    "Node node0 or the add-ons were not ready" \
+    "logs: $dir/logs/uyuni-node-agent.log, $dir/logs/uyuni-cluster-addons.log" \
+    node_and_addons_ready "$dir" "$server" "$pki" "$with_addons"
+  log "control plane ready at $server with Node node0 (kubeconfig: $dir/kubeconfig)"
+}
+
+# ready_within DIR "NAME..." WHAT HINT CHECK... : runs CHECK every 0.2 s until it succeeds; when
+# one of the named processes has exited, or after 60 s, stops the cluster and ends with
+# "WHAT within 60 s (HINT)".
+ready_within() {
+  local dir=$1 names=$2 what=$3 hint=$4 _ name
+  shift 4
+  for _ in $(seq 1 300); do
+    for name in $names; do
+      alive_or_die "$dir" "$name"
+    done
+    if "$@"; then
       return 0
     fi
     sleep 0.2
   done
   down "$dir"
-  die "Node node0 or the add-ons were not ready within 60 s (logs: $dir/logs/uyuni-node-agent.log, $dir/logs/uyuni-cluster-addons.log)"
+  die "$what within 60 s ($hint)"
+}
+
+# Whether the API server answers PATH (relative to its root) to the cluster admin.
+answers() {
+  local server=$1 pki=$2 path=$3
+  curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+    "$server/$path" >/dev/null 2>&1
+}
+
+# Whether the add-ons (when they run) have created their objects and Node node0 is Ready.
+node_and_addons_ready() {
+  local dir=$1 server=$2 pki=$3 with_addons=$4
+  { [ "$with_addons" = 0 ] || grep -qx 'addons ready' "$dir/logs/uyuni-cluster-addons.log"; } \
+    && node_ready "$server" "$pki"
 }
 
 # Stops the processes `up DIR` started. Ours first, with SIGTERM, while the API server still
