@@ -1258,23 +1258,24 @@ async fn watches_honour_resource_versions_bookmarks_and_timeouts() {
     assert_eq!(types, vec![json!("MODIFIED"), json!("DELETED")]);
 }
 
-#[tokio::test]
-async fn pod_logs_tail_container_and_follow() {
+/// A simulator running Job `name` of scenario step `step` as `script`, once its pod runs; and
+/// that pod's name.
+async fn running_job(
+    step: &str,
+    script: uyuni_testdata::JobScript,
+    name: &str,
+) -> (SimCluster, String) {
     let sim = start(SimConfig {
         scenario: uyuni_testdata::Scenario {
             timing: fast(),
-            jobs: [(
-                "slow".to_string(),
-                uyuni_testdata::JobScript::succeed(600, &["one", "two", "three", "four", "five"]),
-            )]
-            .into(),
+            jobs: [(step.to_string(), script)].into(),
             ..Default::default()
         },
         ..SimConfig::default()
     })
     .await;
     sim.put(namespace("uyuni")).expect("ns");
-    sim.put(job("logs", Some("slow"))).expect("job");
+    sim.put(job(name, Some(step))).expect("job");
     assert!(
         sim.wait_until(WAIT, |s| s
             .objects("v1", "Pod", Some("uyuni"))
@@ -1286,6 +1287,13 @@ async fn pod_logs_tail_container_and_follow() {
         .as_str()
         .expect("name")
         .to_string();
+    (sim, pod)
+}
+
+#[tokio::test]
+async fn pod_logs_tail_container_and_follow() {
+    let script = uyuni_testdata::JobScript::succeed(600, &["one", "two", "three", "four", "five"]);
+    let (sim, pod) = running_job("slow", script, "logs").await;
     let c = client(&sim).await;
     // Following: lines arrive over time and the stream ends with the container.
     let started = Instant::now();
@@ -1331,40 +1339,16 @@ async fn pod_logs_tail_container_and_follow() {
 
 #[tokio::test]
 async fn a_generated_log_is_served_first_and_holds_the_job_until_read() {
-    let sim = start(SimConfig {
-        scenario: uyuni_testdata::Scenario {
-            timing: fast(),
-            jobs: [(
-                "chatty".to_string(),
-                uyuni_testdata::JobScript {
-                    log_bytes: 250_000,
-                    ..uyuni_testdata::JobScript::succeed(0, &["the end"])
-                },
-            )]
-            .into(),
-            ..Default::default()
-        },
-        ..SimConfig::default()
-    })
-    .await;
-    sim.put(namespace("uyuni")).expect("ns");
-    sim.put(job("chatty-1", Some("chatty"))).expect("job");
-    assert!(
-        sim.wait_until(WAIT, |s| s
-            .objects("v1", "Pod", Some("uyuni"))
-            .iter()
-            .any(|p| p["status"]["phase"] == json!("Running")))
-            .await
-    );
+    let script = uyuni_testdata::JobScript {
+        log_bytes: 250_000,
+        ..uyuni_testdata::JobScript::succeed(0, &["the end"])
+    };
+    let (sim, pod) = running_job("chatty", script, "chatty-1").await;
     // Nobody reads: the container goes on writing (it is not done) for as long as that lasts.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let job_of = |s: &SimCluster| s.get("batch/v1", "Job", Some("uyuni"), "chatty-1");
     assert!(job_of(&sim).expect("job")["status"]["succeeded"].is_null());
     assert!(sim.job_ends().is_empty());
-    let pod = sim.objects("v1", "Pod", Some("uyuni"))[0]["metadata"]["name"]
-        .as_str()
-        .expect("name")
-        .to_string();
     let c = client(&sim).await;
     let (code, _, body) = raw(
         &c,
