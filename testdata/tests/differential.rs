@@ -440,9 +440,10 @@ async fn run(client: &kube::Client, kubeconfig: &std::path::Path) -> Points {
                 .and_then(|m| m.iter().find(|e| e["manager"] == "kubectl-uyuni").cloned())
         };
         let kind = obj["kind"].as_str().unwrap_or_default();
-        // A claim's binder writes `spec.volumeName` (uyuni-sim's binds a claim at once, whatever
-        // the class's binding mode; under load that fell between the two applies): the
-        // controller's field, not a change of ours.
+        // A claim's binder writes `spec.volumeName`: uyuni-sim's default class binds at once
+        // (`Immediate`, testdata/src/cluster.rs), the real cluster's local-path waits for a pod
+        // (`WaitForFirstConsumer`, as k3s's), and under load the binding fell between the two
+        // applies. The controller's field, not a change of ours.
         let spec = |o: &Value| {
             let mut spec = o["spec"].clone();
             if kind == "PersistentVolumeClaim"
