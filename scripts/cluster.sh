@@ -247,7 +247,15 @@ up() {
     --initial-cluster="node0=http://127.0.0.1:$peer_port" --unsafe-no-fsync=true \
     --listen-metrics-urls="http://127.0.0.1:$(free_port)"
 
-  start "$dir" kube-apiserver "$bin/kube-apiserver" \
+  # Two settings that spend less CPU and change nothing a client sees (a dozen tests start a
+  # control plane, on 2 cores shared by 3 test lanes); measured by the apiserver's CPU time
+  # from start to 3 s after ready: 5.2–5.5 s with neither, 3.3–3.4 s with both.
+  # - GOGC=400: Go's garbage collector runs a quarter as often, for more memory (a few hundred MB).
+  # - --enable-priority-and-fairness=false: the plain max-in-flight limit instead of APF's queues
+  #   (k8s.io/apiserver pkg/server/options/feature.go: "If true, replace the max-in-flight
+  #   handler with an enhanced one that queues and dispatches with priority and fairness"); APF
+  #   only decides which request waits when the server is overloaded, which a test's is not.
+  GOGC=400 start "$dir" kube-apiserver "$bin/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
@@ -263,7 +271,8 @@ up() {
     --kubelet-preferred-address-types=InternalIP,Hostname \
     --endpoint-reconciler-type=none \
     --allow-privileged=true \
-    --cert-dir="$dir/pki/apiserver-generated"
+    --cert-dir="$dir/pki/apiserver-generated" \
+    --enable-priority-and-fairness=false
 
   # Ready: /livez answers ok (etcd included).
   ready_within "$dir" "etcd kube-apiserver" \
