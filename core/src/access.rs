@@ -25,8 +25,7 @@ use crate::kubectl::Kubectl;
 use crate::object::{Kind, Object};
 use crate::observed::Observed;
 use crate::params::MigrateParams;
-use crate::plan::{Action, Step, plan};
-use crate::simulate::simulate;
+use crate::plan::{Action, Op, Step};
 
 pub use crate::permission::Access;
 
@@ -80,7 +79,7 @@ fn wait_reads(group: &str, resource: &str, namespace: &str) -> Vec<Access> {
 }
 
 /// The permissions one step's action needs, reads and writes.
-fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> {
+fn step_needs(step: &Step, namespace: &str) -> Vec<Access> {
     match &step.action {
         Action::Apply(object) => {
             let kind = object.object_ref().kind;
@@ -95,7 +94,8 @@ fn step_needs(step: &Step, observed: &Observed, namespace: &str) -> Vec<Access> 
                 Access::new("get", group, resource, ns.as_deref()),
                 Access::new("patch", group, resource, ns.as_deref()),
             ];
-            if !observed.objects.contains_key(&object.object_ref()) {
+            // An apply step creates what its state did not hold (`plan::steps::apply_step`).
+            if step.op == Op::Create {
                 out.push(Access::new("create", group, resource, ns.as_deref()));
             }
             out
@@ -161,38 +161,23 @@ fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access>
 }
 
 /// Every distinct permission this run needs, from the state it starts from: the reads of each
-/// observation, and the reads and writes of the plan carried out in simulation, as far as it
-/// can be planned now. A missing CA password does not stop it: the run asks for it when the
-/// plan needs it, and which requests follow does not depend on its value, so the rest is
-/// planned with a stand-in (as the dry run's preview is). Another planning error yields the
-/// steps before it. Sorted, no duplicates.
+/// observation, and the reads and writes of the steps [`crate::preview::foreseen`] plans (a
+/// missing CA password stood in for, the steps before another planning error). Sorted, no
+/// duplicates.
 pub fn needed(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
-    let mut state = observed.clone();
+    needed_by(
+        params,
+        observed,
+        &crate::preview::foreseen(params, observed),
+    )
+}
+
+/// [`needed`] of the steps `foreseen` from `observed` (the migrate loop plans them once, for
+/// its step count too).
+pub fn needed_by(params: &MigrateParams, observed: &Observed, foreseen: &[Step]) -> Vec<Access> {
     let mut out = observation_needs(params, observed);
-    let mut with_password: Option<MigrateParams> = None;
-    for _ in 0..crate::preview::MAX_STEPS {
-        let params = with_password.as_ref().unwrap_or(params);
-        let current = match plan(params, &state) {
-            Ok(current) => current,
-            Err(crate::plan::PlanError::CaPasswordNeeded) if with_password.is_none() => {
-                with_password = Some(MigrateParams {
-                    tls: crate::params::TlsParams {
-                        ca_password: Some(crate::secret::SecretString::new(
-                            crate::observed::PLACEHOLDER,
-                        )),
-                        ..params.tls.clone()
-                    },
-                    ..params.clone()
-                });
-                continue;
-            }
-            Err(_) => break,
-        };
-        let Some(step) = current.next_step().cloned() else {
-            break;
-        };
-        out.extend(step_needs(&step, &state, &params.namespace));
-        state = simulate(&state, &params.namespace, &step);
+    for step in foreseen {
+        out.extend(step_needs(step, &params.namespace));
     }
     out.sort();
     out.dedup();

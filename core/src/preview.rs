@@ -65,6 +65,43 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
     }
 }
 
+/// The steps a run from `observed` would carry out, as far as they can be planned now: what
+/// the migrate loop shows as its step count and reviews the permissions of
+/// ([`crate::access::needed_by`]), from one planning pass. A missing CA password does not stop
+/// it: the run asks for it when the plan needs it, and which steps follow does not depend on
+/// its value, so the rest is planned with a stand-in (as the dry run's preview is). Another
+/// planning error ends the list with the steps before it.
+pub fn foreseen(params: &MigrateParams, observed: &Observed) -> Vec<Step> {
+    let mut state = observed.clone();
+    let mut out = Vec::new();
+    let mut with_password: Option<MigrateParams> = None;
+    while out.len() < MAX_STEPS {
+        let params = with_password.as_ref().unwrap_or(params);
+        let current = match plan(params, &state) {
+            Ok(current) => current,
+            Err(PlanError::CaPasswordNeeded) if with_password.is_none() => {
+                with_password = Some(MigrateParams {
+                    tls: crate::params::TlsParams {
+                        ca_password: Some(crate::secret::SecretString::new(
+                            crate::observed::PLACEHOLDER,
+                        )),
+                        ..params.tls.clone()
+                    },
+                    ..params.clone()
+                });
+                continue;
+            }
+            Err(_) => break,
+        };
+        let Some(step) = current.next_step().cloned() else {
+            break;
+        };
+        simulate_in_place(&mut state, &params.namespace, &step);
+        out.push(step);
+    }
+    out
+}
+
 /// What a dry run previews on a state a real run would refuse to start from, assuming the
 /// missing prerequisite is there: the refusal, and the state with the assumption made.
 #[derive(Debug, Clone, PartialEq)]

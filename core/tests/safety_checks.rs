@@ -345,3 +345,24 @@ fn the_permissions_of_a_run_without_the_ca_password_reach_past_the_point_it_is_a
         "the server's Deployment, planned past the password: {needed:?}"
     );
 }
+
+#[test]
+fn the_foreseen_steps_are_the_previews_and_reach_past_a_missing_ca_password() {
+    // The migrate loop's step count and its permission review come from one planning pass.
+    let params = common::params();
+    let empty = common::empty_cluster();
+    let preview = uyuni_core::preview(&params, &empty).expect("previews");
+    assert_eq!(
+        uyuni_core::preview::foreseen(&params, &empty),
+        preview.executed
+    );
+
+    let without = params_with(|a| a.ssl_password = None);
+    let after_sync = common::after_sync(&without);
+    assert!(uyuni_core::preview(&without, &after_sync).is_err());
+    let foreseen = uyuni_core::preview::foreseen(&without, &after_sync);
+    let with = uyuni_core::preview(&common::params(), &after_sync).expect("previews");
+    let ids = |steps: &[uyuni_core::Step]| steps.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&foreseen), ids(&with.executed));
+    assert!(!foreseen.is_empty());
+}

@@ -167,8 +167,9 @@ pub async fn run(
     let observed = assumption.as_ref().map_or(observed, |a| &a.observed);
     let changes = !preview.executed.is_empty();
     let mut safety = uyuni_core::preview::safety(params, observed, &preview);
+    let foreseen = uyuni_core::preview::foreseen(params, observed);
     if let Some((needed, answers)) =
-        crate::migrate::review_access(conn, params, observed, reporter).await
+        crate::migrate::review_access(conn, params, observed, &foreseen, reporter).await
     {
         safety.inputs.push(uyuni_core::access::input(
             &needed,

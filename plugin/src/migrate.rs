@@ -246,12 +246,13 @@ pub async fn review_access(
     conn: &uyuni_effects::Connection,
     params: &MigrateParams,
     observed: &Observed,
+    foreseen: &[uyuni_core::Step],
     reporter: &Reporter,
 ) -> Option<(
     Vec<uyuni_core::access::Access>,
     Vec<(uyuni_core::access::Access, bool)>,
 )> {
-    let needed = uyuni_core::access::needed(params, observed);
+    let needed = uyuni_core::access::needed_by(params, observed, foreseen);
     match uyuni_effects::access::review(&conn.client, &needed).await {
         Ok(answers) => Some((needed, answers)),
         Err(e) => {
@@ -396,7 +397,6 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         return Ok(());
     }
     let (conn, mut params) = start(cmd, cli, reporter).await?;
-    let mut access_checked = false;
     let mut run_id_chosen = false;
     let mut observer = uyuni_effects::Observer::new(
         conn.client.clone(),
@@ -454,16 +454,22 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             }
             break observed;
         };
-        // Before the first write: every write of the run, as far as it can be planned now,
-        // against what the user may do.
-        if !access_checked {
-            access_checked = true;
-            if let Some((needed, answers)) =
-                review_access(&conn, &params, &observed, reporter).await
-            {
-                uyuni_core::access::check(&needed, &answers)?;
+        // Once, before the first write: the steps of the whole run as far as they can be
+        // planned now, for their count (the progress total) and to check every write of the
+        // run against what the user may do.
+        let expected = match expected_steps {
+            Some(count) => count,
+            None => {
+                let foreseen = uyuni_core::preview::foreseen(&params, &observed);
+                expected_steps = Some(foreseen.len());
+                if let Some((needed, answers)) =
+                    review_access(&conn, &params, &observed, &foreseen, reporter).await
+                {
+                    uyuni_core::access::check(&needed, &answers)?;
+                }
+                foreseen.len()
             }
-        }
+        };
         // The outage is the user's decision: refused before any write where nobody can be
         // asked, asked for just before the step that stops the source otherwise.
         if !confirmed && let Some(outage) = plan.outage_step() {
@@ -505,9 +511,6 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
                 "the plan did not converge after {executed} steps; this is a bug in kubectl-uyuni, please report it with the output of --dry-run"
             );
         }
-        let expected = *expected_steps.get_or_insert_with(|| {
-            uyuni_core::preview(&params, &observed).map_or(0, |p| p.executed.len())
-        });
         // A real run may take steps the preview could not foresee (a retried Job, a wait for
         // something that stopped being ready); the total then grows with the current plan.
         let remaining = plan
