@@ -81,10 +81,15 @@ fn every_object_a_migration_writes_is_admitted_by_the_real_api_server() {
     );
 
     let cluster = RealCluster::start().expect("the real control plane starts");
-    // The custom resources' definitions, as their projects publish them.
+    // The custom resources' definitions, as their projects publish them: the add-ons applied
+    // them without their prose (the same schemas), so this apply takes the fields over.
     let crds = uyuni_testdata::cluster::default_crds_dir();
     let crds = crds.to_string_lossy().into_owned();
-    let applied = kubectl(&cluster, &["apply", "--server-side", "-f", &crds], "");
+    let applied = kubectl(
+        &cluster,
+        &["apply", "--server-side", "--force-conflicts", "-f", &crds],
+        "",
+    );
     assert!(applied.status.success(), "{}", output(&applied));
     let established = kubectl(
         &cluster,
