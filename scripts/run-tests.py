@@ -19,8 +19,11 @@ lane lost).
 
 With `--clippy` the test build is the lint: the workspace's crates are compiled by clippy-driver
 (`RUSTC_WORKSPACE_WRAPPER`, what `cargo clippy` itself sets, with `-D warnings` in `CLIPPY_ARGS`,
-the variable `cargo clippy` passes its arguments in) and `--all-targets`, so every target
-`cargo clippy --all-targets` checks is linted while it is built, and a lint fails the build.
+the variable `cargo clippy` passes its arguments in) and `--tests --benches --examples`, so
+every target `cargo clippy --all-targets` checks is linted while it is built, and a lint fails
+the build. A target declared `test = false` has no test harness built (the library of effects
+and testdata, whose unit tests are modules of their integration tests, and binaries without
+tests); a test under one fails the run (`tests_in_untested_targets`).
 `cargo clippy` apart from the test build checked every dependency again (metadata only, its own
 artifacts): about 144 s of CPU on a clean clone, the run's longest item (288 s in its lane beside
 the tests on 2 cores). The lints themselves add about 12 s of CPU to the test build. The doc
@@ -53,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 
 # Longest first, so that the long ones do not start last and stretch the run: test modules
 # (`package/module`, the file under tests/) and the other items by their label (seconds of one
@@ -123,7 +127,11 @@ def test_binaries(cargo_args, env, clippy):
     with `clippy`, every target, linted (see the docstring)."""
     cmd = ["cargo", "test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"]
     if clippy:
-        cmd.append("--all-targets")
+        # What `--all-targets` lints, without its test-mode builds of the targets declared
+        # `test = false` (`--all-targets` selects them all the same; `--tests` only the targets
+        # with tests): the library and binaries are built, and linted, for the integration
+        # tests that run them.
+        cmd += ["--tests", "--benches", "--examples"]
     cmd += cargo_args
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     if proc.returncode != 0:
@@ -142,7 +150,7 @@ def test_binaries(cargo_args, env, clippy):
         target = msg["target"]
         kind = target["kind"][0]
         if kind in ("bench", "example"):
-            # Built (and linted) with --all-targets; benchmarks are run by hand, never as tests.
+            # Built (and linted) with --benches and --examples; benchmarks are run by hand, never as tests.
             continue
         pkg_dir = os.path.dirname(msg["manifest_path"])
         pkg = os.path.basename(pkg_dir)
@@ -220,6 +228,43 @@ def undeclared_test_files(root):
     return missing
 
 
+def bin_files(crate_dir, b):
+    """A binary's source files: its file, or its directory when it is a `main.rs` with modules
+    beside it (plugin/src/release/)."""
+    path = os.path.join(crate_dir, b["path"])
+    if os.path.basename(path) != "main.rs" or os.path.dirname(path) == os.path.join(crate_dir, "src"):
+        return [path]
+    return [os.path.join(dp, n) for dp, _, ns in os.walk(os.path.dirname(path))
+            for n in ns if n.endswith(".rs")]
+
+
+def tests_in_untested_targets(root):
+    """Files of a target declared `test = false` (no test harness is built for it, see
+    test_binaries) that hold a test anyway, which would silently never run: under src/ when
+    the library is `test = false` (but for the files of binaries that are tested), or a
+    binary's own files when it is."""
+    found = []
+    for crate in sorted(os.listdir(root)):
+        crate_dir = os.path.join(root, crate)
+        manifest = os.path.join(crate_dir, "Cargo.toml")
+        if not os.path.isfile(manifest):
+            continue
+        with open(manifest, "rb") as f:
+            cargo = tomllib.load(f)
+        bins = [b for b in cargo.get("bin", []) if "path" in b]
+        untested, tested = set(), set()
+        for b in bins:
+            (tested if b.get("test", True) else untested).update(bin_files(crate_dir, b))
+        if not cargo.get("lib", {}).get("test", True):
+            for dp, _, names in os.walk(os.path.join(crate_dir, "src")):
+                untested.update(os.path.join(dp, n) for n in names if n.endswith(".rs"))
+        for file in sorted(untested - tested):
+            with open(file) as f:
+                if re.search(r"#\[(cfg\(test\)|test\b|tokio::test\b)", f.read()):
+                    found.append(os.path.relpath(file, root))
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("UYUNI_TEST_JOBS", "3")))
@@ -235,6 +280,14 @@ def main():
         sys.exit(
             "run-tests: these test files are no module of their crate's tests/main.rs, so they "
             "would never run: " + ", ".join(missing) + "; add `mod NAME;` to tests/main.rs"
+        )
+    untested = tests_in_untested_targets(root)
+    if untested:
+        sys.exit(
+            "run-tests: these files belong to a target declared `test = false` (no test "
+            "harness is built for it) and hold tests, which would never run: "
+            + ", ".join(untested) + "; move the tests to the crate's tests/ (tests/unit/), or "
+            "remove `test = false` from the target in its Cargo.toml"
         )
     cargo_env = clippy_env() if args.clippy else dict(os.environ)
     queue = order(work_items(test_binaries([], cargo_env, args.clippy)))

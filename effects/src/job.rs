@@ -68,7 +68,10 @@ pub(crate) struct JobWaitContext<'a> {
     pub version: Option<&'a str>,
 }
 
-enum LogChunk {
+/// One item of a followed log.
+#[doc(hidden)]
+// pub for the unit tests in tests/unit/
+pub enum LogChunk {
     Line(String),
     OpenFailed(kube::Error),
     ReadFailed(std::io::Error),
@@ -185,7 +188,9 @@ impl LogFollower {
 }
 
 /// The lines of a log as they arrive; invalid UTF-8 is replaced, not fatal (logs are for people).
-fn lines<R>(reader: Pin<Box<R>>) -> impl futures::Stream<Item = LogChunk> + Send + 'static
+#[doc(hidden)]
+// pub for the unit tests in tests/unit/
+pub fn lines<R>(reader: Pin<Box<R>>) -> impl futures::Stream<Item = LogChunk> + Send + 'static
 where
     R: futures::AsyncBufRead + Send + 'static,
 {
@@ -634,33 +639,4 @@ async fn read_tail(
     })
     .await?;
     Ok(tail_lines(&text, lines as usize))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tail_keeps_the_last_lines() {
-        assert_eq!(tail_lines("a\nb\nc\n", 2), ["b", "c"]);
-        assert_eq!(tail_lines("a\nb", 5), ["a", "b"]);
-        assert!(tail_lines("", 3).is_empty());
-        assert!(tail_lines("a\n", 0).is_empty());
-    }
-
-    #[tokio::test]
-    async fn lines_split_and_survive_bad_utf8() {
-        let data: &[u8] = b"one\r\ntwo\n\xffthree";
-        let reader = futures::io::BufReader::new(futures::io::Cursor::new(data.to_vec()));
-        let got: Vec<String> = lines(Box::pin(reader))
-            .filter_map(|c| async move {
-                match c {
-                    LogChunk::Line(l) => Some(l),
-                    _ => None,
-                }
-            })
-            .collect()
-            .await;
-        assert_eq!(got, ["one", "two", "\u{fffd}three"]);
-    }
 }

@@ -21,9 +21,10 @@ use crate::progress::{Progress, ProgressEvent};
 /// before giving up, enough to ride out an API server restart behind a load balancer.
 pub const MAX_ATTEMPTS: u32 = 8;
 const FIRST_DELAY: Duration = Duration::from_millis(100);
-const MAX_DELAY: Duration = Duration::from_secs(5);
+/// The longest [`backoff`].
+pub const MAX_DELAY: Duration = Duration::from_secs(5);
 /// A server asking for more than this is treated as asking for this: the user is waiting.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// What to do about a failed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +156,9 @@ pub fn classify_watch(err: &kube::runtime::watcher::Error) -> Disposition {
 }
 
 /// Sends a request until it succeeds, fails for good, or [`MAX_ATTEMPTS`] are used up.
-pub(crate) async fn with_retry<T, F, Fut>(
+#[doc(hidden)]
+// pub for the unit tests in tests/unit/
+pub async fn with_retry<T, F, Fut>(
     progress: &dyn Progress,
     verb: Verb,
     target: &Target,
@@ -210,170 +213,4 @@ pub(crate) fn report_retry(
         delay,
         error,
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kube::core::{Status, response::StatusDetails};
-
-    fn api(code: u16) -> kube::Error {
-        kube::Error::Api(Status::failure("x", "y").with_code(code).boxed())
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_the_cap() {
-        let schedule: Vec<u128> = (1..MAX_ATTEMPTS).map(|a| backoff(a).as_millis()).collect();
-        assert_eq!(schedule, [100, 200, 400, 800, 1600, 3200, 5000]);
-        assert_eq!(backoff(1000), MAX_DELAY);
-    }
-
-    #[test]
-    fn transient_statuses_are_retried() {
-        for code in [429, 500, 502, 503, 504] {
-            assert_eq!(
-                classify(&api(code)),
-                Disposition::Retry { after: None },
-                "{code}"
-            );
-        }
-    }
-
-    #[test]
-    fn answers_are_not_retried() {
-        for code in [400, 401, 403, 404, 409, 410, 422, 501] {
-            assert_eq!(classify(&api(code)), Disposition::Fail, "{code}");
-        }
-    }
-
-    #[test]
-    fn retry_after_is_honoured_and_capped() {
-        let status = Status::failure("slow down", "TooManyRequests")
-            .with_code(429)
-            .with_details(StatusDetails {
-                name: String::new(),
-                group: String::new(),
-                kind: String::new(),
-                uid: String::new(),
-                causes: Vec::new(),
-                retry_after_seconds: 2,
-            });
-        let d = classify(&kube::Error::Api(status.boxed()));
-        assert_eq!(
-            d,
-            Disposition::Retry {
-                after: Some(Duration::from_secs(2))
-            }
-        );
-        assert_eq!(delay(d, 1), Duration::from_secs(2));
-        let long = Disposition::Retry {
-            after: Some(Duration::from_secs(3600)),
-        };
-        assert_eq!(delay(long, 1), MAX_RETRY_AFTER);
-    }
-
-    #[test]
-    fn connection_failures_are_retried_but_tls_failures_are_not() {
-        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
-        assert_eq!(
-            classify(&kube::Error::Service(Box::new(reset))),
-            Disposition::Retry { after: None }
-        );
-        let tls = std::io::Error::new(std::io::ErrorKind::InvalidData, "invalid peer certificate");
-        assert_eq!(
-            classify(&kube::Error::Service(Box::new(tls))),
-            Disposition::Fail
-        );
-        let wrapped_tls = std::io::Error::other(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "bad certificate",
-        ));
-        assert_eq!(
-            classify(&kube::Error::Service(Box::new(wrapped_tls))),
-            Disposition::Fail
-        );
-        let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof");
-        assert_eq!(
-            classify(&kube::Error::ReadEvents(eof)),
-            Disposition::Retry { after: None }
-        );
-    }
-
-    #[test]
-    fn timeouts_are_found_deep_in_the_chain() {
-        let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
-        let err = kube::Error::ReadEvents(std::io::Error::other(kube::Error::Service(Box::new(
-            timed_out,
-        ))));
-        assert!(is_timeout(&err));
-        assert!(!is_timeout(&api(503)));
-    }
-
-    #[test]
-    fn expired_watches_restart_at_once() {
-        let gone = Status::failure("too old", "Expired").with_code(410).boxed();
-        assert_eq!(
-            classify_watch(&kube::runtime::watcher::Error::WatchError(gone)),
-            Disposition::Retry {
-                after: Some(Duration::ZERO)
-            }
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn with_retry_reports_each_retry_and_gives_up() {
-        use std::sync::Mutex;
-        #[derive(Default)]
-        struct Rec(Mutex<Vec<(u32, Duration)>>);
-        impl Progress for Rec {
-            fn event(&self, event: ProgressEvent<'_>) {
-                if let ProgressEvent::Retrying { attempt, delay, .. } = event {
-                    self.0.lock().unwrap().push((attempt, delay));
-                }
-            }
-        }
-        let rec = Rec::default();
-        let target = Target::named("secret", "s", Some("ns"));
-        let mut calls = 0;
-        let result: Result<(), _> = with_retry(&rec, Verb::Get, &target, || {
-            calls += 1;
-            async { Err(api(503)) }
-        })
-        .await;
-        assert_eq!(calls, MAX_ATTEMPTS);
-        assert!(matches!(
-            result,
-            Err(EffectsError::Api {
-                attempts: MAX_ATTEMPTS,
-                verb: Verb::Get,
-                ..
-            })
-        ));
-        let seen = rec.0.lock().unwrap().clone();
-        assert_eq!(seen.len() as u32, MAX_ATTEMPTS - 1);
-        assert_eq!(seen[0], (1, Duration::from_millis(100)));
-
-        let mut calls = 0;
-        let ok = with_retry(&NoRetry, Verb::Get, &target, || {
-            calls += 1;
-            let n = calls;
-            async move { if n < 3 { Err(api(500)) } else { Ok(n) } }
-        })
-        .await;
-        assert_eq!(ok.ok(), Some(3));
-
-        let mut calls = 0;
-        let denied: Result<(), _> = with_retry(&NoRetry, Verb::Get, &target, || {
-            calls += 1;
-            async { Err(api(403)) }
-        })
-        .await;
-        assert_eq!(calls, 1);
-        assert!(matches!(denied, Err(EffectsError::Api { attempts: 1, .. })));
-    }
-
-    struct NoRetry;
-    impl Progress for NoRetry {
-        fn event(&self, _event: ProgressEvent<'_>) {}
-    }
 }

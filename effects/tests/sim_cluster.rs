@@ -1,11 +1,9 @@
 //! `connect`, `observe` and `execute` against the simulated cluster of `uyuni_testdata`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use uyuni_core::{Action, Kind, ObjectRef, Observation};
 use uyuni_effects::{ClientOptions, EffectsError, NoProgress, connect, execute, observe};
 use uyuni_testdata::{

@@ -103,8 +103,9 @@ fn percent_decode(s: &str) -> String {
 #[derive(Debug, Default, Clone)]
 pub struct Query(Vec<(String, String)>);
 
+// parse, get and flag pub for the unit tests in tests/unit/
 impl Query {
-    fn parse(q: &str) -> Query {
+    pub fn parse(q: &str) -> Query {
         Query(
             q.split('&')
                 .filter(|p| !p.is_empty())
@@ -116,30 +117,32 @@ impl Query {
         )
     }
 
-    fn get(&self, key: &str) -> Option<&str> {
+    pub fn get(&self, key: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
 
-    fn flag(&self, key: &str) -> bool {
+    pub fn flag(&self, key: &str) -> bool {
         matches!(self.get(key), Some("true") | Some("1"))
     }
 }
 
 /// A request to a resource path.
+// pub for the unit tests in tests/unit/
 #[derive(Debug, Clone, Default)]
-struct ResourcePath {
-    group: String,
-    version: String,
-    namespace: Option<String>,
-    plural: String,
-    name: Option<String>,
-    subresource: Option<String>,
+pub struct ResourcePath {
+    pub group: String,
+    pub version: String,
+    pub namespace: Option<String>,
+    pub plural: String,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
 }
 
-fn parse_resource_path(path: &str) -> Option<ResourcePath> {
+// pub for the unit tests in tests/unit/
+pub fn parse_resource_path(path: &str) -> Option<ResourcePath> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api", v, rest @ ..] => ("", *v, rest),
@@ -1140,30 +1143,4 @@ fn text_response(text: String) -> Response<Body> {
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn query_tolerates_empty_parts_and_decodes() {
-        let q = Query::parse("&labelSelector=a%3Db%2Cc+in+%28x%29&&watch=1");
-        assert_eq!(q.get("labelSelector"), Some("a=b,c in (x)"));
-        assert!(q.flag("watch"));
-    }
-
-    #[test]
-    fn resource_paths() {
-        let rp =
-            parse_resource_path("/apis/batch/v1/namespaces/uyuni/jobs/x/status").expect("path");
-        assert_eq!((rp.group.as_str(), rp.plural.as_str()), ("batch", "jobs"));
-        assert_eq!(rp.namespace.as_deref(), Some("uyuni"));
-        assert_eq!(rp.subresource.as_deref(), Some("status"));
-        let rp = parse_resource_path("/api/v1/namespaces").expect("path");
-        assert_eq!((rp.plural.as_str(), rp.namespace), ("namespaces", None));
-        let rp = parse_resource_path("/api/v1/namespaces/foo").expect("path");
-        assert_eq!(rp.plural, "namespaces");
-        assert_eq!(rp.name.as_deref(), Some("foo"));
-    }
 }

@@ -20,11 +20,17 @@ pub mod certs;
 pub mod cluster;
 mod controllers;
 pub mod discovery;
-mod engine;
+// pub for the unit tests in tests/unit/ (`now_seconds`)
+#[doc(hidden)]
+pub mod engine;
 pub mod golden;
-mod http;
+// pub for the unit tests in tests/unit/ (the query and path parsers)
+#[doc(hidden)]
+pub mod http;
 pub mod patch;
-mod protobuf;
+// pub for the unit tests in tests/unit/ (`decode`)
+#[doc(hidden)]
+pub mod protobuf;
 pub mod real;
 pub mod resources;
 mod rng;

@@ -582,7 +582,9 @@ pub const QUANTITY_ERROR: &str =
 // Go renderings of the few structured values the messages print.
 
 /// `%#v` of a `map[string]string` (Go sorts map keys when printing).
-fn go_string_map(v: &Value) -> String {
+// pub for the unit tests in tests/unit/
+#[doc(hidden)]
+pub fn go_string_map(v: &Value) -> String {
     match v.as_object() {
         None => "map[string]string(nil)".to_string(),
         Some(m) => {
@@ -604,7 +606,9 @@ fn go_string_map(v: &Value) -> String {
 }
 
 /// `%#v` of a `metav1.LabelSelector`.
-fn go_label_selector(v: &Value) -> String {
+// pub for the unit tests in tests/unit/
+#[doc(hidden)]
+pub fn go_label_selector(v: &Value) -> String {
     let exprs = match v["matchExpressions"].as_array() {
         None => "[]v1.LabelSelectorRequirement(nil)".to_string(),
         Some(list) => {
@@ -1623,50 +1627,5 @@ pub fn check_object(obj: &Value) -> Result<(), Vec<String>> {
         Ok(())
     } else {
         Err(problems)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_read_like_upstream() {
-        assert_eq!(
-            dns1123_label("Web_1"),
-            vec![
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters \
-                 or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  \
-                 or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-            ]
-        );
-        assert_eq!(dns1123_label("a.b"), vec!["must not contain dots"]);
-        assert!(port_name("jmx").is_empty());
-        assert_eq!(
-            port_name("8080"),
-            vec!["must contain at least one letter (a-z)"]
-        );
-        assert_eq!(
-            port_name("jmx-exporter-port1"),
-            vec!["must be no more than 15 characters"]
-        );
-        assert!(qualified_name("app.kubernetes.io/part-of").is_empty());
-        assert_eq!(qualified_name("a/b/c").len(), 1);
-        assert_eq!(parse_quantity("10Gi"), Some(10.0 * 1024f64.powi(3)));
-        assert_eq!(parse_quantity("1e3"), Some(1000.0));
-        assert_eq!(parse_quantity("ten"), None);
-        assert_eq!(parse_quantity("10GB"), None);
-    }
-
-    #[test]
-    fn go_renderings() {
-        assert_eq!(
-            go_string_map(&serde_json::json!({"b": "2", "a": "1"})),
-            r#"map[string]string{"a":"1", "b":"2"}"#
-        );
-        assert_eq!(
-            go_label_selector(&serde_json::json!({"matchLabels": {"app": "web"}})),
-            r#"v1.LabelSelector{MatchLabels:map[string]string{"app":"web"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}"#
-        );
     }
 }

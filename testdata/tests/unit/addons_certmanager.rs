@@ -1,0 +1,251 @@
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::{Value, json};
+use uyuni_testdata::addons::certmanager::{
+    Readiness, ca_secret_ref, issuer_readiness, needs_issuance, next_condition, parse_duration,
+    pem_blocks, secret_manifest, sign, validity,
+};
+
+fn secret(fields: &[&str]) -> Value {
+    let data: serde_json::Map<String, Value> = fields
+        .iter()
+        .map(|f| (f.to_string(), json!(B64.encode(format!("{f} content")))))
+        .collect();
+    json!({"metadata": {"name": "ca"}, "data": data})
+}
+
+#[test]
+fn issuers_are_ready_as_cert_manager_says() {
+    let self_signed =
+        json!({"metadata": {"name": "s", "namespace": "u"}, "spec": {"selfSigned": {}}});
+    assert_eq!(
+        issuer_readiness(&self_signed, None),
+        Readiness::new(true, "IsReady", "")
+    );
+    let ca = json!({"metadata": {"name": "c", "namespace": "u"}, "spec": {"ca": {"secretName": "ca-kp"}}});
+    assert_eq!(
+        ca_secret_ref(&ca, false),
+        Some(("u".into(), "ca-kp".into()))
+    );
+    assert_eq!(
+        ca_secret_ref(&ca, true),
+        Some(("cert-manager".into(), "ca-kp".into()))
+    );
+    assert_eq!(
+        issuer_readiness(&ca, None),
+        Readiness::new(
+            false,
+            "ErrGetKeyPair",
+            "Error getting keypair for CA issuer: secret \"ca-kp\" not found"
+        )
+    );
+    assert!(!issuer_readiness(&ca, Some(&secret(&["tls.crt"]))).ready);
+    let garbage = issuer_readiness(&ca, Some(&secret(&["tls.crt", "tls.key"])));
+    assert_eq!(garbage.reason, "ErrInvalidKeyPair", "{garbage:?}");
+    let (crt, key, _) =
+        sign(&json!({"isCA": true, "commonName": "ca"}), None, 0, 1 << 31).expect("a CA");
+    let real = json!({"data": {"tls.crt": B64.encode(crt), "tls.key": B64.encode(key)}});
+    assert_eq!(
+        issuer_readiness(&ca, Some(&real)),
+        Readiness::new(true, "KeyPairVerified", "Signing CA verified")
+    );
+    let acme = json!({"spec": {"acme": {"server": "https://acme"}}});
+    assert!(!issuer_readiness(&acme, None).ready);
+}
+
+#[test]
+fn a_condition_is_written_only_when_it_changes_and_keeps_its_transition_time() {
+    let ready = Readiness::new(true, "IsReady", "");
+    let fresh = json!({"metadata": {"generation": 2}});
+    let c = next_condition(&fresh, &ready, "T1").expect("a first condition");
+    assert_eq!(c["status"], "True");
+    assert_eq!(c["observedGeneration"], 2);
+    assert_eq!(c["lastTransitionTime"], "T1");
+    let written = json!({"metadata": {"generation": 2}, "status": {"conditions": [c]}});
+    assert_eq!(next_condition(&written, &ready, "T2"), None);
+    // A new generation: rewritten, but True since T1 still.
+    let mut newer = written.clone();
+    newer["metadata"]["generation"] = json!(3);
+    let c = next_condition(&newer, &ready, "T2").expect("rewritten");
+    assert_eq!(c["lastTransitionTime"], "T1");
+    assert_eq!(c["observedGeneration"], 3);
+    let c = next_condition(&newer, &Readiness::new(false, "X", "m"), "T3").expect("flips");
+    assert_eq!(c["lastTransitionTime"], "T3");
+}
+
+#[test]
+fn durations_and_renewal_times_follow_cert_manager() {
+    assert_eq!(parse_duration("2160h"), Some(2160 * 3600));
+    assert_eq!(parse_duration("1h30m0s"), Some(5400));
+    assert_eq!(parse_duration("45m"), Some(2700));
+    assert_eq!(parse_duration("10d"), None);
+    assert_eq!(parse_duration(""), None);
+    let day = 24 * 3600;
+    assert_eq!(validity(&json!({}), 0), (0, 90 * day, 60 * day));
+    assert_eq!(
+        validity(&json!({"duration": "720h", "renewBefore": "240h"}), 100),
+        (100, 100 + 30 * day, 100 + 20 * day)
+    );
+    assert_eq!(
+        validity(&json!({"duration": "100h", "renewBeforePercentage": 25}), 0),
+        (0, 100 * 3600, 75 * 3600)
+    );
+    // A renewBefore longer than the duration is ignored, as cert-manager does.
+    assert_eq!(
+        validity(&json!({"duration": "3h", "renewBefore": "5h"}), 0).2,
+        2 * 3600
+    );
+}
+
+#[test]
+fn issuance_is_needed_until_ready_for_the_generation_with_its_own_secret() {
+    let cert = |status: &str, observed: i64| {
+        json!({"metadata": {"name": "web", "generation": 1},
+               "status": {"conditions": [{"type": "Ready", "status": status, "observedGeneration": observed}]}})
+    };
+    let mut own = secret(&["tls.crt", "tls.key"]);
+    own["metadata"]["annotations"] = json!({"cert-manager.io/certificate-name": "web"});
+    assert!(!needs_issuance(&cert("True", 1), Some(&own)));
+    assert!(needs_issuance(&cert("True", 1), None));
+    assert!(needs_issuance(&cert("True", 0), Some(&own)));
+    assert!(needs_issuance(&cert("False", 1), Some(&own)));
+    let foreign = secret(&["tls.crt", "tls.key"]);
+    assert!(needs_issuance(&cert("True", 1), Some(&foreign)));
+}
+
+#[test]
+fn a_ca_signs_a_leaf_whose_issuer_is_the_ca_and_the_secret_says_so() {
+    let ca_spec = json!({"isCA": true, "commonName": "uyuni-ca", "secretName": "ca-kp",
+                         "issuerRef": {"name": "selfsigned", "kind": "ClusterIssuer"}});
+    let (ca_crt, ca_key, ca_root) =
+        sign(&ca_spec, None, 1_700_000_000, 1_800_000_000).expect("a self-signed CA");
+    assert_eq!(
+        ca_crt, ca_root,
+        "a self-signed certificate is its own ca.crt"
+    );
+    let leaf_spec = json!({"commonName": "uyuni.example.com", "dnsNames": ["uyuni.example.com"],
+                           "secretName": "uyuni-cert", "issuerRef": {"name": "ca", "kind": "Issuer"}});
+    let (leaf, _key, root) = sign(
+        &leaf_spec,
+        Some((&ca_crt, &ca_key)),
+        1_700_000_000,
+        1_800_000_000,
+    )
+    .expect("a leaf");
+    assert_eq!(root, ca_crt);
+    assert_ne!(leaf, ca_crt);
+    assert_eq!(
+        pem_blocks(&leaf).len(),
+        1,
+        "a root CA is not repeated in tls.crt"
+    );
+    // The chain verifies (openssl is what scripts/cluster.sh needs anyway).
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::write(dir.path().join("ca.crt"), &ca_crt).expect("write");
+    std::fs::write(dir.path().join("tls.crt"), &leaf).expect("write");
+    let out = std::process::Command::new("openssl")
+        .args([
+            "verify",
+            "-attime",
+            "1750000000",
+            "-CAfile",
+            "ca.crt",
+            "tls.crt",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let cert = json!({"metadata": {"name": "uyuni", "namespace": "uyuni"}, "spec": leaf_spec});
+    let s = secret_manifest(&cert, &leaf, "KEY", &root);
+    assert_eq!(s["type"], "kubernetes.io/tls");
+    assert_eq!(s["metadata"]["name"], "uyuni-cert");
+    assert_eq!(s["metadata"]["namespace"], "uyuni");
+    let a = &s["metadata"]["annotations"];
+    assert_eq!(a["cert-manager.io/certificate-name"], "uyuni");
+    assert_eq!(a["cert-manager.io/issuer-name"], "ca");
+    assert_eq!(a["cert-manager.io/issuer-kind"], "Issuer");
+    assert_eq!(a["cert-manager.io/common-name"], "uyuni.example.com");
+    assert_eq!(a["cert-manager.io/alt-names"], "uyuni.example.com");
+    assert_eq!(
+        B64.decode(s["data"]["ca.crt"].as_str().expect("ca.crt"))
+            .expect("base64"),
+        root.as_bytes()
+    );
+    assert!(sign(&leaf_spec, Some(("no pem", &ca_key)), 0, 1).is_err());
+}
+
+mod openssl_ca_tests {
+    use serde_json::json;
+    use uyuni_testdata::addons::certmanager::sign;
+    use uyuni_testdata::engine::now_seconds;
+
+    /// A CA made by openssl, as the source server's `RHN-ORG-TRUSTED-SSL-CERT` is (RSA), with
+    /// its key in PKCS#8 (`BEGIN PRIVATE KEY`) or, with `traditional`, PKCS#1.
+    fn openssl_ca(dir: &std::path::Path, traditional: bool) -> (String, String) {
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "3650",
+            "-subj",
+            "/O=SUSE/CN=RHN-ORG-TRUSTED-SSL-CERT",
+        ]);
+        if traditional {
+            run(&["rsa", "-in", "ca.key", "-traditional", "-out", "ca.key"]);
+        }
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("read");
+        (read("ca.crt"), read("ca.key"))
+    }
+
+    #[test]
+    fn an_rsa_ca_made_by_openssl_signs_a_leaf_that_verifies() {
+        for traditional in [false, true] {
+            let dir = tempfile::tempdir().expect("a temp dir");
+            let (ca_crt, ca_key) = openssl_ca(dir.path(), traditional);
+            assert_eq!(ca_key.contains("BEGIN RSA PRIVATE KEY"), traditional);
+            let spec = json!({"dnsNames": ["uyuni.example.com"], "secretName": "web"});
+            let now = now_seconds();
+            let (leaf, _, root) = sign(&spec, Some((&ca_crt, &ca_key)), now - 60, now + 3600)
+                .unwrap_or_else(|e| panic!("traditional={traditional}: {e}"));
+            assert_eq!(root, ca_crt);
+            std::fs::write(dir.path().join("leaf.crt"), &leaf).expect("write");
+            let out = std::process::Command::new("openssl")
+                .args(["verify", "-CAfile", "ca.crt", "leaf.crt"])
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "traditional={traditional}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
