@@ -102,20 +102,6 @@ pub mod products {
             _ => None,
         }
     }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn each_product_names_its_secret() {
-            assert_eq!(
-                super::secret(super::MIGRATION_DATA),
-                Some("uyuni-migration-data")
-            );
-            assert_eq!(super::secret(super::CA_KEY), Some("uyuni-ca"));
-            assert_eq!(super::secret("configmap/x"), None);
-            assert_eq!(super::secret("secret/"), None);
-        }
-    }
 }
 
 /// Paths inside the Job pods, shared by the scripts and the builders that mount things there,

@@ -68,32 +68,3 @@ pub fn selects(selector: &str, labels: Option<&BTreeMap<String, String>>) -> boo
             && labels.is_some_and(|l| l.get(key).is_some_and(|v| v == value))
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equality_selectors_match_their_labels_only() {
-        let labels: BTreeMap<String, String> = [("a", "1"), ("b", "2")]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        assert!(selects("a=1", Some(&labels)));
-        assert!(selects("a=1,b==2", Some(&labels)));
-        assert!(!selects("a=1,c=3", Some(&labels)));
-        assert!(!selects("a!=2", Some(&labels)));
-        assert!(!selects("a in (1)", Some(&labels)));
-        assert!(!selects("a=1", None));
-        assert!(selects(MANAGED_SELECTOR, Some(&super::labels("server"))));
-    }
-
-    #[test]
-    fn the_selectors_spell_the_labels() {
-        assert_eq!(PART_OF_SELECTOR, format!("{PART_OF}={PART_OF_VALUE}"));
-        assert_eq!(
-            MANAGED_SELECTOR,
-            format!("{PART_OF_SELECTOR},{MANAGED_BY}={MANAGED_BY_VALUE}")
-        );
-    }
-}

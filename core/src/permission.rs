@@ -21,7 +21,9 @@ pub struct Access {
 }
 
 impl Access {
-    pub(crate) fn new(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> Access {
+    #[doc(hidden)]
+    // pub for the unit tests in tests/unit/
+    pub fn new(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> Access {
         Access {
             verb: verb.to_owned(),
             group: group.to_owned(),

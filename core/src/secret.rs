@@ -43,7 +43,9 @@ pub(crate) fn is_secret(value: &Value) -> bool {
 /// A copy of `value` with Secret data replaced by `***`. With `other` (the object it is compared
 /// with), values that differ are marked `*** (before)` / `*** (after)`; `before` says which side
 /// `value` is.
-pub(crate) fn mask(value: &Value, other: Option<(&Value, bool)>) -> Value {
+#[doc(hidden)]
+// pub for the unit tests in tests/unit/
+pub fn mask(value: &Value, other: Option<(&Value, bool)>) -> Value {
     if !is_secret(value) {
         return value.clone();
     }
@@ -75,17 +77,4 @@ pub(crate) fn mask(value: &Value, other: Option<(&Value, bool)>) -> Value {
 /// `value` with Secret data masked; `other` marks which values differ from it.
 pub fn masked_json(value: &Value, other: Option<&Value>) -> Value {
     mask(value, other.map(|o| (o, false)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debug_and_serialize_hide_the_value() {
-        let s = SecretString::new("hunter2");
-        assert_eq!(format!("{s:?}"), "***");
-        assert_eq!(serde_json::to_string(&s).expect("serializes"), "\"***\"");
-        assert_eq!(s.expose(), "hunter2");
-    }
 }

@@ -1,0 +1,87 @@
+use uyuni_core::kubectl::Kubectl;
+
+#[test]
+fn bare_commands_name_only_the_namespace() {
+    assert_eq!(
+        Kubectl::BARE.cmd(Some("uyuni"), "logs job/x"),
+        "kubectl -n uyuni logs job/x"
+    );
+    assert_eq!(
+        Kubectl::BARE.cmd(None, "cluster-info"),
+        "kubectl cluster-info"
+    );
+}
+
+#[test]
+fn the_runs_flags_come_first_and_are_quoted_where_needed() {
+    let k = Kubectl {
+        kubeconfig: Some("/home/me/my clusters/prod.yaml".into()),
+        context: Some("prod-admin@prod".into()),
+        migrate_flags: Vec::new(),
+    };
+    assert_eq!(
+        k.cmd(Some("uyuni"), "get jobs"),
+        "kubectl --kubeconfig '/home/me/my clusters/prod.yaml' --context prod-admin@prod -n uyuni get jobs"
+    );
+    let odd = Kubectl {
+        kubeconfig: None,
+        context: Some("it's".into()),
+        migrate_flags: Vec::new(),
+    };
+    assert_eq!(odd.cmd(None, ""), r"kubectl --context 'it'\''s'");
+}
+
+#[test]
+fn plugin_commands_carry_the_connection_and_migrate_flags() {
+    let k = Kubectl {
+        kubeconfig: Some("/k".into()),
+        context: Some("c".into()),
+        migrate_flags: vec![
+            "--tag".into(),
+            "5.1".into(),
+            "--ssh-knownhosts".into(),
+            "/my dir/kh".into(),
+        ],
+    };
+    assert_eq!(
+        k.migrate(Some("uyuni"), "src.example.com", true),
+        "kubectl uyuni --kubeconfig /k --context c -n uyuni migrate src.example.com --prepare --tag 5.1 --ssh-knownhosts '/my dir/kh'"
+    );
+    assert_eq!(
+        k.uyuni(Some("uyuni"), "version"),
+        "kubectl uyuni --kubeconfig /k --context c -n uyuni version"
+    );
+    assert_eq!(
+        Kubectl::BARE.migrate(None, "s", false),
+        "kubectl uyuni migrate s"
+    );
+}
+
+#[test]
+fn plan_errors_render_their_hints_with_the_flags() {
+    let err = uyuni_core::PlanError::NoExtractedData {
+        job: "uyuni-data-sync-1".into(),
+        namespace: "uyuni".into(),
+        detail: "empty".into(),
+        remedy: "run again".into(),
+    };
+    let k = Kubectl {
+        kubeconfig: Some("/k".into()),
+        context: Some("c".into()),
+        migrate_flags: Vec::new(),
+    };
+    assert!(
+        err.render(&k)
+            .contains("`kubectl --kubeconfig /k --context c -n uyuni logs job/uyuni-data-sync-1`")
+    );
+    assert!(
+        err.to_string()
+            .contains("`kubectl -n uyuni logs job/uyuni-data-sync-1`")
+    );
+    let gone = uyuni_core::PlanError::NamespaceTerminating("uyuni".into());
+    assert!(
+        gone.render(&k)
+            .contains("`kubectl --kubeconfig /k --context c get namespace uyuni`"),
+        "cluster-scoped: no -n"
+    );
+}

@@ -1,0 +1,31 @@
+//! The library's unit tests, one module per source file (`plan_phase` is `src/plan/phase.rs`),
+//! with the same test names: they were `#[cfg(test)]` modules under src/, and are here so that
+//! the library is not compiled a second time in test mode (its `[lib]` is `test = false`). What
+//! they need of the library is public, items purely for them `#[doc(hidden)]`.
+
+mod access;
+mod builders_ingress;
+mod builders_registry;
+mod builders_tftp;
+mod catalogue;
+mod dataplane;
+mod image;
+mod kubectl;
+mod labels;
+mod observed;
+mod observed_objects;
+mod params;
+mod pg;
+mod plan_phase;
+mod pod_security;
+mod ports;
+mod probe;
+mod render;
+mod resolve;
+mod scripts_database;
+mod secret;
+mod simulate;
+mod ssh;
+mod sync_progress;
+mod verdict;
+mod volumes;
