@@ -65,6 +65,20 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
     }
 }
 
+/// `params` with a stand-in for the CA key's password: which steps a run takes does not depend
+/// on its value, so what follows the point where a run asks for it can be planned.
+fn with_password_stand_in(params: &MigrateParams) -> MigrateParams {
+    MigrateParams {
+        tls: crate::params::TlsParams {
+            ca_password: Some(crate::secret::SecretString::new(
+                crate::observed::PLACEHOLDER,
+            )),
+            ..params.tls.clone()
+        },
+        ..params.clone()
+    }
+}
+
 /// The steps a run from `observed` would carry out, as far as they can be planned now: what
 /// the migrate loop shows as its step count and reviews the permissions of
 /// ([`crate::access::needed_by`]), from one planning pass. A missing CA password does not stop
@@ -80,15 +94,7 @@ pub fn foreseen(params: &MigrateParams, observed: &Observed) -> Vec<Step> {
         let current = match plan(params, &state) {
             Ok(current) => current,
             Err(PlanError::CaPasswordNeeded) if with_password.is_none() => {
-                with_password = Some(MigrateParams {
-                    tls: crate::params::TlsParams {
-                        ca_password: Some(crate::secret::SecretString::new(
-                            crate::observed::PLACEHOLDER,
-                        )),
-                        ..params.tls.clone()
-                    },
-                    ..params.clone()
-                });
+                with_password = Some(with_password_stand_in(params));
                 continue;
             }
             Err(_) => break,
@@ -139,16 +145,7 @@ pub fn dry_run_preview(
             ))
         }
         Err(refused @ PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {
-            let with_password = MigrateParams {
-                tls: crate::params::TlsParams {
-                    ca_password: Some(crate::secret::SecretString::new(
-                        crate::observed::PLACEHOLDER,
-                    )),
-                    ..params.tls.clone()
-                },
-                ..params.clone()
-            };
-            let shown = preview(&with_password, observed)?;
+            let shown = preview(&with_password_stand_in(params), observed)?;
             Ok((
                 shown,
                 Some(Assumption {

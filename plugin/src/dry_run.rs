@@ -167,9 +167,10 @@ pub async fn run(
     let observed = assumption.as_ref().map_or(observed, |a| &a.observed);
     let changes = !preview.executed.is_empty();
     let mut safety = uyuni_core::preview::safety(params, observed, &preview);
-    let foreseen = uyuni_core::preview::foreseen(params, observed);
+    // The preview's steps are the ones a run would take (`preview::foreseen`, which plans
+    // past a missing password the same way): no second planning pass.
     if let Some((needed, answers)) =
-        crate::migrate::review_access(conn, params, observed, &foreseen, reporter).await
+        crate::migrate::review_access(conn, params, observed, &preview.executed, reporter).await
     {
         safety.inputs.push(uyuni_core::access::input(
             &needed,

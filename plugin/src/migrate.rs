@@ -461,13 +461,12 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
             Some(count) => count,
             None => {
                 let foreseen = uyuni_core::preview::foreseen(&params, &observed);
-                expected_steps = Some(foreseen.len());
                 if let Some((needed, answers)) =
                     review_access(&conn, &params, &observed, &foreseen, reporter).await
                 {
                     uyuni_core::access::check(&needed, &answers)?;
                 }
-                foreseen.len()
+                *expected_steps.insert(foreseen.len())
             }
         };
         // The outage is the user's decision: refused before any write where nobody can be
