@@ -249,7 +249,7 @@ up() {
 
   # Two settings that spend less CPU and change nothing a client sees (a dozen tests start a
   # control plane, on 2 cores shared by 3 test lanes); measured by the apiserver's CPU time
-  # from start to 3 s after ready: 5.2–5.5 s with neither, 3.3–3.4 s with both.
+  # from start to 3 s after ready: 5.2–5.5 s with neither, 3.3–4.3 s with both (noisy machine).
   # - GOGC=400: Go's garbage collector runs a quarter as often, for more memory (a few hundred MB).
   # - --enable-priority-and-fairness=false: the plain max-in-flight limit instead of APF's queues
   #   (k8s.io/apiserver pkg/server/options/feature.go: "If true, replace the max-in-flight

@@ -150,7 +150,8 @@ def test_binaries(cargo_args, env, clippy):
         target = msg["target"]
         kind = target["kind"][0]
         if kind in ("bench", "example"):
-            # Built (and linted) with --benches and --examples; benchmarks are run by hand, never as tests.
+            # Built (and linted) with --benches and --examples; benchmarks are run by hand,
+            # never as tests.
             continue
         pkg_dir = os.path.dirname(msg["manifest_path"])
         pkg = os.path.basename(pkg_dir)
