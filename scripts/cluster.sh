@@ -3,7 +3,7 @@
 #   scripts/cluster.sh build          build what is missing (cached outside the work tree),
 #                                     krew (`kubectl-krew`) included
 #   scripts/cluster.sh up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager]
-#                           [--no-addons]
+#                           [--no-addons] [--owner PID]
 #                                     build, generate certificates, start etcd, kube-apiserver,
 #                                     kube-controller-manager, kube-scheduler and our node agent
 #                                     (uyuni-node-agent, Node node0, playing FILE or the demo's
@@ -11,7 +11,9 @@
 #                                     the flavour's objects, default StorageClass local-path and
 #                                     its provisioner, the cert-manager stand-in unless
 #                                     --no-cert-manager); write DIR/kubeconfig (cluster admin);
-#                                     return once Node node0 is Ready and the add-ons are
+#                                     return once Node node0 is Ready and the add-ons ready;
+#                                     with --owner, stop it and remove DIR once process PID
+#                                     has ended
 #   scripts/cluster.sh down DIR       stop exactly the processes `up DIR` started
 #
 # The binaries come from upstream Go modules pinned in testdata/controlplane (go.mod, go.sum);
@@ -449,7 +451,7 @@ stop_all() {
   done
 }
 
-usage="usage: scripts/cluster.sh build | up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager] [--no-addons] | down DIR"
+usage="usage: scripts/cluster.sh build | up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager] [--no-addons] [--owner PID] | down DIR"
 case "${1:-}" in
 build) build ;;
 up)
@@ -459,6 +461,7 @@ up)
   up_flavour=k3s
   up_cert_manager=1
   up_addons=1
+  up_owner=""
   shift 2
   while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -480,6 +483,12 @@ up)
       up_addons=0
       shift
       ;;
+    --owner)
+      case "${2:-}" in '' | *[!0-9]*) die "--owner needs a process id: $usage" ;; esac
+      kill -0 "$2" 2>/dev/null || die "--owner $2: no such process"
+      up_owner=$2
+      shift 2
+      ;;
     *) die "unknown option $1: $usage" ;;
     esac
   done
@@ -488,12 +497,27 @@ up)
   # is tried again with new ports; any other failure ends it.
   for attempt in 1 2 3; do
     if (up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager" "$up_addons"); then
+      if [ -n "$up_owner" ]; then
+        # The cluster belongs to process $up_owner (a test binary whose tests share it, and
+        # which never drops it): once that process has ended, the watcher stops the cluster and
+        # removes DIR. `tail --pid` looks once a second without starting anything; the
+        # watcher's output goes nowhere (the owner reading ours would wait for it to end).
+        up_dir=$(cd "$up_dir" && pwd)
+        setsid bash "$0" __owned "$up_dir" "$up_owner" </dev/null >/dev/null 2>&1 &
+      fi
       exit 0
     fi
     grep -qs 'address already in use' "$up_dir"/logs/*.log || exit 1
     [ "$attempt" -eq 3 ] || log "a port was taken by another process during start-up; starting again with new ports"
   done
   exit 1
+  ;;
+__owned)
+  # Internal (up --owner): waits for process $3 to end, then stops the cluster in $2 and
+  # removes $2.
+  tail --pid="$3" -f /dev/null
+  down "$2"
+  rm -rf -- "$2"
   ;;
 down)
   [ -n "${2:-}" ] || die "$usage"

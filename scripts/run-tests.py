@@ -64,9 +64,9 @@ import tomllib
 # matters). The doc tests (133 s in that run, rebuilding ring, rustls and kube, see run(); about
 # 30 s without the rebuild) are not listed: they run in the cargo lane (see the docstring).
 LONG = [
+    "plugin/e2e_real_migration",  # 6 tests at once, 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
-    "plugin/e2e_real_migration",  # 3 shards of ~75 s
     "plugin/e2e_real_admission",  # 61 s
     "testdata/node_agent",  # 59 s
     # 4 shards, one property each: 2 s to ~35 s of CPU each (194 s as one item, sharing 2 cores
@@ -90,15 +90,22 @@ LONG = [
 ]
 
 # Test modules whose tests are independent of each other and long enough together to be the
-# run's long pole: their tests are dealt into this many shards, each a process of its own. Each
-# test of e2e_real_migration starts a control plane of its own (free ports, its own directory).
+# run's long pole: their tests are dealt into this many shards, each a process of its own.
 # The two CPU-bound core modules (properties, the data-sync script under bash) were the run's
 # two longest items, each keeping one lane busy for two to three minutes.
 SHARDS = {
     "plugin/e2e_migration": 3,
-    "plugin/e2e_real_migration": 3,
     "core/properties": 4,
     "core/data_sync_script": 3,
+}
+
+# Test modules whose tests run all at once in their process (`--test-threads`; the harness's
+# default is one thread per core). e2e_real_migration's six tests share one control plane per
+# configuration (three in all, `RealCluster::shared`) and mostly wait on it: in shards, or two
+# at a time, each process started the clusters its tests needed again (six starts, about 7 s
+# of CPU each).
+THREADS = {
+    "plugin/e2e_real_migration": 6,
 }
 
 # What `cargo clippy -- -D warnings` passes clippy-driver (its arguments, joined this way).
@@ -190,10 +197,11 @@ def work_items(binaries):
         for module, names in modules.items():
             key = f"{pkg}/{module}"
             n = min(SHARDS.get(key, 1), len(names))
+            threads = [f"--test-threads={THREADS[key]}"] if key in THREADS else []
             for i in range(n):
                 part = names[i::n]
                 item = key if n < 2 else f"{key}[{i + 1}/{n}]"
-                out.append((item, pkg_dir, exe, ["--exact"] + part))
+                out.append((item, pkg_dir, exe, threads + ["--exact"] + part))
     return out
 
 

@@ -4,31 +4,103 @@
 //! stand-in (`scripts/cluster.sh up`). The Job controller completes the Jobs, the Deployment
 //! controller rolls the Deployments out through ReplicaSets, the PV controller binds the claims,
 //! RBAC decides what the data-sync pod may patch — none of it is our simulation.
+//!
+//! The tests share one control plane per configuration (flavour, cert-manager), started by the
+//! first test that needs it ([`RealCluster::shared`]; a start is about 7 s of CPU): each test
+//! migrates into a namespace of its own, and the node agent plays each namespace's scenario
+//! ([`shared_scenario`]). Run together (`--test-threads` ≥ 6, as scripts/run-tests.py does),
+//! they start three control planes instead of six.
 
 use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 use serde_json::Value;
-use support::{CA_PASSWORD, NS, SOURCE, assert_no_secret, ssh_flags, text, third_party_flags};
+use support::{CA_PASSWORD, SOURCE, assert_no_secret, ssh_flags, text, third_party_flags};
 use uyuni_testdata::real::{self, RealCluster, RealConfig};
-use uyuni_testdata::scenarios;
+use uyuni_testdata::{Flavour, Scenario, scenarios};
+
+/// The namespaces of the tests, one each (the clusters are shared).
+const NS_COMPLETE: &str = "uyuni";
+const NS_PREPARE: &str = "uyuni-prepare";
+const NS_THIRD_PARTY: &str = "uyuni-third-party";
+const NS_FAILING: &str = "uyuni-failing";
+const NS_PSA: &str = "uyuni-psa";
+const NS_RBAC: &str = "uyuni-rbac";
+
+/// The source's third-party certificate and key (self-signed), the same for every caller: the
+/// scenario that carries them is part of the shared cluster's configuration.
+fn source_certificate() -> &'static (String, String) {
+    static MADE: OnceLock<(String, String)> = OnceLock::new();
+    MADE.get_or_init(|| {
+        use uyuni_testdata::certs::{Signer, issue};
+        let issued = issue(
+            &serde_json::json!({"dnsNames": [SOURCE]}),
+            Signer::SelfSigned,
+        )
+        .expect("certificate");
+        (issued.tls_crt, issued.tls_key)
+    })
+}
+
+/// What the node agent plays in every shared cluster: the demo's migration, and in
+/// NS_THIRD_PARTY a source with a third-party certificate and PostgreSQL 18, in NS_FAILING a
+/// db-fixup that fails once.
+fn shared_scenario() -> Scenario {
+    let mut shared = scenarios::migration();
+
+    let (cert, key) = source_certificate();
+    let mut third_party = scenarios::migration();
+    if let Some(job) = third_party.jobs.get_mut("data-sync") {
+        job.duration_ms = 300;
+        for effect in &mut job.side_effects {
+            let uyuni_testdata::SideEffect::PatchSecret(p) = effect;
+            p.string_data.remove("ca.key");
+            p.string_data.insert("server.crt".into(), cert.clone());
+            p.string_data.insert("server.key".into(), key.clone());
+            p.string_data.insert("pg_version".into(), "18".into());
+        }
+    }
+    shared.namespaces.insert(NS_THIRD_PARTY.into(), third_party);
+
+    let mut failing = scenarios::migration();
+    let ok = failing.jobs.get("db-fixup").cloned().unwrap_or_default();
+    let mut fail_once = uyuni_testdata::JobScript::fail(1, &["ERROR: the fix-up failed"]);
+    fail_once.later_attempts = vec![ok];
+    failing.jobs.insert("db-fixup".into(), fail_once);
+    shared.namespaces.insert(NS_FAILING.into(), failing);
+    shared
+}
+
+/// The shared cluster of a flavour, with or without the cert-manager stand-in.
+fn config(flavour: Flavour, cert_manager: bool) -> RealConfig {
+    RealConfig {
+        scenario: Some(shared_scenario()),
+        flavour,
+        cert_manager,
+        ..RealConfig::default()
+    }
+}
 
 struct RealEnv {
-    cluster: RealCluster,
+    cluster: &'static RealCluster,
+    /// The test's own namespace in the shared cluster.
+    ns: &'static str,
     bin: tempfile::TempDir,
     cache: tempfile::TempDir,
 }
 
 impl RealEnv {
-    fn start(config: &RealConfig) -> RealEnv {
-        let cluster = RealCluster::start_config(config).expect("the real control plane starts");
+    fn start(config: &RealConfig, ns: &'static str) -> RealEnv {
+        let cluster = RealCluster::shared(config).expect("the real control plane starts");
         let bin = tempfile::tempdir().expect("tempdir");
         let plugin = assert_cmd::cargo::cargo_bin("kubectl-uyuni");
         std::os::unix::fs::symlink(&plugin, bin.path().join("kubectl-uyuni")).expect("symlink");
         RealEnv {
             cluster,
+            ns,
             bin,
             cache: tempfile::tempdir().expect("tempdir"),
         }
@@ -56,7 +128,7 @@ impl RealEnv {
             .arg("uyuni")
             .arg("--kubeconfig")
             .arg(self.cluster.kubeconfig_path())
-            .args(["-n", NS])
+            .args(["-n", self.ns])
             .args(args);
         command
     }
@@ -126,7 +198,7 @@ fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
         .items(&[
             "secrets,configmaps,services,persistentvolumeclaims,jobs,serviceaccounts,roles,rolebindings",
             "-n",
-            NS,
+            env.ns,
             "-l",
             "app.kubernetes.io/managed-by=kubectl-uyuni",
         ])
@@ -159,10 +231,7 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
     if !real_plane_or_skip("the migration on the real control plane") {
         return;
     }
-    let env = RealEnv::start(&RealConfig {
-        scenario: Some(scenarios::migration()),
-        ..RealConfig::default()
-    });
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_COMPLETE);
 
     let flags = ssh_flags();
     let mut dry = vec![
@@ -177,15 +246,16 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
     assert_no_secret(&out);
     let namespaces = env.items(&["namespaces"]);
     assert!(
-        !namespaces.iter().any(|n| n["metadata"]["name"] == NS),
-        "the server-side dry run created namespace {NS}"
+        !namespaces.iter().any(|n| n["metadata"]["name"] == env.ns),
+        "the server-side dry run created namespace {}",
+        env.ns
     );
 
     let out = env.migrate(&flags);
     assert!(out.status.success(), "{}", both(&out));
     assert_no_secret(&out);
 
-    let jobs = env.items(&["jobs", "-n", NS]);
+    let jobs = env.items(&["jobs", "-n", env.ns]);
     assert!(
         jobs.iter()
             .any(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == "data-sync"),
@@ -207,13 +277,13 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
             .any(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == "db-upgrade"),
         "no db-upgrade Job: {jobs:#?}"
     );
-    let db = env.get(&["deployment", "db", "-n", NS]);
+    let db = env.get(&["deployment", "db", "-n", env.ns]);
     assert!(
         claims_of(&db).contains(&"var-pgsql18".to_owned()),
         "{:?}",
         claims_of(&db)
     );
-    let deployments = env.items(&["deployments", "-n", NS]);
+    let deployments = env.items(&["deployments", "-n", env.ns]);
     assert!(deployments.iter().any(|d| d["metadata"]["name"] == "uyuni"));
     for d in &deployments {
         let name = d["metadata"]["name"].as_str().unwrap_or_default();
@@ -224,7 +294,7 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
             d["status"]
         );
     }
-    let claims = env.items(&["persistentvolumeclaims", "-n", NS]);
+    let claims = env.items(&["persistentvolumeclaims", "-n", env.ns]);
     assert!(claims.len() > 20, "{} claims", claims.len());
     for claim in &claims {
         let name = claim["metadata"]["name"].as_str().unwrap_or_default();
@@ -237,7 +307,7 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
         assert_eq!(claim["spec"]["storageClassName"], "local-path", "{name}");
     }
     // What the data-sync pod patched as its ServiceAccount, through the Role we wrote.
-    let data = env.get(&["secret", "uyuni-migration-data", "-n", NS]);
+    let data = env.get(&["secret", "uyuni-migration-data", "-n", env.ns]);
     assert!(
         data["data"].as_object().is_some_and(|d| d.len() > 3),
         "{data:#}"
@@ -258,7 +328,7 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
 }
 
 fn jobs_of(env: &RealEnv, step: &str) -> Vec<Value> {
-    env.items(&["jobs", "-n", NS])
+    env.items(&["jobs", "-n", env.ns])
         .into_iter()
         .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == step)
         .collect()
@@ -272,12 +342,7 @@ fn prepare_then_final_on_rke2_with_third_party_certificates() {
     if !real_plane_or_skip("--prepare and the final run on the real control plane") {
         return;
     }
-    let env = RealEnv::start(&RealConfig {
-        scenario: Some(scenarios::migration()),
-        flavour: uyuni_testdata::Flavour::Rke2,
-        cert_manager: false,
-        ..RealConfig::default()
-    });
+    let env = RealEnv::start(&config(Flavour::Rke2, false), NS_PREPARE);
     let (_certs, tls, _key) = third_party_flags();
     let mut prepare = vec!["migrate", SOURCE, "--prepare"];
     let ssh = ssh_flags();
@@ -287,7 +352,7 @@ fn prepare_then_final_on_rke2_with_third_party_certificates() {
     let out = env.uyuni(&prepare);
     assert!(out.status.success(), "{}", both(&out));
     assert!(
-        env.items(&["deployments", "-n", NS]).is_empty(),
+        env.items(&["deployments", "-n", env.ns]).is_empty(),
         "--prepare started a Deployment"
     );
     let syncs = jobs_of(&env, "data-sync");
@@ -307,17 +372,17 @@ fn prepare_then_final_on_rke2_with_third_party_certificates() {
         modes.contains(&"prepare") && modes.contains(&"final"),
         "{modes:?}"
     );
-    let server = env.get(&["deployment", "uyuni", "-n", NS]);
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
     assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
     // The certificates came from the files: no cert-manager object was needed or written.
-    let cert = env.get(&["secret", "uyuni-cert", "-n", NS]);
+    let cert = env.get(&["secret", "uyuni-cert", "-n", env.ns]);
     assert_eq!(cert["type"], "kubernetes.io/tls");
 }
 
 /// The Secret's `key`, decoded.
 fn secret_text(env: &RealEnv, name: &str, key: &str) -> Option<String> {
     use base64::Engine as _;
-    let secret = env.get(&["secret", name, "-n", NS]);
+    let secret = env.get(&["secret", name, "-n", env.ns]);
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(secret["data"][key].as_str()?)
         .ok()?;
@@ -344,31 +409,10 @@ fn a_third_party_certificate_found_on_the_source_is_kept_on_the_real_control_pla
     if !real_plane_or_skip("the source's third-party certificate on the real control plane") {
         return;
     }
-    let (cert, key) = {
-        use uyuni_testdata::certs::{Signer, issue};
-        let issued = issue(
-            &serde_json::json!({"dnsNames": [SOURCE]}),
-            Signer::SelfSigned,
-        )
-        .expect("certificate");
-        (issued.tls_crt, issued.tls_key)
-    };
-    let mut scenario = scenarios::migration();
-    if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        job.duration_ms = 300;
-        for effect in &mut job.side_effects {
-            let uyuni_testdata::SideEffect::PatchSecret(p) = effect;
-            p.string_data.remove("ca.key");
-            p.string_data.insert("server.crt".into(), cert.clone());
-            p.string_data.insert("server.key".into(), key.clone());
-            p.string_data.insert("pg_version".into(), "18".into());
-        }
-    }
-    let env = RealEnv::start(&RealConfig {
-        scenario: Some(scenario),
-        flavour: uyuni_testdata::Flavour::Plain,
-        ..RealConfig::default()
-    });
+    // The scenario of NS_THIRD_PARTY (shared_scenario): this certificate and key on the
+    // source, no CA key, PostgreSQL 18.
+    let (cert, key) = source_certificate();
+    let env = RealEnv::start(&config(Flavour::Plain, true), NS_THIRD_PARTY);
     // No CA password: the source has no CA key to decrypt.
     let mut args = vec!["migrate", SOURCE, "--yes"];
     let flags = ssh_flags();
@@ -383,7 +427,7 @@ fn a_third_party_certificate_found_on_the_source_is_kept_on_the_real_control_pla
         "the key leaked"
     );
 
-    let jobs = env.items(&["jobs", "-n", NS]);
+    let jobs = env.items(&["jobs", "-n", env.ns]);
     for job in &jobs {
         let name = job["metadata"]["name"].as_str().unwrap_or_default();
         assert_eq!(
@@ -405,14 +449,14 @@ fn a_third_party_certificate_found_on_the_source_is_kept_on_the_real_control_pla
         !steps.contains(&"ca-key") && !steps.contains(&"db-upgrade"),
         "a CA key or upgrade Job ran: {steps:?}"
     );
-    let server = env.get(&["deployment", "uyuni", "-n", NS]);
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
     assert_eq!(
         condition(&server, "Available").as_deref(),
         Some("True"),
         "{:#}",
         server["status"]
     );
-    let db = env.get(&["deployment", "db", "-n", NS]);
+    let db = env.get(&["deployment", "db", "-n", env.ns]);
     assert_eq!(condition(&db, "Available").as_deref(), Some("True"));
     assert!(
         claims_of(&db).contains(&"var-pgsql".to_owned()),
@@ -429,10 +473,10 @@ fn a_third_party_certificate_found_on_the_source_is_kept_on_the_real_control_pla
         Some(key.trim_end().to_owned())
     );
     assert_eq!(
-        env.get(&["secret", "uyuni-cert", "-n", NS])["type"],
+        env.get(&["secret", "uyuni-cert", "-n", env.ns])["type"],
         "kubernetes.io/tls"
     );
-    let issuers = env.items(&["issuers.cert-manager.io", "-n", NS]);
+    let issuers = env.items(&["issuers.cert-manager.io", "-n", env.ns]);
     assert!(issuers.is_empty(), "an Issuer was written: {issuers:#?}");
 
     let before = written_versions(&env);
@@ -455,23 +499,15 @@ fn a_failed_step_stops_the_run_and_the_next_run_retries_it_as_a_new_job() {
     if !real_plane_or_skip("resuming after a failed step on the real control plane") {
         return;
     }
-    let mut scenario = scenarios::migration();
-    let ok = scenario.jobs.get("db-fixup").cloned().unwrap_or_default();
-    let mut failing = uyuni_testdata::JobScript::fail(1, &["ERROR: the fix-up failed"]);
-    failing.later_attempts = vec![ok];
-    scenario.jobs.insert("db-fixup".into(), failing);
-    // The plain flavour: no ingress controller, no distribution CRDs.
-    let env = RealEnv::start(&RealConfig {
-        scenario: Some(scenario),
-        flavour: uyuni_testdata::Flavour::Plain,
-        ..RealConfig::default()
-    });
+    // The plain flavour: no ingress controller, no distribution CRDs. The scenario of
+    // NS_FAILING (shared_scenario): db-fixup fails once, then succeeds.
+    let env = RealEnv::start(&config(Flavour::Plain, true), NS_FAILING);
     let out = env.migrate(&ssh_flags());
     let (_, stderr) = text(&out);
     assert!(!out.status.success(), "{}", both(&out));
     assert!(stderr.contains("db-fixup"), "{stderr}");
     assert!(
-        env.items(&["deployment", "-n", NS])
+        env.items(&["deployment", "-n", env.ns])
             .iter()
             .all(|d| d["metadata"]["name"] != "uyuni"),
         "the server was started after a failed fix-up"
@@ -491,7 +527,7 @@ fn a_failed_step_stops_the_run_and_the_next_run_retries_it_as_a_new_job() {
             .count(),
         1
     );
-    let server = env.get(&["deployment", "uyuni", "-n", NS]);
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
     assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
 }
 
@@ -525,9 +561,9 @@ fn pod_security_the_plugin_refuses_what_the_real_admission_would_refuse() {
     if !real_plane_or_skip("PodSecurity on the real control plane") {
         return;
     }
-    let env = RealEnv::start(&RealConfig::default());
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_PSA);
     let kubectl = |args: &[&str], stdin: &str| env.cluster.kubectl(args, stdin).expect("kubectl");
-    for (ns, level) in [(NS, "baseline"), ("psa-privileged", "privileged")] {
+    for (ns, level) in [(env.ns, "baseline"), ("psa-privileged", "privileged")] {
         let out = kubectl(&["create", "namespace", ns], "");
         assert!(out.status.success(), "{}", both(&out));
         let label = format!("pod-security.kubernetes.io/enforce={level}");
@@ -545,7 +581,7 @@ fn pod_security_the_plugin_refuses_what_the_real_admission_would_refuse() {
     let written = env.items(&[
         "all,secrets,configmaps,persistentvolumeclaims,serviceaccounts,roles,rolebindings",
         "-n",
-        NS,
+        env.ns,
         "-l",
         "app.kubernetes.io/managed-by=kubectl-uyuni",
     ]);
@@ -613,7 +649,7 @@ fn pod_security_the_plugin_refuses_what_the_real_admission_would_refuse() {
         .find(|(name, _)| name == "Deployment/uyuni")
         .expect("the server")
         .1;
-    let (ok, text) = admit(NS, "Deployment/uyuni", server);
+    let (ok, text) = admit(env.ns, "Deployment/uyuni", server);
     assert!(
         !ok,
         "upstream admitted the server's pod under baseline: {text}"
@@ -665,7 +701,7 @@ fn rbac_a_user_without_pods_log_is_refused_before_any_write_and_with_it_all_is_a
     if !real_plane_or_skip("RBAC review on the real control plane") {
         return;
     }
-    let env = RealEnv::start(&RealConfig::default());
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_RBAC);
     let kubectl = |args: &[&str], stdin: &str| env.cluster.kubectl(args, stdin).expect("kubectl");
     let apply = |object: &Value| {
         let out = kubectl(&["apply", "-f", "-"], &object.to_string());
@@ -693,7 +729,7 @@ fn rbac_a_user_without_pods_log_is_refused_before_any_write_and_with_it_all_is_a
     let (_, stderr) = text(&out);
     assert!(!out.status.success(), "{}", both(&out));
     assert!(
-        stderr.contains("get pods/log in namespace uyuni")
+        stderr.contains(&format!("get pods/log in namespace {}", env.ns))
             && stderr.contains("auth can-i get pods --subresource=log`")
             && stderr.contains("Nothing was written"),
         "{stderr}"
@@ -708,8 +744,8 @@ fn rbac_a_user_without_pods_log_is_refused_before_any_write_and_with_it_all_is_a
         1,
         "only pods/log is missing: {missing}"
     );
-    let ns = kubectl(&["get", "namespace", NS], "");
-    assert!(!ns.status.success(), "namespace {NS} was created");
+    let ns = kubectl(&["get", "namespace", env.ns], "");
+    assert!(!ns.status.success(), "namespace {} was created", env.ns);
 
     apply(&migrator_role(true));
     let out = as_migrator(&["--dry-run"]);

@@ -257,6 +257,7 @@ async fn run_job(shared: Arc<Shared>, job: Value) {
         .map(str::to_string);
     let (scenario_script, timing) = {
         let scenario = lock(&shared.scenario);
+        let scenario = scenario.in_namespace(&ns);
         let attempt = shared
             .state()
             .job_attempt_of
@@ -614,6 +615,7 @@ async fn reconcile_deployment(shared: Arc<Shared>, dep: Value) {
     let generation = dep["metadata"]["generation"].as_i64().unwrap_or(1);
     let (script, timing) = {
         let scenario = lock(&shared.scenario);
+        let scenario = scenario.in_namespace(&ns);
         (
             scenario.deployments.get(&name).cloned().unwrap_or_default(),
             scenario.timing.clone(),

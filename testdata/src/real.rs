@@ -46,7 +46,7 @@ fn built_bin(name: &str) -> Option<PathBuf> {
 }
 
 /// How to start a [`RealCluster`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RealConfig {
     /// What the node agent plays; `None`: the demo's migration scenario.
     pub scenario: Option<Scenario>,
@@ -93,6 +93,34 @@ impl RealCluster {
     /// Starts a control plane as `config` says; returns once Node node0 is Ready and the
     /// add-ons (when they run) have created their objects.
     pub fn start_config(config: &RealConfig) -> Result<RealCluster, String> {
+        RealCluster::launch(config, None)
+    }
+
+    /// The control plane of this test process for `config`: the first call starts it (as
+    /// [`RealCluster::start_config`] does), the later ones with an equal configuration get the
+    /// same cluster, so that the tests of one binary share one start (about 7 s of CPU each).
+    /// It is never dropped: `scripts/cluster.sh up --owner` stops it and removes its directory
+    /// once this process has ended, whether its tests passed, panicked or were killed. The
+    /// tests that share it keep apart by namespace, and [`Scenario::namespaces`] gives each
+    /// namespace the scenario its test needs. Starts are one at a time.
+    pub fn shared(config: &RealConfig) -> Result<&'static RealCluster, String> {
+        type Started = Vec<(RealConfig, &'static RealCluster)>;
+        static STARTED: std::sync::Mutex<Started> = std::sync::Mutex::new(Vec::new());
+        let mut started = STARTED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, cluster)) = started.iter().find(|(c, _)| c == config) {
+            return Ok(cluster);
+        }
+        let cluster: &'static RealCluster = Box::leak(Box::new(RealCluster::launch(
+            config,
+            Some(std::process::id()),
+        )?));
+        started.push((config.clone(), cluster));
+        Ok(cluster)
+    }
+
+    fn launch(config: &RealConfig, owner: Option<u32>) -> Result<RealCluster, String> {
         let scenario = config.scenario.as_ref();
         let dir = tempfile::Builder::new()
             .prefix("uyuni-real-cluster-")
@@ -119,6 +147,9 @@ impl RealCluster {
         }
         if !config.addons {
             command.arg("--no-addons");
+        }
+        if let Some(pid) = owner {
+            command.args(["--owner", &pid.to_string()]);
         }
         for (name, var) in [
             ("uyuni-node-agent", "UYUNI_NODE_AGENT_BIN"),

@@ -39,6 +39,9 @@
 //!   certificateReadyMs: 30
 //!   issuerReadyMs: 20
 //!   namespaceDeleteMs: 50      # a deleted namespace stays Terminating this long
+//! namespaces:                  # what the pods of a namespace play instead (jobs, deployments,
+//!   uyuni-failing:             # timing), so that tests sharing one cluster differ
+//!     jobs: {db-fixup: {outcome: fail}}
 //! faults:                      # see Faults
 //!   seed: 42
 //!   errors: [{verb: get, resource: jobs, rate: 0.5, status: 503}]
@@ -64,6 +67,10 @@ pub struct Scenario {
     pub deployments: BTreeMap<String, DeploymentScript>,
     pub timing: Timing,
     pub faults: Faults,
+    /// The scenario of the pods in a namespace, by namespace: its jobs, deployments and timing
+    /// replace these (its faults and namespaces are not read). Lets the tests that share one
+    /// cluster play different scenarios, each in a namespace of its own.
+    pub namespaces: BTreeMap<String, Scenario>,
 }
 
 impl Scenario {
@@ -74,6 +81,11 @@ impl Scenario {
         } else {
             serde_saphyr::from_str(text).map_err(|e| format!("invalid scenario YAML: {e}"))
         }
+    }
+
+    /// What the pods of `namespace` play: its entry in `namespaces`, else this scenario.
+    pub fn in_namespace(&self, namespace: &str) -> &Scenario {
+        self.namespaces.get(namespace).unwrap_or(self)
     }
 
     /// The script for the `attempt`-th (0-based) Job of a step, if the scenario has the step.

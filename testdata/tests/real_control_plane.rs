@@ -179,3 +179,80 @@ fn a_component_that_exits_during_start_up_is_named_with_its_log_and_the_rest_is_
         "still running after the failed start: {left:?}"
     );
 }
+
+/// `up --owner PID` leaves a watcher (`cluster.sh __owned DIR PID`) that stops the cluster and
+/// removes DIR once the owner has ended (the shared clusters of a test process are never
+/// dropped). Played here with stand-ins: two `sleep`s recorded as components, and a third as
+/// the owner.
+#[test]
+fn an_owned_cluster_is_stopped_and_removed_once_its_owner_has_ended() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::Builder::new()
+        .prefix("uyuni-real-cluster-")
+        .tempdir()
+        .expect("tempdir")
+        .keep();
+    std::fs::create_dir_all(dir.join("pids")).expect("pids");
+    let sleep = || {
+        Command::new("sleep")
+            .arg("600")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("sleep runs")
+    };
+    let mut components = [sleep(), sleep()];
+    for (name, child) in ["etcd", "kube-apiserver"].iter().zip(&components) {
+        std::fs::write(dir.join("pids").join(name), child.id().to_string()).expect("pid file");
+    }
+    let mut owner = sleep();
+    let mut watcher = Command::new("bash")
+        .arg(real::cluster_script())
+        .arg("__owned")
+        .arg(&dir)
+        .arg(owner.id().to_string())
+        .spawn()
+        .expect("cluster.sh runs");
+
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        dir.join("pids/etcd").exists(),
+        "the watcher acted while its owner ran"
+    );
+    owner.kill().expect("kill the owner");
+    owner.wait().expect("reap the owner");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = watcher.try_wait().expect("watcher") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the watcher still waits 20 s after its owner ended"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}");
+    for child in &mut components {
+        // Stopped by `down` (SIGKILL for the upstream components): reaped here, their parent.
+        let status = child.wait().expect("reap");
+        assert!(!status.success(), "{status}");
+    }
+    assert!(!dir.exists(), "{} was not removed", dir.display());
+}
+
+#[test]
+fn up_refuses_an_owner_that_does_not_run() {
+    let out = std::process::Command::new("bash")
+        .arg(real::cluster_script())
+        .args(["up", "/nonexistent/cluster", "--owner", "999999999"])
+        .output()
+        .expect("cluster.sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--owner 999999999: no such process"),
+        "{stderr}"
+    );
+}

@@ -570,7 +570,8 @@ impl Player {
             .iter()
             .find(|o| o.controller == Some(true))
             .cloned();
-        let timing = &self.scenario.timing;
+        let scenario = self.scenario.in_namespace(&ns);
+        let timing = &scenario.timing;
         match owner {
             Some(o) if o.kind == "Job" => {
                 let jobs: Api<Job> = Api::namespaced(self.director.clone(), &ns);
@@ -593,7 +594,7 @@ impl Player {
                                 *n += 1;
                                 *n - 1
                             });
-                    self.scenario.job_script(step, attempt).cloned()
+                    scenario.job_script(step, attempt).cloned()
                 });
                 let script = script.unwrap_or_else(|| JobScript {
                     duration_ms: timing.default_job_ms,
@@ -616,13 +617,9 @@ impl Player {
                         .map(|r| r.name)
                 });
                 Ok(match deployment {
-                    Some(d) => Role::Deployment(
-                        self.scenario
-                            .deployments
-                            .get(&d)
-                            .cloned()
-                            .unwrap_or_default(),
-                    ),
+                    Some(d) => {
+                        Role::Deployment(scenario.deployments.get(&d).cloned().unwrap_or_default())
+                    }
                     None => Role::Other,
                 })
             }
@@ -674,7 +671,7 @@ impl Player {
                 .execute(&pod, &view, &ip, &start_time, &mut conditions, &write)
                 .await;
         }
-        let timing = self.scenario.timing.clone();
+        let timing = self.scenario.in_namespace(&view.namespace).timing.clone();
         let image = view
             .containers
             .first()
@@ -1124,7 +1121,14 @@ impl Player {
                     conditions,
                 )
                 .await?;
-                sleep_ms(self.scenario.timing.pod_start_ms.max(500)).await;
+                sleep_ms(
+                    self.scenario
+                        .in_namespace(&view.namespace)
+                        .timing
+                        .pod_start_ms
+                        .max(500),
+                )
+                .await;
                 init_states.pop();
             }
         }
@@ -1200,7 +1204,14 @@ impl Player {
                     conditions,
                 )
                 .await?;
-                sleep_ms(self.scenario.timing.pod_start_ms.max(500)).await;
+                sleep_ms(
+                    self.scenario
+                        .in_namespace(&view.namespace)
+                        .timing
+                        .pod_start_ms
+                        .max(500),
+                )
+                .await;
                 continue;
             }
             write(

@@ -1,4 +1,4 @@
-use uyuni_testdata::{Scenario, SideEffect, Verb, scenarios};
+use uyuni_testdata::{JobOutcome, JobScript, Scenario, SideEffect, Verb, scenarios};
 
 /// The example in the module documentation parses, field for field.
 #[test]
@@ -32,6 +32,42 @@ fn documented_example_parses() {
         Some("uyuni-migration-data")
     );
     assert_eq!(s.timing.namespace_delete_ms, 50);
+    let failing = s.in_namespace("uyuni-failing");
+    assert_eq!(failing.jobs["db-fixup"].outcome, JobOutcome::Fail);
+    assert!(!failing.jobs.contains_key("data-sync"));
+}
+
+/// A namespace's entry replaces the jobs, deployments and timing for the pods there; every other
+/// namespace plays the scenario itself.
+#[test]
+fn a_namespace_plays_its_own_scenario_and_the_others_the_whole() {
+    let mut whole = scenarios::migration();
+    let mut failing = Scenario::default();
+    failing
+        .jobs
+        .insert("db-fixup".into(), JobScript::fail(2, &["failed"]));
+    failing.timing.pod_start_ms = 7;
+    whole.namespaces.insert("uyuni-failing".into(), failing);
+
+    let there = whole.in_namespace("uyuni-failing");
+    let script = there
+        .job_script("db-fixup", 0)
+        .expect("the namespace's step");
+    assert_eq!((script.outcome, script.exit_code), (JobOutcome::Fail, 2));
+    assert!(there.job_script("data-sync", 0).is_none());
+    assert_eq!(there.timing.pod_start_ms, 7);
+
+    let elsewhere = whole.in_namespace("uyuni");
+    assert_eq!(
+        elsewhere.job_script("db-fixup", 0).map(|s| s.outcome),
+        Some(JobOutcome::Succeed)
+    );
+    assert!(elsewhere.job_script("data-sync", 0).is_some());
+    assert_eq!(elsewhere.timing, whole.timing);
+
+    // And it survives the file the node agent reads.
+    let text = serde_json::to_string(&whole).expect("serializable");
+    assert_eq!(Scenario::parse(&text).expect("parses"), whole);
 }
 
 #[test]
