@@ -32,7 +32,7 @@ tests get the same wrapper, so that they reuse the test build's libraries.
 cargo-nextest does the same per test, but it is not preinstalled and building it costs CI
 minutes on every fresh machine; this needs only Python and cargo.
 
-Usage: scripts/run-tests.py [--jobs N] [--clippy] [-- ARGS FOR EVERY TEST BINARY]
+Usage: scripts/run-tests.py [--jobs N] [--clippy] [--build-only] [-- ARGS FOR EVERY TEST BINARY]
 The order: items known to be long start first (LONG below); the rest follow in name order.
 Exit status 1 when the build (with `--clippy`, a lint) or any test failed, or an item ended
 without a result.
@@ -279,6 +279,9 @@ def main():
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("UYUNI_TEST_JOBS", "3")))
     parser.add_argument("--clippy", action="store_true",
                         help="build the tests with clippy's lints (-D warnings), every target")
+    parser.add_argument("--build-only", action="store_true",
+                        help="build (with --clippy, lint) the tests and run none: scripts/test.sh "
+                        "builds while it installs the tests' tools, then runs this again")
     parser.add_argument("rest", nargs="*", help="arguments for every test binary (after --)")
     args = parser.parse_args()
 
@@ -300,6 +303,9 @@ def main():
         )
     cargo_env = clippy_env() if args.clippy else dict(os.environ)
     queue = order(work_items(test_binaries([], cargo_env, args.clippy)))
+    if args.build_only:
+        print(f"run-tests: built {len(queue)} items; none run (--build-only)", flush=True)
+        return 0
     # Doc tests have no binary of their own: cargo compiles and runs them in one go, once the
     # test build has released cargo's lock.
     cargo_items = [(label, root, None, cmd) for label, cmd in [DOC_TESTS]]
