@@ -67,7 +67,6 @@ LONG = [
     "plugin/e2e_real_migration",  # 6 tests at once, 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
-    "plugin/e2e_real_admission",  # 61 s
     "testdata/node_agent",  # 59 s
     # 4 shards, one property each: 2 s to ~35 s of CPU each (194 s as one item, sharing 2 cores
     # with other items; 105 s of CPU then, ~80 s with SHA-256 optimized, see Cargo.toml).

@@ -45,11 +45,22 @@ fn source_certificate() -> &'static (String, String) {
     })
 }
 
-/// What the node agent plays in every shared cluster: the demo's migration, and in
-/// NS_THIRD_PARTY a source with a third-party certificate and PostgreSQL 18, in NS_FAILING a
-/// db-fixup that fails once.
+/// What the node agent plays in every shared cluster: the demo's migration; in NS_COMPLETE a
+/// source with the Hub XML-RPC API and debug logging (so that their objects too meet the real
+/// apiserver); in NS_THIRD_PARTY a source with a third-party certificate and PostgreSQL 18; in
+/// NS_FAILING a db-fixup that fails once.
 fn shared_scenario() -> Scenario {
     let mut shared = scenarios::migration();
+
+    let mut complete = scenarios::migration();
+    if let Some(job) = complete.jobs.get_mut("data-sync") {
+        for effect in &mut job.side_effects {
+            let uyuni_testdata::SideEffect::PatchSecret(p) = effect;
+            p.string_data.insert("has_hubxmlrpc".into(), "true".into());
+            p.string_data.insert("debug".into(), "true".into());
+        }
+    }
+    shared.namespaces.insert(NS_COMPLETE.into(), complete);
 
     let (cert, key) = source_certificate();
     let mut third_party = scenarios::migration();
@@ -221,11 +232,14 @@ fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
     out
 }
 
-/// The README's migration, with the fixture's flags, on the real control plane: the server-side
-/// dry run writes nothing; the run completes, the source's PostgreSQL 16 data upgraded to 18
-/// (every Job Complete by the Job controller, every Deployment Available by the Deployment
-/// controller, every claim Bound to a provisioned volume); a second run plans nothing and
-/// writes nothing.
+/// The README's migration, with the fixture's flags and `--configure-ingress-controller`, on
+/// the real control plane, from a source with the Hub XML-RPC API and debug logging: the
+/// server-side dry run writes nothing; the run completes, the source's PostgreSQL 16 data
+/// upgraded to 18 (every Job Complete by the Job controller, every Deployment Available by the
+/// Deployment controller, the Hub's included, every claim Bound to a provisioned volume),
+/// Traefik's HelmChartConfig written; a second run plans nothing and writes nothing. Every
+/// object a migration writes, the optional ones included, is so admitted by upstream's
+/// validation, defaulting and admission with server-side apply and our field manager.
 #[test]
 fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothing() {
     if !real_plane_or_skip("the migration on the real control plane") {
@@ -233,7 +247,8 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
     }
     let env = RealEnv::start(&config(Flavour::K3s, true), NS_COMPLETE);
 
-    let flags = ssh_flags();
+    let mut flags = ssh_flags();
+    flags.push("--configure-ingress-controller".into());
     let mut dry = vec![
         "migrate".to_owned(),
         SOURCE.to_owned(),
@@ -284,7 +299,12 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
         claims_of(&db)
     );
     let deployments = env.items(&["deployments", "-n", env.ns]);
-    assert!(deployments.iter().any(|d| d["metadata"]["name"] == "uyuni"));
+    for name in ["uyuni", "hub-xmlrpc"] {
+        assert!(
+            deployments.iter().any(|d| d["metadata"]["name"] == name),
+            "no Deployment {name}"
+        );
+    }
     for d in &deployments {
         let name = d["metadata"]["name"].as_str().unwrap_or_default();
         assert_eq!(
@@ -313,9 +333,17 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
         "{data:#}"
     );
 
+    let traefik = || env.get(&["helmchartconfig", "traefik", "-n", "kube-system"]);
+    let config = traefik();
+    let values = config["spec"]["valuesContent"].as_str().unwrap_or_default();
+    assert!(
+        values.contains("salt-publish:") && values.contains("exposedPort: 4505"),
+        "{values}"
+    );
+
     let before = written_versions(&env);
     assert!(!before.is_empty());
-    let again = env.migrate(&[]);
+    let again = env.migrate(&["--configure-ingress-controller".to_owned()]);
     let (_, stderr) = text(&again);
     assert!(again.status.success(), "{}", both(&again));
     assert!(stderr.contains("Nothing to do"), "{stderr}");
@@ -323,6 +351,11 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
         written_versions(&env),
         before,
         "the second run changed objects"
+    );
+    assert_eq!(
+        traefik()["metadata"]["resourceVersion"],
+        config["metadata"]["resourceVersion"],
+        "the second run changed the HelmChartConfig"
     );
     assert!(Path::new(&env.cluster.kubeconfig_path()).is_file());
 }

@@ -10,7 +10,6 @@ mod completion;
 mod dry_run;
 mod e2e;
 mod e2e_migration;
-mod e2e_real_admission;
 mod e2e_real_migration;
 mod e2e_requests;
 mod e2e_rerun;
