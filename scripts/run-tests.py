@@ -100,9 +100,9 @@ SHARDS = {
 
 # Test modules whose tests run all at once in their process (`--test-threads`; the harness's
 # default is one thread per core). e2e_real_migration's six tests share one control plane per
-# configuration (three in all, `RealCluster::shared`) and mostly wait on it: in shards, or two
-# at a time, each process started the clusters its tests needed again (six starts, about 7 s
-# of CPU each).
+# configuration in their process (three in all, `RealCluster::shared`), so the module is one
+# item: in shards, each process started the clusters its tests needed (six starts, about 7 s of
+# CPU each). Its tests mostly wait on their clusters, so they wait together.
 THREADS = {
     "plugin/e2e_real_migration": 6,
 }

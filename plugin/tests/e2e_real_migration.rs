@@ -8,8 +8,8 @@
 //! The tests share one control plane per configuration (flavour, cert-manager), started by the
 //! first test that needs it ([`RealCluster::shared`]; a start is about 7 s of CPU): each test
 //! migrates into a namespace of its own, and the node agent plays each namespace's scenario
-//! ([`shared_scenario`]). Run together (`--test-threads` ≥ 6, as scripts/run-tests.py does),
-//! they start three control planes instead of six.
+//! ([`shared_scenario`]). Run in one process (scripts/run-tests.py runs them at once, with
+//! `--test-threads=6`), they start three control planes instead of six.
 
 use crate::support;
 
