@@ -560,6 +560,16 @@ impl Player {
         format!("10.244.{}.{}", (n / 254) % 256, n % 254 + 1)
     }
 
+    /// How long an executed pod waits before it runs a failed container (or init container)
+    /// again, its back-off: the scenario's pod start in its namespace, half a second at least.
+    fn executed_start_ms(&self, namespace: &str) -> u64 {
+        self.scenario
+            .in_namespace(namespace)
+            .timing
+            .pod_start_ms
+            .max(500)
+    }
+
     async fn role(&self, pod: &Pod) -> anyhow::Result<Role> {
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
         let owner = pod
@@ -1121,14 +1131,7 @@ impl Player {
                     conditions,
                 )
                 .await?;
-                sleep_ms(
-                    self.scenario
-                        .in_namespace(&view.namespace)
-                        .timing
-                        .pod_start_ms
-                        .max(500),
-                )
-                .await;
+                sleep_ms(self.executed_start_ms(&view.namespace)).await;
                 init_states.pop();
             }
         }
@@ -1204,14 +1207,7 @@ impl Player {
                     conditions,
                 )
                 .await?;
-                sleep_ms(
-                    self.scenario
-                        .in_namespace(&view.namespace)
-                        .timing
-                        .pod_start_ms
-                        .max(500),
-                )
-                .await;
+                sleep_ms(self.executed_start_ms(&view.namespace)).await;
                 continue;
             }
             write(
