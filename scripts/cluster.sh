@@ -486,6 +486,7 @@ up)
     --owner)
       case "${2:-}" in '' | *[!0-9]*) die "--owner needs a process id: $usage" ;; esac
       kill -0 "$2" 2>/dev/null || die "--owner $2: no such process"
+      command -v setsid >/dev/null 2>&1 || die "--owner needs setsid (util-linux): install it, or stop the cluster with \`down\` yourself"
       up_owner=$2
       shift 2
       ;;
