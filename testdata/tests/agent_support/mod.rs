@@ -5,8 +5,8 @@
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use uyuni_testdata::Scenario;
-use uyuni_testdata::real::{self, RealCluster};
+use uyuni_testdata::real::{self, RealCluster, RealConfig};
+use uyuni_testdata::{Flavour, Scenario};
 
 /// The cluster with its node agent playing `scenario`, or `None` (said so, naming `what`) where
 /// the real control plane was not built; in CI its absence fails the test.
@@ -19,7 +19,18 @@ pub fn cluster(what: &str, scenario: &Scenario) -> Option<RealCluster> {
         println!("{what} NOT tested on the real control plane: {why}");
         return None;
     }
-    Some(RealCluster::start_with(scenario).expect("the real control plane starts"))
+    // The plain flavour without the cert-manager stand-in: the agent's tests use neither a
+    // distribution's objects nor cert-manager, and a start without their CRDs costs about 2 s
+    // less CPU (5.4 s against 7.4 s, up to down; the apiserver updates and publishes each CRD).
+    Some(
+        RealCluster::start_config(&RealConfig {
+            scenario: Some(scenario.clone()),
+            flavour: Flavour::Plain,
+            cert_manager: false,
+            ..RealConfig::default()
+        })
+        .expect("the real control plane starts"),
+    )
 }
 
 pub fn text(out: &Output) -> String {
