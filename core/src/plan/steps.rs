@@ -22,6 +22,22 @@ pub fn differs(intended: &serde_json::Value, live: &serde_json::Value) -> bool {
     }
 }
 
+/// Is `live` the intended object exactly as written, with at most a status beside it? Then
+/// nothing the intended object sets differs (`differs(x, x)` is false, and the intended
+/// objects set no status), which spares serializing both to JSON. That is the case after every
+/// simulated write (`simulate` inserts the object written, and marks a Deployment ready), so
+/// for most of the ~75 plans of a preview and of the plugin's plans between two observations:
+/// the JSON comparison was a third of a plan's time (planning benchmark, dev profile). Objects
+/// read from a cluster carry server-set metadata and defaults and take the JSON comparison.
+fn as_written(intended: &Object, live: &Object) -> bool {
+    match (intended, live) {
+        (Object::Deployment(i), Object::Deployment(l)) => {
+            i.status.is_none() && i.metadata == l.metadata && i.spec == l.spec
+        }
+        (i, l) => i == l,
+    }
+}
+
 pub(crate) fn apply_step(
     id: &str,
     description: String,
@@ -36,11 +52,15 @@ pub(crate) fn apply_step(
             "absent".to_owned(),
             Action::Apply(Box::new(intended)),
         ),
-        Some(live) if differs(&intended.to_json(), &live.to_json()) => (
-            Op::Update,
-            "differs from the intended object".to_owned(),
-            Action::Apply(Box::new(intended)),
-        ),
+        Some(live)
+            if !as_written(&intended, live) && differs(&intended.to_json(), &live.to_json()) =>
+        {
+            (
+                Op::Update,
+                "differs from the intended object".to_owned(),
+                Action::Apply(Box::new(intended)),
+            )
+        }
         Some(_) => (Op::Unchanged, "as intended".to_owned(), Action::None),
     };
     Step {

@@ -17,6 +17,7 @@ mod observed_objects;
 mod params;
 mod pg;
 mod plan_phase;
+mod plan_steps;
 mod pod_security;
 mod ports;
 mod probe;
