@@ -390,7 +390,7 @@ async fn feed<K, T>(
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     T: Stored,
 {
-    let mut stream = watcher::watcher(api, config).boxed();
+    let mut stream = crate::watch::stream(api, config).boxed();
     let mut failures = 0u32;
     let bump = || changed.send_modify(|n| *n = n.wrapping_add(1));
     while let Some(event) = stream.next().await {

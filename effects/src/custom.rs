@@ -210,7 +210,7 @@ pub(crate) async fn await_ready(
         None => None,
     };
     // Requests nothing unless read: where the view serves, never.
-    let mut stream = watcher::watcher(
+    let mut stream = crate::watch::stream(
         api,
         watcher::Config::default().fields(&format!("metadata.name={}", target.name)),
     )

@@ -1176,6 +1176,52 @@ async fn a_wait_in_the_loop_reads_the_observers_watches() {
     assert_eq!(requests_by_resource(&sim), n);
 }
 
+/// The observer's watches keep objects without `metadata.managedFields` (server-side apply's
+/// bookkeeping, which the cluster records and nothing of ours reads), and with everything else
+/// the server set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_observers_objects_leave_out_managed_fields() {
+    let sim = sim(Scenario::default()).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    bounded(execute(
+        &conn.client,
+        NS,
+        &apply_step(config_map("cm", "v")),
+        &NoProgress,
+    ))
+    .await
+    .unwrap();
+    let stored = sim.get("v1", "ConfigMap", Some(NS), "cm").unwrap();
+    assert!(
+        !stored["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{stored}"
+    );
+    let mut observer = uyuni_effects::Observer::new(
+        conn.client.clone(),
+        observation(vec![ObjectRef::new(Kind::ConfigMap, "cm")]),
+    );
+    let observed = bounded(observer.observe(&NoProgress)).await.unwrap();
+    let Some(uyuni_core::Object::ConfigMap(cm)) = observed.get(Kind::ConfigMap, "cm") else {
+        panic!("no ConfigMap cm in {:?}", observed.objects.keys());
+    };
+    assert_eq!(cm.metadata.managed_fields, None);
+    assert_eq!(
+        cm.metadata.uid.as_deref(),
+        stored["metadata"]["uid"].as_str()
+    );
+    assert_eq!(
+        cm.data
+            .as_ref()
+            .and_then(|d| d.get("key"))
+            .map(String::as_str),
+        Some("v")
+    );
+}
+
 /// Watches that fall behind the run's writes (a proxy holding their events back) past the
 /// observer's barrier: the observation reads the cluster directly, and sees what was written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
