@@ -67,13 +67,12 @@ LONG = [
     "plugin/e2e_real_migration",  # 6 tests at once, 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
-    "testdata/node_agent",  # 59 s
+    "testdata/node_agent",  # 59 s; node_agent_exec's commands run in it, on one cluster
     # 4 shards, one property each: 2 s to ~35 s of CPU each (194 s as one item, sharing 2 cores
     # with other items; 105 s of CPU then, ~80 s with SHA-256 optimized, see Cargo.toml).
     "core/properties",
     # 3 shards of ~35 s (124 s as one item): every test runs the script under bash, no sleeps.
     "core/data_sync_script",
-    "testdata/node_agent_exec",  # 49 s
     "plugin/e2e_rerun",  # 46 s
     "testdata/real_control_plane",  # 44 s
     "plugin/dry_run",  # 42 s

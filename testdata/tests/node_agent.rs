@@ -141,15 +141,54 @@ fn jsonpath(cluster: &RealCluster, args: &[&str], path: &str) -> String {
     ok(cluster, &all)
 }
 
+/// One cluster for both of the agent's tests, run side by side: this module's pods played
+/// for the real controllers (namespace `agent`), and `node_agent_exec`'s commands (namespace
+/// `exec`, whose pods play no scenario). A start of its own each cost about 5 s of CPU. Then
+/// `down` stops the agent and what it runs.
 #[test]
-fn the_node_agent_runs_pods_for_the_real_controllers() {
-    let Some(cluster) = agent_support::cluster("node agent", &scenario()) else {
+fn the_node_agent_runs_pods_for_the_real_controllers_and_commands_where_asked() {
+    let mut scenario = scenario();
+    scenario
+        .namespaces
+        .insert("exec".to_owned(), Scenario::default());
+    let Some(cluster) = agent_support::cluster("node agent", &scenario) else {
         return;
     };
+    std::thread::scope(|s| {
+        let pods = s.spawn(|| pods_for_the_real_controllers(&cluster));
+        let commands = s.spawn(|| crate::node_agent_exec::commands_where_asked(&cluster));
+        for side in [pods.join(), commands.join()] {
+            if let Err(panic) = side {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    let (survivor, sandbox) = crate::node_agent_exec::survivor(&cluster);
 
+    // `down` stops the agent too, and the commands it runs.
+    let pids = cluster.pids();
+    assert!(
+        pids.iter().any(|(n, _)| n == "uyuni-node-agent"),
+        "{pids:?}"
+    );
+    cluster.stop().expect("down");
+    for (name, pid) in &pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .unwrap_or_default()
+                    .contains(") Z "),
+            "{name} ({pid}) still runs after down"
+        );
+    }
+    crate::node_agent_exec::survivor_gone(&survivor, &sandbox);
+}
+
+/// Upstream's controllers and the pods the agent plays for them, in namespace `agent`.
+fn pods_for_the_real_controllers(cluster: &RealCluster) {
     // The Node is Ready, reachable on loopback, and holds a Lease.
     let ready = jsonpath(
-        &cluster,
+        cluster,
         &["get", "node", "node0"],
         "{.status.conditions[?(@.type==\"Ready\")].status} {.status.addresses[0].address} {.status.nodeInfo.kubeletVersion}",
     );
@@ -161,24 +200,24 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
             "{.spec.renewTime}",
         )
     };
-    let first_renewal = lease(&cluster);
+    let first_renewal = lease(cluster);
     assert!(!first_renewal.is_empty());
     let started = Instant::now();
 
-    apply(&cluster, SETUP);
+    apply(cluster, SETUP);
     // The ServiceAccount controller makes `default`; pods need it (ServiceAccount admission).
     eventually(30, "the default ServiceAccount of namespace agent", || {
-        kubectl(&cluster, &["get", "sa", "default", "-n", "agent"])
+        kubectl(cluster, &["get", "sa", "default", "-n", "agent"])
             .status
             .success()
             .then_some(())
     });
-    apply(&cluster, &job("broken-1", "broken", "default"));
-    apply(&cluster, &job("pull-1", "pull", "default"));
-    apply(&cluster, &job("allowed-1", "extract", "runner"));
-    apply(&cluster, &job("denied-1", "extract", "nobody"));
-    apply(&cluster, WEB);
-    apply(&cluster, RETRIED);
+    apply(cluster, &job("broken-1", "broken", "default"));
+    apply(cluster, &job("pull-1", "pull", "default"));
+    apply(cluster, &job("allowed-1", "extract", "runner"));
+    apply(cluster, &job("denied-1", "extract", "nobody"));
+    apply(cluster, WEB);
+    apply(cluster, RETRIED);
     // OnFailure: restarted in place, the last instance's log as --previous.
     // Restarted and running again: the crashed instance is now the previous one (while it
     // backs off, kubelet too serves the crashed one as the current log).
@@ -187,7 +226,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         "retried-1's container runs again after a restart",
         || {
             let n = jsonpath(
-                &cluster,
+                cluster,
                 &["get", "pod", "-n", "agent", "-l", "job-name=retried-1"],
                 "{.items[*].status.containerStatuses[*].restartCount} {.items[*].status.containerStatuses[*].state.running.startedAt}",
             );
@@ -196,17 +235,17 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         },
     );
     let previous = ok(
-        &cluster,
+        cluster,
         &["logs", "-n", "agent", "job/retried-1", "--previous"],
     );
     assert_eq!(previous, "about to fail\n");
     // Last, so that it still runs when the follow below starts (it runs 6 s).
-    apply(&cluster, &job("sync-1", "sync", "default"));
+    apply(cluster, &job("sync-1", "sync", "default"));
 
     // A followed log (real kubectl → apiserver → the agent) streams the lines as they come and
     // ends when the container terminates.
     ok(
-        &cluster,
+        cluster,
         &[
             "wait",
             "-n",
@@ -218,14 +257,14 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
             "--timeout=60s",
         ],
     );
-    let followed = ok(&cluster, &["logs", "-n", "agent", "-f", "job/sync-1"]);
+    let followed = ok(cluster, &["logs", "-n", "agent", "-f", "job/sync-1"]);
     assert_eq!(
         followed,
         "syncing for sync-1\nstill syncing\nData synchronized\n"
     );
     // The real Job controller saw the pod succeed.
     ok(
-        &cluster,
+        cluster,
         &[
             "wait",
             "-n",
@@ -236,7 +275,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         ],
     );
     let logs = ok(
-        &cluster,
+        cluster,
         &[
             "logs",
             "-n",
@@ -251,14 +290,14 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         "{logs}"
     );
     let init = jsonpath(
-        &cluster,
+        cluster,
         &["get", "pod", "-n", "agent", "-l", "job-name=sync-1"],
         "{.items[0].status.initContainerStatuses[0].state.terminated.reason} {.items[0].status.phase} {.items[0].status.podIP}",
     );
     assert!(init.starts_with("Completed Succeeded 10.244."), "{init}");
     // The scheduler's condition is still there after the agent's status writes.
     let scheduled = jsonpath(
-        &cluster,
+        cluster,
         &["get", "pod", "-n", "agent", "-l", "job-name=sync-1"],
         "{.items[0].status.conditions[?(@.type==\"PodScheduled\")].status}",
     );
@@ -266,7 +305,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
 
     // A failing step: Job Failed, the exit code in the pod's status.
     ok(
-        &cluster,
+        cluster,
         &[
             "wait",
             "-n",
@@ -277,7 +316,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         ],
     );
     let exit = jsonpath(
-        &cluster,
+        cluster,
         &["get", "pod", "-n", "agent", "-l", "job-name=broken-1"],
         "{.items[0].status.containerStatuses[0].state.terminated.exitCode} {.items[0].status.containerStatuses[0].state.terminated.reason} {.items[0].status.phase}",
     );
@@ -285,7 +324,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
 
     // The Job controller's verdict on retried-1 (its pod deleted, so the agent finishes it off).
     ok(
-        &cluster,
+        cluster,
         &[
             "wait",
             "-n",
@@ -297,7 +336,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
     );
     eventually(30, "retried-1's pod is gone", || {
         let out = ok(
-            &cluster,
+            cluster,
             &[
                 "get",
                 "pods",
@@ -315,14 +354,14 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
     // A stuck step: its waiting reason is what `kubectl get pods` shows.
     let shown = eventually(30, "pull-1's pod shows ImagePullBackOff", || {
         let out = ok(
-            &cluster,
+            cluster,
             &["get", "pods", "-n", "agent", "-l", "job-name=pull-1"],
         );
         out.contains("ImagePullBackOff").then_some(out)
     });
     assert!(shown.contains("0/1"), "{shown}");
     // Its logs are refused as kubelet refuses them, the reason passed on by the apiserver.
-    let refused = kubectl(&cluster, &["logs", "-n", "agent", "job/pull-1"]);
+    let refused = kubectl(cluster, &["logs", "-n", "agent", "job/pull-1"]);
     assert!(
         !refused.status.success()
             && text(&refused).contains("is waiting to start: ImagePullBackOff"),
@@ -332,7 +371,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
 
     // The kubelet endpoint wants a client certificate chained to the cluster CA.
     let port = jsonpath(
-        &cluster,
+        cluster,
         &["get", "node", "node0"],
         "{.status.daemonEndpoints.kubeletEndpoint.Port}",
     );
@@ -367,7 +406,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
     // Side effects run as the pod's ServiceAccount: allowed by the Role, the Secret is patched;
     // without one, the Job fails with the apiserver's refusal in its log.
     ok(
-        &cluster,
+        cluster,
         &[
             "wait",
             "-n",
@@ -378,13 +417,13 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         ],
     );
     let patched = jsonpath(
-        &cluster,
+        cluster,
         &["get", "secret", "target", "-n", "agent"],
         "{.data.job}",
     );
     assert_eq!(patched, "YWxsb3dlZC0x", "base64 of allowed-1");
     ok(
-        &cluster,
+        cluster,
         &[
             "wait",
             "-n",
@@ -394,14 +433,14 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
             "--timeout=60s",
         ],
     );
-    let refused = ok(&cluster, &["logs", "-n", "agent", "job/denied-1"]);
+    let refused = ok(cluster, &["logs", "-n", "agent", "job/denied-1"]);
     assert!(
         refused.contains("Error from server (Forbidden)")
             && refused.contains("system:serviceaccount:agent:nobody"),
         "{refused}"
     );
     let exit = jsonpath(
-        &cluster,
+        cluster,
         &["get", "pod", "-n", "agent", "-l", "job-name=denied-1"],
         "{.items[0].status.containerStatuses[0].state.terminated.exitCode}",
     );
@@ -409,7 +448,7 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
 
     // A Deployment becomes Available through its ReplicaSet; scaled to 0, no pod is left.
     ok(
-        &cluster,
+        cluster,
         &[
             "wait",
             "-n",
@@ -420,18 +459,18 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         ],
     );
     let ready = jsonpath(
-        &cluster,
+        cluster,
         &["get", "deployment", "web", "-n", "agent"],
         "{.status.readyReplicas}",
     );
     assert_eq!(ready, "2");
     ok(
-        &cluster,
+        cluster,
         &["scale", "-n", "agent", "deployment/web", "--replicas=0"],
     );
     eventually(60, "no pod of web is left after scaling to 0", || {
         let out = ok(
-            &cluster,
+            cluster,
             &["get", "pods", "-n", "agent", "-l", "app=web", "-o", "name"],
         );
         out.trim().is_empty().then_some(())
@@ -442,29 +481,12 @@ fn the_node_agent_runs_pods_for_the_real_controllers() {
         std::thread::sleep(wait);
     }
     eventually(15, "the Lease is renewed", || {
-        let now = lease(&cluster);
+        let now = lease(cluster);
         (now > first_renewal).then_some(())
     });
 
     // Deleting the namespace completes: the agent finishes off its Terminating pods.
-    ok(&cluster, &["delete", "namespace", "agent", "--timeout=90s"]);
-    let gone = kubectl(&cluster, &["get", "namespace", "agent"]);
+    ok(cluster, &["delete", "namespace", "agent", "--timeout=90s"]);
+    let gone = kubectl(cluster, &["get", "namespace", "agent"]);
     assert!(text(&gone).contains("NotFound"), "{}", text(&gone));
-
-    // `down` stops the agent too.
-    let pids = cluster.pids();
-    assert!(
-        pids.iter().any(|(n, _)| n == "uyuni-node-agent"),
-        "{pids:?}"
-    );
-    cluster.stop().expect("down");
-    for (name, pid) in &pids {
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .unwrap_or_default()
-                    .contains(") Z "),
-            "{name} ({pid}) still runs after down"
-        );
-    }
 }

@@ -10,7 +10,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_support::{apply, eventually, kubectl, ok, text};
-use uyuni_testdata::Scenario;
 use uyuni_testdata::real::RealCluster;
 
 fn jsonpath(cluster: &RealCluster, args: &[&str], path: &str) -> String {
@@ -77,38 +76,36 @@ fn pod_path(cluster: &RealCluster, pod: &str, path: &str) -> String {
     jsonpath(cluster, &["get", "pod", "-n", "exec", pod], path)
 }
 
-#[test]
-fn the_node_agent_runs_commands_where_asked() {
-    let Some(cluster) = agent_support::cluster("node agent execution", &Scenario::default()) else {
-        return;
-    };
+/// The commands of pods in namespace `exec` of `cluster`, whose pods play no scenario (see
+/// `node_agent.rs`, whose test runs this beside its own on one cluster).
+pub(crate) fn commands_where_asked(cluster: &RealCluster) {
     apply(
-        &cluster,
+        cluster,
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: exec}\n",
     );
     eventually(30, "the default ServiceAccount of namespace exec", || {
-        kubectl(&cluster, &["get", "sa", "default", "-n", "exec"])
+        kubectl(cluster, &["get", "sa", "default", "-n", "exec"])
             .status
             .success()
             .then_some(())
     });
-    apply(&cluster, SETUP);
+    apply(cluster, SETUP);
     apply(
-        &cluster,
+        cluster,
         &pod(
             "secret-env",
             "{name: main, image: x, command: [sh, -c, 'echo \"token=$TOKEN\"'], env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: creds, key: token}}}]}",
         ),
     );
     apply(
-        &cluster,
+        cluster,
         &pod(
             "secret-missing",
             "{name: main, image: x, command: [sh, -c, 'echo never'], env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: absent, key: token}}}]}",
         ),
     );
     apply(
-        &cluster,
+        cluster,
         &pod(
             "no-command",
             "{name: main, image: registry.opensuse.org/uyuni/server:latest}",
@@ -116,7 +113,7 @@ fn the_node_agent_runs_commands_where_asked() {
     );
     // Init containers first; an emptyDir is shared through its variable.
     apply(
-        &cluster,
+        cluster,
         "apiVersion: v1
 kind: Pod
 metadata:
@@ -136,19 +133,19 @@ spec:
     // The real Job controller fails the Job from the real exit code.
     eventually(60, "Job fails is Failed", || {
         let failed = jsonpath(
-            &cluster,
+            cluster,
             &["get", "job", "-n", "exec", "fails"],
             "{.status.conditions[?(@.type==\"Failed\")].status}",
         );
         (failed == "True").then_some(())
     });
     let code = jsonpath(
-        &cluster,
+        cluster,
         &["get", "pod", "-n", "exec", "-l", "job-name=fails"],
         "{.items[0].status.phase} {.items[0].status.containerStatuses[0].state.terminated.exitCode} {.items[0].status.containerStatuses[0].state.terminated.reason}",
     );
     assert_eq!(code, "Failed 3 Error");
-    let logs = ok(&cluster, &["logs", "-n", "exec", "job/fails"]);
+    let logs = ok(cluster, &["logs", "-n", "exec", "job/fails"]);
     let lines: Vec<&str> = logs.lines().collect();
     assert!(
         lines.contains(&"out") && lines.contains(&"err") && lines.len() == 2,
@@ -157,16 +154,16 @@ spec:
 
     // secretKeyRef, read through the API.
     eventually(30, "secret-env succeeded", || {
-        (pod_path(&cluster, "secret-env", "{.status.phase}") == "Succeeded").then_some(())
+        (pod_path(cluster, "secret-env", "{.status.phase}") == "Succeeded").then_some(())
     });
     assert_eq!(
-        ok(&cluster, &["logs", "-n", "exec", "secret-env"]),
+        ok(cluster, &["logs", "-n", "exec", "secret-env"]),
         "token=s3cret-value\n"
     );
     // A missing Secret: kubelet's waiting reason, and the pod stays Pending.
     let waiting = eventually(30, "secret-missing waits", || {
         let w = pod_path(
-            &cluster,
+            cluster,
             "secret-missing",
             "{.status.phase} {.status.containerStatuses[0].state.waiting.reason}: {.status.containerStatuses[0].state.waiting.message}",
         );
@@ -179,7 +176,7 @@ spec:
     // No command and no image to take an entrypoint from: it cannot start.
     let start = eventually(30, "no-command failed", || {
         let s = pod_path(
-            &cluster,
+            cluster,
             "no-command",
             "{.status.phase} {.status.containerStatuses[0].state.terminated.reason} {.status.containerStatuses[0].state.terminated.exitCode}|{.status.containerStatuses[0].state.terminated.message}",
         );
@@ -191,18 +188,18 @@ spec:
     );
     // The init container ran first, in the same emptyDir; main in its own working directory.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while pod_path(&cluster, "shared", "{.status.phase}") != "Succeeded" {
+    while pod_path(cluster, "shared", "{.status.phase}") != "Succeeded" {
         assert!(
             Instant::now() < deadline,
             "within 30 s: shared succeeded\n{}",
             ok(
-                &cluster,
+                cluster,
                 &["get", "pod", "-n", "exec", "shared", "-o", "yaml"]
             )
         );
         std::thread::sleep(Duration::from_millis(250));
     }
-    let shared = ok(&cluster, &["logs", "-n", "exec", "shared", "-c", "main"]);
+    let shared = ok(cluster, &["logs", "-n", "exec", "shared", "-c", "main"]);
     let shared: Vec<&str> = shared.lines().collect();
     assert_eq!(shared.first(), Some(&"from-init"), "{shared:?}");
     assert!(
@@ -212,7 +209,7 @@ spec:
         "{shared:?}"
     );
     let init_state = pod_path(
-        &cluster,
+        cluster,
         "shared",
         "{.status.initContainerStatuses[0].state.terminated.reason}",
     );
@@ -220,14 +217,14 @@ spec:
 
     // `kubectl logs -f` streams the lines while the command runs.
     apply(
-        &cluster,
+        cluster,
         &pod(
             "ticker",
             "{name: main, image: x, command: [sh, -c, 'for i in 1 2 3 4; do echo tick$i; sleep 0.7; done']}",
         ),
     );
     eventually(30, "ticker runs", || {
-        (pod_path(&cluster, "ticker", "{.status.phase}") == "Running").then_some(())
+        (pod_path(cluster, "ticker", "{.status.phase}") == "Running").then_some(())
     });
     let bin = std::env::var("UYUNI_KUBECTL_137").unwrap_or_else(|_| "kubectl".to_owned());
     let mut follow = Command::new(bin)
@@ -256,13 +253,13 @@ spec:
 
     // Deleting a pod ends its process (SIGTERM) and then the pod.
     apply(
-        &cluster,
+        cluster,
         &pod(
             "sleeper",
             "{name: main, image: x, command: [sh, -c, 'echo pid $$; exec sleep 600']}",
         ),
     );
-    let pid = printed_pid(&cluster, "sleeper");
+    let pid = printed_pid(cluster, "sleeper");
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
     let cmdline = std::fs::read(proc_dir.join("cmdline")).expect("the process runs");
     assert!(
@@ -270,7 +267,7 @@ spec:
         "{cmdline:?}"
     );
     let started = Instant::now();
-    ok(&cluster, &["delete", "pod", "-n", "exec", "sleeper"]);
+    ok(cluster, &["delete", "pod", "-n", "exec", "sleeper"]);
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "SIGTERM, not the grace period, ended it"
@@ -278,28 +275,35 @@ spec:
     eventually(10, "the process is gone", || {
         (!proc_dir.exists()).then_some(())
     });
-    let gone = kubectl(&cluster, &["get", "pod", "-n", "exec", "sleeper"]);
+    let gone = kubectl(cluster, &["get", "pod", "-n", "exec", "sleeper"]);
     assert!(
         !gone.status.success() && text(&gone).contains("NotFound"),
         "{}",
         text(&gone)
     );
+}
 
-    // Stopping the agent (cluster.sh down) ends the commands still running: they are in
-    // their own process groups and would outlive it.
+/// Stopping the agent (cluster.sh down) ends the commands still running: they are in their own
+/// process groups and would outlive it. Starts one in `cluster`; `(its /proc directory, its
+/// working directory)`, for [`survivor_gone`] once the cluster is stopped.
+pub(crate) fn survivor(cluster: &RealCluster) -> (std::path::PathBuf, std::path::PathBuf) {
     apply(
-        &cluster,
+        cluster,
         &pod(
             "survivor",
             "{name: main, image: x, command: [sh, -c, 'echo pid $$; exec sleep 600']}",
         ),
     );
-    let pid = printed_pid(&cluster, "survivor");
+    let pid = printed_pid(cluster, "survivor");
     let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
     // Its working directory, in the agent's default sandbox (under the temp dir).
     let cwd = std::fs::read_link(proc_dir.join("cwd")).expect("the process runs");
     assert!(cwd.starts_with(std::env::temp_dir()), "{}", cwd.display());
-    cluster.stop().expect("the cluster stops");
+    (proc_dir, cwd)
+}
+
+/// After `down`: the survivor's process and the agent's default sandbox are gone.
+pub(crate) fn survivor_gone(proc_dir: &std::path::Path, cwd: &std::path::Path) {
     eventually(15, "the survivor's process is gone", || {
         (!proc_dir.exists()).then_some(())
     });
