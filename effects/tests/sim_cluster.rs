@@ -43,14 +43,7 @@ async fn observe_returns_only_what_exists() {
     assert!(observed.objects.is_empty(), "{:?}", observed.objects.keys());
 
     with_namespace(&conn).await;
-    execute(
-        &conn.client,
-        NS,
-        &apply_step(config_map("cm", "v")),
-        &NoProgress,
-    )
-    .await
-    .unwrap();
+    apply_config_map(&conn.client, "cm", "v", &NoProgress).await;
     let observed = bounded(observe(&conn.client, &observation(named)))
         .await
         .unwrap();
@@ -111,36 +104,15 @@ async fn apply_creates_then_a_second_apply_changes_nothing() {
         .await
         .unwrap();
     for _ in 0..2 {
-        bounded(execute(
-            &conn.client,
-            NS,
-            &apply_step(config_map("cm", "one")),
-            &rec,
-        ))
-        .await
-        .unwrap();
+        apply_config_map(&conn.client, "cm", "one", &rec).await;
     }
     let rv_before =
         sim.get("v1", "ConfigMap", Some(NS), "cm").unwrap()["metadata"]["resourceVersion"].clone();
-    bounded(execute(
-        &conn.client,
-        NS,
-        &apply_step(config_map("cm", "one")),
-        &rec,
-    ))
-    .await
-    .unwrap();
+    apply_config_map(&conn.client, "cm", "one", &rec).await;
     let stored = sim.get("v1", "ConfigMap", Some(NS), "cm").unwrap();
     assert_eq!(stored["metadata"]["resourceVersion"], rv_before);
     assert_eq!(stored["data"]["key"], "one");
-    bounded(execute(
-        &conn.client,
-        NS,
-        &apply_step(config_map("cm", "two")),
-        &rec,
-    ))
-    .await
-    .unwrap();
+    apply_config_map(&conn.client, "cm", "two", &rec).await;
     let stored = sim.get("v1", "ConfigMap", Some(NS), "cm").unwrap();
     assert_eq!(stored["data"]["key"], "two");
     assert!(
@@ -1184,14 +1156,7 @@ async fn the_observers_objects_leave_out_managed_fields() {
     let sim = sim(Scenario::default()).await;
     let conn = connect_to(&sim).await;
     with_namespace(&conn).await;
-    bounded(execute(
-        &conn.client,
-        NS,
-        &apply_step(config_map("cm", "v")),
-        &NoProgress,
-    ))
-    .await
-    .unwrap();
+    apply_config_map(&conn.client, "cm", "v", &NoProgress).await;
     let stored = sim.get("v1", "ConfigMap", Some(NS), "cm").unwrap();
     assert!(
         !stored["metadata"]["managedFields"]

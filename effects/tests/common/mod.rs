@@ -172,6 +172,24 @@ pub fn config_map(name: &str, value: &str) -> Object {
     )
 }
 
+/// Applies [`config_map`] `name` through `execute`, within [`bounded`]'s time; panics on an
+/// error.
+pub async fn apply_config_map(
+    client: &kube::Client,
+    name: &str,
+    value: &str,
+    progress: &dyn Progress,
+) {
+    bounded(uyuni_effects::execute(
+        client,
+        NS,
+        &apply_step(config_map(name, value)),
+        progress,
+    ))
+    .await
+    .unwrap();
+}
+
 pub fn secret(name: &str, value: &str) -> Object {
     Object::Secret(
         serde_json::from_value::<Secret>(json!({
