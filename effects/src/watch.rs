@@ -11,6 +11,7 @@ use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
 use kube::api::Api;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 use tokio::time::Sleep;
@@ -20,8 +21,6 @@ use crate::error::{EffectsError, Target, Verb};
 use crate::progress::Progress;
 use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify_watch, report_retry};
 
-/// A watch that re-establishes itself, with backoff and a `Retrying` event after each failure.
-/// Nothing is requested until it is first polled.
 /// The watch of `api` (kube's `watcher`: list, then watch, resuming), every object without its
 /// `metadata.managedFields`. That is server-side apply's record of who set which field, often
 /// as large as the rest of the object; nothing here reads it (diffs leave it out), and it was
@@ -34,10 +33,11 @@ pub(crate) fn stream<K>(
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    use kube::runtime::WatchStreamExt;
     watcher::watcher(api, config).modify(|object: &mut K| object.meta_mut().managed_fields = None)
 }
 
+/// A watch that re-establishes itself, with backoff and a `Retrying` event after each failure.
+/// Nothing is requested until it is first polled.
 pub(crate) struct Watch<K: 'static> {
     stream: BoxStream<'static, watcher::Result<Event<K>>>,
     pause: Option<Pin<Box<Sleep>>>,
