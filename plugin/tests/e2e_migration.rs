@@ -11,21 +11,17 @@ use support::{
     validate_custom_resources,
 };
 use uyuni_testdata::golden::check_golden;
-use uyuni_testdata::{
-    DeploymentScript, Flavour, JobScript, Scenario, SideEffect, SimConfig, scenarios,
-};
+use uyuni_testdata::{DeploymentScript, Flavour, JobScript, Scenario, SimConfig, scenarios};
 
 /// The realistic migration scenario, quick, with the synced PostgreSQL major `pg_version`.
 fn migration(pg_version: &str) -> Scenario {
     let mut s = scenarios::migration();
     if let Some(job) = s.jobs.get_mut("data-sync") {
         job.duration_ms = 300;
-        for effect in &mut job.side_effects {
-            let SideEffect::PatchSecret(p) = effect;
-            p.string_data
-                .insert("pg_version".into(), pg_version.to_owned());
-        }
     }
+    s.edit_job_data("data-sync", |data| {
+        data.insert("pg_version".into(), pg_version.to_owned());
+    });
     s
 }
 
@@ -819,14 +815,11 @@ fn a_third_party_certificate_found_on_the_source_is_kept() {
         .expect("certificate");
         (i.tls_crt, i.tls_key)
     };
-    if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        for effect in &mut job.side_effects {
-            let SideEffect::PatchSecret(p) = effect;
-            p.string_data.remove("ca.key");
-            p.string_data.insert("server.crt".into(), cert.clone());
-            p.string_data.insert("server.key".into(), key.clone());
-        }
-    }
+    scenario.edit_job_data("data-sync", |data| {
+        data.remove("ca.key");
+        data.insert("server.crt".into(), cert.clone());
+        data.insert("server.key".into(), key.clone());
+    });
     let mut env = env_with(scenario, Flavour::K3s, true);
     env.password_env = false;
     let out = env.migrate(&ssh_flags());
@@ -849,13 +842,10 @@ fn a_third_party_certificate_found_on_the_source_is_kept() {
 #[test]
 fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
     let mut scenario = migration("16");
-    if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        for effect in &mut job.side_effects {
-            let SideEffect::PatchSecret(p) = effect;
-            p.string_data.insert("has_hubxmlrpc".into(), "true".into());
-            p.string_data.insert("debug".into(), "true".into());
-        }
-    }
+    scenario.edit_job_data("data-sync", |data| {
+        data.insert("has_hubxmlrpc".into(), "true".into());
+        data.insert("debug".into(), "true".into());
+    });
     let env = env(scenario, Flavour::K3s);
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
@@ -917,12 +907,9 @@ fn the_hub_xmlrpc_api_follows_the_source_and_the_server_gets_its_environment() {
 
 /// The scenario's data sync with the source's `tftp` value.
 fn with_source_tftp(mut scenario: Scenario, value: &str) -> Scenario {
-    if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        for effect in &mut job.side_effects {
-            let SideEffect::PatchSecret(p) = effect;
-            p.string_data.insert("tftp".into(), value.into());
-        }
-    }
+    scenario.edit_job_data("data-sync", |data| {
+        data.insert("tftp".into(), value.into());
+    });
     scenario
 }
 
@@ -1227,20 +1214,17 @@ fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
 #[test]
 fn a_prepare_run_prints_the_expected_window_from_what_its_sync_measured() {
     let mut scenario = migration("16");
-    if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        for effect in &mut job.side_effects {
-            let SideEffect::PatchSecret(p) = effect;
-            for (key, value) in [
-                ("delta_bytes", "52428800"),
-                ("scan_ms", "3000"),
-                ("copied_bytes", "1048576000"),
-                ("copy_ms", "20000"),
-                ("rest_ms", "1500"),
-            ] {
-                p.string_data.insert(key.into(), value.into());
-            }
+    scenario.edit_job_data("data-sync", |data| {
+        for (key, value) in [
+            ("delta_bytes", "52428800"),
+            ("scan_ms", "3000"),
+            ("copied_bytes", "1048576000"),
+            ("copy_ms", "20000"),
+            ("rest_ms", "1500"),
+        ] {
+            data.insert(key.into(), value.into());
         }
-    }
+    });
     let env = env(scenario, Flavour::K3s);
     let out = env.migrate(
         &[

@@ -53,27 +53,23 @@ fn shared_scenario() -> Scenario {
     let mut shared = scenarios::migration();
 
     let mut complete = scenarios::migration();
-    if let Some(job) = complete.jobs.get_mut("data-sync") {
-        for effect in &mut job.side_effects {
-            let uyuni_testdata::SideEffect::PatchSecret(p) = effect;
-            p.string_data.insert("has_hubxmlrpc".into(), "true".into());
-            p.string_data.insert("debug".into(), "true".into());
-        }
-    }
+    complete.edit_job_data("data-sync", |data| {
+        data.insert("has_hubxmlrpc".into(), "true".into());
+        data.insert("debug".into(), "true".into());
+    });
     shared.namespaces.insert(NS_COMPLETE.into(), complete);
 
     let (cert, key) = source_certificate();
     let mut third_party = scenarios::migration();
     if let Some(job) = third_party.jobs.get_mut("data-sync") {
         job.duration_ms = 300;
-        for effect in &mut job.side_effects {
-            let uyuni_testdata::SideEffect::PatchSecret(p) = effect;
-            p.string_data.remove("ca.key");
-            p.string_data.insert("server.crt".into(), cert.clone());
-            p.string_data.insert("server.key".into(), key.clone());
-            p.string_data.insert("pg_version".into(), "18".into());
-        }
     }
+    third_party.edit_job_data("data-sync", |data| {
+        data.remove("ca.key");
+        data.insert("server.crt".into(), cert.clone());
+        data.insert("server.key".into(), key.clone());
+        data.insert("pg_version".into(), "18".into());
+    });
     shared.namespaces.insert(NS_THIRD_PARTY.into(), third_party);
 
     let mut failing = scenarios::migration();

@@ -88,6 +88,22 @@ impl Scenario {
         self.namespaces.get(namespace).unwrap_or(self)
     }
 
+    /// Edits what the Job of `step` writes into Secrets (`PatchSecret` side effects: for the
+    /// data sync, the data it extracted from the source); nothing when the scenario has no such
+    /// step. For scenarios that differ from another in a few of those values.
+    pub fn edit_job_data(
+        &mut self,
+        step: &str,
+        mut edit: impl FnMut(&mut BTreeMap<String, String>),
+    ) {
+        if let Some(job) = self.jobs.get_mut(step) {
+            for effect in &mut job.side_effects {
+                let SideEffect::PatchSecret(patch) = effect;
+                edit(&mut patch.string_data);
+            }
+        }
+    }
+
     /// The script for the `attempt`-th (0-based) Job of a step, if the scenario has the step.
     pub fn job_script(&self, step: &str, attempt: usize) -> Option<&JobScript> {
         let script = self.jobs.get(step)?;

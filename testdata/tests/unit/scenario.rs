@@ -77,3 +77,26 @@ fn json_round_trip() {
     assert_eq!(Scenario::parse(&text).expect("parses"), s);
     assert!(Scenario::parse("jobs: [1]").is_err());
 }
+
+/// `edit_job_data` edits what the step's Job writes into Secrets, and nothing for a step the
+/// scenario does not have.
+#[test]
+fn edit_job_data_edits_the_steps_secret_data() {
+    let mut s = scenarios::migration();
+    let before = s.clone();
+    s.edit_job_data("no-such-step", |data| {
+        data.insert("never".into(), "x".into());
+    });
+    assert_eq!(s, before);
+    s.edit_job_data("data-sync", |data| {
+        data.insert("pg_version".into(), "14".into());
+        data.remove("ca.key");
+    });
+    let effects = &s.jobs["data-sync"].side_effects;
+    assert!(!effects.is_empty());
+    for effect in effects {
+        let SideEffect::PatchSecret(p) = effect;
+        assert_eq!(p.string_data["pg_version"], "14");
+        assert!(!p.string_data.contains_key("ca.key"));
+    }
+}
