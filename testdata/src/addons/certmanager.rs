@@ -110,9 +110,8 @@ pub fn issuer_readiness(issuer: &Value, ca_secret: Option<&Value>) -> Readiness 
         };
         // cert-manager parses both (`pkg/issuer/ca/setup.go`); signing here needs them parsed.
         let parsed = key_pair_from_pem(&key).and_then(|k| {
-            rcgen::Issuer::from_ca_cert_pem(&crt, k)
-                .map(|_| ())
-                .map_err(|e| format!("the CA Secret's tls.crt cannot be parsed: {e}"))
+            let first = pem_blocks(&crt).into_iter().next().unwrap_or_default();
+            ca_issuer(&first, k).map(|_| ())
         });
         return match parsed {
             Ok(()) => Readiness::new(true, "KeyPairVerified", "Signing CA verified"),
@@ -248,6 +247,68 @@ pub fn pem_blocks(text: &str) -> Vec<String> {
     out
 }
 
+/// The issuer a CA certificate (PEM) makes with its key: the certificate's subject, as the
+/// issued certificates' issuer (the same attributes, types and order, so that the bytes match
+/// for verifiers that compare them), and its subject key identifier, as their authority key
+/// identifier (openssl refuses an issuer whose key identifier differs). These are what rcgen's
+/// `Issuer::from_ca_cert_pem` reads (rcgen 0.14 `lib.rs`: subject, `KeyIdMethod::from_x509`,
+/// and key usages, which only its CRLs check); read here with x509-cert, on the `der` crate
+/// the key parsing shares, instead of rcgen's x509-parser feature and its dozen crates.
+/// Without a subject key identifier, rcgen derives one from the key, as it would. (`der` 0.7
+/// knows no UniversalString: a CA naming itself in one is refused as unparsable.)
+pub fn ca_issuer(crt_pem: &str, key: KeyPair) -> Result<rcgen::Issuer<'static, KeyPair>, String> {
+    use rcgen::string::BmpString;
+    use rcgen::{DnType, DnValue, KeyIdMethod};
+    use x509_cert::der::oid::AssociatedOid as _;
+    use x509_cert::der::{Decode as _, DecodePem as _, Tag, Tagged as _};
+    use x509_cert::ext::pkix::SubjectKeyIdentifier;
+
+    let unparsable =
+        |e: &dyn std::fmt::Display| format!("the CA Secret's tls.crt cannot be parsed: {e}");
+    let cert = x509_cert::Certificate::from_pem(crt_pem.as_bytes()).map_err(|e| unparsable(&e))?;
+    let tbs = &cert.tbs_certificate;
+    let mut name = rcgen::DistinguishedName::new();
+    for rdn in &tbs.subject.0 {
+        let [attribute] = rdn.0.as_slice() else {
+            return Err(unparsable(&format!(
+                "its subject has a name component of {} attributes, which the test cluster's cert-manager stand-in cannot copy: use a CA with one attribute per component",
+                rdn.0.len()
+            )));
+        };
+        let arcs: Vec<u64> = attribute.oid.arcs().map(u64::from).collect();
+        let data = attribute.value.value();
+        let text = || std::str::from_utf8(data).map_err(|e| unparsable(&e));
+        let invalid = |e: rcgen::Error| unparsable(&e);
+        let value = match attribute.value.tag() {
+            Tag::Utf8String => DnValue::Utf8String(text()?.to_owned()),
+            Tag::PrintableString => DnValue::PrintableString(text()?.try_into().map_err(invalid)?),
+            Tag::Ia5String => DnValue::Ia5String(text()?.try_into().map_err(invalid)?),
+            Tag::TeletexString => DnValue::TeletexString(text()?.try_into().map_err(invalid)?),
+            Tag::BmpString => {
+                DnValue::BmpString(BmpString::from_utf16be(data.to_vec()).map_err(invalid)?)
+            }
+            other => {
+                return Err(unparsable(&format!(
+                    "its subject holds a {other} value, not a string"
+                )));
+            }
+        };
+        name.push(DnType::from_oid(&arcs), value);
+    }
+    let mut key_id = KeyIdMethod::Sha256;
+    for extension in tbs.extensions.iter().flatten() {
+        if extension.extn_id == SubjectKeyIdentifier::OID {
+            let id = SubjectKeyIdentifier::from_der(extension.extn_value.as_bytes())
+                .map_err(|e| unparsable(&e))?;
+            key_id = KeyIdMethod::PreSpecified(id.0.as_bytes().to_vec());
+        }
+    }
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = name;
+    params.key_identifier_method = key_id;
+    Ok(rcgen::Issuer::new(params, key))
+}
+
 /// A DER length.
 fn der_length(len: usize) -> Vec<u8> {
     if len < 0x80 {
@@ -309,6 +370,9 @@ pub fn sign(
     not_after: i64,
 ) -> Result<(String, String, String), String> {
     let mut params = crate::certs::certificate_params(spec)?;
+    // cert-manager signs with Go's x509.CreateCertificate, which copies the CA's subject key
+    // identifier into the certificate's authority key identifier.
+    params.use_authority_key_identifier_extension = ca.is_some();
     // rcgen's times are `time::OffsetDateTime`, reached from the epoch without naming the crate.
     let epoch = rcgen::date_time_ymd(1970, 1, 1);
     params.not_before = epoch + Duration::from_secs(not_before.max(0) as u64);
@@ -327,8 +391,7 @@ pub fn sign(
                 return Err("the CA Secret's tls.crt holds no PEM certificate".to_string());
             };
             let ca_key = key_pair_from_pem(ca_key)?;
-            let issuer = rcgen::Issuer::from_ca_cert_pem(first, ca_key)
-                .map_err(|e| format!("the CA Secret's tls.crt cannot be parsed: {e}"))?;
+            let issuer = ca_issuer(first, ca_key)?;
             let cert = params
                 .signed_by(&key, &issuer)
                 .map_err(|e| format!("cannot sign with the CA: {e}"))?;

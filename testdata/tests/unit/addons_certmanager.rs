@@ -249,3 +249,124 @@ mod openssl_ca_tests {
         }
     }
 }
+
+mod ca_issuer_tests {
+    use rcgen::{CertificateParams, DnType, DnValue, IsCa, KeyIdMethod, KeyPair};
+    use serde_json::json;
+    use uyuni_testdata::addons::certmanager::{ca_issuer, sign};
+    use x509_cert::Certificate;
+    use x509_cert::der::oid::AssociatedOid as _;
+    use x509_cert::der::{Decode as _, DecodePem as _, Encode as _};
+    use x509_cert::ext::pkix::{AuthorityKeyIdentifier, SubjectKeyIdentifier};
+
+    fn extension(cert: &Certificate, oid: x509_cert::der::oid::ObjectIdentifier) -> Option<&[u8]> {
+        cert.tbs_certificate
+            .extensions
+            .iter()
+            .flatten()
+            .find(|e| e.extn_id == oid)
+            .map(|e| e.extn_value.as_bytes())
+    }
+
+    /// A CA whose subject mixes string types, with a subject key identifier that is not the
+    /// one rcgen would derive from its key.
+    fn ca() -> (String, String) {
+        let key = KeyPair::generate().expect("a key");
+        let mut params = CertificateParams::default();
+        params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(
+            DnType::CountryName,
+            DnValue::PrintableString("DE".try_into().expect("printable")),
+        );
+        params.distinguished_name.push(
+            DnType::OrganizationName,
+            DnValue::Utf8String("SUSE Ünits".into()),
+        );
+        params.distinguished_name.push(
+            DnType::CommonName,
+            DnValue::PrintableString("RHN-ORG-TRUSTED-SSL-CERT".try_into().expect("printable")),
+        );
+        params.key_identifier_method = KeyIdMethod::PreSpecified(vec![7; 20]);
+        let cert = params.self_signed(&key).expect("a CA");
+        (cert.pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn a_leaf_names_its_ca_byte_for_byte_and_carries_its_key_identifier() {
+        let (ca_crt, ca_key) = ca();
+        let spec = json!({"dnsNames": ["uyuni.example.com"], "secretName": "web"});
+        let (leaf, _, _) = sign(
+            &spec,
+            Some((&ca_crt, &ca_key)),
+            1_700_000_000,
+            1_800_000_000,
+        )
+        .expect("a leaf");
+        let ca = Certificate::from_pem(ca_crt.as_bytes()).expect("the CA parses");
+        let leaf = Certificate::from_pem(leaf.as_bytes()).expect("the leaf parses");
+        assert_eq!(
+            leaf.tbs_certificate.issuer.to_der().expect("der"),
+            ca.tbs_certificate.subject.to_der().expect("der"),
+            "the leaf's issuer is the CA's subject, types and order kept"
+        );
+        let ski = SubjectKeyIdentifier::from_der(
+            extension(&ca, SubjectKeyIdentifier::OID).expect("the CA has a subject key id"),
+        )
+        .expect("ski");
+        assert_eq!(ski.0.as_bytes(), [7; 20]);
+        let aki = AuthorityKeyIdentifier::from_der(
+            extension(&leaf, AuthorityKeyIdentifier::OID)
+                .expect("the leaf has an authority key id"),
+        )
+        .expect("aki");
+        assert_eq!(aki.key_identifier.expect("a key id").as_bytes(), [7; 20]);
+    }
+
+    #[test]
+    fn what_cannot_be_copied_is_refused_with_the_reason() {
+        let (ca_crt, ca_key) = ca();
+        let key = || KeyPair::from_pem(&ca_key).expect("the key");
+        let err = ca_issuer("not a certificate", key()).expect_err("refused");
+        assert!(
+            err.starts_with("the CA Secret's tls.crt cannot be parsed"),
+            "{err}"
+        );
+        // Two attributes in one name component (openssl's -multivalue-rdn): rcgen has no way
+        // to write them, so the stand-in refuses rather than issue under another name.
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let out = std::process::Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "1",
+                "-multivalue-rdn",
+                "-subj",
+                "/O=SUSE+CN=RHN-ORG-TRUSTED-SSL-CERT",
+            ])
+            .current_dir(dir.path())
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).expect("read");
+        let key = uyuni_testdata::addons::certmanager::key_pair_from_pem(&read("ca.key"))
+            .expect("the key");
+        let err = ca_issuer(&read("ca.crt"), key).expect_err("refused");
+        assert!(err.contains("name component of 2 attributes"), "{err}");
+        assert!(ca_issuer(&ca_crt, KeyPair::from_pem(&ca_key).expect("key")).is_ok());
+    }
+}
