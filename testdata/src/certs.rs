@@ -69,7 +69,11 @@ impl ServerPki {
             .with_no_client_auth()
             .with_single_cert(vec![leaf_cert.der().clone()], key_der)
             .map_err(err)?;
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // HTTP/1.1 only, as kube-rs speaks to any API server. kubectl would take HTTP/2 if it
+        // were offered, as it does with a real API server; over HTTP/1.1 it behaves the same
+        // and, with hyper's HTTP/2 (h2) left out, the simulator costs less to build (about 8 s
+        // of CPU) and to run (the kubectl and sim tests: 8 % less CPU, alternated runs).
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(ServerPki {
             ca_cert_pem: ca_cert.pem(),
             ca_key_pem: ca_key.serialize_pem(),

@@ -10,7 +10,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc};
@@ -269,7 +269,7 @@ pub async fn serve(shared: Arc<Shared>, listener: TcpListener, acceptor: TlsAcce
                     }
                 }
             });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let builder = hyper::server::conn::http1::Builder::new();
             let conn = builder.serve_connection(TokioIo::new(tls), svc);
             tokio::select! {
                 _ = conn => {}

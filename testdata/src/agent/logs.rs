@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -509,7 +509,7 @@ pub async fn serve(
                     )
                 }
             });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let builder = hyper::server::conn::http1::Builder::new();
             if let Err(e) = builder.serve_connection(TokioIo::new(tls), svc).await {
                 tracing::debug!("log server: connection from {peer}: {e}");
             }
