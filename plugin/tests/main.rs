@@ -17,3 +17,4 @@ mod e2e_safety;
 mod global_flags;
 mod krew;
 mod output_formats;
+mod unit;

@@ -1,0 +1,290 @@
+//! `kubectl-uyuni`: the kubectl plugin. Parses the command line, wires the core and the effects
+//! together, reports progress on stderr and data on stdout. `src/main.rs` only calls [`main`]:
+//! the unit tests are modules of the integration tests (`tests/unit/`), which link this library,
+//! so the plugin's code is compiled once for the binary and the tests.
+
+pub mod cli;
+pub mod clock;
+pub mod completion;
+pub mod dry_run;
+pub mod migrate;
+pub mod output;
+pub mod source_probe;
+pub mod version;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Command, KubeFlags};
+
+/// Parses kubectl's duration syntax for --request-timeout: `0`, `30`, `30s`, `2m`, `1h`.
+fn parse_duration(value: &str) -> Result<Option<Duration>> {
+    let value = value.trim();
+    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => value.split_at(i),
+        None => (value, "s"),
+    };
+    let n: u64 = number.parse().map_err(|_| {
+        anyhow!("--request-timeout {value:?} is not a duration such as 30s, 2m or 1h")
+    })?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => {
+            return Err(anyhow!(
+                "--request-timeout {value:?} is not a duration such as 30s, 2m or 1h"
+            ));
+        }
+    };
+    Ok((secs > 0).then(|| Duration::from_secs(secs)))
+}
+
+pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
+    let opts = uyuni_effects::ClientOptions {
+        kubeconfig: kube.kubeconfig.clone(),
+        context: kube.context.clone(),
+        cluster: kube.cluster.clone(),
+        user: kube.user.clone(),
+        namespace: kube.namespace.clone(),
+        insecure_skip_tls_verify: kube.insecure_skip_tls_verify,
+        request_timeout: kube
+            .request_timeout
+            .as_deref()
+            .map(parse_duration)
+            .transpose()?
+            .flatten(),
+        impersonate: kube.as_user.clone(),
+        impersonate_groups: kube.as_group.clone(),
+    };
+    let conn = uyuni_effects::connect(&opts)
+        .await
+        .context("cannot reach the cluster")?;
+    if let Some(context) = &conn.context {
+        let _ = cli::RESOLVED_CONTEXT.set(context.clone());
+    }
+    Ok(conn)
+}
+
+fn init_tracing(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error,kube_client=off",
+        // kube-rs logs every failed request at ERROR; our own error says what failed and what
+        // to do, so its line is only noise unless asked for with -v.
+        (false, 0) => "warn,kube_client=off",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let color = output::use_color(
+        cli.color,
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let reporter = output::Reporter::new(output::ReporterOptions {
+        quiet: cli.quiet,
+        progress: cli.progress,
+        color,
+        verbose: cli.verbosity() > 0,
+    });
+    reporter.set_kubectl(cli.kube.kubectl_hint());
+    let result = run_command(&cli, &reporter).await;
+    reporter.finish(result.is_ok());
+    result
+}
+
+async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
+    match &cli.command {
+        Command::Version(_) => version::run(&cli.kube, cli.output).await,
+        Command::Completion(cmd) => {
+            completion::print_script(cmd.shell);
+            Ok(())
+        }
+        Command::Migrate(cmd) => {
+            let work = migrate::run(cmd, cli, reporter);
+            // Dropping `work` stops it at its next await point: an object being applied was
+            // sent whole or not at all (server-side apply), and a Job keeps running.
+            let signal = tokio::select! {
+                result = work => return result,
+                signal = interrupt() => signal,
+            };
+            Err(Interrupted::new(signal, cmd, cli, reporter).into())
+        }
+    }
+}
+
+/// A signal that ends a run, with the exit code shells give it (128 + its number), as kubectl
+/// and helm exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Int,
+    Term,
+}
+
+impl Signal {
+    fn name(self) -> &'static str {
+        match self {
+            Signal::Int => "SIGINT",
+            Signal::Term => "SIGTERM",
+        }
+    }
+
+    fn exit_code(self) -> u8 {
+        match self {
+            Signal::Int => 130,
+            Signal::Term => 143,
+        }
+    }
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM.
+async fn interrupt() -> Signal {
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            // Without a handler SIGTERM keeps its default (the process ends at once).
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => Signal::Int,
+        () = term => Signal::Term,
+    }
+}
+
+/// A run stopped by a signal: what is left running, and how to follow and resume it.
+#[derive(Debug)]
+struct Interrupted {
+    signal: Signal,
+    message: String,
+}
+
+impl Interrupted {
+    fn new(
+        signal: Signal,
+        cmd: &cli::MigrateCmd,
+        cli: &Cli,
+        reporter: &output::Reporter,
+    ) -> Interrupted {
+        // The context resolved at connection, if the run got that far.
+        let kubectl = migrate::repeat_kubectl(cmd, cli);
+        let (namespace, job) = reporter.interrupted_context();
+        let namespace = namespace.or_else(|| cli.kube.namespace.clone());
+        let ns = namespace.as_deref();
+        let jobs = kubectl.cmd(
+            ns,
+            &format!("get jobs -l {}", uyuni_core::labels::MANAGED_SELECTOR),
+        );
+        // The same run again (same source, --prepare or not, same flags; never --yes: the
+        // outage stays the user's decision), with the namespace the run resolved.
+        let resume = format!(
+            "run `{}` to resume where it stopped",
+            kubectl.migrate(ns, &cmd.source, cmd.prepare)
+        );
+        let message = match job {
+            Some(job) => format!(
+                "interrupted by {}: Job {job} was already started and keeps running in the cluster; follow it with `{}` (all Jobs of the migration: `{jobs}`); nothing was left half-written; {resume}, it waits for that Job",
+                signal.name(),
+                kubectl.cmd(ns, &format!("logs -f job/{job}")),
+            ),
+            None => format!(
+                "interrupted by {}: nothing was left half-written (each object is written whole or not at all); Jobs started earlier keep running in the cluster: `{jobs}` lists them; {resume}",
+                signal.name()
+            ),
+        };
+        Interrupted { signal, message }
+    }
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// The plugin's `main`.
+pub fn main() -> ExitCode {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // kubectl_complete-uyuni runs `kubectl-uyuni __complete WORDS…` for `kubectl uyuni <TAB>`:
+    // answered before parsing, as the words are an incomplete command line.
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("__complete") => return completion::run(&args[2..], true),
+        Some("__completeNoDesc") => return completion::run(&args[2..], false),
+        _ => {}
+    }
+    args = cli::normalize_args(args);
+    let mut cli = Cli::parse_from(args);
+    match cli.kube_user() {
+        Ok(user) => cli.kube.user = user,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    init_tracing(cli.verbosity(), cli.quiet);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cli_color = cli.color;
+    let kube = cli.kube.clone();
+    let result = runtime.block_on(run(cli));
+    // After the run: the context the connection resolved is known now.
+    let kubectl = kube.kubectl_hint();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`… | head`): stop quietly, as kubectl does.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let color = output::use_color(
+                cli_color,
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR").as_deref(),
+            );
+            eprintln!(
+                "{} {}",
+                output::paint("error:", "31", color),
+                output::error_chain_with(&e, &kubectl)
+            );
+            match e.downcast_ref::<Interrupted>() {
+                Some(interrupted) => ExitCode::from(interrupted.signal.exit_code()),
+                None => ExitCode::FAILURE,
+            }
+        }
+    }
+}

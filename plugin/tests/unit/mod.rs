@@ -1,0 +1,8 @@
+//! The library's unit tests (`unit::output::…` for `src/output.rs`).
+
+mod cli;
+mod clock;
+mod completion;
+mod dry_run;
+mod output;
+mod version;
