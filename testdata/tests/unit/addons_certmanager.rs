@@ -14,6 +14,22 @@ fn secret(fields: &[&str]) -> Value {
     json!({"metadata": {"name": "ca"}, "data": data})
 }
 
+/// Runs openssl in `dir`; fails the test with its output unless it succeeds.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "openssl {}: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn issuers_are_ready_as_cert_manager_says() {
     let self_signed =
@@ -143,23 +159,16 @@ fn a_ca_signs_a_leaf_whose_issuer_is_the_ca_and_the_secret_says_so() {
     let dir = tempfile::tempdir().expect("a temp dir");
     std::fs::write(dir.path().join("ca.crt"), &ca_crt).expect("write");
     std::fs::write(dir.path().join("tls.crt"), &leaf).expect("write");
-    let out = std::process::Command::new("openssl")
-        .args([
+    openssl(
+        dir.path(),
+        &[
             "verify",
             "-attime",
             "1750000000",
             "-CAfile",
             "ca.crt",
             "tls.crt",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
 
     let cert = json!({"metadata": {"name": "uyuni", "namespace": "uyuni"}, "spec": leaf_spec});
@@ -189,18 +198,7 @@ mod openssl_ca_tests {
     /// A CA made by openssl, as the source server's `RHN-ORG-TRUSTED-SSL-CERT` is (RSA), with
     /// its key in PKCS#8 (`BEGIN PRIVATE KEY`) or, with `traditional`, PKCS#1.
     fn openssl_ca(dir: &std::path::Path, traditional: bool) -> (String, String) {
-        let run = |args: &[&str]| {
-            let out = std::process::Command::new("openssl")
-                .args(args)
-                .current_dir(dir)
-                .output()
-                .expect("openssl runs");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
+        let run = |args: &[&str]| super::openssl(dir, args);
         run(&[
             "req",
             "-x509",
@@ -335,8 +333,9 @@ mod ca_issuer_tests {
         // Two attributes in one name component (openssl's -multivalue-rdn): rcgen has no way
         // to write them, so the stand-in refuses rather than issue under another name.
         let dir = tempfile::tempdir().expect("a temp dir");
-        let out = std::process::Command::new("openssl")
-            .args([
+        super::openssl(
+            dir.path(),
+            &[
                 "req",
                 "-x509",
                 "-newkey",
@@ -353,14 +352,7 @@ mod ca_issuer_tests {
                 "-multivalue-rdn",
                 "-subj",
                 "/O=SUSE+CN=RHN-ORG-TRUSTED-SSL-CERT",
-            ])
-            .current_dir(dir.path())
-            .output()
-            .expect("openssl runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            ],
         );
         let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).expect("read");
         let key = uyuni_testdata::addons::certmanager::key_pair_from_pem(&read("ca.key"))
