@@ -71,8 +71,7 @@ pub enum Display {
 }
 
 pub struct Reporter {
-    #[doc(hidden)]
-    pub display: Display,
+    display: Display,
     color: bool,
     started: Instant,
     namespace: Mutex<String>,
@@ -123,6 +122,12 @@ fn lock(state: &Mutex<LiveState>) -> MutexGuard<'_, LiveState> {
 }
 
 impl Reporter {
+    /// How this reporter shows progress (for the tests).
+    #[doc(hidden)]
+    pub fn display(&self) -> Display {
+        self.display
+    }
+
     pub fn new(opts: ReporterOptions) -> Self {
         let display = if opts.quiet {
             Display::Quiet

@@ -3,21 +3,15 @@
 use crate::support;
 
 use serde_json::Value;
-use support::{Env, NS, SOURCE, private_key_lines, ssh_flags, stderr, stdout};
-use uyuni_testdata::{ErrorFault, FaultTarget, Faults, SimConfig, Verb, scenarios};
+use support::{Env, NS, SOURCE, private_key_lines, quick_migration, ssh_flags, stderr, stdout};
+use uyuni_testdata::{ErrorFault, FaultTarget, Faults, SimConfig, Verb};
 
 /// What `du -s -b` prints on the source, as the stand-in ssh answers it.
 const DU: &str = "4096\\t/var/lib/cobbler\\n7340032\\t/root\\n60000000000\\t/var/lib/pgsql/data\\n";
 
-/// The migration scenario with a data sync of 0.4 s instead of 3 s, as the other end-to-end
-/// tests run it: what these tests check does not depend on how long the copy takes.
 fn env() -> Env {
-    let mut scenario = scenarios::migration();
-    if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        job.duration_ms = 400;
-    }
     Env::new(SimConfig {
-        scenario,
+        scenario: quick_migration(),
         ..SimConfig::default()
     })
     .with_ssh_stub(DU)

@@ -7,17 +7,8 @@ use crate::support;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{Env, NS, SOURCE, assert_no_secret, name, ssh_flags, text};
-use uyuni_testdata::{JobScript, Scenario, SimConfig, scenarios};
-
-/// A quick version of the realistic migration scenario.
-fn quick_migration() -> Scenario {
-    let mut s = scenarios::migration();
-    if let Some(job) = s.jobs.get_mut("data-sync") {
-        job.duration_ms = 400;
-    }
-    s
-}
+use support::{Env, NS, SOURCE, assert_no_secret, name, quick_migration, ssh_flags, text};
+use uyuni_testdata::{JobScript, Scenario, SimConfig};
 
 fn env(scenario: Scenario) -> Env {
     Env::new(SimConfig {

@@ -10,19 +10,10 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Env, NS, name, ssh_flags, text};
+use support::{Env, NS, name, quick_migration, ssh_flags, text};
 use uyuni_testdata::{
-    DeploymentScript, DropFault, ErrorFault, FailOnce, FaultTarget, Faults, Scenario, SimConfig,
-    Verb, scenarios,
+    DeploymentScript, DropFault, ErrorFault, FailOnce, FaultTarget, Faults, SimConfig, Verb,
 };
-
-fn quick_migration() -> Scenario {
-    let mut s = scenarios::migration();
-    if let Some(job) = s.jobs.get_mut("data-sync") {
-        job.duration_ms = 400;
-    }
-    s
-}
 
 /// Whether the run asked for the log of a pod of Job `job` (its wait has begun: the wait reads
 /// the Job from the run's watch of its Jobs, opened before, and asks for nothing else).

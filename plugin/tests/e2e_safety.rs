@@ -7,16 +7,8 @@ use crate::support;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use support::{Env, NS, SOURCE, fixtures, name, ssh_flags, text};
-use uyuni_testdata::{JobScript, Scenario, SimConfig, scenarios};
-
-fn quick_migration() -> Scenario {
-    let mut s = scenarios::migration();
-    if let Some(job) = s.jobs.get_mut("data-sync") {
-        job.duration_ms = 400;
-    }
-    s
-}
+use support::{Env, NS, SOURCE, fixtures, name, quick_migration, ssh_flags, text};
+use uyuni_testdata::{JobScript, SimConfig};
 
 fn assert_nothing_written(env: &Env) {
     let writes: Vec<String> = env

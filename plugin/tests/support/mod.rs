@@ -7,12 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use uyuni_testdata::{SimCluster, SimConfig};
+use uyuni_testdata::{Scenario, SimCluster, SimConfig, scenarios};
 
 pub const SOURCE: &str = "uyuni.example.com";
 pub const NS: &str = "uyuni";
 /// The source CA's password, given through the environment unless a test says otherwise.
 pub const CA_PASSWORD: &str = "ca secret #1";
+
+/// The realistic migration scenario with a data sync of 0.4 s instead of 3 s: what the
+/// end-to-end tests check does not depend on how long the copy takes.
+pub fn quick_migration() -> Scenario {
+    let mut s = scenarios::migration();
+    if let Some(job) = s.jobs.get_mut("data-sync") {
+        job.duration_ms = 400;
+    }
+    s
+}
 
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures/ssh")

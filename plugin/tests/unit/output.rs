@@ -224,10 +224,10 @@ fn error_chains_do_not_repeat_themselves() {
 #[test]
 fn plain_options_are_plain() {
     let r = Reporter::new(ReporterOptions::plain());
-    assert_eq!(r.display, Display::Plain);
+    assert_eq!(r.display(), Display::Plain);
     let q = Reporter::new(ReporterOptions {
         quiet: true,
         ..ReporterOptions::plain()
     });
-    assert_eq!(q.display, Display::Quiet);
+    assert_eq!(q.display(), Display::Quiet);
 }
