@@ -328,10 +328,17 @@ def main():
             env["CARGO_MANIFEST_DIR"] = pkg_dir
         log_path = os.path.join(outdir, re.sub(r"[^A-Za-z0-9_.-]", "_", label) + ".log")
         t0 = time.monotonic()
+        cpu = 0.0
         with open(log_path, "w+") as log:
             try:
-                code = subprocess.call(cmd, cwd=pkg_dir, env=env, stdout=log,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                proc = subprocess.Popen(cmd, cwd=pkg_dir, env=env, stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                # wait4: the item's CPU time, its own and that of the processes it waited for
+                # (the plugin, kubectl, the control planes it started), for the summary.
+                _, status, usage = os.wait4(proc.pid, 0)
+                code = os.waitstatus_to_exitcode(status)
+                proc.returncode = code
+                cpu = usage.ru_utime + usage.ru_stime
             except OSError as e:
                 # Counted as a failed item: an exception would end the lane and lose the item.
                 log.write(f"run-tests: cannot run {cmd[0]}: {e}\n")
@@ -348,12 +355,12 @@ def main():
             counts[2] += int(m.group(4))
         ok = code == 0 and found
         with lock:
-            print(f"\n==> {label} ({took:.0f} s, {'ok' if ok else 'FAILED, exit ' + str(code)})", flush=True)
+            print(f"\n==> {label} ({took:.0f} s, {cpu:.0f} s of CPU, {'ok' if ok else 'FAILED, exit ' + str(code)})", flush=True)
             sys.stdout.write(out)
             if not found:
                 print(f"run-tests: {label} printed no test result (exit {code})")
             sys.stdout.flush()
-            results.append((label, took, ok, counts))
+            results.append((label, took, ok, counts, cpu))
 
     # One lane (`--jobs 1`): the cargo items first, then the binaries, one after the other.
     pending = list(queue) if args.jobs > 1 else cargo_items + list(queue)
@@ -385,8 +392,10 @@ def main():
     ignored = sum(r[3][2] for r in results)
     print(f"\n==> test binaries by time ({args.jobs} at once and the cargo items beside them, "
           f"{wall:.0f} s in all)")
-    for label, took, ok, _ in sorted(results, key=lambda r: -r[1]):
-        print(f"  {took:6.0f} s  {label}{'' if ok else '  FAILED'}")
+    print(f"  {'wall':>6}    {'CPU':>6}")
+    for label, took, ok, _, cpu in sorted(results, key=lambda r: -r[1]):
+        print(f"  {took:6.0f} s  {cpu:6.0f} s  {label}{'' if ok else '  FAILED'}")
+    print(f"  {wall:6.0f} s  {sum(r[4] for r in results):6.0f} s  in all")
     broken = [r[0] for r in results if not r[2]]
     if broken:
         print("failed: " + ", ".join(broken))
