@@ -3,9 +3,11 @@
 binaries and the Python tools' venv are, so that a fresh clone does not build them again.
 
     scripts/deps-cache.py restore   before the test build: a target directory without a build
-                                    (a fresh clone) gets the cached one for this key, if any
-    scripts/deps-cache.py save      after a test build that succeeded: caches its third-party
-                                    part under this key, when the key has none yet
+                                    (a fresh clone) gets the cached one for this Cargo.lock, or
+                                    else the newest one for this toolchain and these settings
+    scripts/deps-cache.py save      after a test build that succeeded: caches the third-party
+                                    units it used (run-tests.py lists them in
+                                    target/debug/.deps-used) when this Cargo.lock has no entry
 
 A fresh clone's test build compiled some 300 crates, of which four are this workspace's: the
 others took about 120 s of the run's 3 minutes of build on the 2-core machines, and they change
@@ -13,17 +15,19 @@ only with Cargo.lock, the toolchain or the build's settings. The cache holds wha
 them in target/debug (deps/, build/ and .fingerprint/), never the workspace's own crates: a clone
 always builds and lints those (its files are newer than any build of them).
 
-The key is a hash of Cargo.lock, the root Cargo.toml (profiles, features), `rustc -vV`,
-`cargo -V` and the variables that change how cargo builds a crate (CARGO_INCREMENTAL,
-CARGO_PROFILE_DEV_DEBUG, RUSTFLAGS, ...). Cargo checks every restored crate as it checks its own
+An entry is named SETTINGS-LOCK: SETTINGS hashes `rustc -vV`, `cargo -V`, the root Cargo.toml's
+profiles and the variables that change how cargo builds every crate (CARGO_INCREMENTAL,
+CARGO_PROFILE_DEV_DEBUG, RUSTFLAGS, ...); LOCK hashes Cargo.lock and the root Cargo.toml. With
+no entry for this Cargo.lock, the newest one of the same settings is restored: cargo then
+builds only the crates that changed. Cargo checks every restored unit as it checks its own
 builds (fingerprints: version, features, flags, the build scripts' inputs): one that does not
-match is built again, so a stale or foreign entry costs time, never a wrong build. The build
-scripts' outputs name their old directory, and cargo maps it to the new one (their root-output).
+match is built again, so a stale entry costs time, never a wrong build. The build scripts'
+outputs name their old directory, and cargo maps it to the new one (their root-output).
 
-The cache is $UYUNI_DEPS_CACHE (default ~/.cache/kubectl-uyuni/deps), one directory per key,
-written beside its final name and renamed into place, so that a run stopped midway or two runs
-at once never leave half an entry under a key. The three most recently used keys are kept
-(about 750 MB each); older ones are removed by `save`.
+The cache is $UYUNI_DEPS_CACHE (default ~/.cache/kubectl-uyuni/deps). An entry is written beside
+its final name and renamed into place, so that a run stopped midway or two runs at once never
+leave half an entry. The three most recently used entries are kept (about 650 MB each); older
+ones are removed by `save`.
 """
 
 import hashlib
@@ -35,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 
 KEEP = 3
 PARTS = ("deps", "build", ".fingerprint")
@@ -49,34 +54,29 @@ def out(cmd):
     return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
-def key(root):
+def settings_key(root):
+    """What every unit's build depends on: the toolchain, the profiles, the environment."""
     h = hashlib.sha256()
-    for name in ("Cargo.lock", "Cargo.toml"):
-        with open(os.path.join(root, name), "rb") as f:
-            h.update(f.read())
     h.update(out(["rustc", "-vV"]).encode())
     h.update(out(["cargo", "-V"]).encode())
+    with open(os.path.join(root, "Cargo.toml"), "rb") as f:
+        profiles = tomllib.load(f).get("profile", {})
+    h.update(json.dumps(profiles, sort_keys=True).encode())
     for var in ENV:
         h.update(f"{var}={os.environ.get(var, '')}\n".encode())
     return h.hexdigest()[:16]
 
 
-def workspace_names(root):
-    """Patterns of what cargo writes for the workspace's own crates: `.fingerprint/` and
-    `build/` entries are `PACKAGE-HASH`, `deps/` files `[lib]TARGET-HASH[.EXT]` (dashes of a
-    target name as underscores)."""
-    meta = json.loads(out(["cargo", "metadata", "--no-deps", "--format-version", "1",
-                           "--offline", "--manifest-path", os.path.join(root, "Cargo.toml")]))
-    packages = {p["name"] for p in meta["packages"]}
-    targets = {t["name"].replace("-", "_") for p in meta["packages"] for t in p["targets"]}
+def lock_key(root):
+    h = hashlib.sha256()
+    for name in ("Cargo.lock", "Cargo.toml"):
+        with open(os.path.join(root, name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
 
-    def pattern(names, lib_prefix):
-        alt = "|".join(re.escape(n) for n in sorted(names))
-        prefix = "(?:lib)?" if lib_prefix else ""
-        return re.compile(rf"^{prefix}(?:{alt})-[0-9a-f]{{16}}(?:\..*)?$")
 
-    return {"deps": pattern(targets, True), "build": pattern(packages, False),
-            ".fingerprint": pattern(packages, False)}
+ENTRY = re.compile(r"[0-9a-f]{16}-[0-9a-f]{16}")
+UNIT_HASH = re.compile(r"-([0-9a-f]{16})(?:\.[^/]*)?$")
 
 
 def cache_dir():
@@ -99,36 +99,49 @@ def restore(root):
     if os.path.isdir(os.path.join(debug, "deps")):
         print(f"deps-cache: {debug} has a build: cargo reuses it", flush=True)
         return 0
-    entry = os.path.join(cache_dir(), key(root))
+    cache, settings = cache_dir(), settings_key(root)
+    entry = os.path.join(cache, f"{settings}-{lock_key(root)}")
+    how = "for this Cargo.lock"
     if not os.path.isdir(entry):
-        print(f"deps-cache: no cached build of the dependencies for this Cargo.lock, toolchain "
-              f"and settings ({entry}): cargo builds them, and `save` caches them", flush=True)
-        return 0
+        # The newest entry of the same toolchain and settings: cargo builds what changed.
+        same = [os.path.join(cache, n) for n in os.listdir(cache)] if os.path.isdir(cache) else []
+        same = [p for p in same if ENTRY.fullmatch(os.path.basename(p))
+                and os.path.basename(p).startswith(settings + "-")]
+        if not same:
+            print(f"deps-cache: no cached build of the dependencies for this toolchain and these "
+                  f"settings in {cache}: cargo builds them all, and `save` caches them",
+                  flush=True)
+            return 0
+        entry = max(same, key=os.path.getmtime)
+        how = "for another Cargo.lock (cargo builds the crates that changed)"
     started = time.monotonic()
     os.makedirs(debug, exist_ok=True)
     for part in PARTS:
         if os.path.isdir(os.path.join(entry, part)):
             copy(os.path.join(entry, part), debug)
     os.utime(entry)  # most recently used: evicted last
-    crates = len(os.listdir(os.path.join(entry, ".fingerprint")))
-    print(f"deps-cache: restored the build of {crates} dependency units from {entry} "
+    units = len(os.listdir(os.path.join(entry, ".fingerprint")))
+    print(f"deps-cache: restored the build of {units} dependency units from {entry}, {how} "
           f"({time.monotonic() - started:.1f} s)", flush=True)
     return 0
 
 
 def save(root):
     cache = cache_dir()
-    k = key(root)
-    entry = os.path.join(cache, k)
+    name = f"{settings_key(root)}-{lock_key(root)}"
+    entry = os.path.join(cache, name)
     if os.path.isdir(entry):
         os.utime(entry)
         return 0
     debug = debug_dir(root)
-    if not os.path.isdir(os.path.join(debug, "deps")):
-        sys.exit(f"deps-cache: {debug} has no build to cache; run it after the test build")
-    own = workspace_names(root)
+    try:
+        with open(os.path.join(debug, ".deps-used")) as f:
+            used = set(f.read().split())
+    except OSError as e:
+        sys.exit(f"deps-cache: cannot read the units of the last test build ({e}): run "
+                 f"`scripts/run-tests.py --build-only` first, which lists them")
     os.makedirs(cache, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f"{k}.", dir=cache)
+    staging = tempfile.mkdtemp(prefix=f"{name}.", dir=cache)
     try:
         for part in PARTS:
             src = os.path.join(debug, part)
@@ -136,7 +149,8 @@ def save(root):
                 continue
             dst = os.path.join(staging, part)
             os.mkdir(dst)
-            names = [n for n in os.listdir(src) if not own[part].match(n)]
+            names = [n for n in os.listdir(src)
+                     for m in [UNIT_HASH.search(n)] if m and m.group(1) in used]
             if names:
                 subprocess.run(["cp", "-a", "--"] + [os.path.join(src, n) for n in names] + [dst],
                                check=True)
@@ -144,13 +158,14 @@ def save(root):
         try:
             os.rename(staging, entry)
         except OSError:
-            # Another run saved the same key first: its entry is as good as this one.
+            # Another run saved the same entry first: it is as good as this one.
             shutil.rmtree(staging, ignore_errors=True)
             return 0
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    print(f"deps-cache: cached the dependencies' build in {entry}", flush=True)
+    print(f"deps-cache: cached the {len(used)} dependency units of this build in {entry}",
+          flush=True)
     evict(cache)
     return 0
 
@@ -161,9 +176,9 @@ def evict(cache):
     entries, now = [], time.time()
     for name in os.listdir(cache):
         path = os.path.join(cache, name)
-        if re.fullmatch(r"[0-9a-f]{16}", name):
+        if ENTRY.fullmatch(name):
             entries.append((os.path.getmtime(path), path))
-        elif re.fullmatch(r"[0-9a-f]{16}\..+", name) and now - os.path.getmtime(path) > 3600:
+        elif re.fullmatch(ENTRY.pattern + r"\..+", name) and now - os.path.getmtime(path) > 3600:
             shutil.rmtree(path, ignore_errors=True)
     for _, path in sorted(entries, reverse=True)[KEEP:]:
         shutil.rmtree(path, ignore_errors=True)

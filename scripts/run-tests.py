@@ -143,11 +143,13 @@ def test_binaries(cargo_args, env, clippy):
         what = "building the tests with clippy's lints (-D warnings)" if clippy else "building the tests"
         sys.exit(f"run-tests: {what} failed (cargo's messages above); fix them and run again")
     found = []
+    used = set()
     for line in proc.stdout.splitlines():
         try:
             msg = json.loads(line)
         except json.JSONDecodeError:
             continue
+        used.update(third_party_units(msg))
         if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
             continue
         if not msg.get("profile", {}).get("test"):
@@ -162,7 +164,36 @@ def test_binaries(cargo_args, env, clippy):
         pkg = os.path.basename(pkg_dir)
         label = f"{pkg}/{target['name']}" if kind == "test" else f"{pkg}/{kind}:{target['name']}"
         found.append((target["name"], label, pkg_dir, msg["executable"]))
+    write_units_used(used)
     return found
+
+
+UNIT_HASH = re.compile(r"-([0-9a-f]{16})(?=[./]|$)")
+
+
+def third_party_units(msg):
+    """The units of a cargo message that are no workspace crate's, by the hash cargo names
+    their files and directories with (deps/libNAME-HASH.rlib, build/NAME-HASH/,
+    .fingerprint/NAME-HASH/): every unit of the build is reported, built or fresh."""
+    if msg.get("package_id", "").startswith("path+"):
+        return []
+    paths = []
+    if msg.get("reason") == "compiler-artifact":
+        paths = msg.get("filenames", [])
+    elif msg.get("reason") == "build-script-executed":
+        paths = [msg.get("out_dir", "")]
+    return [m.group(1) for p in paths for m in [UNIT_HASH.search(p)] if m]
+
+
+def write_units_used(used):
+    """Lists the third-party units of the last test build for scripts/deps-cache.py `save`,
+    which caches those and no other (target/debug/.deps-used)."""
+    target = os.environ.get("CARGO_TARGET_DIR") or "target"
+    path = os.path.join(target, "debug", ".deps-used")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        f.write("".join(f"{h}\n" for h in sorted(used)))
+    os.replace(path + ".tmp", path)
 
 
 def list_tests(exe, pkg_dir):
