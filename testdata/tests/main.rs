@@ -9,6 +9,7 @@ mod agent_support;
 
 mod binary;
 mod cluster_addons;
+mod deps_cache;
 mod differential;
 #[path = "kubectl/main.rs"]
 mod kubectl;
