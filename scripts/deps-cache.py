@@ -188,7 +188,24 @@ def main():
     if len(sys.argv) != 2 or sys.argv[1] not in ("restore", "save"):
         sys.exit("usage: scripts/deps-cache.py restore|save")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return restore(root) if sys.argv[1] == "restore" else save(root)
+    if sys.argv[1] == "save":
+        try:
+            return save(root)
+        except (OSError, subprocess.CalledProcessError) as e:
+            # The build it would have cached succeeded: the run goes on without the entry.
+            print(f"deps-cache: warning: cannot cache the dependencies' build in {cache_dir()} "
+                  f"({e}); the next fresh clone builds them again. Free some space there (or "
+                  f"set UYUNI_DEPS_CACHE to another directory) to cache them.", file=sys.stderr)
+            return 0
+    try:
+        return restore(root)
+    except (OSError, subprocess.CalledProcessError) as e:
+        # Half a restore would leave units without their files: cargo starts from nothing.
+        shutil.rmtree(debug_dir(root), ignore_errors=True)
+        print(f"deps-cache: warning: cannot restore the dependencies' build from "
+              f"{cache_dir()} ({e}); cargo builds them all. Remove that directory if the "
+              f"error persists.", file=sys.stderr)
+        return 0
 
 
 if __name__ == "__main__":

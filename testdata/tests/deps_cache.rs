@@ -227,3 +227,38 @@ fn save_without_the_builds_list_of_units_says_what_to_run() {
     assert!(err.contains("run-tests.py --build-only"), "{err}");
     assert!(!c.cache.exists() || c.entries().is_empty());
 }
+
+#[test]
+fn a_cache_that_cannot_be_written_or_read_costs_a_full_build_never_the_run() {
+    let base = tempfile::tempdir().expect("tempdir");
+    // Where the cache should be, a file: nothing can be saved there.
+    let blocked = checkout(base.path(), "blocked", "lock", "");
+    fs::write(&blocked.cache, "not a directory").expect("write");
+    blocked.build();
+    let out = blocked.run("save");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("cannot cache the dependencies' build"),
+        "{err}"
+    );
+
+    // An entry that breaks halfway through a restore: the clone is left with no build at all
+    // (cargo starts from nothing), not with units missing their files.
+    let good = checkout(base.path(), "good", "lock", "");
+    fs::remove_file(&good.cache).expect("rm");
+    good.build();
+    good.ok("save");
+    let entry = good.entries().remove(0);
+    fs::remove_dir_all(entry.join(".fingerprint")).expect("rm");
+    fs::write(entry.join(".fingerprint"), "not a directory").expect("write");
+    let clone = checkout(base.path(), "clone", "lock", "");
+    let out = clone.run("restore");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("cannot restore the dependencies' build"),
+        "{err}"
+    );
+    assert!(!clone.debug().exists(), "a half restore was left behind");
+}
