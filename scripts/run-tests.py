@@ -168,7 +168,7 @@ def test_binaries(cargo_args, env, clippy):
     return found
 
 
-UNIT_HASH = re.compile(r"-([0-9a-f]{16})(?=[./]|$)")
+UNIT_HASH = re.compile(r"-([0-9a-f]{16})(?=\.|$)")
 
 
 def third_party_units(msg):
@@ -182,7 +182,17 @@ def third_party_units(msg):
         paths = msg.get("filenames", [])
     elif msg.get("reason") == "build-script-executed":
         paths = [msg.get("out_dir", "")]
-    return [m.group(1) for p in paths for m in [UNIT_HASH.search(p)] if m]
+    # The last component of the path that carries a hash (`libNAME-HASH.rlib`, or
+    # `build/NAME-HASH` above `build-script-build` and `out`): a directory above the target
+    # may have a name of that shape too.
+    units = []
+    for p in paths:
+        for part in reversed(p.split("/")):
+            m = UNIT_HASH.search(part)
+            if m:
+                units.append(m.group(1))
+                break
+    return units
 
 
 def write_units_used(used):
