@@ -26,7 +26,7 @@ outputs name their old directory, and cargo maps it to the new one (their root-o
 
 The cache is $UYUNI_DEPS_CACHE (default ~/.cache/kubectl-uyuni/deps). An entry is written beside
 its final name and renamed into place, so that a run stopped midway or two runs at once never
-leave half an entry. The three most recently used entries are kept (about 650 MB each); older
+leave half an entry. The three most recently used entries are kept (about 600 MB each); older
 ones are removed by `save`.
 """
 
@@ -76,7 +76,9 @@ def lock_key(root):
 
 
 ENTRY = re.compile(r"[0-9a-f]{16}-[0-9a-f]{16}")
-UNIT_HASH = re.compile(r"-([0-9a-f]{16})(?:\.[^/]*)?$")
+# The hash cargo names a unit's files and directories by (libNAME-HASH.rlib, NAME-HASH/), as
+# run-tests.py reads it from cargo's messages into .deps-used.
+UNIT_HASH = re.compile(r"-([0-9a-f]{16})(?=\.|$)")
 
 
 def cache_dir():
@@ -89,9 +91,10 @@ def debug_dir(root):
     return os.path.join(target, "debug")
 
 
-def copy(src, dst):
-    """`cp -a`: modes and modification times kept (cargo compares the build scripts' times)."""
-    subprocess.run(["cp", "-a", "--", src, dst], check=True)
+def copy(srcs, dst):
+    """`cp -a` into directory `dst`: modes and modification times kept (cargo compares the
+    build scripts' inputs by time)."""
+    subprocess.run(["cp", "-a", "--", *srcs, dst], check=True)
 
 
 def restore(root):
@@ -104,9 +107,9 @@ def restore(root):
     how = "for this Cargo.lock"
     if not os.path.isdir(entry):
         # The newest entry of the same toolchain and settings: cargo builds what changed.
-        same = [os.path.join(cache, n) for n in os.listdir(cache)] if os.path.isdir(cache) else []
-        same = [p for p in same if ENTRY.fullmatch(os.path.basename(p))
-                and os.path.basename(p).startswith(settings + "-")]
+        names = os.listdir(cache) if os.path.isdir(cache) else []
+        same = [os.path.join(cache, n) for n in names
+                if ENTRY.fullmatch(n) and n.startswith(settings + "-")]
         if not same:
             print(f"deps-cache: no cached build of the dependencies for this toolchain and these "
                   f"settings in {cache}: cargo builds them all, and `save` caches them",
@@ -116,9 +119,7 @@ def restore(root):
         how = "for another Cargo.lock (cargo builds the crates that changed)"
     started = time.monotonic()
     os.makedirs(debug, exist_ok=True)
-    for part in PARTS:
-        if os.path.isdir(os.path.join(entry, part)):
-            copy(os.path.join(entry, part), debug)
+    copy([os.path.join(entry, p) for p in PARTS if os.path.isdir(os.path.join(entry, p))], debug)
     os.utime(entry)  # most recently used: evicted last
     units = len(os.listdir(os.path.join(entry, ".fingerprint")))
     print(f"deps-cache: restored the build of {units} dependency units from {entry}, {how} "
@@ -152,8 +153,7 @@ def save(root):
             names = [n for n in os.listdir(src)
                      for m in [UNIT_HASH.search(n)] if m and m.group(1) in used]
             if names:
-                subprocess.run(["cp", "-a", "--"] + [os.path.join(src, n) for n in names] + [dst],
-                               check=True)
+                copy([os.path.join(src, n) for n in names], dst)
         os.chmod(staging, 0o755)
         try:
             os.rename(staging, entry)
@@ -200,8 +200,15 @@ def main():
     try:
         return restore(root)
     except (OSError, subprocess.CalledProcessError) as e:
-        # Half a restore would leave units without their files: cargo starts from nothing.
-        shutil.rmtree(debug_dir(root), ignore_errors=True)
+        # Half a restore would leave units without their files: what it copied goes, and
+        # cargo starts from nothing (restore copies only into a target without a build).
+        debug = debug_dir(root)
+        for part in PARTS:
+            shutil.rmtree(os.path.join(debug, part), ignore_errors=True)
+        try:
+            os.rmdir(debug)  # made by the restore, when nothing else is in it
+        except OSError:
+            pass
         print(f"deps-cache: warning: cannot restore the dependencies' build from "
               f"{cache_dir()} ({e}); cargo builds them all. Remove that directory if the "
               f"error persists.", file=sys.stderr)

@@ -168,6 +168,7 @@ def test_binaries(cargo_args, env, clippy):
     return found
 
 
+# The hash in a unit's file and directory names; scripts/deps-cache.py matches them by it.
 UNIT_HASH = re.compile(r"-([0-9a-f]{16})(?=\.|$)")
 
 
