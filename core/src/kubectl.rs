@@ -59,6 +59,27 @@ impl Kubectl {
         self.uyuni(namespace, &args)
     }
 
+    /// The same connection, with the repeated `migrate` flags named in `flags` (each takes a
+    /// value, as `--flag V` or `--flag=V`) left out: the run again without them.
+    pub fn without_flags(&self, flags: &[&str]) -> Kubectl {
+        let mut kept = Vec::new();
+        let mut words = self.migrate_flags.iter();
+        while let Some(word) = words.next() {
+            let name = word.split('=').next().unwrap_or(word);
+            if flags.contains(&name) {
+                if !word.contains('=') {
+                    words.next();
+                }
+                continue;
+            }
+            kept.push(word.clone());
+        }
+        Kubectl {
+            migrate_flags: kept,
+            ..self.clone()
+        }
+    }
+
     /// `kubectl [--kubeconfig K] [--context C] [-n NS] ARGS`; `namespace` is `None` for
     /// cluster-scoped commands. `args` is written as given (the caller's own words).
     pub fn cmd(&self, namespace: Option<&str>, args: &str) -> String {

@@ -36,6 +36,11 @@ pub const RUN_ANNOTATION: &str = "kubectl-uyuni.io/run";
 /// issued by cert-manager: a later run without the files keeps it.
 pub const THIRD_PARTY_ANNOTATION: &str = "kubectl-uyuni.io/third-party-certificate";
 
+/// Annotation on Deployments `db` and `uyuni`: the data-sync Job whose data they were made to
+/// run on. Once one of them exists for a sync, the database's data is the server's: the
+/// planner never runs a data step on it again (`plan::phase::taken_over`).
+pub const DATA_SYNC_ANNOTATION: &str = "kubectl-uyuni.io/data-sync";
+
 /// Selector matching everything the tool created.
 pub const MANAGED_SELECTOR: &str =
     "app.kubernetes.io/part-of=uyuni,app.kubernetes.io/managed-by=kubectl-uyuni";

@@ -229,6 +229,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     // `resolve`, except Pod Security, which builds the pods from the facts. Refused in this
     // order, before any write.
     crate::plan::phase::check(params, observed)?;
+    crate::plan::phase::check_images(params, observed)?;
     let preflight = crate::resolve::preflight(params, observed);
     preflight
         .cert_manager

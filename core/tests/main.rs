@@ -19,6 +19,7 @@ mod phases;
 mod preflight;
 mod properties;
 mod registry;
+mod rerun_safety;
 mod safety_checks;
 mod schemas;
 mod selectors;

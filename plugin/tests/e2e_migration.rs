@@ -7,8 +7,8 @@ use crate::support;
 
 use serde_json::Value;
 use support::{
-    CA_PASSWORD, Env, NS, REGISTRY_PASSWORD, assert_no_secret, ssh_flags, text, third_party_flags,
-    validate_custom_resources,
+    CA_PASSWORD, Env, NS, REGISTRY_PASSWORD, args, assert_no_secret, ssh_flags, text,
+    third_party_flags, validate_custom_resources,
 };
 use uyuni_testdata::golden::check_golden;
 use uyuni_testdata::{DeploymentScript, Flavour, JobScript, Scenario, SimConfig, scenarios};
@@ -336,6 +336,91 @@ fn full_migration(flavour: Flavour, pg_version: &str, tls: Tls) {
         .filter(|r| r.is_successful_write())
         .collect();
     assert!(writes.is_empty(), "second run wrote: {writes:?}");
+
+    if flavour == Flavour::K3s && upgraded {
+        rerun_with_changed_flags(&env);
+    }
+}
+
+/// A re-run with changed flags on a finished migration whose server runs: another tag is an
+/// upgrade, refused with nothing written (it once stopped the server and rebuilt the database
+/// from the migration-time copy, losing what the server wrote since); another pull policy
+/// rewrites the Deployments, and runs no database Job and stops nothing.
+fn rerun_with_changed_flags(env: &Env) {
+    env.sim.clear_request_log();
+    let out = env.migrate(&args(&["--tag", "2025.10", "--compress"]));
+    let (stdout, stderr) = text(&out);
+    assert!(
+        !out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("refused: this run would change the images of the server")
+            && stderr.contains("Deployment uyuni runs registry.opensuse.org/uyuni/server:latest, this run asks for registry.opensuse.org/uyuni/server:2025.10")
+            && stderr.contains("`kubectl uyuni upgrade` will do it")
+            && stderr.contains("migrate uyuni.example.com --compress`"),
+        "{stderr}"
+    );
+    let writes: Vec<_> = env
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.is_successful_write())
+        .collect();
+    assert!(writes.is_empty(), "the refused run wrote: {writes:?}");
+
+    let fixups = env.jobs_of("db-fixup").len();
+    let upgrades = env.jobs_of("db-upgrade").len();
+    env.sim.clear_request_log();
+    let out = env.migrate(&args(&["--pull-policy", "IfNotPresent"]));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let writes: Vec<_> = env
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.is_successful_write())
+        .collect();
+    for w in &writes {
+        let resource = w.resource.as_deref().unwrap_or_default();
+        let name = w.name.as_deref().unwrap_or_default();
+        // The image checks read the images again with the new policy; nothing else runs.
+        let image_check = resource == "jobs" && name.starts_with("uyuni-image-check-");
+        assert!(
+            resource == "deployments" || image_check,
+            "{} {resource} {name}",
+            w.method
+        );
+    }
+    assert!(
+        writes
+            .iter()
+            .any(|w| w.resource.as_deref() == Some("deployments")),
+        "the Deployments take the new policy: {writes:?}"
+    );
+    assert_eq!(env.jobs_of("db-fixup").len(), fixups);
+    assert_eq!(env.jobs_of("db-upgrade").len(), upgrades);
+    for job in env.sim.objects("batch/v1", "Job", Some(NS)) {
+        let step = job["metadata"]["annotations"]["kubectl-uyuni.io/step"]
+            .as_str()
+            .unwrap_or_default();
+        let policy = &job["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"];
+        assert!(
+            step.starts_with("image-check") || policy != "IfNotPresent",
+            "Job of step {step} ran again"
+        );
+    }
+    for name in ["uyuni", "db"] {
+        let d = env
+            .sim
+            .get("apps/v1", "Deployment", Some(NS), name)
+            .expect(name);
+        assert_eq!(d["spec"]["replicas"], 1, "{name} was scaled");
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent",
+            "{name}"
+        );
+    }
 }
 
 /// Full migrations over flavours, TLS modes and PostgreSQL upgrades (see the list below).

@@ -353,6 +353,46 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
         config["metadata"]["resourceVersion"],
         "the second run changed the HelmChartConfig"
     );
+
+    // Another tag on the running server is an upgrade: refused before any write (it once
+    // stopped the server and rebuilt the database from the migration-time copy).
+    let deployment_versions = || {
+        let mut v: Vec<(String, String)> = env
+            .items(&["deployments", "-n", env.ns])
+            .iter()
+            .map(|d| {
+                (
+                    d["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    // The spec's version: the controllers keep writing the status.
+                    d["metadata"]["generation"].to_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let deployments_before = deployment_versions();
+    let refused = env.migrate(&[
+        "--configure-ingress-controller".to_owned(),
+        "--tag".to_owned(),
+        "2025.10".to_owned(),
+    ]);
+    let (_, stderr) = text(&refused);
+    assert!(!refused.status.success(), "{}", both(&refused));
+    assert!(
+        stderr.contains("refused: this run would change the images of the server")
+            && stderr.contains("this run asks for registry.opensuse.org/uyuni/server:2025.10"),
+        "{stderr}"
+    );
+    assert_eq!(written_versions(&env), before, "the refused run wrote");
+    assert_eq!(
+        deployment_versions(),
+        deployments_before,
+        "the refused run changed a Deployment"
+    );
     assert!(Path::new(&env.cluster.kubeconfig_path()).is_file());
 }
 

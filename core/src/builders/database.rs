@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::builders::job::{ClaimMount, ScriptJob, env, script_job};
+use crate::builders::job::{ClaimMount, Identity, ScriptJob, env, script_job};
 use crate::builders::meta;
 use crate::catalogue::{components, names};
 use crate::labels;
@@ -334,7 +334,10 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
         ..Container::default()
     };
     Deployment {
-        metadata: meta(names::DB_DEPLOYMENT, &params.namespace, components::DB),
+        metadata: ObjectMeta {
+            annotations: Some(super::data_sync_annotation(data)),
+            ..meta(names::DB_DEPLOYMENT, &params.namespace, components::DB)
+        },
         spec: Some(DeploymentSpec {
             replicas: Some(1),
             // Two PostgreSQL servers must never share the data.
@@ -450,6 +453,7 @@ pub fn fixup_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgr
             service_account: None,
             security_context: None,
             produces: None,
+            identity: Identity::Data,
         },
     )
 }
@@ -509,6 +513,7 @@ pub fn upgrade_job(params: &MigrateParams, data: &ExtractedData, from: Option<u3
             service_account: None,
             security_context: None,
             produces: None,
+            identity: Identity::Data,
         },
     )
 }
@@ -560,6 +565,7 @@ pub fn passwords_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::
             service_account: None,
             security_context: Some(postgres_security_context()),
             produces: None,
+            identity: Identity::Data,
         },
     )
 }
@@ -589,6 +595,7 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             service_account: None,
             security_context: None,
             produces: None,
+            identity: Identity::Data,
         },
     )
 }

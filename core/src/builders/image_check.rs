@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::batch::v1::Job;
 
-use crate::builders::job::{ScriptJob, script_job};
+use crate::builders::job::{Identity, ScriptJob, script_job};
 use crate::catalogue::components;
 use crate::params::MigrateParams;
 use crate::scripts::image_check as scripts;
@@ -58,6 +58,7 @@ pub fn jobs(params: &MigrateParams) -> Vec<Job> {
                 service_account: None,
                 security_context: None,
                 produces: None,
+                identity: Identity::Spec,
             },
         )
     })

@@ -47,6 +47,21 @@ pub struct ScriptJob<'a> {
     pub security_context: Option<PodSecurityContext>,
     /// What the Job writes besides its status (`catalogue::products`), if anything.
     pub produces: Option<&'static str>,
+    /// What the Job's spec-hash annotation identifies, and so when the step runs again.
+    pub identity: Identity,
+}
+
+/// What makes two Jobs of a step the same work, so that one that succeeded is not run again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity {
+    /// The whole spec: any change (an image, a pull policy) is new work.
+    Spec,
+    /// What the Job does to the data: its script, environment and volumes. The image, its pull
+    /// policy and the pull Secrets only say where the same tools come from, so the database
+    /// steps, which run once per data sync, do not run again when a re-run names another tag
+    /// or registry: a second fix-up or upgrade would rebuild the database from the copy made
+    /// at the migration and lose what the server wrote since.
+    Data,
 }
 
 /// A plain value environment variable.
@@ -129,10 +144,30 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
     }
 }
 
+/// The spec without what only says where the tools come from (see [`Identity::Data`]).
+fn data_identity(spec: &JobSpec) -> JobSpec {
+    let mut spec = spec.clone();
+    if let Some(pod) = spec.template.spec.as_mut() {
+        pod.image_pull_secrets = None;
+        for c in pod
+            .containers
+            .iter_mut()
+            .chain(pod.init_containers.iter_mut().flatten())
+        {
+            c.image = None;
+            c.image_pull_policy = None;
+        }
+    }
+    spec
+}
+
 /// The Job of a step for this run.
 pub fn script_job(params: &MigrateParams, job: &ScriptJob<'_>) -> Job {
     let spec = spec(params, job);
-    let hash = data_sync::spec_hash(&spec);
+    let hash = match job.identity {
+        Identity::Spec => data_sync::spec_hash(&spec),
+        Identity::Data => data_sync::spec_hash(&data_identity(&spec)),
+    };
     let mut metadata = meta(
         &job_name(job.step, &params.run_id),
         &params.namespace,

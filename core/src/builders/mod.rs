@@ -35,6 +35,15 @@ pub fn meta(name: &str, namespace: &str, component: &str) -> ObjectMeta {
     }
 }
 
+/// The annotation that ties a Deployment running on the migrated data to its data sync
+/// ([`labels::DATA_SYNC_ANNOTATION`]). On the Deployment's own metadata, not its pod template:
+/// it changes with a new sync only, and must not restart pods by itself.
+pub(crate) fn data_sync_annotation(
+    data: &crate::observed::ExtractedData,
+) -> BTreeMap<String, String> {
+    BTreeMap::from([(labels::DATA_SYNC_ANNOTATION.to_owned(), data.job.clone())])
+}
+
 /// A Deployment of one component with the chart's labels and selector (images-today §C.2).
 /// Always `Recreate`: the server's volumes are ReadWriteOnce, and a host-network pod (TFTP)
 /// cannot start next to its predecessor on the same node, so a rolling update would wait for

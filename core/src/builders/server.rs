@@ -290,7 +290,7 @@ pub fn server_deployment(
         security_context: Some(server_security_context(&params.server_security)),
         ..Container::default()
     };
-    deployment(
+    let mut deployment = deployment(
         params,
         SERVER_DEPLOYMENT,
         components::SERVER,
@@ -302,7 +302,9 @@ pub fn server_deployment(
             volumes: Some(volumes),
             ..PodSpec::default()
         },
-    )
+    );
+    deployment.metadata.annotations = Some(super::data_sync_annotation(data));
+    deployment
 }
 
 fn tcp_probe(port: i32, period: i32, failures: i32) -> Probe {

@@ -14,7 +14,7 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use serde_json::json;
 
 use crate::builders::database::SYNC_JOB_ENV;
-use crate::builders::job::{ScriptJob, env, script_job};
+use crate::builders::job::{Identity, ScriptJob, env, script_job};
 use crate::builders::{meta, string_map};
 use crate::catalogue::{components, names};
 use crate::labels;
@@ -216,6 +216,7 @@ pub fn ca_key_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             service_account: Some(names::MIGRATION_SERVICE_ACCOUNT),
             security_context: None,
             produces: Some(crate::catalogue::products::CA_KEY),
+            identity: Identity::Data,
         },
     )
 }

@@ -129,6 +129,28 @@ pub(super) fn steps(
         SHORT_JOB,
     );
 
+    // Once the database or the server runs on this sync's data, the data is theirs: a data
+    // step that is not done (its Jobs deleted, or a spec this version builds differently) is
+    // never run on it again, and the migration SQL not once the server ran.
+    let db_owns = super::phase::taken_over(observed, names::DB_DEPLOYMENT, &data.job);
+    let server_owns = super::phase::taken_over(observed, server::SERVER_DEPLOYMENT, &data.job);
+    let owner = if server_owns {
+        server::SERVER_DEPLOYMENT
+    } else {
+        names::DB_DEPLOYMENT
+    };
+    let settle = |step: Step| {
+        if db_owns || server_owns {
+            settled(step, owner, &data.job)
+        } else {
+            step
+        }
+    };
+    let fixup = settle(fixup);
+    let upgrade_steps: Vec<Step> = upgrade_steps.into_iter().map(settle).collect();
+    let passwords = settle(passwords);
+    let sql_owner = server_owns.then_some(&data.job);
+
     let mut steps = Vec::new();
     // PostgreSQL must not run on data a Job is about to change.
     let pending =
@@ -190,8 +212,32 @@ pub(super) fn steps(
 
     Ok(DatabaseSteps {
         data: steps,
-        service: service_steps(params, observed, data, &facts.db_claim, passwords),
+        service: service_steps(
+            params,
+            observed,
+            data,
+            &facts.db_claim,
+            passwords,
+            sql_owner,
+        ),
     })
+}
+
+/// A Job step on data a Deployment runs on already: kept as it is when its Job succeeded,
+/// otherwise never carried out (see [`super::phase::taken_over`]).
+fn settled(step: Step, owner: &str, sync_job: &str) -> Step {
+    if !matches!(step.action, Action::RunJob { .. } | Action::AwaitJob { .. }) {
+        return step;
+    }
+    Step {
+        op: Op::Unchanged,
+        target: ObjectRef::new(Kind::Deployment, owner),
+        reason: format!(
+            "not run: Deployment {owner} runs on the data of Job {sync_job}, which this step would change"
+        ),
+        action: Action::None,
+        ..step
+    }
 }
 
 /// Credentials, the password re-hash, Services, the `db` Deployment on the (upgraded) data, the
@@ -202,6 +248,7 @@ fn service_steps(
     data: &ExtractedData,
     claim: &str,
     passwords: Step,
+    sql_owner: Option<&String>,
 ) -> Vec<Step> {
     let ns = &params.namespace;
     let mut steps = Vec::new();
@@ -246,10 +293,14 @@ fn service_steps(
         "wait until the database accepts connections".to_owned(),
         DB_READY_WAIT,
     ));
-    steps.push(job_step(
+    let sql = job_step(
         observed,
         database::migration_sql_job(params, data),
         SHORT_JOB,
-    ));
+    );
+    steps.push(match sql_owner {
+        Some(job) => settled(sql, server::SERVER_DEPLOYMENT, job),
+        None => sql,
+    });
     steps
 }

@@ -64,6 +64,18 @@ pub enum PlanError {
         "a data sync would copy into the volumes {deployments} runs on: refused, nothing was written; {remedy}"
     )]
     SyncIntoRunningServer { deployments: String, remedy: String },
+    /// A run that would change the images of a server that ran on its data: that is an
+    /// upgrade. `changes`: each Deployment with its image now and the one asked for; `same`:
+    /// the run without its image flags.
+    #[error(
+        "refused: this run would change the images of the server in namespace {namespace}, which runs on the migrated data ({running}): {changes}. Changing them is an upgrade, not a migration: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. `kubectl uyuni upgrade` will do it with a copy of the database kept; it is not built yet. To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
+    )]
+    ImageChangeOnRunningServer {
+        namespace: String,
+        running: String,
+        changes: String,
+        same: String,
+    },
     #[error("{}", self.render(&Kubectl::BARE))]
     ExtractedData {
         job: String,

@@ -69,6 +69,117 @@ fn running_replicas(observed: &Observed, name: &str) -> Option<i32> {
     Some(desired_replicas(d).max(pods))
 }
 
+/// Whether Deployment `name` (the database or the server) was made to run on the data of
+/// data-sync Job `sync_job`: from then on that data is the server's, and what it wrote since
+/// exists nowhere else. Read from the Deployment's [`labels::DATA_SYNC_ANNOTATION`]; a
+/// Deployment without it (written before the annotation existed, or by hand) counts as running
+/// on this sync's data unless it was created before the sync completed, and when either time
+/// is unknown it counts too: a data step wrongly skipped fails loudly at the server's start,
+/// one wrongly run loses data silently.
+pub fn taken_over(observed: &Observed, name: &str, sync_job: &str) -> bool {
+    let Some(d) = observed.deployment(name) else {
+        return false;
+    };
+    if let Some(job) = d
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(labels::DATA_SYNC_ANNOTATION))
+    {
+        return job == sync_job;
+    }
+    let completed = observed
+        .jobs_for_step(data_sync::STEP_ID)
+        .into_iter()
+        .find(|j| name_of(j) == sync_job)
+        .and_then(|j| j.status.as_ref()?.completion_time.as_ref());
+    match (&d.metadata.creation_timestamp, completed) {
+        (Some(created), Some(completed)) => created.0 >= completed.0,
+        _ => true,
+    }
+}
+
+/// Whether the server's data is the server's now: Deployment `db` or `uyuni` was made for the
+/// data of the latest data sync (see [`taken_over`]). From then on a `migrate` run changes no
+/// data and no image; the data-sync Job of that data when it is.
+pub fn data_taken_over(observed: &Observed) -> Option<String> {
+    let data = observed.extracted().ok().flatten()?;
+    [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .any(|name| taken_over(observed, name, &data.job))
+        .then_some(data.job)
+}
+
+/// The image flags: what a run leaves out to keep the images a server runs.
+const IMAGE_FLAGS: [&str; 12] = [
+    "--image",
+    "--tag",
+    "--registry-host",
+    "--registry",
+    "--db-image",
+    "--pgsql-image",
+    "--pgsql-tag",
+    "--db-tag",
+    "--hubxmlrpc-image",
+    "--coco-image",
+    "--tftp-image",
+    "--tftp-tag",
+];
+
+/// Before any write: once the server's data is its own ([`data_taken_over`]), a run that would
+/// set another image on one of its Deployments is an upgrade and is refused. Only Deployments
+/// that exist are compared: a component this run adds starts on the image given.
+pub fn check_images(params: &MigrateParams, observed: &Observed) -> Result<(), PlanError> {
+    let Some(job) = data_taken_over(observed) else {
+        return Ok(());
+    };
+    let image = &params.image;
+    let changes: Vec<String> = [
+        (server::SERVER_DEPLOYMENT, &image.server),
+        (names::DB_DEPLOYMENT, &image.database),
+        (server::HUB_DEPLOYMENT, &image.hub_xmlrpc),
+        (server::COCO_DEPLOYMENT, &image.coco),
+        (names::TFTP_DEPLOYMENT, &image.tftp),
+    ]
+    .into_iter()
+    .filter_map(|(name, wanted)| {
+        let live = observed
+            .deployment(name)?
+            .spec
+            .as_ref()?
+            .template
+            .spec
+            .as_ref()?
+            .containers
+            .first()?
+            .image
+            .clone()?;
+        (live != *wanted)
+            .then(|| format!("Deployment {name} runs {live}, this run asks for {wanted}"))
+    })
+    .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let running = [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter(|name| taken_over(observed, name, &job))
+        .map(|name| format!("Deployment {name}"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let ns = &params.namespace;
+    Err(PlanError::ImageChangeOnRunningServer {
+        namespace: ns.clone(),
+        running: format!("{running}, on the data of Job {job}"),
+        changes: changes.join("; "),
+        same: params.kubectl.without_flags(&IMAGE_FLAGS).migrate(
+            Some(ns),
+            &params.source_fqdn,
+            false,
+        ),
+    })
+}
+
 /// Where the migration in this namespace stands. Pure; the later phases win.
 pub fn phase(observed: &Observed) -> Phase {
     let final_done = latest_succeeded(observed, data_sync::sync_mode(false)).map(name_of);
