@@ -78,6 +78,29 @@ pub enum PlanError {
     CaPasswordNeeded,
     #[error("{0}")]
     Tls(#[from] crate::resolve::TlsError),
+    /// A third-party certificate does not name a host the server answers to. `after`: what
+    /// was written before the refusal.
+    #[error(
+        "the certificate in {origin} names {carried}, not {missing}: {why}. Give a certificate whose subjectAltName lists {required}, then run again. {after}"
+    )]
+    CertificateNames {
+        origin: String,
+        carried: String,
+        missing: String,
+        why: String,
+        required: String,
+        after: String,
+    },
+    /// The third-party certificate found on the source cannot serve: its key, its chain or its
+    /// names.
+    #[error(
+        "the server certificate found on the source ({path}, copied by Job {job}) {problem}: the migrated server could not serve TLS with it. Give a certificate with --ssl-server-cert, --ssl-server-key and --ssl-ca-root instead (they take the place of the source's), then run again. Nothing was changed after the data sync"
+    )]
+    SourceCertificate {
+        job: String,
+        path: &'static str,
+        problem: String,
+    },
     #[error("{}", self.render(&Kubectl::BARE))]
     PullSecretMissing { name: String, namespace: String },
     #[error(
