@@ -334,26 +334,24 @@ pub enum ParamsError {
         path: String,
         problem: crate::certs::Unreadable,
     },
+    /// `key`, `cert`: the flag and the path, `--ssl-server-key FILE`.
     #[error(
-        "the key in {key_flag} {key_path} does not belong to the certificate in {cert_flag} {cert_path} ({problem}): give the key the certificate was issued for, or the certificate issued for this key. Nothing was written"
+        "the key in {key} does not belong to the certificate in {cert} ({problem}): give the key the certificate was issued for, or the certificate issued for this key. Nothing was written"
     )]
     TlsKeyMismatch {
-        key_flag: &'static str,
-        key_path: String,
-        cert_flag: &'static str,
-        cert_path: String,
+        key: String,
+        cert: String,
         problem: crate::certs::Mismatch,
     },
     #[error(
-        "the certificate in {cert_flag} {cert_path} does not chain to the CA in {root_flag} {root_path}: {problem}. Give the CA that issued it with {root_flag}, and every CA between them with {intermediate_flag}. Nothing was written"
+        "the certificate in {cert} does not chain to the CA in {root}: {problem}. Give the CA that issued it with {root_flag}, and every CA between them with {intermediate_flag}. Nothing was written"
     )]
     TlsUnchained {
-        cert_flag: &'static str,
-        cert_path: String,
+        cert: String,
+        root: String,
         root_flag: &'static str,
-        root_path: String,
         intermediate_flag: &'static str,
-        problem: crate::certs::Unchained,
+        problem: Box<crate::certs::Unchained>,
     },
     #[error("--ingress {0:?} is not one of auto, traefik, nginx, none")]
     Ingress(String),
@@ -517,21 +515,18 @@ fn check_bundle(
     certs::check_pair(&bundle.chain, bundle.key.expose())
         .map_err(unreadable(key))?
         .map_err(|problem| ParamsError::TlsKeyMismatch {
-            key_flag: key.0,
-            key_path: key.1.path.clone(),
-            cert_flag: cert.0,
-            cert_path: cert.1.path.clone(),
+            key: format!("{} {}", key.0, key.1.path),
+            cert: format!("{} {}", cert.0, cert.1.path),
             problem,
         })?;
     certs::check_chain(&bundle.chain, &bundle.root)
         .map_err(unreadable(cert))?
         .map_err(|problem| ParamsError::TlsUnchained {
-            cert_flag: cert.0,
-            cert_path: cert.1.path.clone(),
+            cert: format!("{} {}", cert.0, cert.1.path),
+            root: format!("{} {}", root.0, root.1.path),
             root_flag: root.0,
-            root_path: root.1.path.clone(),
             intermediate_flag: intermediates.0,
-            problem,
+            problem: Box::new(problem),
         })
 }
 

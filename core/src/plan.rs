@@ -25,7 +25,7 @@ mod steps;
 mod sync;
 mod tls;
 
-pub use error::PlanError;
+pub use error::{CertificateNames, PlanError};
 use setup::{pull_secret_step, pvc_steps, ssh_config_step, ssh_key_step};
 pub use steps::differs;
 pub(crate) use steps::{

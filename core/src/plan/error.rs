@@ -78,19 +78,9 @@ pub enum PlanError {
     CaPasswordNeeded,
     #[error("{0}")]
     Tls(#[from] crate::resolve::TlsError),
-    /// A third-party certificate does not name a host the server answers to. `after`: what
-    /// was written before the refusal.
-    #[error(
-        "the certificate in {origin} names {carried}, not {missing}: {why}. Give a certificate whose subjectAltName lists {required}, then run again. {after}"
-    )]
-    CertificateNames {
-        origin: String,
-        carried: String,
-        missing: String,
-        why: String,
-        required: String,
-        after: String,
-    },
+    /// A third-party certificate does not name a host the server answers to.
+    #[error("{0}")]
+    CertificateNames(Box<CertificateNames>),
     /// The third-party certificate found on the source cannot serve: its key, its chain or its
     /// names.
     #[error(
@@ -236,4 +226,18 @@ impl PlanError {
             other => other.to_string(),
         }
     }
+}
+
+/// The names a third-party certificate lacks. `after`: what was written before the refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the certificate in {origin} names {carried}, not {missing}: {why}. Give a certificate whose subjectAltName lists {required}, then run again. {after}"
+)]
+pub struct CertificateNames {
+    pub origin: String,
+    pub carried: String,
+    pub missing: String,
+    pub why: String,
+    pub required: String,
+    pub after: String,
 }

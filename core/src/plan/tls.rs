@@ -326,18 +326,20 @@ pub(crate) fn check_file_names(
                 fqdn[0]
             )
         };
-        return Err(PlanError::CertificateNames {
-            origin: bundle.origin.clone(),
-            carried: names_list(&carried),
-            missing: missing.join(", "),
-            why: if required.len() > 1 {
-                format!("{why} and to the --ssl-cname names")
-            } else {
-                why
+        return Err(PlanError::CertificateNames(Box::new(
+            crate::plan::error::CertificateNames {
+                origin: bundle.origin.clone(),
+                carried: names_list(&carried),
+                missing: missing.join(", "),
+                why: if required.len() > 1 {
+                    format!("{why} and to the --ssl-cname names")
+                } else {
+                    why
+                },
+                required: required.join(", "),
+                after: after.to_owned(),
             },
-            required: required.join(", "),
-            after: after.to_owned(),
-        });
+        )));
     }
     Ok(())
 }
