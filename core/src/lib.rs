@@ -10,7 +10,7 @@
 //!   paths and data keys; [`labels`]; [`object`]; [`secret`] values and masking; [`shell`]
 //!   quoting; [`image`]s; PostgreSQL versions [`pg`]; the `kubectl` command lines printed for the
 //!   user [`kubectl`]; [`permission`]s; the [`volumes`] and [`ports`] catalogues; SSH key checks
-//!   [`ssh`];
+//!   [`ssh`]; certificate checks [`certs`];
 //! - what the user asked for, validated once: [`params`]; the dry run's ssh to the source
 //!   [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
@@ -28,6 +28,7 @@
 pub mod access;
 pub mod builders;
 pub mod catalogue;
+pub mod certs;
 pub mod dataplane;
 pub mod image;
 pub mod kubectl;

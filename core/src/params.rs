@@ -120,6 +120,9 @@ pub struct CertBundle {
     pub key: SecretString,
     /// The root CA, PEM.
     pub root: String,
+    /// Where the certificate came from, for messages: `--ssl-server-cert FILE`.
+    #[serde(skip)]
+    pub origin: String,
 }
 
 /// TLS choices that do not depend on what the sync finds.
@@ -325,6 +328,31 @@ pub enum ParamsError {
     },
     #[error("{0}")]
     TlsIncomplete(&'static str),
+    #[error("{flag} {path} {problem}. Nothing was written")]
+    TlsUnreadable {
+        flag: &'static str,
+        path: String,
+        problem: crate::certs::Unreadable,
+    },
+    /// `key`, `cert`: the flag and the path, `--ssl-server-key FILE`.
+    #[error(
+        "the key in {key} does not belong to the certificate in {cert} ({problem}): give the key the certificate was issued for, or the certificate issued for this key. Nothing was written"
+    )]
+    TlsKeyMismatch {
+        key: String,
+        cert: String,
+        problem: crate::certs::Mismatch,
+    },
+    #[error(
+        "the certificate in {cert} does not chain to the CA in {root}: {problem}. Give the CA that issued it with {root_flag}, and every CA between them with {intermediate_flag}. Nothing was written"
+    )]
+    TlsUnchained {
+        cert: String,
+        root: String,
+        root_flag: &'static str,
+        intermediate_flag: &'static str,
+        problem: Box<crate::certs::Unchained>,
+    },
     #[error("--ingress {0:?} is not one of auto, traefik, nginx, none")]
     Ingress(String),
     #[error("--ingress-class {0:?} is not a valid IngressClass name")]
@@ -449,11 +477,57 @@ fn bundle(
     for i in intermediates.1 {
         chain.push_str(&pem_certs(intermediates.0, i)?);
     }
-    Ok(CertBundle {
+    let bundle = CertBundle {
         chain,
         key: pem_key(key.0, key.1)?,
         root: pem_certs(root.0, root.1)?,
-    })
+        origin: format!("{} {}", cert.0, cert.1.path),
+    };
+    check_bundle(&bundle, cert, key, intermediates, root)?;
+    Ok(bundle)
+}
+
+/// The pair and the chain, known from the files alone; the names need the FQDN the server
+/// answers to, which the source decides (`plan::tls`).
+fn check_bundle(
+    bundle: &CertBundle,
+    cert: (&'static str, &FileInput),
+    key: (&'static str, &FileInput),
+    intermediates: (&'static str, &[FileInput]),
+    root: (&'static str, &FileInput),
+) -> Result<(), ParamsError> {
+    use crate::certs;
+    fn unreadable(
+        (flag, file): (&'static str, &FileInput),
+    ) -> impl FnOnce(certs::Unreadable) -> ParamsError {
+        let path = file.path.clone();
+        move |problem| ParamsError::TlsUnreadable {
+            flag,
+            path,
+            problem,
+        }
+    }
+    certs::certificates(cert.1.content.expose()).map_err(unreadable(cert))?;
+    for i in intermediates.1 {
+        certs::certificates(i.content.expose()).map_err(unreadable((intermediates.0, i)))?;
+    }
+    certs::certificates(&bundle.root).map_err(unreadable(root))?;
+    certs::check_pair(&bundle.chain, bundle.key.expose())
+        .map_err(unreadable(key))?
+        .map_err(|problem| ParamsError::TlsKeyMismatch {
+            key: format!("{} {}", key.0, key.1.path),
+            cert: format!("{} {}", cert.0, cert.1.path),
+            problem,
+        })?;
+    certs::check_chain(&bundle.chain, &bundle.root)
+        .map_err(unreadable(cert))?
+        .map_err(|problem| ParamsError::TlsUnchained {
+            cert: format!("{} {}", cert.0, cert.1.path),
+            root: format!("{} {}", root.0, root.1.path),
+            root_flag: root.0,
+            intermediate_flag: intermediates.0,
+            problem: Box::new(problem),
+        })
 }
 
 fn resolve_tls(args: &MigrateArgs) -> Result<TlsParams, ParamsError> {
@@ -495,10 +569,10 @@ fn resolve_tls(args: &MigrateArgs) -> Result<TlsParams, ParamsError> {
                     ("--ssl-db-cert", db_cert),
                     ("--ssl-db-key", db_key),
                     ("--ssl-db-ca-intermediate", &args.ssl_db_ca_intermediate),
-                    (
-                        "--ssl-db-ca-root",
-                        args.ssl_db_ca_root.as_ref().unwrap_or(root),
-                    ),
+                    match &args.ssl_db_ca_root {
+                        Some(db_root) => ("--ssl-db-ca-root", db_root),
+                        None => ("--ssl-ca-root", root),
+                    },
                 )?,
                 // Today's images use one certificate for the server and the database
                 // (images-today A.7).

@@ -25,7 +25,7 @@ mod steps;
 mod sync;
 mod tls;
 
-pub use error::PlanError;
+pub use error::{CertificateNames, PlanError};
 use setup::{pull_secret_step, pvc_steps, ssh_config_step, ssh_key_step};
 pub use steps::differs;
 pub(crate) use steps::{
@@ -241,6 +241,24 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         needed: r.needed,
         reasons: r.reasons,
     })?;
+    // The --ssl-* certificates' names, before any write while no copy has told the source's
+    // java.hostname; a --prepare run copies first and is checked on the copy's data.
+    if !params.prepare && !matches!(observed.extracted(), Ok(Some(d)) if !d.placeholder) {
+        let mut names = vec![params.source_fqdn.clone()];
+        let cnames = params
+            .tls
+            .cnames
+            .iter()
+            .filter(|c| **c != params.source_fqdn);
+        names.extend(cnames.cloned());
+        tls::check_file_names(
+            params,
+            &params.source_fqdn,
+            &names,
+            "Nothing was written",
+            true,
+        )?;
+    }
     let mut steps = Vec::new();
 
     let ns_target = ObjectRef::new(Kind::Namespace, ns.clone());

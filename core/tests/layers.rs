@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "volumes",
     "ports",
     "ssh",
+    "certs",
     // What the user asked for, validated once.
     "params",
     "probe",

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod certs;
 mod data_sync_script;
 mod database_plan;
 mod database_scripts;

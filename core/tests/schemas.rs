@@ -84,18 +84,10 @@ fn args(case: &Case) -> MigrateArgs {
         Tls::ReusedCa => {}
         Tls::ThirdParty => {
             args.ssl_password = None;
-            args.ssl_server_cert = file(
-                "s.crt",
-                "-----BEGIN CERTIFICATE-----\nS\n-----END CERTIFICATE-----\n",
-            );
-            args.ssl_server_key = file(
-                "s.key",
-                "-----BEGIN PRIVATE KEY-----\nK\n-----END PRIVATE KEY-----\n",
-            );
-            args.ssl_ca_root = file(
-                "ca.crt",
-                "-----BEGIN CERTIFICATE-----\nR\n-----END CERTIFICATE-----\n",
-            );
+            let tls = common::tls_chain();
+            args.ssl_server_cert = file("s.crt", &tls.cert);
+            args.ssl_server_key = file("s.key", &tls.key);
+            args.ssl_ca_root = file("ca.crt", &tls.root);
         }
         Tls::SourceCertificate => args.ssl_password = None,
     }
@@ -165,14 +157,10 @@ fn after_sync(case: &Case, params: &MigrateParams) -> Observed {
             set(data_keys::HAS_HUBXMLRPC, "true");
         }
         if matches!(case.tls, Tls::SourceCertificate) {
-            set(
-                data_keys::SERVER_CERT,
-                "-----BEGIN CERTIFICATE-----\nSRC\n-----END CERTIFICATE-----\n",
-            );
-            set(
-                data_keys::SERVER_KEY,
-                "-----BEGIN PRIVATE KEY-----\nSRCKEY\n-----END PRIVATE KEY-----\n",
-            );
+            let tls = common::tls_chain();
+            set(data_keys::SERVER_CERT, &tls.cert);
+            set(data_keys::SERVER_KEY, &tls.key);
+            set(data_keys::CA_CERT, &tls.root);
         }
         if !matches!(case.tls, Tls::ReusedCa) {
             data.remove(data_keys::CA_KEY);

@@ -270,18 +270,10 @@ fn third_party_args() -> uyuni_core::MigrateArgs {
     };
     let mut args = common::args_with_ssh(&common::private_key("k"));
     args.ssl_password = None;
-    args.ssl_server_cert = file(
-        "s.crt",
-        "-----BEGIN CERTIFICATE-----\nS\n-----END CERTIFICATE-----\n",
-    );
-    args.ssl_server_key = file(
-        "s.key",
-        "-----BEGIN PRIVATE KEY-----\nTPKEY\n-----END PRIVATE KEY-----\n",
-    );
-    args.ssl_ca_root = file(
-        "ca.crt",
-        "-----BEGIN CERTIFICATE-----\nR\n-----END CERTIFICATE-----\n",
-    );
+    let tls = common::tls_chain();
+    args.ssl_server_cert = file("s.crt", &tls.cert);
+    args.ssl_server_key = file("s.key", &tls.key);
+    args.ssl_ca_root = file("ca.crt", &tls.root);
     args
 }
 
@@ -370,7 +362,10 @@ fn third_party_files_become_tls_secrets_with_the_chart_names() {
     let secret = p.end.secret("uyuni-cert").expect("uyuni-cert");
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
     let out = uyuni_core::render::human_preview(&p.steps, &o, Default::default());
-    assert!(!out.contains("TPKEY"), "the key is masked");
+    assert!(
+        !out.contains(common::key_body_line(&common::tls_chain().key)),
+        "the key is masked"
+    );
 }
 
 #[test]

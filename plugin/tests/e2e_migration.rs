@@ -904,6 +904,9 @@ fn a_third_party_certificate_found_on_the_source_is_kept() {
         data.remove("ca.key");
         data.insert("server.crt".into(), cert.clone());
         data.insert("server.key".into(), key.clone());
+        // Self-signed: it is its own CA, which the source trusts (the migration checks that
+        // the certificate chains to it).
+        data.insert("ca.crt".into(), cert.clone());
     });
     let mut env = env_with(scenario, Flavour::K3s, true);
     env.password_env = false;

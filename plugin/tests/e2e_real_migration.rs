@@ -68,6 +68,8 @@ fn shared_scenario() -> Scenario {
         data.remove("ca.key");
         data.insert("server.crt".into(), cert.clone());
         data.insert("server.key".into(), key.clone());
+        // Self-signed: its own CA, which the source trusts.
+        data.insert("ca.crt".into(), cert.clone());
         data.insert("pg_version".into(), "18".into());
     });
     shared.namespaces.insert(NS_THIRD_PARTY.into(), third_party);

@@ -1,6 +1,7 @@
 //! End to end, through the real `kubectl` against the simulated cluster: runs that are stopped
 //! by a signal, hints that carry the run's flags, and refusals before any write (an implicit
-//! `default` namespace, a mismatched SSH key pair, claims no StorageClass can provision).
+//! `default` namespace, a mismatched SSH key pair, a certificate with another's key or for
+//! another host, claims no StorageClass can provision).
 
 use crate::support;
 
@@ -291,6 +292,79 @@ fn a_public_key_of_another_pair_is_refused_before_any_write() {
         stderr.contains(&format!("--ssh-key-private {private}"))
             && stderr.contains(&format!("--ssh-key-public {other_pub}"))
             && stderr.contains("not a key pair"),
+        "{stderr}"
+    );
+    assert_nothing_written(&env);
+}
+
+/// `--ssl-server-cert`, `--ssl-server-key`, `--ssl-ca-root` in `dir`: the certificate of
+/// `cert` (a chain for `names`) with the key of `key`.
+fn certificate_flags(
+    dir: &std::path::Path,
+    cert: &uyuni_testdata::certs::Chain,
+    key: &uyuni_testdata::certs::Chain,
+) -> Vec<String> {
+    let write = |name: &str, content: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, content).expect("write");
+        p.display().to_string()
+    };
+    vec![
+        "--ssl-server-cert".to_owned(),
+        write("server.crt", &cert.cert),
+        "--ssl-server-key".to_owned(),
+        write("server.key", &key.key),
+        "--ssl-ca-root".to_owned(),
+        write("ca.crt", &cert.root),
+    ]
+}
+
+fn issued(names: &[&str]) -> uyuni_testdata::certs::Chain {
+    use uyuni_testdata::certs::{KeyKind, chain};
+    chain(names, KeyKind::EcP256, KeyKind::EcP256, false).expect("certificates")
+}
+
+#[test]
+fn a_certificate_with_the_key_of_another_is_refused_before_any_write() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mine, other) = (issued(&[SOURCE]), issued(&[SOURCE]));
+    let tls = certificate_flags(dir.path(), &mine, &other);
+    let out = env.migrate(&[ssh_flags(), tls.clone()].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "the key in --ssl-server-key {} does not belong to the certificate in --ssl-server-cert {} (its public key differs)",
+            tls[3], tls[1]
+        )),
+        "{stderr}"
+    );
+    let body = other.key.lines().nth(1).expect("key body");
+    assert!(!stderr.contains(body) && !stdout.contains(body));
+    assert_nothing_written(&env);
+}
+
+#[test]
+fn a_certificate_for_another_host_is_refused_before_any_write() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other_host = issued(&["other.example.com"]);
+    let tls = certificate_flags(dir.path(), &other_host, &other_host);
+    let out = env.migrate(&[ssh_flags(), tls.clone()].concat());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "the certificate in --ssl-server-cert {} names other.example.com, not {SOURCE}",
+            tls[1]
+        )) && stderr.contains("Nothing was written"),
         "{stderr}"
     );
     assert_nothing_written(&env);

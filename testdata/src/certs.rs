@@ -183,3 +183,104 @@ pub fn scenario_ca(common_name: &str) -> Result<(String, String), String> {
     let cert = ca_params(common_name).self_signed(&key).map_err(err)?;
     Ok((cert.pem(), key.serialize_pem()))
 }
+
+/// A 2048-bit RSA key for tests (ring, rcgen's backend here, signs with RSA keys but does not
+/// generate them). It protects nothing.
+pub const TEST_RSA_KEY: &str = "\
+-----BEGIN PRIVATE KEY-----
+MIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQC4fW4pooKk4UGY
+qWwfoTgSIDKaM3CFfeBJYz0hqL7RrMh+gMN4+p2gyGQNqQDmh8JypJ2YMOY8YX+Z
+yl+C7LLJtwxX29pU7zoxLVnlhr3GsAd3aVhHUgAi0TqRGLtzmYfEfxQtPxeVLKT3
+iGA84RQhKWPGwJx5w7TIpJvDspwAbeq893N4xl7UklyPhX/ZF6XuY27JXQ/n4Cg0
+gKSWvd0k+CIPfTmzikYSnm6eRs5WNy18tSlq+iA7o1SC758zdo0PgPvakLun70la
+kfs03HNGvJbvoNf6w2a8VQrH1e7Y6JvqIJrq1pQVN/o8qSUb7uyDCWup9vEqRsZu
+ZWUa6JFZAgMBAAECggEABnXmALE/L/TvbiAouCbWJtRX0UyR2SriSs+d2WrmW8NY
+Ng3eSoNEN9gsoMnVTT1d0tPu7OBxf5XOeR08IQKW9DdjyEPbrnO+LvCuoDoKtUV+
+zXCz9bNqa8215lTeY5rxxTDKDReThNbOZBizfg5HvS2M3+3ozN7MmuYgykab7evc
+KSXk2Sr6mbXQrRnwdC6WtxEjtM4aUfZQrYqIThljsLJXW326ROCz5xRuvbjO9rJ4
+444zOu3D9hNA97xkkbNkX88MGffLsXFZ+Ne5d5GQ7yapcjcM0DiurvMFxWJire+I
+jQbLTXU3dYaFMrgPcv6RBAr7wIRxRybjYxtTQNvZPQKBgQDxlc511r21lfDwhc8x
+gYVBvFiFlNYv4tuxjB/inclvHd1JkKXWss2at4D5Bd6Y0ztFvCfk1LpSmqiVoLQl
+kNl+QZT5mGmsdw90hagYd2szf/bqC/ofPeuQyGfw9LPstBkDD8FlmCeEMNkhmNu/
+vdk/laBTt5GZ5Jm1jEB/JbkaGwKBgQDDf3/GTH8mUsYwezK6+aUH/BH2tWJ/MI+2
+0C09fvTmRAGEvhQ03dNzDIx366vXa9heNjlMC9HxHlWKPBlOynCnYMg2WV2kv6Y6
+GDXQhnIybCEwTh+GEKvJDfMLRzxTiYOUVCR/eTibzPKtOLBDc3/6fvqvXyHgvj1Y
+8XVIi215mwKBgAyMR2j/emMQIq+bg6OCorVDXyWxEV7zXY3fRViz8V6AIppLlRGN
+v/glR+GnWGR/tDhvCXNtSTA5MEB1VGYPG/ze0yoTrIl0tazLtGtw6HSIVP7bGGa/
+BJlEj4GIdD/7KsFp9BWezY6kKuL/2YogBkSzNNykUD+6C/HOExuHjhG5AoGAJZ2o
+tj0N0g/nNnjd///88xZbVn78HsD3RhO0QLrm4E+Bg0sXlDyCbQajGIfuHpsPnMEO
+MUWs9ZoCl4CM1g45str6awqy6/o8P71czWyxGGaZ1DOT+TXH9/2JIEhqoSA6gxXV
+l/l5HPFIWHAp6jCVFVvNXGUPnbC9GRoMmRLK07UCgYBYRt5hUsEveTmIN1xX0Ccr
+U5tnIc8gP8dIfgNcaPY/190k2NVQD2wpJ1TH4PzSaL7MCt9NAhiJndNJy/2LdSOp
+4SfQKLglsCge/QfPaAsqiJB3TZLpYMtoickkmrx4NmQdvvSD8UlheTlw2KxrbXfq
+oj4hf6AClRTDkZPSiOsoBw==
+-----END PRIVATE KEY-----
+";
+
+/// The key type of a certificate made by [`chain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    EcP256,
+    EcP384,
+    Rsa,
+}
+
+fn key_of(kind: KeyKind) -> Result<KeyPair, String> {
+    match kind {
+        KeyKind::EcP256 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(err),
+        KeyKind::EcP384 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).map_err(err),
+        KeyKind::Rsa => {
+            KeyPair::from_pem_and_sign_algo(TEST_RSA_KEY, &rcgen::PKCS_RSA_SHA256).map_err(err)
+        }
+    }
+}
+
+/// A third-party certificate as a user gives it: a root CA, intermediates (none or one), and
+/// the server's certificate with its key, all PEM (the key PKCS#8).
+pub struct Chain {
+    pub root: String,
+    pub intermediates: Vec<String>,
+    pub cert: String,
+    pub key: String,
+}
+
+/// Issues a root CA (`ca` key), optionally an intermediate under it, and a server certificate
+/// for `names` (subjectAltName DNS names, CN the first) with a `leaf` key.
+pub fn chain(
+    names: &[&str],
+    ca: KeyKind,
+    leaf: KeyKind,
+    intermediate: bool,
+) -> Result<Chain, String> {
+    let root_key = key_of(ca)?;
+    let root_params = ca_params("Test Root CA");
+    let root = root_params.self_signed(&root_key).map_err(err)?;
+    let mut issuer = Issuer::new(root_params, &root_key);
+    let mut intermediates = Vec::new();
+    // One RSA test key: an intermediate under an RSA root gets an EC key, so that the two
+    // keys differ and only the right one verifies the server's certificate.
+    let mid_key = key_of(if ca == KeyKind::Rsa {
+        KeyKind::EcP256
+    } else {
+        ca
+    })?;
+    let mid_params = ca_params("Test Intermediate CA");
+    if intermediate {
+        let mid = mid_params
+            .clone()
+            .signed_by(&mid_key, &issuer)
+            .map_err(err)?;
+        intermediates.push(mid.pem());
+        issuer = Issuer::new(mid_params, &mid_key);
+    }
+    let spec = serde_json::json!({"dnsNames": names});
+    let params = certificate_params(&spec)?;
+    let key = key_of(leaf)?;
+    let cert = params.signed_by(&key, &issuer).map_err(err)?;
+    Ok(Chain {
+        root: root.pem(),
+        intermediates,
+        cert: cert.pem(),
+        key: key.serialize_pem(),
+    })
+}

@@ -90,6 +90,19 @@ pub enum PlanError {
     CaPasswordNeeded,
     #[error("{0}")]
     Tls(#[from] crate::resolve::TlsError),
+    /// A third-party certificate does not name a host the server answers to.
+    #[error("{0}")]
+    CertificateNames(Box<CertificateNames>),
+    /// The third-party certificate found on the source cannot serve: its key, its chain or its
+    /// names.
+    #[error(
+        "the server certificate found on the source ({path}, copied by Job {job}) {problem}: the migrated server could not serve TLS with it. Give a certificate with --ssl-server-cert, --ssl-server-key and --ssl-ca-root instead (they take the place of the source's), then run again. Nothing was changed after the data sync"
+    )]
+    SourceCertificate {
+        job: String,
+        path: &'static str,
+        problem: String,
+    },
     #[error("{}", self.render(&Kubectl::BARE))]
     PullSecretMissing { name: String, namespace: String },
     #[error(
@@ -225,4 +238,18 @@ impl PlanError {
             other => other.to_string(),
         }
     }
+}
+
+/// The names a third-party certificate lacks. `after`: what was written before the refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the certificate in {origin} names {carried}, not {missing}: {why}. Give a certificate whose subjectAltName lists {required}, then run again. {after}"
+)]
+pub struct CertificateNames {
+    pub origin: String,
+    pub carried: String,
+    pub missing: String,
+    pub why: String,
+    pub required: String,
+    pub after: String,
 }

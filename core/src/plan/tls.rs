@@ -272,6 +272,104 @@ fn kept_third_party_steps(observed: &Observed) -> Vec<Step> {
     .collect()
 }
 
+/// Where the data sync found the source's third-party certificate, its key and its CA
+/// (reference: the migration copies them from these paths).
+const SOURCE_CERT: &str = "/etc/pki/tls/certs/spacewalk.crt";
+const SOURCE_KEY: &str = "/etc/pki/tls/private/spacewalk.key";
+const SOURCE_CA: &str = "/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT";
+
+fn names_list(names: &[String]) -> String {
+    if names.is_empty() {
+        "no DNS name".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The `--ssl-*` certificates name the hosts the server answers to: the server's, the FQDN and
+/// every `--ssl-cname`; the database's, the FQDN, by which external report-database clients
+/// reach it (images-today A.7: the internal names `db` and `reportdb` are no longer needed,
+/// and the images use the server's certificate for both). Their pair and chain were checked
+/// with the parameters. `fqdn_from_flag`: the FQDN is the source's as given (no data yet, or
+/// dry-run placeholders), not yet its `java.hostname`.
+pub(crate) fn check_file_names(
+    params: &MigrateParams,
+    fqdn: &str,
+    dns_names: &[String],
+    after: &str,
+    fqdn_from_flag: bool,
+) -> Result<(), PlanError> {
+    let Some(tp) = &params.tls.third_party else {
+        return Ok(());
+    };
+    let fqdn = [fqdn.to_owned()];
+    let mut checks = vec![(&tp.server, dns_names)];
+    if tp.db.chain != tp.server.chain {
+        checks.push((&tp.db, &fqdn[..]));
+    }
+    for (bundle, required) in checks {
+        // Unreadable certificates were refused with the parameters.
+        let Ok((missing, carried)) = crate::certs::missing_names(&bundle.chain, required) else {
+            continue;
+        };
+        if missing.is_empty() {
+            continue;
+        }
+        let why = if fqdn_from_flag {
+            format!(
+                "the server answers to {} (the source's FQDN as given; the migration takes the source's java.hostname when its copy has run: if that differs and the certificate names it, run with --prepare first, and the certificate is checked against it)",
+                fqdn[0]
+            )
+        } else {
+            format!(
+                "the server answers to {} (the source's java.hostname)",
+                fqdn[0]
+            )
+        };
+        return Err(PlanError::CertificateNames(Box::new(
+            crate::plan::error::CertificateNames {
+                origin: bundle.origin.clone(),
+                carried: names_list(&carried),
+                missing: missing.join(", "),
+                why: if required.len() > 1 {
+                    format!("{why} and to the --ssl-cname names")
+                } else {
+                    why
+                },
+                required: required.join(", "),
+                after: after.to_owned(),
+            },
+        )));
+    }
+    Ok(())
+}
+
+/// The source's own third-party certificate: key, chain to the source's CA, and names. The
+/// key is in the data the sync extracted, so all three can be checked here, on the copy's data
+/// before the final sync.
+fn check_source_certificate(bundle: &CertBundle, dns_names: &[String]) -> Result<(), String> {
+    use crate::certs;
+    let pair = certs::check_pair(&bundle.chain, bundle.key.expose()).map_err(|e| match e {
+        certs::Unreadable::Key => format!("comes with a key ({SOURCE_KEY}) that {e}"),
+        other => other.to_string(),
+    })?;
+    pair.map_err(|m| format!("and its key ({SOURCE_KEY}) do not belong together ({m})"))?;
+    certs::check_chain(&bundle.chain, &bundle.root)
+        .map_err(|e| format!("or the source's CA ({SOURCE_CA}) {e}"))?
+        .map_err(|u| format!("does not chain to the source's CA ({SOURCE_CA}): {u}"))?;
+    let (missing, carried) =
+        certs::missing_names(&bundle.chain, dns_names).map_err(|e| e.to_string())?;
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "names {}, not {} (the source's java.hostname, then any --ssl-cname)",
+            names_list(&carried),
+            missing.join(", ")
+        ))
+    }
+}
+
 pub(super) fn steps(
     params: &MigrateParams,
     observed: &Observed,
@@ -284,6 +382,18 @@ pub(super) fn steps(
             let Some(tp) = &params.tls.third_party else {
                 return Ok(Vec::new());
             };
+            let after = if data.placeholder {
+                "Nothing was written".to_owned()
+            } else {
+                format!("Nothing was changed after the data sync (Job {})", data.job)
+            };
+            check_file_names(
+                params,
+                &facts.fqdn,
+                &facts.dns_names,
+                &after,
+                data.placeholder,
+            )?;
             Ok(third_party_steps(params, observed, &tp.server, &tp.db))
         }
         TlsMode::ThirdPartyMigrated => {
@@ -291,7 +401,15 @@ pub(super) fn steps(
                 chain: data.server_cert.clone().unwrap_or_default(),
                 key: data.server_key.clone().unwrap_or_default(),
                 root: tls::ca_cert(data),
+                origin: SOURCE_CERT.to_owned(),
             };
+            check_source_certificate(&bundle, &facts.dns_names).map_err(|problem| {
+                PlanError::SourceCertificate {
+                    job: data.job.clone(),
+                    path: SOURCE_CERT,
+                    problem,
+                }
+            })?;
             Ok(third_party_steps(params, observed, &bundle, &bundle))
         }
         TlsMode::ReusedCa => reused_ca_steps(params, observed, data, facts),

@@ -254,3 +254,18 @@ pub fn shellcheck_file(name: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Third-party certificate files for [`SOURCE`]: a root CA, and the server's certificate with
+/// its key, consistent (the checks of `uyuni_core::certs` pass). Issued once per test binary.
+pub fn tls_chain() -> &'static uyuni_testdata::certs::Chain {
+    use uyuni_testdata::certs::{KeyKind, chain};
+    static CHAIN: std::sync::OnceLock<uyuni_testdata::certs::Chain> = std::sync::OnceLock::new();
+    CHAIN.get_or_init(|| {
+        chain(&[SOURCE], KeyKind::EcP256, KeyKind::EcP256, false).expect("certificates")
+    })
+}
+
+/// A line of a PEM key's body: found in an output, the key leaked.
+pub fn key_body_line(pem: &str) -> &str {
+    pem.lines().nth(1).unwrap_or(pem)
+}

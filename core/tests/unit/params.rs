@@ -247,20 +247,21 @@ fn third_party_certificates_are_checked_and_the_db_defaults_to_the_server_ones()
         path: path.into(),
         content: SecretString::new(content),
     };
-    let cert = "-----BEGIN CERTIFICATE-----\nSERVER\n-----END CERTIFICATE-----";
-    let root = "-----BEGIN CERTIFICATE-----\nROOT\n-----END CERTIFICATE-----";
-    let key = "-----BEGIN PRIVATE KEY-----\nKEYBODY\n-----END PRIVATE KEY-----";
+    let tls = crate::common::tls_chain();
     let mut a = args();
-    a.ssl_server_cert = Some(file("s.crt", cert));
-    a.ssl_server_key = Some(file("s.key", key));
-    a.ssl_ca_root = Some(file("ca.crt", root));
+    a.ssl_server_cert = Some(file("s.crt", &tls.cert));
+    a.ssl_server_key = Some(file("s.key", &tls.key));
+    a.ssl_ca_root = Some(file("ca.crt", &tls.root));
     a.ssl_cnames = vec!["Alias.Example.com".into(), "alias.example.com.".into()];
     let p = MigrateParams::from_args(&a).expect("valid");
     let tp = p.tls.third_party.expect("third party");
     assert_eq!(tp.server, tp.db);
-    assert!(tp.server.chain.contains("SERVER") && tp.server.root.contains("ROOT"));
+    assert!(tp.server.chain == tls.cert && tp.server.root == tls.root);
     assert_eq!(p.tls.cnames, ["alias.example.com"]);
-    assert!(!format!("{:?}", MigrateParams::from_args(&a)).contains("KEYBODY"));
+    assert!(
+        !format!("{:?}", MigrateParams::from_args(&a))
+            .contains(crate::common::key_body_line(&tls.key))
+    );
 
     let mut b = a.clone();
     b.ssl_server_key = Some(file(
