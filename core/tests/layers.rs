@@ -26,6 +26,7 @@ const LAYERS: &[&str] = &[
     "ssh",
     // What the user asked for, validated once.
     "params",
+    "record",
     "probe",
     // What the cluster holds.
     "observed",
