@@ -287,19 +287,19 @@ pub struct Merged {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecordError {
     #[error(
-        "ConfigMap {config_map} in namespace {namespace} (the server's specification that earlier runs recorded) holds key {key:?}, which is not a flag this version remembers: remove the key with `{edit}`. Nothing was written"
+        "ConfigMap {config_map} in namespace {namespace} (the server's specification that earlier runs recorded) holds key {key:?}, which is not a flag this version remembers: remove the key with `{edit}`. Nothing was written",
+        config_map = names::SERVER_SPEC_CONFIG_MAP
     )]
     UnknownKey {
-        config_map: &'static str,
         namespace: String,
         key: String,
         edit: String,
     },
     #[error(
-        "ConfigMap {config_map} in namespace {namespace} (the server's specification that earlier runs recorded) holds {key}: {value:?}, which {problem}: correct or empty the value with `{edit}`, or give --{key} to replace it. Nothing was written"
+        "ConfigMap {config_map} in namespace {namespace} (the server's specification that earlier runs recorded) holds {key}: {value:?}, which {problem}: correct or empty the value with `{edit}`, or give --{key} to replace it. Nothing was written",
+        config_map = names::SERVER_SPEC_CONFIG_MAP
     )]
     Invalid {
-        config_map: &'static str,
         namespace: String,
         key: String,
         value: String,
@@ -319,7 +319,6 @@ fn edit_command(args: &MigrateArgs) -> String {
 
 fn invalid(args: &MigrateArgs, key: &str, value: &str, problem: String) -> RecordError {
     RecordError::Invalid {
-        config_map: names::SERVER_SPEC_CONFIG_MAP,
         namespace: args.namespace.clone(),
         key: key.to_owned(),
         value: value.to_owned(),
@@ -342,7 +341,6 @@ pub fn merge(
         .collect();
     if let Some(key) = recorded.keys().find(|k| !FLAGS.contains(k)) {
         return Err(RecordError::UnknownKey {
-            config_map: names::SERVER_SPEC_CONFIG_MAP,
             namespace: given.namespace.clone(),
             key: (*key).to_owned(),
             edit: edit_command(&given),
