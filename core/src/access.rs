@@ -157,6 +157,9 @@ fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access>
         })
         .collect();
     out.push(Access::new("list", "batch", "jobs", Some(ns)));
+    // The record of the server's specification, read by name before the parameters are made
+    // (`effects::record`), whether or not the observation lists ConfigMaps.
+    out.push(Access::new("get", "", "configmaps", Some(ns)));
     out
 }
 

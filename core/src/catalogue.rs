@@ -13,6 +13,8 @@ pub mod names {
     pub const MIGRATION_ROLE: &str = "uyuni-migration";
     pub const MIGRATION_ROLE_BINDING: &str = "uyuni-migration";
     pub const MIGRATION_DATA_SECRET: &str = "uyuni-migration-data";
+    /// The server's specification as the flags of earlier runs chose it (`record`).
+    pub const SERVER_SPEC_CONFIG_MAP: &str = "uyuni-server-spec";
     /// Prefix of data-sync Job names; the run id follows.
     pub const DATA_SYNC_JOB_PREFIX: &str = "uyuni-data-sync";
     /// The chart's credential Secrets (images-today §C.1).

@@ -11,8 +11,8 @@
 //!   quoting; [`image`]s; PostgreSQL versions [`pg`]; the `kubectl` command lines printed for the
 //!   user [`kubectl`]; [`permission`]s; the [`volumes`] and [`ports`] catalogues; SSH key checks
 //!   [`ssh`]; certificate checks [`certs`];
-//! - what the user asked for, validated once: [`params`]; the dry run's ssh to the source
-//!   [`probe`];
+//! - what the user asked for, validated once: [`params`]; the flags earlier runs recorded
+//!   [`record`]; the dry run's ssh to the source [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
 //!   Deployments it watches: [`verdict`]; whether the claims can be provisioned: StorageClasses
 //!   [`storage`]; every fact decided once from these, the preflight results included:
@@ -44,6 +44,7 @@ pub mod pod_security;
 pub mod ports;
 pub mod preview;
 pub mod probe;
+pub mod record;
 pub mod render;
 pub mod resolve;
 pub mod scripts;

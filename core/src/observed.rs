@@ -62,6 +62,7 @@ impl Observation {
 pub fn observation(params: &MigrateParams) -> Observation {
     let mut named = vec![
         ObjectRef::new(Kind::Namespace, params.namespace.clone()),
+        ObjectRef::new(Kind::ConfigMap, names::SERVER_SPEC_CONFIG_MAP),
         ObjectRef::new(Kind::Secret, names::SSH_KEY_SECRET),
         ObjectRef::new(Kind::ConfigMap, names::SSH_CONFIG_MAP),
         ObjectRef::new(Kind::ServiceAccount, names::MIGRATION_SERVICE_ACCOUNT),

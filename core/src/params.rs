@@ -59,13 +59,14 @@ pub struct MigrateArgs {
     /// `--tftp-image`, `--tftp-tag`; the server's registry and tag apply when absent.
     pub tftp_image: Option<String>,
     pub tftp_tag: Option<String>,
-    /// `--tftp-host-network`: the TFTP pod on its node's network instead of behind a
-    /// LoadBalancer Service.
-    pub tftp_host_network: bool,
-    /// `--server-privileged`: run the server container privileged (beyond the chart).
-    pub server_privileged: bool,
-    /// `--server-super-privileged`: the chart's `server.superPrivileged`.
-    pub server_super_privileged: bool,
+    /// `--tftp-host-network[=true|false]`: the TFTP pod on its node's network instead of
+    /// behind a LoadBalancer Service. `None`: not given (off unless remembered).
+    pub tftp_host_network: Option<bool>,
+    /// `--server-privileged[=true|false]`: run the server container privileged (beyond the
+    /// chart).
+    pub server_privileged: Option<bool>,
+    /// `--server-super-privileged[=true|false]`: the chart's `server.superPrivileged`.
+    pub server_super_privileged: Option<bool>,
     /// `--server-selinux-type`: the chart's `server.selinuxType`.
     pub server_selinux_type: Option<String>,
     /// `--server-apparmor-profile`: the chart's `server.apparmorProfile`.
@@ -74,8 +75,9 @@ pub struct MigrateArgs {
     pub ingress: Option<String>,
     /// `--ingress-class`: the IngressClass to use instead of the detected one.
     pub ingress_class: Option<String>,
-    /// `--configure-ingress-controller`: write the controller's HelmChartConfig in kube-system.
-    pub configure_ingress_controller: bool,
+    /// `--configure-ingress-controller[=true|false]`: write the controller's HelmChartConfig
+    /// in kube-system.
+    pub configure_ingress_controller: Option<bool>,
     pub ssh_key_private: Option<FileInput>,
     pub ssh_key_public: Option<FileInput>,
     pub ssh_known_hosts: Option<FileInput>,
@@ -198,6 +200,9 @@ pub struct MigrateParams {
     pub mirror_claim: Option<String>,
     pub tftp: TftpParams,
     pub server_security: ServerSecurity,
+    /// The server's specification to record in ConfigMap `uyuni-server-spec` (flag name →
+    /// value, `crate::record`); empty unless the parameters were made by `record::params`.
+    pub spec_record: std::collections::BTreeMap<String, String>,
 }
 
 /// How the server container is confined: the official chart's options
@@ -822,7 +827,8 @@ impl MigrateParams {
                 .unwrap_or(image::DEFAULT_TFTP_IMAGE),
             args.tftp_tag.as_deref().or(tag),
         )?;
-        if args.tftp == Some(false) && args.tftp_host_network {
+        let tftp_host_network = args.tftp_host_network.unwrap_or(false);
+        if args.tftp == Some(false) && tftp_host_network {
             return Err(ParamsError::TftpHostNetworkWithoutTftp);
         }
         let pull_policy = match &args.pull_policy {
@@ -913,7 +919,7 @@ impl MigrateParams {
                     Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
                     None => None,
                 },
-                configure_controller: args.configure_ingress_controller,
+                configure_controller: args.configure_ingress_controller.unwrap_or(false),
             },
             pull_secret: resolve_pull_secret(args, &server)?,
             mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
@@ -923,9 +929,10 @@ impl MigrateParams {
             },
             tftp: TftpParams {
                 enabled: args.tftp,
-                host_network: args.tftp_host_network,
+                host_network: tftp_host_network,
             },
             server_security: resolve_server_security(args)?,
+            spec_record: std::collections::BTreeMap::new(),
         })
     }
 
@@ -965,12 +972,13 @@ fn resolve_server_security(args: &MigrateArgs) -> Result<ServerSecurity, ParamsE
         "--server-apparmor-profile",
         args.server_apparmor_profile.as_deref(),
     )?;
-    if args.server_super_privileged && (selinux_type.is_some() || apparmor_profile.is_some()) {
+    let super_privileged = args.server_super_privileged.unwrap_or(false);
+    if super_privileged && (selinux_type.is_some() || apparmor_profile.is_some()) {
         return Err(ParamsError::SuperPrivilegedWithProfile);
     }
     Ok(ServerSecurity {
-        privileged: args.server_privileged,
-        super_privileged: args.server_super_privileged,
+        privileged: args.server_privileged.unwrap_or(false),
+        super_privileged,
         selinux_type,
         apparmor_profile,
     })

@@ -8,7 +8,7 @@
 use k8s_openapi::api::batch::v1::Job;
 use serde::{Serialize, Serializer};
 
-use crate::builders::{data_sync, image_check, migration, namespace};
+use crate::builders::{data_sync, image_check, migration, namespace, spec};
 
 use crate::catalogue::names;
 use crate::labels;
@@ -287,7 +287,6 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
             observed,
         )),
     }
-
     steps.extend(pull_secret_step(params, observed)?);
     if let Some(claim) = &params.mirror_claim {
         let target = ObjectRef::new(Kind::PersistentVolumeClaim, claim.clone());
@@ -314,6 +313,15 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
             .into_iter()
             .map(|job| job_step(observed, job, IMAGE_CHECK_WAIT)),
     );
+    // The first write after the checks, so that every run that writes records the flags it
+    // ran with, even one that changes nothing else; and an image the checks refuse is not
+    // remembered.
+    steps.push(apply_step(
+        "server-spec",
+        "the server's specification; later runs start from it".into(),
+        Object::ConfigMap(spec::server_spec(params)),
+        observed,
+    ));
     steps.push(ssh_key_step(params, observed)?);
     steps.push(ssh_config_step(params, observed)?);
     steps.extend(pvc_steps(params, observed));

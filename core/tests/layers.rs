@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
     "certs",
     // What the user asked for, validated once.
     "params",
+    "record",
     "probe",
     // What the cluster holds.
     "observed",

@@ -25,6 +25,7 @@ mod safety_checks;
 mod schemas;
 mod selectors;
 mod server_pod;
+mod server_spec;
 mod sync_plan;
 mod tftp_plan;
 mod tls;

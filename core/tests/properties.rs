@@ -185,7 +185,7 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     let mut args = common::args_with_ssh(&key);
     args.prepare = state.prepare;
     args.tftp = state.tftp.flag;
-    args.tftp_host_network = state.tftp.host_network;
+    args.tftp_host_network = Some(state.tftp.host_network);
     args.ssl_password = Some(uyuni_core::secret::SecretString::new(format!(
         "CAPW{}",
         state.password

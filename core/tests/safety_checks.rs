@@ -45,7 +45,7 @@ fn the_server_needs_privileged_from_its_pod_spec() {
         "{reasons:?}"
     );
     // --server-privileged: the reason is the pod's privileged flag, read from the spec.
-    let privileged = params_with(|a| a.server_privileged = true);
+    let privileged = params_with(|a| a.server_privileged = Some(true));
     let (_, reasons) = pod_security::needed(&privileged);
     assert!(
         reasons.iter().any(|r| r.contains("is privileged")),

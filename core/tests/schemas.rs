@@ -95,8 +95,8 @@ fn args(case: &Case) -> MigrateArgs {
         args.registry_user = Some("mirror-user".into());
         args.registry_password = Some(SecretString::new("mirror pass"));
         args.registry_host = Some("registry.example.com".into());
-        args.tftp_host_network = true;
-        args.configure_ingress_controller = true;
+        args.tftp_host_network = Some(true);
+        args.configure_ingress_controller = Some(true);
     }
     args
 }

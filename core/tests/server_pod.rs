@@ -135,14 +135,14 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
     assert_eq!(selinux.type_, None);
     assert_eq!(sc.app_armor_profile, None);
 
-    let privileged = params_with(|a| a.server_privileged = true);
+    let privileged = params_with(|a| a.server_privileged = Some(true));
     let sc = container(&server_pod(&privileged, &data()), "uyuni")
         .security_context
         .clone()
         .expect("set");
     assert_eq!(sc.privileged, Some(true));
 
-    let superp = params_with(|a| a.server_super_privileged = true);
+    let superp = params_with(|a| a.server_super_privileged = Some(true));
     let sc = container(&server_pod(&superp, &data()), "uyuni")
         .security_context
         .clone()

@@ -139,7 +139,7 @@ fn tftp_steps_come_where_the_other_components_go() {
 
 #[test]
 fn on_the_host_network_there_is_no_service() {
-    let params = params_with(|a| a.tftp_host_network = true);
+    let params = params_with(|a| a.tftp_host_network = Some(true));
     let p = preview(&params, &synced(&params, Some("true"))).expect("preview");
     assert_eq!(has_tftp_objects(&p.end), (true, false));
     let pod = p
@@ -318,7 +318,7 @@ fn tftp_is_never_routed_through_the_ingress_controller() {
     use uyuni_core::object::CustomKind;
     let params = params_with(|a| {
         a.ingress = Some("traefik".into());
-        a.configure_ingress_controller = true;
+        a.configure_ingress_controller = Some(true);
     });
     let mut o = synced(&params, Some("true"));
     for kind in [

@@ -10,6 +10,8 @@
 //!   apply in `apply`, the Job wait (log streaming, pod failures) in [`job`] and the
 //!   Deployment's in [`deployment`]; what the waits read, the observer's stores or a watch of
 //!   their own, in `watch`;
+//! - the record of the server's specification, read before the flags are validated:
+//!   [`record`];
 //! - retries of transient API failures: [`retry`]; errors: [`error`]; progress events:
 //!   [`progress`].
 
@@ -28,6 +30,7 @@ pub mod inspect;
 pub mod job;
 pub mod observe;
 pub mod progress;
+pub mod record;
 pub mod retry;
 
 pub mod apply;

@@ -137,6 +137,11 @@ pub enum Command {
     /// Copies the source's data, database included, over SSH in a Job, and reads back what the
     /// Job found (timezone, PostgreSQL version, database settings, TLS material). Run it again
     /// after an interruption: it resumes where it stopped.
+    ///
+    /// Flags marked [remembered] are recorded in ConfigMap uyuni-server-spec by the first run
+    /// that writes; every later run starts from them, and a flag given replaces its recorded
+    /// value (a repeatable flag its whole list). A switch takes =false to turn a remembered
+    /// one off, e.g. --tftp-host-network=false.
     Migrate(Box<MigrateCmd>),
     /// Print the client version and, when a server runs in the namespace, its images.
     ///
@@ -432,7 +437,7 @@ pub struct MigrateCmd {
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub ssl_password_file: Option<PathBuf>,
 
-    /// Another DNS name of the server, added to its certificate (repeatable).
+    /// Another DNS name of the server, added to its certificate (repeatable). [remembered]
     #[arg(long = "ssl-cname", value_name = "NAME", help_heading = "TLS")]
     pub ssl_cname: Vec<String>,
 
@@ -469,58 +474,59 @@ pub struct MigrateCmd {
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub ssl_db_key: Option<PathBuf>,
 
-    /// StorageClass of every volume (default: the cluster's default class).
+    /// StorageClass of every volume (default: the cluster's default class). [remembered]
     #[arg(long, value_name = "CLASS", help_heading = VOLUMES)]
     pub volumes_class: Option<String>,
 
-    /// StorageClass of one volume, NAME=CLASS (repeatable).
+    /// StorageClass of one volume, NAME=CLASS (repeatable). [remembered]
     #[arg(long, value_name = "NAME=CLASS", help_heading = VOLUMES)]
     pub volume_class: Vec<String>,
 
-    /// Size of the database volume (var-pgsql) [default: 50Gi].
+    /// Size of the database volume (var-pgsql) [default: 50Gi]. [remembered]
     #[arg(long, value_name = "SIZE", help_heading = VOLUMES)]
     pub volumes_database_size: Option<String>,
 
-    /// Size of the packages volume (var-spacewalk) [default: 100Gi].
+    /// Size of the packages volume (var-spacewalk) [default: 100Gi]. [remembered]
     #[arg(long, value_name = "SIZE", help_heading = VOLUMES)]
     pub volumes_packages_size: Option<String>,
 
-    /// Size of the web volume (srv-www) [default: 100Gi].
+    /// Size of the web volume (srv-www) [default: 100Gi]. [remembered]
     #[arg(long, value_name = "SIZE", help_heading = VOLUMES)]
     pub volumes_www_size: Option<String>,
 
-    /// Size of the cache volume (var-cache) [default: 10Gi].
+    /// Size of the cache volume (var-cache) [default: 10Gi]. [remembered]
     #[arg(long, value_name = "SIZE", help_heading = VOLUMES)]
     pub volumes_cache_size: Option<String>,
 
-    /// Size of any volume, NAME=SIZE (repeatable), e.g. --volume-size root=1Gi.
+    /// Size of any volume, NAME=SIZE (repeatable), e.g. --volume-size root=1Gi. [remembered]
     #[arg(long, value_name = "NAME=SIZE", help_heading = VOLUMES)]
     pub volume_size: Vec<String>,
 
     /// Your PersistentVolumeClaim holding a local mirror: mounted at /mirror in the server
-    /// (MIRROR_PATH), where the migrated configuration points; never written.
+    /// (MIRROR_PATH), where the migrated configuration points; never written. [remembered]
     #[arg(long, value_name = "CLAIM", help_heading = VOLUMES)]
     pub mirror_claim: Option<String>,
 
-    /// Server image [default: uyuni/server].
+    /// Server image [default: uyuni/server]. [remembered]
     #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
     pub image: Option<String>,
 
-    /// Tag of the server image [default: latest].
+    /// Tag of the server image [default: latest]. [remembered]
     #[arg(long, value_name = "TAG", help_heading = IMAGE)]
     pub tag: Option<String>,
 
     /// Registry prepended to image names without a host [default: registry.opensuse.org].
+    /// [remembered]
     #[arg(long, alias = "registry", value_name = "HOST", help_heading = IMAGE)]
     pub registry_host: Option<String>,
 
-    /// Image pull policy: Always, IfNotPresent or Never [default: Always].
+    /// Image pull policy: Always, IfNotPresent or Never [default: Always]. [remembered]
     #[arg(long, alias = "pullPolicy", value_name = "POLICY", help_heading = IMAGE)]
     pub pull_policy: Option<String>,
 
     /// User of the registry: the tool writes pull Secret `registry-credentials` for the server
     /// image's registry; the password comes from --registry-password-file or
-    /// UYUNI_REGISTRY_PASSWORD (asked for on a terminal when neither is given).
+    /// UYUNI_REGISTRY_PASSWORD (asked for on a terminal when neither is given). [remembered]
     #[arg(long, value_name = "USER", conflicts_with = "image_pull_secret", help_heading = IMAGE)]
     pub registry_user: Option<String>,
 
@@ -529,98 +535,99 @@ pub struct MigrateCmd {
     pub registry_password_file: Option<PathBuf>,
 
     /// Your own pull Secret in the namespace, referenced by every pod and never written.
+    /// [remembered]
     #[arg(long, value_name = "NAME", help_heading = IMAGE)]
     pub image_pull_secret: Option<String>,
 
-    /// PostgreSQL image of the `db` Deployment [default: uyuni/server-postgresql].
+    /// PostgreSQL image of the `db` Deployment [default: uyuni/server-postgresql]. [remembered]
     #[arg(long = "db-image", alias = "pgsql-image", value_name = "IMAGE", help_heading = IMAGE)]
     pub db_image: Option<String>,
 
-    /// Tag of the PostgreSQL image [default: the server's tag].
+    /// Tag of the PostgreSQL image [default: the server's tag]. [remembered]
     #[arg(long = "pgsql-tag", alias = "db-tag", value_name = "TAG", help_heading = IMAGE)]
     pub db_tag: Option<String>,
 
     /// Image that upgrades the synced database to the PostgreSQL major of the database image
-    /// [default: uyuni/server-database-migration].
+    /// [default: uyuni/server-database-migration]. [remembered]
     #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
     pub dbupgrade_image: Option<String>,
 
-    /// Tag of the database upgrade image [default: the server's tag].
+    /// Tag of the database upgrade image [default: the server's tag]. [remembered]
     #[arg(long, value_name = "TAG", help_heading = IMAGE)]
     pub dbupgrade_tag: Option<String>,
 
-    /// Hub XML-RPC API image [default: uyuni/server-hub-xmlrpc-api, the server's tag].
+    /// Hub XML-RPC API image [default: uyuni/server-hub-xmlrpc-api, the server's tag]. [remembered]
     #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
     pub hubxmlrpc_image: Option<String>,
 
-    /// Replicas of the hub XML-RPC API [default: 1 if the source ran it, else 0].
+    /// Replicas of the hub XML-RPC API [default: 1 if the source ran it, else 0]. [remembered]
     #[arg(long, value_name = "N", help_heading = IMAGE)]
     pub hubxmlrpc_replicas: Option<u32>,
 
-    /// Confidential computing attestation image [default: uyuni/server-attestation].
+    /// Confidential computing attestation image [default: uyuni/server-attestation]. [remembered]
     #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
     pub coco_image: Option<String>,
 
-    /// Replicas of the confidential computing attestation [default: 0].
+    /// Replicas of the confidential computing attestation [default: 0]. [remembered]
     #[arg(long, value_name = "N", help_heading = IMAGE)]
     pub coco_replicas: Option<u32>,
 
     /// Deploy the TFTP server (Deployment and LoadBalancer Service tftp): --tftp or
     /// --tftp=true deploys it, --tftp=false does not [default: as the source, whose
-    /// tftp.socket is checked by the data sync].
+    /// tftp.socket is checked by the data sync]. [remembered]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "TFTP")]
     pub tftp: Option<bool>,
 
-    /// TFTP server image [default: uyuni/proxy-tftpd, the server's registry].
+    /// TFTP server image [default: uyuni/proxy-tftpd, the server's registry]. [remembered]
     #[arg(long, value_name = "IMAGE", help_heading = "TFTP")]
     pub tftp_image: Option<String>,
 
-    /// Tag of the TFTP server image [default: the server's tag].
+    /// Tag of the TFTP server image [default: the server's tag]. [remembered]
     #[arg(long, value_name = "TAG", help_heading = "TFTP")]
     pub tftp_tag: Option<String>,
 
     /// Run the TFTP server on its node's network instead of behind a LoadBalancer Service,
     /// for clusters without a LoadBalancer implementation (PXE clients then use that node's
-    /// address).
-    #[arg(long, help_heading = "TFTP")]
-    pub tftp_host_network: bool,
+    /// address). [remembered]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "TFTP")]
+    pub tftp_host_network: Option<bool>,
 
     /// Run the server container privileged instead of with capability SYS_ADMIN only (the
     /// official chart's default). Only for clusters whose runtime or policy refuses the
     /// image's cgroup2 mount otherwise: a privileged container gets no private cgroup
-    /// namespace on containerd, so the server then sees the host's whole cgroup tree.
-    #[arg(long, help_heading = "Server security")]
-    pub server_privileged: bool,
+    /// namespace on containerd, so the server then sees the host's whole cgroup tree. [remembered]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Server security")]
+    pub server_privileged: Option<bool>,
 
     /// SELinux type spc_t and AppArmor Unconfined for the server container (the chart's
     /// server.superPrivileged), for hosts whose SELinux or AppArmor policy blocks systemd in
-    /// a container.
-    #[arg(long, help_heading = "Server security", conflicts_with_all = ["server_selinux_type", "server_apparmor_profile"])]
-    pub server_super_privileged: bool,
+    /// a container. [remembered]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Server security")]
+    pub server_super_privileged: Option<bool>,
 
     /// SELinux type of the server container (the chart's server.selinuxType), for example a
-    /// policy module's uyuni_container_t.
+    /// policy module's uyuni_container_t. [remembered]
     #[arg(long, value_name = "TYPE", help_heading = "Server security")]
     pub server_selinux_type: Option<String>,
 
     /// AppArmor profile loaded on the nodes for the server container (the chart's
-    /// server.apparmorProfile, type Localhost).
+    /// server.apparmorProfile, type Localhost). [remembered]
     #[arg(long, value_name = "PROFILE", help_heading = "Server security")]
     pub server_apparmor_profile: Option<String>,
 
     /// Ingress controller to expose the server through: auto (the cluster's default
-    /// IngressClass), traefik, nginx or none.
+    /// IngressClass), traefik, nginx or none. [remembered]
     #[arg(long, value_name = "CONTROLLER", help_heading = "Networking")]
     pub ingress: Option<String>,
 
-    /// IngressClass of the Ingresses [default: the detected controller's class].
+    /// IngressClass of the Ingresses [default: the detected controller's class]. [remembered]
     #[arg(long, value_name = "NAME", help_heading = "Networking")]
     pub ingress_class: Option<String>,
 
     /// Also configure the ingress controller's TCP/UDP ports (a HelmChartConfig in kube-system,
-    /// k3s and RKE2); without it the needed configuration is printed.
-    #[arg(long, help_heading = "Networking")]
-    pub configure_ingress_controller: bool,
+    /// k3s and RKE2); without it the needed configuration is printed. [remembered]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Networking")]
+    pub configure_ingress_controller: Option<bool>,
 
     /// Show every step and a diff of every object that would change; write nothing. `server`
     /// also sends each write to the API server as a dry run, so admission and validation

@@ -9,6 +9,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use uyuni_core::dataplane::{self, DataPlane};
 use uyuni_core::plan::Op;
+use uyuni_core::record::Setting;
 use uyuni_core::render::{self, Line, LineKind, RenderOptions};
 use uyuni_core::{MigrateParams, Observed, Step};
 use uyuni_effects::dry_run::{ServerDryRun, server_dry_run};
@@ -65,6 +66,8 @@ struct DryRunDocument<'a> {
     plan: render::PlanDocument,
     data_plane: &'a DataPlane,
     safety: &'a uyuni_core::preview::Safety,
+    /// The remembered flags in effect, and what a flag changed (`core::record`).
+    remembered: &'a [Setting],
     execution: Vec<render::ExecutedStep>,
     /// Only with `--dry-run=server`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -157,6 +160,7 @@ pub async fn run(
     cli: &Cli,
     conn: &uyuni_effects::Connection,
     params: &MigrateParams,
+    remembered: &[Setting],
     observed: &Observed,
     reporter: &Reporter,
 ) -> Result<bool> {
@@ -205,6 +209,7 @@ pub async fn run(
                 plan: render::plan_document(&params.namespace, &preview.steps, observed),
                 data_plane: &plane,
                 safety: &safety,
+                remembered,
                 execution: render::execution(&preview.executed),
                 server_dry_run: checks
                     .as_ref()
@@ -233,6 +238,8 @@ pub async fn run(
             lines.push(Line::plain(""));
             lines.extend(render::plain_lines(&safety.render(&params.source_fqdn)));
             lines.extend(render::plain_lines(&confirmation(cmd, &safety)));
+            lines.push(Line::plain(""));
+            lines.extend(render::plain_lines(&uyuni_core::record::render(remembered)));
             if let Some(checks) = &checks {
                 lines.extend(render::plain_lines(&server_text(checks)));
             }

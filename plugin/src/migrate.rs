@@ -225,19 +225,31 @@ fn args(
 /// data sync for a finished migration.
 const NOT_BUILT: &str = "Not built yet: Gateway API routes, saline, and LoadBalancer/NodePort Services for the server's ports as an alternative to the ingress controller.";
 
-/// Connects, and validates the flags into parameters: everything before the first request that
-/// depends on them.
+/// Connects, reads the flags earlier runs recorded, and validates them with the flags given
+/// into parameters: everything before the first request that depends on them. Also returns
+/// where each remembered value comes from, for the dry run.
 async fn start(
     cmd: &MigrateCmd,
     cli: &Cli,
     reporter: &Reporter,
-) -> Result<(uyuni_effects::Connection, MigrateParams)> {
+) -> Result<(
+    uyuni_effects::Connection,
+    MigrateParams,
+    Vec<uyuni_core::record::Setting>,
+)> {
     let conn = connect(&cli.kube).await?;
     // The hints from now on name the context the connection resolved.
     reporter.set_kubectl(cli.kube.kubectl_hint());
     let args = args(cmd, cli, conn.namespace.clone(), conn.namespace_explicit)?;
-    let params = MigrateParams::from_args(&args).map_err(|e| anyhow!("{e}"))?;
-    Ok((conn, params))
+    let recorded = uyuni_effects::record::server_spec(
+        &conn.client,
+        &conn.namespace,
+        &uyuni_effects::NoProgress,
+    )
+    .await?;
+    let (params, settings) =
+        uyuni_core::record::params(args, &recorded).map_err(|e| anyhow!("{e}"))?;
+    Ok((conn, params, settings))
 }
 
 /// Asks the cluster whether the user may make every write of the run; `None` (with a warning)
@@ -266,12 +278,12 @@ pub async fn review_access(
 
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
-    let (conn, mut params) = start(cmd, cli, reporter).await?;
+    let (conn, mut params, settings) = start(cmd, cli, reporter).await?;
     let observation = uyuni_core::observed::observation(&params);
     let observed = uyuni_effects::observe(&conn.client, &observation).await?;
     // The names the real run would give its Jobs.
     params.run_id = clock::run_id_unused_in(&observed);
-    crate::dry_run::run(cmd, cli, &conn, &params, &observed, reporter).await
+    crate::dry_run::run(cmd, cli, &conn, &params, &settings, &observed, reporter).await
 }
 
 /// The human form of the result; `db_volume`: the claim the database runs on now (final runs).
@@ -396,7 +408,7 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
         dry_run(cmd, cli, reporter).await?;
         return Ok(());
     }
-    let (conn, mut params) = start(cmd, cli, reporter).await?;
+    let (conn, mut params, _) = start(cmd, cli, reporter).await?;
     let mut run_id_chosen = false;
     let mut observer = uyuni_effects::Observer::new(
         conn.client.clone(),

@@ -29,6 +29,7 @@ const NS_THIRD_PARTY: &str = "uyuni-third-party";
 const NS_FAILING: &str = "uyuni-failing";
 const NS_PSA: &str = "uyuni-psa";
 const NS_RBAC: &str = "uyuni-rbac";
+const NS_REMEMBERED: &str = "uyuni-remembered";
 
 /// The source's third-party certificate and key (self-signed), the same for every caller: the
 /// scenario that carries them is part of the shared cluster's configuration.
@@ -448,6 +449,41 @@ fn prepare_then_final_on_rke2_with_third_party_certificates() {
     // The certificates came from the files: no cert-manager object was needed or written.
     let cert = env.get(&["secret", "uyuni-cert", "-n", env.ns]);
     assert_eq!(cert["type"], "kubernetes.io/tls");
+}
+
+/// `--prepare --tag X`, then a final run without `--tag`: the server runs at tag X, from the
+/// record the prepare run wrote in ConfigMap `uyuni-server-spec` (written, read back and
+/// applied again through upstream's apiserver and server-side apply).
+#[test]
+fn a_tag_given_to_prepare_is_remembered_by_the_final_run() {
+    if !real_plane_or_skip("the remembered flags on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_REMEMBERED);
+    let mut prepare = vec!["migrate", SOURCE, "--prepare", "--tag", "2025.10"];
+    let ssh = ssh_flags();
+    prepare.extend(ssh.iter().map(String::as_str));
+    let out = env.uyuni(&prepare);
+    assert!(out.status.success(), "{}", both(&out));
+    let spec = env.get(&["configmap", "uyuni-server-spec", "-n", env.ns]);
+    assert_eq!(spec["data"]["tag"], "2025.10", "{spec:#}");
+
+    let out = env.migrate(&[]);
+    assert!(out.status.success(), "{}", both(&out));
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    let image = server["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(image.ends_with("/uyuni/server:2025.10"), "{image}");
+    assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+
+    // Once more without the flag: nothing is written, nothing reverted.
+    let before = written_versions(&env);
+    let again = env.migrate(&[]);
+    let (_, stderr) = text(&again);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    assert_eq!(written_versions(&env), before, "the run changed objects");
 }
 
 /// The Secret's `key`, decoded.

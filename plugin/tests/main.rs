@@ -11,6 +11,7 @@ mod dry_run;
 mod e2e;
 mod e2e_migration;
 mod e2e_real_migration;
+mod e2e_remembered;
 mod e2e_requests;
 mod e2e_rerun;
 mod e2e_safety;

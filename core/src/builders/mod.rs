@@ -11,6 +11,7 @@ pub mod namespace;
 pub mod pvc;
 pub mod registry;
 pub mod server;
+pub mod spec;
 pub mod tftp;
 pub mod tls;
 

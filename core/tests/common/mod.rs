@@ -137,6 +137,9 @@ pub fn extracted_secret(job: &str, password: &str, ca_key: Option<&str>) -> Obje
 pub fn after_sync(params: &MigrateParams) -> Observed {
     let mut o = empty_cluster();
     o.insert(namespace());
+    o.insert(Object::ConfigMap(uyuni_core::builders::spec::server_spec(
+        params,
+    )));
     o.insert(Object::Secret(migration::ssh_key_secret(
         NAMESPACE,
         params.ssh_key.as_ref().expect("key"),

@@ -21,6 +21,7 @@ mod plan_steps;
 mod pod_security;
 mod ports;
 mod probe;
+mod record;
 mod render;
 mod resolve;
 mod scripts_database;

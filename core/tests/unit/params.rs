@@ -81,7 +81,7 @@ fn the_tftp_image_follows_the_server_and_its_flags_are_checked() {
     a.tftp_image = Some("registry.example.com/tftpd".into());
     a.tftp_tag = Some("5.2.1".into());
     a.tftp = Some(true);
-    a.tftp_host_network = true;
+    a.tftp_host_network = Some(true);
     let p = MigrateParams::from_args(&a).expect("valid");
     assert_eq!(p.image.tftp, "registry.example.com/tftpd:5.2.1");
     assert_eq!(
@@ -304,7 +304,7 @@ fn the_server_runs_as_the_chart_confines_it_unless_asked_otherwise() {
     assert_eq!(plain.server_security, ServerSecurity::default());
 
     let mut a = args();
-    a.server_privileged = true;
+    a.server_privileged = Some(true);
     a.server_selinux_type = Some(" uyuni_container_t ".into());
     a.server_apparmor_profile = Some("uyuni-server".into());
     let p = MigrateParams::from_args(&a).expect("valid");
@@ -319,7 +319,7 @@ fn the_server_runs_as_the_chart_confines_it_unless_asked_otherwise() {
     );
 
     let mut b = args();
-    b.server_super_privileged = true;
+    b.server_super_privileged = Some(true);
     b.server_apparmor_profile = Some("uyuni-server".into());
     assert!(matches!(
         MigrateParams::from_args(&b),

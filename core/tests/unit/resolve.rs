@@ -42,7 +42,7 @@ fn data(tftp: Option<bool>, placeholder: bool) -> ExtractedData {
 fn tftp_params(tftp: Option<bool>, host_network: bool) -> MigrateParams {
     let mut a = args();
     a.tftp = tftp;
-    a.tftp_host_network = host_network;
+    a.tftp_host_network = Some(host_network);
     MigrateParams::from_args(&a).expect("valid")
 }
 
