@@ -386,8 +386,10 @@ fn rerun_with_changed_flags(env: &Env) {
         let name = w.name.as_deref().unwrap_or_default();
         // The image checks read the images again with the new policy; nothing else runs.
         let image_check = resource == "jobs" && name.starts_with("uyuni-image-check-");
+        // The record of the server's specification takes the new policy too.
+        let record = resource == "configmaps" && name == "uyuni-server-spec";
         assert!(
-            resource == "deployments" || image_check,
+            resource == "deployments" || image_check || record,
             "{} {resource} {name}",
             w.method
         );
