@@ -423,6 +423,14 @@ fn rerun_with_changed_flags(env: &Env) {
             "{name}"
         );
     }
+    // The policy is remembered: run again without the flag, nothing to do.
+    let again = env.migrate(&[]);
+    let (stdout, stderr) = text(&again);
+    assert!(
+        again.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
 }
 
 /// Full migrations over flavours, TLS modes and PostgreSQL upgrades (see the list below).
