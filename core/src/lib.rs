@@ -9,7 +9,8 @@
 //! - names and plain values: the [`catalogue`] of object names, components, step ids, in-pod
 //!   paths and data keys; [`labels`]; [`object`]; [`secret`] values and masking; [`shell`]
 //!   quoting; [`image`]s; PostgreSQL versions [`pg`]; the `kubectl` command lines printed for the
-//!   user [`kubectl`]; [`permission`]s; the [`volumes`] and [`ports`] catalogues; SSH key checks
+//!   user [`kubectl`]; [`permission`]s; the one-writer Lease [`lock`]; the [`volumes`] and
+//!   [`ports`] catalogues; SSH key checks
 //!   [`ssh`];
 //! - what the user asked for, validated once: [`params`]; the dry run's ssh to the source
 //!   [`probe`];
@@ -32,6 +33,7 @@ pub mod dataplane;
 pub mod image;
 pub mod kubectl;
 pub mod labels;
+pub mod lock;
 pub mod object;
 pub mod observed;
 pub mod outage;
