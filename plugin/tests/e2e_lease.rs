@@ -170,7 +170,7 @@ fn e2e_lease_a_holder_killed_with_sigkill_is_taken_over_with_force_unlock_at_onc
     env.create_namespace();
     let created = env.sim.job_created_channel("data-sync");
     let mut killed = spawn_migrate(&env, &[]);
-    created
+    let sync = created
         .recv_timeout(Duration::from_secs(120))
         .expect("a data-sync Job is created");
     let pid = killed.id();
@@ -183,9 +183,10 @@ fn e2e_lease_a_holder_killed_with_sigkill_is_taken_over_with_force_unlock_at_onc
     let before = env.sim.request_log().len();
     let out = env.migrate(&ssh_flags());
     refused_naming(&out, pid);
+    // The killed run's data-sync Job goes on, and its pod reports its progress on it.
     let writes: Vec<String> = env.sim.request_log()[before..]
         .iter()
-        .filter(|r| r.write)
+        .filter(|r| r.write && r.name.as_deref() != Some(sync.name.as_str()))
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
     assert!(writes.is_empty(), "the refused run wrote {writes:?}");
@@ -301,5 +302,60 @@ fn e2e_lease_a_dry_run_never_touches_the_lease_and_a_run_into_a_new_namespace_ta
         writes_before,
         ["PATCH namespaces"],
         "only the namespace is written before the lease"
+    );
+}
+
+#[test]
+fn e2e_lease_a_run_that_lost_its_lease_stops_before_its_next_write() {
+    let mut scenario = quick_migration();
+    // Long against the run's renewals (every second with a 3 s lease): the run notices the
+    // loss while it waits for this Job.
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        job.duration_ms = 10_000;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    env.create_namespace();
+    let created = env.sim.job_created_channel("data-sync");
+    let run = spawn_migrate(&env, &["--lease-duration-seconds", "3"]);
+    created
+        .recv_timeout(Duration::from_secs(120))
+        .expect("a data-sync Job is created");
+    let jobs = |env: &Env| {
+        env.sim
+            .objects("batch/v1", "Job", Some(NS))
+            .iter()
+            .map(|j| support::name(j).to_owned())
+            .collect::<Vec<_>>()
+    };
+    let jobs_then = jobs(&env);
+    // Another run takes the lease over, as --force-unlock does.
+    let mut taken = lease(&env).expect("held");
+    taken["spec"]["holderIdentity"] = "bob@elsewhere/1/20270101000000".into();
+    taken["metadata"]["annotations"]["kubectl-uyuni.io/pid"] = "1".into();
+    env.sim.put(taken).expect("taken over");
+
+    let out = run.wait_with_output().expect("output");
+    let (stdout, stderr) = text(&out);
+    assert!(
+        !out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "this run no longer holds Lease kubectl-uyuni in namespace uyuni (another run took it over"
+        ) && stderr.contains("so it stopped before its next write"),
+        "{stderr}"
+    );
+    assert_eq!(
+        jobs(&env),
+        jobs_then,
+        "no Job after the one it waited for\n{stderr}"
+    );
+    assert_eq!(
+        lease(&env).expect("the lease stays its new holder's")["spec"]["holderIdentity"],
+        "bob@elsewhere/1/20270101000000"
     );
 }
