@@ -161,14 +161,26 @@ impl RunLock {
     }
 
     /// Releases the lease if this run holds it; a lease that cannot be released runs out by
-    /// itself.
+    /// itself. Bounded in time: an interrupted run against an API server that stopped
+    /// answering must still end.
     pub async fn release(&self, reporter: &Reporter) {
-        if let Some(held) = self.held.lock().await.take()
-            && let Err(e) = held.release().await
-        {
-            reporter.warn(&format!(
-                "{e}; it runs out by itself after its duration, and until then another run in this namespace is refused"
-            ));
-        }
+        let Some(held) = self.held.lock().await.take() else {
+            return;
+        };
+        let problem = match tokio::time::timeout(RELEASE_TIMEOUT, held.release()).await {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
+                "Lease {} was not released within {} s",
+                uyuni_core::lock::LEASE_NAME,
+                RELEASE_TIMEOUT.as_secs()
+            ),
+        };
+        reporter.warn(&format!(
+            "{problem}; it runs out by itself after its duration, and until then another run in this namespace is refused"
+        ));
     }
 }
+
+/// How long the release at the end of a run may take.
+const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
