@@ -182,6 +182,10 @@ pub fn needed_by(params: &MigrateParams, observed: &Observed, foreseen: &[Step])
     for step in foreseen {
         out.extend(step_needs(step, &params.namespace));
     }
+    // A run that writes holds the namespace's Lease from its first write to its end.
+    if foreseen.iter().any(|s| s.action != Action::None) {
+        out.extend(crate::lock::needs(&params.namespace));
+    }
     out.sort();
     out.dedup();
     out

@@ -9,8 +9,8 @@
 //! - names and plain values: the [`catalogue`] of object names, components, step ids, in-pod
 //!   paths and data keys; [`labels`]; [`object`]; [`secret`] values and masking; [`shell`]
 //!   quoting; [`image`]s; PostgreSQL versions [`pg`]; the `kubectl` command lines printed for the
-//!   user [`kubectl`]; [`permission`]s; the [`volumes`] and [`ports`] catalogues; SSH key checks
-//!   [`ssh`]; certificate checks [`certs`];
+//!   user [`kubectl`]; [`permission`]s; the one-writer Lease [`lock`]; the [`volumes`] and
+//!   [`ports`] catalogues; SSH key checks [`ssh`]; certificate checks [`certs`];
 //! - what the user asked for, validated once: [`params`]; the flags earlier runs recorded
 //!   [`record`]; the dry run's ssh to the source [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
@@ -33,6 +33,7 @@ pub mod dataplane;
 pub mod image;
 pub mod kubectl;
 pub mod labels;
+pub mod lock;
 pub mod object;
 pub mod observed;
 pub mod outage;

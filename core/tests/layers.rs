@@ -21,6 +21,8 @@ const LAYERS: &[&str] = &[
     "pg",
     "kubectl",
     "permission",
+    // The one-writer Lease: names, its builder and the decisions on it.
+    "lock",
     "volumes",
     "ports",
     "ssh",

@@ -175,6 +175,10 @@ fn the_permissions_of_a_run_name_every_kind_it_writes() {
     assert!(has("create", "persistentvolumeclaims", Some("uyuni")));
     assert!(has("patch", "secrets", Some("uyuni")));
     assert!(has("create", "roles", Some("uyuni")));
+    // The namespace's Lease, one writer at a time.
+    for verb in ["get", "create", "update", "delete"] {
+        assert!(has(verb, "leases", Some("uyuni")), "{verb} leases");
+    }
     assert!(
         has("patch", "deployments", Some("uyuni")),
         "the server, after the sync"

@@ -13,7 +13,8 @@
 //! - the record of the server's specification, read before the flags are validated:
 //!   [`record`];
 //! - retries of transient API failures: [`retry`]; errors: [`error`]; progress events:
-//!   [`progress`].
+//!   [`progress`];
+//! - the namespace's Lease, one writer at a time: [`lease`].
 
 // Errors end a command and are built once; a larger `Err` costs nothing that matters, while
 // boxing every variant would make them clumsier to match on. (Big sources are boxed anyway.)
@@ -28,6 +29,7 @@ pub mod error;
 pub mod execute;
 pub mod inspect;
 pub mod job;
+pub mod lease;
 pub mod observe;
 pub mod progress;
 pub mod record;

@@ -245,7 +245,10 @@ const NOT_REPEATED_WITH_VALUE: [&str; 14] = [
 
 /// Flags without value that a repeated run does not need (or must not inherit: `--yes` is the
 /// user's decision each time, `--prepare` is chosen by the hint).
-const NOT_REPEATED: [&str; 12] = [
+// --force-unlock is about the holder of one moment: a hint to run again must not take the
+// lease from whoever holds it then.
+const NOT_REPEATED: [&str; 13] = [
+    "--force-unlock",
     "--insecure-skip-tls-verify",
     "-q",
     "--quiet",
@@ -403,6 +406,19 @@ pub struct MigrateCmd {
     /// needed where there is no terminal to ask on, as in scripts. --prepare never stops them.
     #[arg(long, short = 'y')]
     pub yes: bool,
+
+    /// Take over the namespace's Lease kubectl-uyuni from another run that holds it. Only for
+    /// a run that died (killed, or its host gone) without releasing it: if that run is still
+    /// going, both write the same objects and volumes. A lease left by a dead run also runs
+    /// out by itself, 60 s after its last renewal, and a run takes it over then without this
+    /// flag. The run says whose lease it takes.
+    #[arg(long)]
+    pub force_unlock: bool,
+
+    /// How long the run's Lease counts as held after each renewal, in seconds (60 unless
+    /// given; renewed every third of it). For tests of a holder that died; hidden.
+    #[arg(long, hide = true, value_name = "SECONDS", value_parser = clap::value_parser!(i32).range(1..))]
+    pub lease_duration_seconds: Option<i32>,
 
     /// Compress the copy on the wire (rsync -z), for a slow link between the cluster and the
     /// source; without it the data travels as it is, which is faster on a LAN.

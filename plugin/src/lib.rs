@@ -7,6 +7,7 @@ pub mod cli;
 pub mod clock;
 pub mod completion;
 pub mod dry_run;
+pub mod lock;
 pub mod migrate;
 pub mod output;
 pub mod source_probe;
@@ -115,14 +116,21 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
             Ok(())
         }
         Command::Migrate(cmd) => {
-            let work = migrate::run(cmd, cli, reporter);
+            let run_lock = lock::RunLock::default();
+            let work = migrate::run(cmd, cli, reporter, &run_lock);
             // Dropping `work` stops it at its next await point: an object being applied was
             // sent whole or not at all (server-side apply), and a Job keeps running.
-            let signal = tokio::select! {
-                result = work => return result,
-                signal = interrupt() => signal,
+            let outcome = tokio::select! {
+                result = work => Ok(result),
+                signal = interrupt() => Err(signal),
             };
-            Err(Interrupted::new(signal, cmd, cli, reporter).into())
+            // However the run ended (done, failed, or interrupted), its namespace's lease is
+            // released for the next run.
+            run_lock.release(reporter).await;
+            match outcome {
+                Ok(result) => result,
+                Err(signal) => Err(Interrupted::new(signal, cmd, cli, reporter).into()),
+            }
         }
     }
 }

@@ -384,7 +384,12 @@ fn tftp_line(params: &MigrateParams, data: &ExtractedData, facts: &Facts) -> Str
     format!("{source}{deployed}")
 }
 
-pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()> {
+pub async fn run(
+    cmd: &MigrateCmd,
+    cli: &Cli,
+    reporter: &Reporter,
+    run_lock: &crate::lock::RunLock,
+) -> Result<()> {
     if let Some(divisor) = cmd.retry_delay_divisor {
         uyuni_effects::retry::shorten_delays(divisor);
     }
@@ -516,6 +521,11 @@ pub async fn run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<()>
                 confirmed = true;
             }
         }
+        // One writer at a time: the namespace's lease, taken before the first write (dry runs
+        // never get here), checked before every later one.
+        run_lock
+            .before_write(&conn, cmd, cli, &params, step, reporter)
+            .await?;
         executed += 1;
         if executed > uyuni_core::preview::MAX_STEPS {
             bail!(

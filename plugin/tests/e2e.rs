@@ -270,7 +270,9 @@ fn an_interrupted_run_resumes_by_waiting_for_the_running_job() {
     child.kill().expect("kill");
     let _ = child.wait();
 
-    let out = env.migrate(&[]);
+    // Killed outright, the run left the namespace's Lease behind (e2e_lease: a run without
+    // --force-unlock is refused until it runs out).
+    let out = env.migrate(&["--force-unlock".to_owned()]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(

@@ -30,6 +30,7 @@ const NS_FAILING: &str = "uyuni-failing";
 const NS_PSA: &str = "uyuni-psa";
 const NS_RBAC: &str = "uyuni-rbac";
 const NS_REMEMBERED: &str = "uyuni-remembered";
+const NS_LEASE: &str = "uyuni-lease";
 
 /// The source's third-party certificate and key (self-signed), the same for every caller: the
 /// scenario that carries them is part of the shared cluster's configuration.
@@ -81,6 +82,13 @@ fn shared_scenario() -> Scenario {
     fail_once.later_attempts = vec![ok];
     failing.jobs.insert("db-fixup".into(), fail_once);
     shared.namespaces.insert(NS_FAILING.into(), failing);
+
+    // Copies long enough for two runs started together to meet at the lease.
+    let mut lease = scenarios::migration();
+    if let Some(job) = lease.jobs.get_mut("data-sync") {
+        job.duration_ms = 8_000;
+    }
+    shared.namespaces.insert(NS_LEASE.into(), lease);
     shared
 }
 
@@ -783,6 +791,9 @@ fn migrator_role(with_log: bool) -> Value {
             "resources": ["ingresses", "ingressclasses"], "verbs": ["*"]}),
         serde_json::json!({"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"],
             "verbs": ["get", "list", "watch"]}),
+        // The namespace's Lease, one writer at a time.
+        serde_json::json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+            "verbs": ["get", "create", "update", "delete"]}),
         serde_json::json!({"apiGroups": ["cert-manager.io", "traefik.io", "helm.cattle.io"],
             "resources": ["*"], "verbs": ["*"]}),
     ];
@@ -866,4 +877,121 @@ fn rbac_a_user_without_pods_log_is_refused_before_any_write_and_with_it_all_is_a
         line.contains("allowed") && !line.contains("MISSING"),
         "{line}"
     );
+}
+
+/// The pid in the namespace's Lease, if one is held.
+fn lease_pid(env: &RealEnv) -> Option<u32> {
+    env.items(&["leases", "-n", env.ns])
+        .iter()
+        .find(|l| l["metadata"]["name"] == "kubectl-uyuni")
+        .and_then(|l| l["metadata"]["annotations"]["kubectl-uyuni.io/pid"].as_str())
+        .and_then(|p| p.parse().ok())
+}
+
+fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !condition() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(300),
+            "still waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// One writer at a time on the real control plane (issue 33): after a `--prepare` copy, two
+/// final runs started together make one final copy, and the other refuses naming the holder;
+/// SIGTERM releases the holder's Lease; a holder killed with SIGKILL leaves it, and the next
+/// run takes it over once it ran out (by the API server's clock) and finishes the migration.
+#[test]
+fn lease_two_final_runs_make_one_copy_and_a_killed_holder_is_taken_over_once_its_lease_ran_out() {
+    if !real_plane_or_skip("one writer at a time on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::Plain, true), NS_LEASE);
+    let flags = ssh_flags();
+    let spawn = |extra: &[&str]| {
+        let mut args = vec!["migrate", SOURCE, "--yes"];
+        args.extend(flags.iter().map(String::as_str));
+        args.extend_from_slice(extra);
+        env.command(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs")
+    };
+    let out = spawn(&["--prepare"]).wait_with_output().expect("output");
+    assert!(out.status.success(), "{}", both(&out));
+    let finals = || {
+        jobs_of(&env, "data-sync")
+            .iter()
+            .filter(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/sync-mode"] == "final")
+            .count()
+    };
+
+    let mut runs = vec![spawn(&[]), spawn(&[])];
+    let ended = loop {
+        if let Some(i) = runs
+            .iter_mut()
+            .position(|r| r.try_wait().expect("wait").is_some())
+        {
+            break i;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let refusal = runs.remove(ended).wait_with_output().expect("output");
+    let holding = runs.remove(0);
+    let pid = lease_pid(&env).expect("the lease is held");
+    assert_eq!(
+        holding.id(),
+        pid,
+        "the lease names the process that holds it"
+    );
+    let (_, stderr) = text(&refusal);
+    assert!(!refusal.status.success(), "{}", both(&refusal));
+    for part in [
+        &format!("another run is writing to namespace {NS_LEASE}"),
+        &format!("migrate {SOURCE} --yes"),
+        &format!("(process {pid}), since "),
+        "Nothing was written",
+        "--force-unlock`",
+    ] {
+        assert!(stderr.contains(part), "{part:?} in:\n{stderr}");
+    }
+    wait_until("the holder's final copy", || finals() == 1);
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = holding.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(143), "{}", both(&out));
+    assert_eq!(lease_pid(&env), None, "released on SIGTERM");
+
+    // A run with a 2 s lease, killed while it holds it: the next run waits for it to run out.
+    let mut killed = spawn(&["--lease-duration-seconds", "2"]);
+    let killed_pid = killed.id();
+    wait_until("the second holder", || lease_pid(&env) == Some(killed_pid));
+    killed.kill().expect("SIGKILL");
+    let _ = killed.wait();
+    let left = env.get(&["lease", "kubectl-uyuni", "-n", env.ns]);
+    let renewed: k8s_openapi::jiff::Timestamp = left["spec"]["renewTime"]
+        .as_str()
+        .expect("renewTime")
+        .parse()
+        .expect("a time");
+    let end = renewed + k8s_openapi::jiff::SignedDuration::from_secs(4);
+    wait_until("the lease to run out", || {
+        k8s_openapi::jiff::Timestamp::now() > end
+    });
+    let out = env.migrate(&[]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        stderr.contains("took over Lease kubectl-uyuni")
+            && stderr.contains(&format!("(process {killed_pid})")),
+        "{stderr}"
+    );
+    assert_eq!(finals(), 1, "one final copy in all");
+    assert_eq!(lease_pid(&env), None, "released at the end");
 }

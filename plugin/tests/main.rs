@@ -9,6 +9,7 @@ mod cli;
 mod completion;
 mod dry_run;
 mod e2e;
+mod e2e_lease;
 mod e2e_migration;
 mod e2e_real_migration;
 mod e2e_remembered;

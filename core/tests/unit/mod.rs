@@ -12,6 +12,7 @@ mod dataplane;
 mod image;
 mod kubectl;
 mod labels;
+mod lock;
 mod observed;
 mod observed_objects;
 mod params;

@@ -1,0 +1,186 @@
+//! One writer at a time: the run's hold on its namespace's Lease (`uyuni_core::lock` decides,
+//! `uyuni_effects::lease` reads and writes it), taken before the run's first write and released
+//! by the caller of `migrate::run` however the run ends — at its end, on an error, and on
+//! SIGINT/SIGTERM, when the run's future is dropped. A run killed outright (SIGKILL, a lost
+//! host) leaves it behind; it runs out after its duration.
+//!
+//! A namespace that does not exist yet cannot hold a lease. The rule: the step that writes the
+//! namespace (the first of a run into a new namespace) runs before the lease is taken, and the
+//! lease is taken right after it. Two runs racing there both apply the same Namespace by
+//! server-side apply, which is idempotent (the second apply of the same fields by the same
+//! field manager changes nothing), and then only one of them gets the lease.
+
+use anyhow::{Result, anyhow, bail};
+use tokio::sync::Mutex;
+use uyuni_core::lock::Taker;
+use uyuni_core::{Action, Kind, MigrateParams, Step};
+use uyuni_effects::lease::{self, Acquired, Held};
+
+use crate::cli::{self, MigrateCmd};
+use crate::output::Reporter;
+
+/// The lease this run holds, if it took it.
+#[derive(Debug, Default)]
+pub struct RunLock {
+    held: Mutex<Option<Held>>,
+}
+
+/// `kubectl uyuni ARGS…` as this process was started. The argv holds no secret: passwords and
+/// keys are accepted only from files and the environment.
+fn command_line() -> String {
+    let words: Vec<String> = cli::normalize_args(std::env::args_os())
+        .into_iter()
+        .skip(1)
+        .map(|a| word(&a.to_string_lossy()))
+        .collect();
+    format!("kubectl uyuni {}", words.join(" "))
+}
+
+fn word(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@=+,%".contains(c));
+    if plain {
+        value.to_owned()
+    } else {
+        uyuni_core::shell::quote(value)
+    }
+}
+
+/// The local user's name from the process's real uid (`/proc/self/status`) and
+/// `/etc/passwd`, for a process without `USER` in its environment (cron, a service); the uid
+/// itself when it has no entry there.
+fn uid_name() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .to_owned();
+    let name = std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|passwd| {
+            passwd.lines().find_map(|line| {
+                let fields: Vec<&str> = line.split(':').collect();
+                (fields.get(2) == Some(&uid.as_str())).then(|| fields[0].to_owned())
+            })
+        });
+    Some(name.unwrap_or(format!("uid {uid}")))
+}
+
+/// The local user, and the cluster user impersonated if any.
+fn user(cmd_as: Option<&str>) -> String {
+    let local = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .or_else(uid_name)
+        .unwrap_or_else(|| "unknown".to_owned());
+    match cmd_as {
+        Some(other) => format!("{local} (as {other})"),
+        None => local,
+    }
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn taker(cmd: &MigrateCmd, cli: &cli::Cli, params: &MigrateParams) -> Taker {
+    let taker = Taker::new(
+        &command_line(),
+        &user(cli.kube.as_user.as_deref()),
+        &host(),
+        std::process::id(),
+        &params.run_id,
+    );
+    match cmd.lease_duration_seconds {
+        Some(seconds) => taker.with_duration(seconds),
+        None => taker,
+    }
+}
+
+/// Whether `step` creates the run's namespace.
+fn creates_namespace(step: &Step) -> bool {
+    matches!(&step.action, Action::Apply(object) if object.object_ref().kind == Kind::Namespace)
+}
+
+impl RunLock {
+    /// Called before each write of the run: takes the lease the first time, refuses when
+    /// another run holds it, and stops a run that lost it.
+    pub async fn before_write(
+        &self,
+        conn: &uyuni_effects::Connection,
+        cmd: &MigrateCmd,
+        cli: &cli::Cli,
+        params: &MigrateParams,
+        step: &Step,
+        reporter: &Reporter,
+    ) -> Result<()> {
+        let ns = params.namespace.as_str();
+        let repeat = params
+            .kubectl
+            .migrate(Some(ns), &params.source_fqdn, params.prepare);
+        let mut slot = self.held.lock().await;
+        if let Some(held) = slot.as_ref() {
+            return held.check().map_err(|why| {
+                anyhow!(uyuni_core::lock::lost(ns, &why, &params.kubectl, &repeat))
+            });
+        }
+        if creates_namespace(step) {
+            // Before the lease: a namespace that does not exist cannot hold it.
+            return Ok(());
+        }
+        match lease::acquire(&conn.client, ns, &taker(cmd, cli, params), cmd.force_unlock).await? {
+            Acquired::Held { held, from, now } => {
+                if let Some(from) = &from {
+                    reporter.warn(&uyuni_core::lock::take_over_warning(from, ns, now));
+                }
+                *slot = Some(held);
+                Ok(())
+            }
+            Acquired::Refused { holder, now } => bail!(uyuni_core::lock::refusal(
+                &holder,
+                ns,
+                now,
+                &params.kubectl,
+                &repeat
+            )),
+            Acquired::NamespaceMissing => bail!(
+                "namespace {ns} does not exist, so Lease {} (which keeps two runs from writing there at once) cannot be taken; this run stopped before its next write. Create it (`{}`) or run `{repeat}` again, which creates it",
+                uyuni_core::lock::LEASE_NAME,
+                params.kubectl.cmd(None, &format!("create namespace {ns}")),
+            ),
+        }
+    }
+
+    /// Releases the lease if this run holds it; a lease that cannot be released runs out by
+    /// itself. Bounded in time: an interrupted run against an API server that stopped
+    /// answering must still end.
+    pub async fn release(&self, reporter: &Reporter) {
+        let Some(held) = self.held.lock().await.take() else {
+            return;
+        };
+        let problem = match tokio::time::timeout(RELEASE_TIMEOUT, held.release()).await {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
+                "Lease {} was not released within {} s",
+                uyuni_core::lock::LEASE_NAME,
+                RELEASE_TIMEOUT.as_secs()
+            ),
+        };
+        reporter.warn(&format!(
+            "{problem}; it runs out by itself after its duration, and until then another run in this namespace is refused"
+        ));
+    }
+}
+
+/// How long the release at the end of a run may take.
+const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
