@@ -305,12 +305,13 @@ fn the_server_confinement_flags_reach_the_server_deployment() {
         let out = migrate(&env, &args);
         assert!(out.status.success(), "{}", stderr(&out));
         let yaml = stdout(&out);
-        let start = yaml
-            .find("kind: Deployment\nmetadata:\n  labels:\n    app.kubernetes.io/component: server")
-            .expect("the server Deployment");
-        let rest = &yaml[start..];
-        let end = rest.find("\n---").unwrap_or(rest.len());
-        rest[..end].to_owned()
+        yaml.split("\n---")
+            .find(|doc| {
+                doc.contains("kind: Deployment\nmetadata:")
+                    && doc.contains("    app.kubernetes.io/component: server\n")
+            })
+            .expect("the server Deployment")
+            .to_owned()
     };
     let plain = server_security(&[]);
     assert!(plain.contains("- SYS_ADMIN"), "{plain}");
