@@ -498,6 +498,11 @@ pub async fn run(
                 );
             }
             if std::ptr::eq(outage, step) {
+                // The lease first: a yes must not be asked for a run that another one's
+                // lease then refuses.
+                run_lock
+                    .before_write(&conn, cmd, cli, &params, step, reporter)
+                    .await?;
                 reporter.finish(true);
                 if !confirm(&format!(
                     "Stop the services of {} now? [y/N] ",
