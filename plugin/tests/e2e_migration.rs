@@ -388,8 +388,10 @@ fn rerun_with_changed_flags(env: &Env) {
         let image_check = resource == "jobs" && name.starts_with("uyuni-image-check-");
         // The record of the server's specification takes the new policy too.
         let record = resource == "configmaps" && name == "uyuni-server-spec";
+        // The run's one-writer lease, taken and released.
+        let lease = resource == "leases";
         assert!(
-            resource == "deployments" || image_check || record,
+            resource == "deployments" || image_check || record || lease,
             "{} {resource} {name}",
             w.method
         );
