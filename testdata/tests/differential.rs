@@ -289,7 +289,11 @@ fn migration_objects() -> Vec<Value> {
             )
         })
         .filter(|(kind, name)| {
-            kinds.insert(kind.to_owned()) || (*kind == "Deployment" && *name == "uyuni")
+            // The SSH ConfigMap too, whatever ConfigMap comes first: the points on field
+            // ownership contend for its `data.config`.
+            kinds.insert(kind.to_owned())
+                || (*kind == "Deployment" && *name == "uyuni")
+                || (*kind == "ConfigMap" && *name == "uyuni-migration-ssh")
         })
         .map(|(kind, name)| {
             serde_saphyr::from_str(&read(&file_of(kind, name))).expect("YAML object")
@@ -547,8 +551,9 @@ async fn run(client: &kube::Client, kubeconfig: &std::path::Path) -> Points {
     // Applying a field an update owns conflicts too; forced, it changes hands.
     let mut ours = objects
         .iter()
-        .find(|o| o["kind"] == "ConfigMap")
-        .expect("a ConfigMap")
+        // The SSH ConfigMap: its `data.config` is the field the points below contend for.
+        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "uyuni-migration-ssh")
+        .expect("ConfigMap uyuni-migration-ssh")
         .clone();
     ours["metadata"]["labels"]["patched"] = json!("no");
     let (code, got) = send(
