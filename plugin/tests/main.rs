@@ -18,5 +18,6 @@ mod e2e_rerun;
 mod e2e_safety;
 mod global_flags;
 mod krew;
+mod modules;
 mod output_formats;
 mod unit;
