@@ -173,9 +173,8 @@ pub async fn run(
     let mut safety = uyuni_core::preview::safety(params, observed, &preview);
     // The preview's steps are the ones a run would take (`preview::foreseen`, which plans
     // past a missing password the same way): no second planning pass.
-    if let Some((needed, answers)) =
-        crate::migrate::review_access(conn, params, observed, &preview.executed, reporter).await
-    {
+    let needed = uyuni_core::access::needed_by(params, observed, &preview.executed);
+    if let Some((needed, answers)) = crate::drive::review_access(conn, needed, reporter).await {
         safety.inputs.push(uyuni_core::access::input(
             &needed,
             &answers,

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod clock;
 pub mod completion;
+pub mod drive;
 pub mod dry_run;
 pub mod lock;
 pub mod migrate;

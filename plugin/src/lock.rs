@@ -1,6 +1,6 @@
 //! One writer at a time: the run's hold on its namespace's Lease (`uyuni_core::lock` decides,
 //! `uyuni_effects::lease` reads and writes it), taken before the run's first write and released
-//! by the caller of `migrate::run` however the run ends — at its end, on an error, and on
+//! by the caller of the command's run (`lib.rs`) however the run ends — at its end, on an error, and on
 //! SIGINT/SIGTERM, when the run's future is dropped. A run killed outright (SIGKILL, a lost
 //! host) leaves it behind; it runs out after its duration.
 //!
@@ -12,11 +12,12 @@
 
 use anyhow::{Result, anyhow, bail};
 use tokio::sync::Mutex;
+use uyuni_core::kubectl::Kubectl;
 use uyuni_core::lock::Taker;
-use uyuni_core::{Action, Kind, MigrateParams, Step};
+use uyuni_core::{Action, Kind, Step};
 use uyuni_effects::lease::{self, Acquired, Held};
 
-use crate::cli::{self, MigrateCmd};
+use crate::cli;
 use crate::output::Reporter;
 
 /// The lease this run holds, if it took it.
@@ -92,15 +93,32 @@ fn host() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-fn taker(cmd: &MigrateCmd, cli: &cli::Cli, params: &MigrateParams) -> Taker {
+/// Who writes and how the user runs the same command again: what the lease records of a run
+/// and what its messages name, whichever command the run is.
+#[derive(Debug)]
+pub struct Writer<'a> {
+    pub namespace: &'a str,
+    pub kubectl: &'a Kubectl,
+    /// The command line that repeats the run, for the messages that tell to run it again.
+    pub repeat: String,
+    pub run_id: &'a str,
+    /// The cluster user impersonated (`--as`), if any.
+    pub as_user: Option<&'a str>,
+    /// `--lease-duration-seconds`; `None`: the default.
+    pub lease_duration_seconds: Option<i32>,
+    /// `--force-unlock`.
+    pub force_unlock: bool,
+}
+
+fn taker(writer: &Writer<'_>) -> Taker {
     let taker = Taker::new(
         &command_line(),
-        &user(cli.kube.as_user.as_deref()),
+        &user(writer.as_user),
         &host(),
         std::process::id(),
-        &params.run_id,
+        writer.run_id,
     );
-    match cmd.lease_duration_seconds {
+    match writer.lease_duration_seconds {
         Some(seconds) => taker.with_duration(seconds),
         None => taker,
     }
@@ -117,27 +135,24 @@ impl RunLock {
     pub async fn before_write(
         &self,
         conn: &uyuni_effects::Connection,
-        cmd: &MigrateCmd,
-        cli: &cli::Cli,
-        params: &MigrateParams,
+        writer: &Writer<'_>,
         step: &Step,
         reporter: &Reporter,
     ) -> Result<()> {
-        let ns = params.namespace.as_str();
-        let repeat = params
-            .kubectl
-            .migrate(Some(ns), &params.source_fqdn, params.prepare);
+        let ns = writer.namespace;
+        let repeat = writer.repeat.as_str();
+        let kubectl = writer.kubectl;
         let mut slot = self.held.lock().await;
         if let Some(held) = slot.as_ref() {
-            return held.check().map_err(|why| {
-                anyhow!(uyuni_core::lock::lost(ns, &why, &params.kubectl, &repeat))
-            });
+            return held
+                .check()
+                .map_err(|why| anyhow!(uyuni_core::lock::lost(ns, &why, kubectl, repeat)));
         }
         if creates_namespace(step) {
             // Before the lease: a namespace that does not exist cannot hold it.
             return Ok(());
         }
-        match lease::acquire(&conn.client, ns, &taker(cmd, cli, params), cmd.force_unlock).await? {
+        match lease::acquire(&conn.client, ns, &taker(writer), writer.force_unlock).await? {
             Acquired::Held { held, from, now } => {
                 if let Some(from) = &from {
                     reporter.warn(&uyuni_core::lock::take_over_warning(from, ns, now));
@@ -145,17 +160,13 @@ impl RunLock {
                 *slot = Some(held);
                 Ok(())
             }
-            Acquired::Refused { holder, now } => bail!(uyuni_core::lock::refusal(
-                &holder,
-                ns,
-                now,
-                &params.kubectl,
-                &repeat
-            )),
+            Acquired::Refused { holder, now } => {
+                bail!(uyuni_core::lock::refusal(&holder, ns, now, kubectl, repeat))
+            }
             Acquired::NamespaceMissing => bail!(
                 "namespace {ns} does not exist, so Lease {} (which keeps two runs from writing there at once) cannot be taken; this run stopped before its next write. Create it (`{}`) or run `{repeat}` again, which creates it",
                 uyuni_core::lock::LEASE_NAME,
-                params.kubectl.cmd(None, &format!("create namespace {ns}")),
+                kubectl.cmd(None, &format!("create namespace {ns}")),
             ),
         }
     }

@@ -1,5 +1,5 @@
-//! `kubectl uyuni migrate`: flags → validated parameters → the observe/plan/execute loop (or
-//! the pure preview with `--dry-run`).
+//! `kubectl uyuni migrate`: flags → validated parameters → the drive loop (`drive.rs`) with
+//! migrate's planner, prompts and consent (or the pure preview with `--dry-run`).
 
 use std::path::Path;
 
@@ -252,30 +252,6 @@ async fn start(
     Ok((conn, params, settings))
 }
 
-/// Asks the cluster whether the user may make every write of the run; `None` (with a warning)
-/// when it could not be asked.
-pub async fn review_access(
-    conn: &uyuni_effects::Connection,
-    params: &MigrateParams,
-    observed: &Observed,
-    foreseen: &[uyuni_core::Step],
-    reporter: &Reporter,
-) -> Option<(
-    Vec<uyuni_core::access::Access>,
-    Vec<(uyuni_core::access::Access, bool)>,
-)> {
-    let needed = uyuni_core::access::needed_by(params, observed, foreseen);
-    match uyuni_effects::access::review(&conn.client, &needed).await {
-        Ok(answers) => Some((needed, answers)),
-        Err(e) => {
-            reporter.warn(&format!(
-                "permissions could not be checked before the first write (a SelfSubjectAccessReview failed: {e}); going on: a write you may not make fails with its own error"
-            ));
-            None
-        }
-    }
-}
-
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, mut params, settings) = start(cmd, cli, reporter).await?;
@@ -413,163 +389,23 @@ pub async fn run(
         dry_run(cmd, cli, reporter).await?;
         return Ok(());
     }
-    let (conn, mut params, _) = start(cmd, cli, reporter).await?;
-    let mut run_id_chosen = false;
-    let mut observer = uyuni_effects::Observer::new(
-        conn.client.clone(),
-        uyuni_core::observed::observation(&params),
-    );
-    if let Some(ms) = cmd.watch_barrier_timeout_ms {
-        observer = observer.with_barrier_timeout(std::time::Duration::from_millis(ms));
-    }
-
-    let mut executed = 0usize;
-    let mut confirmed = cmd.yes;
-    // How many steps this run carries out, from the preview of the whole operation at its
-    // start: the plan itself only reaches past the data sync once the sync has run.
-    let mut expected_steps = None;
-    // The state `simulate` predicts after a plain write: the next step is planned from it, as
-    // the preview plans it, without reading the cluster again. A step whose outcome the
-    // cluster decides (a Job, a wait, a scale) or a plan that looks finished is followed by a
-    // real observation.
-    let mut predicted: Option<Observed> = None;
-    let observed: Observed = loop {
-        let (observed, was_predicted) = match predicted.take() {
-            Some(p) => (p, true),
-            None => (observer.observe(&uyuni_effects::NoProgress).await?, false),
-        };
-        if !run_id_chosen {
-            // Chosen once, against the Jobs of earlier runs: this run's own Jobs carry it.
-            run_id_chosen = true;
-            params.run_id = clock::run_id_unused_in(&observed);
-        }
-        if executed == 0 {
-            if let Some(warning) = uyuni_core::storage::unchecked_warning(&observed) {
-                reporter.warn(&warning);
-            }
-            for warning in uyuni_core::pod_security::warnings(&params, &observed) {
-                reporter.warn(&warning);
-            }
-        }
-        let plan: Plan = match uyuni_core::plan(&params, &observed) {
-            // The planner says when the CA password is needed; only then is it asked for.
-            Err(uyuni_core::PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {
-                match prompt_ssl_password() {
-                    Some(password) => {
-                        params.tls.ca_password = Some(password);
-                        continue;
-                    }
-                    None => return Err(uyuni_core::PlanError::CaPasswordNeeded.into()),
-                }
-            }
-            other => other?,
-        };
-        let Some(step) = plan.next_step() else {
-            if was_predicted {
-                // Done only when the cluster says so.
-                continue;
-            }
-            break observed;
-        };
-        // Once, before the first write: the steps of the whole run as far as they can be
-        // planned now, for their count (the progress total) and to check every write of the
-        // run against what the user may do.
-        let expected = match expected_steps {
-            Some(count) => count,
-            None => {
-                let foreseen = uyuni_core::preview::foreseen(&params, &observed);
-                if let Some((needed, answers)) =
-                    review_access(&conn, &params, &observed, &foreseen, reporter).await
-                {
-                    uyuni_core::access::check(&needed, &answers)?;
-                }
-                *expected_steps.insert(foreseen.len())
-            }
-        };
-        // The outage is the user's decision: refused before any write where nobody can be
-        // asked, asked for just before the step that stops the source otherwise.
-        if !confirmed && let Some(outage) = plan.outage_step() {
-            if !interactive() {
-                bail!(
-                    "this run stops the services of {source} at step {id} ({what}), and there is no terminal to ask whether it may: pass --yes to confirm the outage, or run with --prepare to copy while {source} keeps serving. Nothing that stops it was started",
-                    source = params.source_fqdn,
-                    id = outage.id,
-                    what = outage.description,
-                );
-            }
-            if std::ptr::eq(outage, step) {
-                // The lease first: a yes must not be asked for a run that another one's
-                // lease then refuses.
-                run_lock
-                    .before_write(&conn, cmd, cli, &params, step, reporter)
-                    .await?;
-                reporter.finish(true);
-                if !confirm(&format!(
-                    "Stop the services of {} now? [y/N] ",
-                    params.source_fqdn
-                )) {
-                    bail!(
-                        "not confirmed: the services of {source} keep running and nothing was stopped. Run `{again}` again when the outage may start (--yes skips the question), or `{prepare}` to catch up meanwhile",
-                        source = params.source_fqdn,
-                        again = params.kubectl.migrate(
-                            Some(&params.namespace),
-                            &params.source_fqdn,
-                            false
-                        ),
-                        prepare = params.kubectl.migrate(
-                            Some(&params.namespace),
-                            &params.source_fqdn,
-                            true
-                        ),
-                    );
-                }
-                confirmed = true;
-            }
-        }
-        // One writer at a time: the namespace's lease, taken before the first write (dry runs
-        // never get here), checked before every later one.
-        run_lock
-            .before_write(&conn, cmd, cli, &params, step, reporter)
-            .await?;
-        executed += 1;
-        if executed > uyuni_core::preview::MAX_STEPS {
-            bail!(
-                "the plan did not converge after {executed} steps; this is a bug in kubectl-uyuni, please report it with the output of --dry-run"
-            );
-        }
-        // A real run may take steps the preview could not foresee (a retried Job, a wait for
-        // something that stopped being ready); the total then grows with the current plan.
-        let remaining = plan
-            .steps
-            .iter()
-            .filter(|s| s.action != uyuni_core::Action::None)
-            .count();
-        let total = expected.max(executed + remaining - 1);
-        reporter.step(executed, total, step);
-        reporter.set_job_context(&params.namespace);
-        // What the snapshot says of the object written spares a read before the write; what
-        // the step saw last is what the next observation must include.
-        let prior = uyuni_effects::Prior::for_step(observer.observation(), &observed, step);
-        // The waits read the observer's watches (the Job, the Deployment, the run's pods).
-        let executed = uyuni_effects::execute_step(
-            &conn.client,
-            &params.namespace,
-            step,
-            &prior,
-            Some(&observer),
-            reporter,
-        )
-        .await?;
-        observer.expect(&executed);
-        if step.action.predictable() {
-            predicted = Some(uyuni_core::simulate(&observed, &params.namespace, step));
-        }
+    let (conn, params, _) = start(cmd, cli, reporter).await?;
+    let mut command = MigrateCommand {
+        cmd,
+        cli,
+        params,
+        confirmed: cmd.yes,
     };
-    if executed == 0 {
-        reporter.info("Nothing to do: every step is done already.");
-    }
-    // The live progress view must be gone before data goes to stdout.
-    reporter.finish(true);
+    let drive = crate::drive::Drive {
+        conn: &conn,
+        reporter,
+        run_lock,
+        barrier_timeout: cmd
+            .watch_barrier_timeout_ms
+            .map(std::time::Duration::from_millis),
+    };
+    let observed = crate::drive::run(&mut command, &drive).await?;
+    let params = command.params;
     let data = observed.extracted()?.ok_or_else(|| {
         anyhow!("the data sync finished but Secret uyuni-migration-data is empty")
     })?;
@@ -634,6 +470,133 @@ pub async fn run(
         }
         text
     })
+}
+
+/// `migrate` in the drive loop: its planner, the CA password asked for when the planner needs
+/// it, and the consent to the outage.
+struct MigrateCommand<'a> {
+    cmd: &'a MigrateCmd,
+    cli: &'a Cli,
+    params: MigrateParams,
+    /// Whether the outage may start without asking (`--yes`, or answered already).
+    confirmed: bool,
+}
+
+impl crate::drive::Command for MigrateCommand<'_> {
+    fn namespace(&self) -> &str {
+        &self.params.namespace
+    }
+
+    fn observation(&self) -> uyuni_core::Observation {
+        uyuni_core::observed::observation(&self.params)
+    }
+
+    fn first_observation(&mut self, observed: &Observed) {
+        // Chosen once, against the Jobs of earlier runs: this run's own Jobs carry it.
+        self.params.run_id = clock::run_id_unused_in(observed);
+    }
+
+    fn warnings(&self, observed: &Observed) -> Vec<String> {
+        uyuni_core::storage::unchecked_warning(observed)
+            .into_iter()
+            .chain(uyuni_core::pod_security::warnings(&self.params, observed))
+            .collect()
+    }
+
+    fn plan(&self, observed: &Observed) -> Result<Plan, uyuni_core::PlanError> {
+        uyuni_core::plan(&self.params, observed)
+    }
+
+    fn on_plan_error(&mut self, error: uyuni_core::PlanError) -> Result<(), uyuni_core::PlanError> {
+        match error {
+            // The planner says when the CA password is needed; only then is it asked for.
+            uyuni_core::PlanError::CaPasswordNeeded if self.params.tls.ca_password.is_none() => {
+                let password = prompt_ssl_password().ok_or(error)?;
+                self.params.tls.ca_password = Some(password);
+                Ok(())
+            }
+            other => Err(other),
+        }
+    }
+
+    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
+        uyuni_core::preview::foreseen(&self.params, observed)
+    }
+
+    fn access_needed(
+        &self,
+        observed: &Observed,
+        foreseen: &[uyuni_core::Step],
+    ) -> Vec<uyuni_core::access::Access> {
+        uyuni_core::access::needed_by(&self.params, observed, foreseen)
+    }
+
+    fn writer(&self) -> crate::lock::Writer<'_> {
+        let params = &self.params;
+        crate::lock::Writer {
+            namespace: &params.namespace,
+            kubectl: &params.kubectl,
+            repeat: params.kubectl.migrate(
+                Some(&params.namespace),
+                &params.source_fqdn,
+                params.prepare,
+            ),
+            run_id: &params.run_id,
+            as_user: self.cli.kube.as_user.as_deref(),
+            lease_duration_seconds: self.cmd.lease_duration_seconds,
+            force_unlock: self.cmd.force_unlock,
+        }
+    }
+
+    async fn before_step(
+        &mut self,
+        plan: &Plan,
+        step: &uyuni_core::Step,
+        drive: &crate::drive::Drive<'_>,
+    ) -> Result<()> {
+        // The outage is the user's decision: refused before any write where nobody can be
+        // asked, asked for just before the step that stops the source otherwise.
+        if self.confirmed {
+            return Ok(());
+        }
+        let Some(outage) = plan.outage_step() else {
+            return Ok(());
+        };
+        let params = &self.params;
+        if !interactive() {
+            bail!(
+                "this run stops the services of {source} at step {id} ({what}), and there is no terminal to ask whether it may: pass --yes to confirm the outage, or run with --prepare to copy while {source} keeps serving. Nothing that stops it was started",
+                source = params.source_fqdn,
+                id = outage.id,
+                what = outage.description,
+            );
+        }
+        if std::ptr::eq(outage, step) {
+            // The lease first: a yes must not be asked for a run that another one's lease
+            // then refuses.
+            drive.take_lease(&self.writer(), step).await?;
+            drive.reporter.finish(true);
+            if !confirm(&format!(
+                "Stop the services of {} now? [y/N] ",
+                params.source_fqdn
+            )) {
+                bail!(
+                    "not confirmed: the services of {source} keep running and nothing was stopped. Run `{again}` again when the outage may start (--yes skips the question), or `{prepare}` to catch up meanwhile",
+                    source = params.source_fqdn,
+                    again =
+                        params
+                            .kubectl
+                            .migrate(Some(&params.namespace), &params.source_fqdn, false),
+                    prepare =
+                        params
+                            .kubectl
+                            .migrate(Some(&params.namespace), &params.source_fqdn, true),
+                );
+            }
+            self.confirmed = true;
+        }
+        Ok(())
+    }
 }
 
 /// What `migrate` prints on stdout at its end (`-o json|yaml` field names are stable; no secret

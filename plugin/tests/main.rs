@@ -7,6 +7,7 @@ mod support;
 
 mod cli;
 mod completion;
+mod drive;
 mod dry_run;
 mod e2e;
 mod e2e_lease;
@@ -18,5 +19,6 @@ mod e2e_rerun;
 mod e2e_safety;
 mod global_flags;
 mod krew;
+mod modules;
 mod output_formats;
 mod unit;

@@ -1,0 +1,206 @@
+//! The loop every writing command runs: observe the cluster, plan from what it holds, carry out
+//! the plan's next step, and again until the plan has nothing left. What differs between
+//! commands (what to observe, the planner, its prompts and the user's consent) comes through
+//! [`Command`]; what every writing command needs (the one-writer lease, the permission check
+//! before the first write, progress, the prediction of plain writes) stays here. This module
+//! knows no command: `migrate` uses it, and so does `dry_run`'s permission check.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use uyuni_core::access::Access;
+use uyuni_core::plan::{Plan, PlanError};
+use uyuni_core::{Observation, Observed, Step};
+
+use crate::lock::{RunLock, Writer};
+use crate::output::Reporter;
+
+/// What one command brings to the loop.
+// The loop runs in place (`block_on`, `select!`), never spawned: the hooks' futures need not
+// be `Send`, so plain `async fn` is enough.
+#[allow(async_fn_in_trait)]
+pub trait Command {
+    /// The namespace the steps are carried out in.
+    fn namespace(&self) -> &str;
+
+    /// What to read of the cluster: the objects the planner looks at.
+    fn observation(&self) -> Observation;
+
+    /// Called once, with the run's first observation, before the first plan: choices that
+    /// depend on what earlier runs left (the run's id, unused by their Jobs).
+    fn first_observation(&mut self, _observed: &Observed) {}
+
+    /// Warnings about the cluster, given until the first write.
+    fn warnings(&self, _observed: &Observed) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError>;
+
+    /// A plan failed: `Ok` when the inputs were completed (a password asked for) and the
+    /// plan may be made again; the error to end the run with otherwise.
+    fn on_plan_error(&mut self, error: PlanError) -> Result<(), PlanError> {
+        Err(error)
+    }
+
+    /// The steps of the whole run as far as they can be planned now: the progress total, and
+    /// what the permission check covers.
+    fn foreseen(&self, observed: &Observed) -> Vec<Step>;
+
+    /// The requests the run makes to carry out `foreseen` and observe, for the permission
+    /// check before the first write.
+    fn access_needed(&self, observed: &Observed, foreseen: &[Step]) -> Vec<Access>;
+
+    /// What the lease records of this run, and the command that repeats it.
+    fn writer(&self) -> Writer<'_>;
+
+    /// Before the lease check of `step`, the next step of `plan`: the user's consent. A hook
+    /// that asks takes the lease first ([`Drive::take_lease`]), so that a yes is never asked
+    /// for a run that another run's lease then refuses.
+    async fn before_step(&mut self, _plan: &Plan, _step: &Step, _drive: &Drive<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// What the loop works with, whichever the command.
+pub struct Drive<'a> {
+    pub conn: &'a uyuni_effects::Connection,
+    pub reporter: &'a Reporter,
+    pub run_lock: &'a RunLock,
+    /// How long the observer waits for its watches to show a write (tests shorten it).
+    pub barrier_timeout: Option<Duration>,
+}
+
+impl Drive<'_> {
+    /// Takes the namespace's lease before `step` (or checks it is still held).
+    pub async fn take_lease(&self, writer: &Writer<'_>, step: &Step) -> Result<()> {
+        self.run_lock
+            .before_write(self.conn, writer, step, self.reporter)
+            .await
+    }
+}
+
+/// Asks the cluster whether the user may make every request in `needed`; `None` (with a
+/// warning) when it could not be asked.
+pub async fn review_access(
+    conn: &uyuni_effects::Connection,
+    needed: Vec<Access>,
+    reporter: &Reporter,
+) -> Option<(Vec<Access>, Vec<(Access, bool)>)> {
+    match uyuni_effects::access::review(&conn.client, &needed).await {
+        Ok(answers) => Some((needed, answers)),
+        Err(e) => {
+            reporter.warn(&format!(
+                "permissions could not be checked before the first write (a SelfSubjectAccessReview failed: {e}); going on: a write you may not make fails with its own error"
+            ));
+            None
+        }
+    }
+}
+
+/// Runs `command` until its plan has nothing left to do; returns what the cluster holds then.
+pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Observed> {
+    let conn = drive.conn;
+    let reporter = drive.reporter;
+    let mut observer = uyuni_effects::Observer::new(conn.client.clone(), command.observation());
+    if let Some(timeout) = drive.barrier_timeout {
+        observer = observer.with_barrier_timeout(timeout);
+    }
+    let mut first = true;
+    let mut executed = 0usize;
+    // How many steps this run carries out, from the preview of the whole operation at its
+    // start: a plan may only reach past a step once that step has run (migrate's data sync).
+    let mut expected_steps = None;
+    // The state `simulate` predicts after a plain write: the next step is planned from it, as
+    // the preview plans it, without reading the cluster again. A step whose outcome the
+    // cluster decides (a Job, a wait, a scale) or a plan that looks finished is followed by a
+    // real observation.
+    let mut predicted: Option<Observed> = None;
+    let observed: Observed = loop {
+        let (observed, was_predicted) = match predicted.take() {
+            Some(p) => (p, true),
+            None => (observer.observe(&uyuni_effects::NoProgress).await?, false),
+        };
+        if first {
+            first = false;
+            command.first_observation(&observed);
+        }
+        if executed == 0 {
+            for warning in command.warnings(&observed) {
+                reporter.warn(&warning);
+            }
+        }
+        let plan = match command.plan(&observed) {
+            Ok(plan) => plan,
+            Err(error) => {
+                command.on_plan_error(error)?;
+                continue;
+            }
+        };
+        let Some(step) = plan.next_step() else {
+            if was_predicted {
+                // Done only when the cluster says so.
+                continue;
+            }
+            break observed;
+        };
+        // Once, before the first write: the steps of the whole run as far as they can be
+        // planned now, for their count (the progress total) and to check every write of the
+        // run against what the user may do.
+        let expected = match expected_steps {
+            Some(count) => count,
+            None => {
+                let foreseen = command.foreseen(&observed);
+                let needed = command.access_needed(&observed, &foreseen);
+                if let Some((needed, answers)) = review_access(conn, needed, reporter).await {
+                    uyuni_core::access::check(&needed, &answers)?;
+                }
+                *expected_steps.insert(foreseen.len())
+            }
+        };
+        command.before_step(&plan, step, drive).await?;
+        // One writer at a time: the namespace's lease, taken before the first write (dry runs
+        // never get here), checked before every later one.
+        drive.take_lease(&command.writer(), step).await?;
+        executed += 1;
+        if executed > uyuni_core::preview::MAX_STEPS {
+            bail!(
+                "the plan did not converge after {executed} steps; this is a bug in kubectl-uyuni, please report it with the output of --dry-run"
+            );
+        }
+        // A real run may take steps the preview could not foresee (a retried Job, a wait for
+        // something that stopped being ready); the total then grows with the current plan.
+        let remaining = plan
+            .steps
+            .iter()
+            .filter(|s| s.action != uyuni_core::Action::None)
+            .count();
+        let total = expected.max(executed + remaining - 1);
+        reporter.step(executed, total, step);
+        let namespace = command.namespace();
+        reporter.set_job_context(namespace);
+        // What the snapshot says of the object written spares a read before the write; what
+        // the step saw last is what the next observation must include.
+        let prior = uyuni_effects::Prior::for_step(observer.observation(), &observed, step);
+        // The waits read the observer's watches (the Job, the Deployment, the run's pods).
+        let done = uyuni_effects::execute_step(
+            &conn.client,
+            namespace,
+            step,
+            &prior,
+            Some(&observer),
+            reporter,
+        )
+        .await?;
+        observer.expect(&done);
+        if step.action.predictable() {
+            predicted = Some(uyuni_core::simulate(&observed, namespace, step));
+        }
+    };
+    if executed == 0 {
+        reporter.info("Nothing to do: every step is done already.");
+    }
+    // The live progress view must be gone before data goes to stdout.
+    reporter.finish(true);
+    Ok(observed)
+}
