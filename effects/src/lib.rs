@@ -23,6 +23,7 @@
 pub mod access;
 pub mod connect;
 mod custom;
+mod delete;
 pub mod deployment;
 pub mod dry_run;
 pub mod error;
