@@ -95,6 +95,19 @@ pub(crate) async fn delete(
         propagation_policy: Some(policy(propagation)),
         ..DeleteParams::default()
     };
+    // The observer's store, where it holds the object: when the wait ends there, the next
+    // observation (read from the same store) no longer holds it either. Taken before the
+    // DELETE: after it, the store may have seen the object go already, and `shared` serves
+    // only an object its store holds.
+    let mut view = match (observer, ns) {
+        (Some(o), Some(ns)) => o
+            .shared(target.kind, ns, &target.name, None, |o: &Object| {
+                Some(o.clone())
+            })
+            .await
+            .map(|shared| shared.view),
+        _ => None,
+    };
     tracing::debug!(%target, namespace = ?ns, propagation = propagation.as_str(), "delete");
     let found = with_retry(progress, Verb::Delete, &what, || async {
         match api.delete(&target.name, &params).await {
@@ -107,17 +120,6 @@ pub(crate) async fn delete(
         tracing::debug!(%target, "already gone");
         return Ok(());
     }
-    // The observer's store, where it holds the object: when the wait ends there, the next
-    // observation (read from the same store) no longer holds it either.
-    let mut view = match (observer, ns) {
-        (Some(o), Some(ns)) => o
-            .shared(target.kind, ns, &target.name, None, |o: &Object| {
-                Some(o.clone())
-            })
-            .await
-            .map(|shared| shared.view),
-        _ => None,
-    };
     let mut own = Watch::new(
         api,
         watcher::Config::default().fields(&format!("metadata.name={}", target.name)),

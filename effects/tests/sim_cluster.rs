@@ -1330,3 +1330,48 @@ async fn delete_of_an_object_already_gone_is_done() {
     // One DELETE answered 404, and no wait opened after it.
     assert_eq!(statuses, [("DELETE".to_owned(), 404)], "{statuses:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_waits_on_the_observers_store_so_the_next_observation_agrees() {
+    let sim = sim(Scenario::default()).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    apply_config_map(&conn.client, "cm", "v", &NoProgress).await;
+    apply_config_map(&conn.client, "cm-2", "v", &NoProgress).await;
+    let cm = ObjectRef::new(Kind::ConfigMap, "cm");
+    let named = vec![cm.clone(), ObjectRef::new(Kind::ConfigMap, "cm-2")];
+    let mut observer = uyuni_effects::Observer::new(conn.client.clone(), observation(named));
+    let first = bounded(observer.observe(&NoProgress)).await.unwrap();
+    assert!(first.objects.contains_key(&cm));
+    let step = delete_step_for(&first, Kind::ConfigMap, "cm");
+    sim.clear_request_log();
+    let executed = bounded(uyuni_effects::execute_step(
+        &conn.client,
+        NS,
+        &step,
+        &uyuni_effects::Prior::Unknown,
+        Some(&observer),
+        &NoProgress,
+    ))
+    .await
+    .unwrap();
+    observer.expect(&executed);
+    let observed = bounded(observer.observe(&NoProgress)).await.unwrap();
+    assert!(
+        !observed.objects.contains_key(&cm),
+        "{:?}",
+        observed.objects.keys()
+    );
+    assert!(observed.contains(Kind::ConfigMap, "cm-2"));
+    // The DELETE, and no read of the object: the wait and the observation read the observer's
+    // watch (whose own requests go on beside them), not a watch of the wait's own by name.
+    let n = requests_by_resource(&sim);
+    assert_eq!(n.get("DELETE configmaps"), Some(&1), "{n:?}");
+    let by_name: Vec<String> = sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.query.contains("metadata.name") || r.verb.as_deref() == Some("get"))
+        .map(|r| format!("{} {}?{}", r.method, r.path, r.query))
+        .collect();
+    assert!(by_name.is_empty(), "{by_name:?}");
+}
