@@ -293,12 +293,13 @@ pub struct DeleteWait {
 
 impl DeleteWait {
     /// Pods get their termination grace (30 s unless the pod says otherwise) and the collector
-    /// goes through ReplicaSets first: minutes, not seconds. An object owning nothing is gone
-    /// as soon as its finalizers (none of ours) are.
+    /// goes through ReplicaSets first: minutes, not seconds; so does a namespace, whose
+    /// controller empties it before it goes. An object owning nothing is gone as soon as its
+    /// finalizers (none of ours) are.
     pub fn for_kind(kind: Kind) -> DeleteWait {
-        let seconds = match Propagation::for_kind(kind) {
-            Propagation::Foreground => 300,
-            Propagation::Background => 60,
+        let seconds = match (kind, Propagation::for_kind(kind)) {
+            (Kind::Namespace, _) | (_, Propagation::Foreground) => 300,
+            (_, Propagation::Background) => 60,
         };
         DeleteWait {
             timeout_seconds: Some(seconds),

@@ -252,3 +252,22 @@ mod deletion {
         assert!(!json.to_string().contains("cHJpdmF0ZQ"));
     }
 }
+
+#[test]
+fn what_owns_pods_gets_minutes_to_go_the_rest_one() {
+    use uyuni_core::plan::DeleteWait;
+    for kind in [Kind::Deployment, Kind::Job, Kind::Namespace] {
+        assert_eq!(
+            DeleteWait::for_kind(kind).timeout_seconds,
+            Some(300),
+            "{kind:?}"
+        );
+    }
+    for kind in [Kind::ConfigMap, Kind::Service, Kind::Secret] {
+        assert_eq!(
+            DeleteWait::for_kind(kind).timeout_seconds,
+            Some(60),
+            "{kind:?}"
+        );
+    }
+}
