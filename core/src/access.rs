@@ -10,7 +10,8 @@
 //! label (a watcher lists, then watches), and `pods/log` to stream and tail the log
 //! (`effects::job`); for a Deployment it waits on or scales, a GET, the Deployment and its
 //! pods watched, and the failing container's log (`effects::deployment`); for a custom
-//! resource it waits on, a watch of its kind (`effects::custom`). The cluster-wide lists of
+//! resource it waits on, a watch of its kind (`effects::custom`); for an object it deletes,
+//! the DELETE and a watch of it by name until it is gone (`effects::delete`). The cluster-wide lists of
 //! StorageClasses and IngressClasses are not needed: a refusal there reads as "none".
 //!
 //! Kubernetes authorizes each request by its verb and resource attributes
@@ -118,6 +119,17 @@ fn step_needs(step: &Step, namespace: &str) -> Vec<Access> {
             let (group, resource) = group_resource(target.kind);
             let ns = kind_namespace(target.kind, namespace);
             vec![
+                Access::new("list", group, resource, ns.as_deref()),
+                Access::new("watch", group, resource, ns.as_deref()),
+            ]
+        }
+        Action::Delete { target, .. } => {
+            let (group, resource) = group_resource(target.kind);
+            let ns = kind_namespace(target.kind, namespace);
+            // The wait until it is gone is a watch by name (its initial list, then the
+            // watch); nothing is read before the DELETE, whose 404 says "gone already".
+            vec![
+                Access::new("delete", group, resource, ns.as_deref()),
                 Access::new("list", group, resource, ns.as_deref()),
                 Access::new("watch", group, resource, ns.as_deref()),
             ]

@@ -32,6 +32,7 @@ pub(crate) use steps::{
     apply_step, await_job_step, deployment_wait_step, done_step, job_label, job_name, job_step,
     keep_step, last_succeeded, run_job_step, wait_step,
 };
+pub use steps::{delete_step, purge_step};
 use sync::{IMAGE_CHECK_WAIT, sync_steps};
 pub use sync::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP};
 
@@ -57,6 +58,8 @@ pub enum Op {
     Wait,
     /// Change a Deployment's replicas.
     Scale,
+    /// Delete an object and wait until it is gone.
+    Delete,
 }
 
 /// How long to wait for a Job. `None`: no limit, for steps whose time grows with the data.
@@ -81,6 +84,8 @@ pub struct DeploymentWait {
 
 /// The unschedulable grace of every Deployment wait.
 pub const UNSCHEDULABLE_GRACE_SECONDS: u64 = 120;
+
+pub use steps::{DataDeletionRefused, DeleteWait, Propagation, Purge};
 
 /// What `effects` carries out for a step. Serializing masks Secret data (a serialized plan is for
 /// people); `effects` sends the [`Object`] itself.
@@ -107,6 +112,13 @@ pub enum Action {
         replicas: i32,
         wait: DeploymentWait,
     },
+    /// Delete the object with this propagation, then wait until it is gone: a step that
+    /// follows may rely on its absence (and, in the foreground, on that of its pods).
+    Delete {
+        target: ObjectRef,
+        propagation: Propagation,
+        wait: DeleteWait,
+    },
     /// Nothing to carry out.
     None,
 }
@@ -114,7 +126,10 @@ pub enum Action {
 impl Action {
     /// Whether `simulate` knows the outcome of the action as the cluster will have it: a plain
     /// write (server-side apply) or nothing. A Job's result, a wait's end or a scale's pods are
-    /// the cluster's to tell; the run observes again after those.
+    /// the cluster's to tell; the run observes again after those. So is a delete's: `simulate`
+    /// removes the object, but finalizers (the foreground deletion's own among them) may keep
+    /// it terminating past the step's wait, and the garbage collector removes what it owned on
+    /// its own time; the loop must observe what the cluster did before it plans on the absence.
     pub fn predictable(&self) -> bool {
         match self {
             Action::Apply(_) | Action::None => true,
@@ -122,11 +137,13 @@ impl Action {
             | Action::AwaitJob { .. }
             | Action::WaitReady { .. }
             | Action::WaitDeployment { .. }
-            | Action::Scale { .. } => false,
+            | Action::Scale { .. }
+            | Action::Delete { .. } => false,
         }
     }
 
-    /// The object this action writes, as it will be sent: for a Job step, the Job.
+    /// The object this action writes, as it will be sent: for a Job step, the Job. A delete
+    /// sends none (its target is the live object, which the preview shows going).
     pub fn object(&self) -> Option<Object> {
         match self {
             Action::Apply(object) => Some((**object).clone()),
@@ -135,6 +152,7 @@ impl Action {
             | Action::WaitDeployment { .. }
             | Action::WaitReady { .. }
             | Action::Scale { .. }
+            | Action::Delete { .. }
             | Action::None => None,
         }
     }

@@ -240,6 +240,7 @@ fn op_symbol(op: Op) -> &'static str {
         Op::Read => "← read     ",
         Op::Wait => "… wait     ",
         Op::Scale => "↕ scale    ",
+        Op::Delete => "- delete   ",
     }
 }
 
@@ -259,9 +260,10 @@ pub fn summary(steps: &[Step]) -> String {
     let count = |op: Op| steps.iter().filter(|s| s.op == op).count();
     let jobs = count(Op::RunJob) + count(Op::AwaitJob);
     format!(
-        "Plan: {} to create, {} to update, 0 to delete, {} unchanged, {} Job{} to run.",
+        "Plan: {} to create, {} to update, {} to delete, {} unchanged, {} Job{} to run.",
         count(Op::Create),
         count(Op::Update),
+        count(Op::Delete),
         count(Op::Unchanged) + count(Op::Done),
         jobs,
         if jobs == 1 { "" } else { "s" }
@@ -296,14 +298,56 @@ pub fn diffs_text(steps: &[Step], observed: &Observed, options: RenderOptions) -
 /// [`diffs_text`], line by line.
 pub fn diffs_lines(steps: &[Step], observed: &Observed, options: RenderOptions) -> Vec<Line> {
     let mut lines = Vec::new();
-    for intended in steps.iter().filter_map(|s| s.action.object()) {
-        let live = observed.objects.get(&intended.object_ref());
-        let diff = object_diff_lines(live, &intended, options);
+    for step in steps {
+        let diff = match (&step.action, step.action.object()) {
+            (Action::Delete { target, .. }, _) => observed
+                .objects
+                .get(target)
+                .map(|live| deletion_diff_lines(live, options))
+                .unwrap_or_default(),
+            (_, Some(intended)) => {
+                let live = observed.objects.get(&intended.object_ref());
+                object_diff_lines(live, &intended, options)
+            }
+            (_, None) => Vec::new(),
+        };
         if !diff.is_empty() {
             lines.push(Line::plain(""));
             lines.extend(diff);
         }
     }
+    lines
+}
+
+/// The diff of a deletion: every line of the live object removed, Secret values masked unless
+/// `options.show_secrets` (as `kubectl diff` shows a deleted object: against `/dev/null`).
+pub fn deletion_diff_lines(live: &Object, options: RenderOptions) -> Vec<Line> {
+    let target = live.object_ref();
+    let live_json = clean(&live.to_json());
+    let old = if options.show_secrets {
+        to_yaml(&reveal(&live_json))
+    } else {
+        to_yaml(&mask(&live_json, None))
+    };
+    let count = old.lines().count();
+    let mut lines = vec![
+        Line {
+            kind: LineKind::DiffHeader,
+            text: format!("--- live/{target}"),
+        },
+        Line {
+            kind: LineKind::DiffHeader,
+            text: "+++ /dev/null".to_owned(),
+        },
+        Line {
+            kind: LineKind::Hunk,
+            text: format!("@@ -1,{count} +0,0 @@"),
+        },
+    ];
+    lines.extend(old.lines().map(|l| Line {
+        kind: LineKind::Removed,
+        text: format!("-{l}"),
+    }));
     lines
 }
 
@@ -313,7 +357,7 @@ pub fn human_preview(steps: &[Step], observed: &Observed, options: RenderOptions
 }
 
 /// The intended objects of the steps that write, as one multi-document YAML stream that
-/// `kubectl apply -f -` accepts. Secret data is left out (a masked value would not be valid
+/// `kubectl apply -f -` accepts, the objects deleted listed in a closing comment. Secret data is left out (a masked value would not be valid
 /// base64, and applying it would overwrite the real one) unless `show_secrets`.
 pub fn manifests_yaml(steps: &[Step], show_secrets: bool) -> String {
     steps
@@ -341,7 +385,28 @@ pub fn manifests_yaml(steps: &[Step], show_secrets: bool) -> String {
             }
             format!("---\n{note}{}", to_yaml(&v))
         })
+        .chain(deletions_comment(steps))
         .collect()
+}
+
+/// The deletions among `steps` as YAML comments after the manifests: a stream for
+/// `kubectl apply -f -` cannot carry a deletion, and a reader must still see it.
+fn deletions_comment(steps: &[Step]) -> Option<String> {
+    let lines: String = steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::Delete {
+                target,
+                propagation,
+                ..
+            } => Some(format!(
+                "#   {target} (propagationPolicy {})\n",
+                propagation.as_str()
+            )),
+            _ => None,
+        })
+        .collect();
+    (!lines.is_empty()).then(|| format!("# Deleted, not applied:\n{lines}"))
 }
 
 /// One change between two JSON documents, as a JSON pointer. Values are never included, so
@@ -415,7 +480,7 @@ pub struct PlanDocument {
 pub struct PlanSummary {
     pub create: usize,
     pub update: usize,
-    /// Always 0: nothing the tool plans deletes (kept so consumers need not special-case it).
+    /// Objects deleted (none in a migration).
     pub delete: usize,
     pub unchanged: usize,
     pub jobs: usize,
@@ -463,6 +528,11 @@ fn step_wait(action: &Action) -> Option<StepWait> {
             log_tail_lines: wait.log_tail_lines,
             unschedulable_grace_seconds: Some(wait.unschedulable_grace_seconds),
         }),
+        Action::Delete { wait, .. } => Some(StepWait {
+            timeout_seconds: wait.timeout_seconds,
+            log_tail_lines: 0,
+            unschedulable_grace_seconds: None,
+        }),
         Action::Apply(_) | Action::None => None,
     }
 }
@@ -489,19 +559,27 @@ pub fn plan_document(namespace: &str, steps: &[Step], observed: &Observed) -> Pl
     let steps = steps
         .iter()
         .map(|step| {
-            let changes = step.action.object().map(|intended| {
-                let intended_json = clean(&intended.to_json());
-                let live = observed
-                    .objects
-                    .get(&intended.object_ref())
-                    .map(|l| clean(&l.to_json()));
-                match live {
-                    Some(live) => json_changes(&live, &merged(&live, &intended_json)),
-                    None => vec![Change {
-                        op: "add",
-                        path: String::new(),
-                    }],
-                }
+            let deleted = matches!(&step.action, Action::Delete { .. }).then(|| {
+                vec![Change {
+                    op: "remove",
+                    path: String::new(),
+                }]
+            });
+            let changes = deleted.or_else(|| {
+                step.action.object().map(|intended| {
+                    let intended_json = clean(&intended.to_json());
+                    let live = observed
+                        .objects
+                        .get(&intended.object_ref())
+                        .map(|l| clean(&l.to_json()));
+                    match live {
+                        Some(live) => json_changes(&live, &merged(&live, &intended_json)),
+                        None => vec![Change {
+                            op: "add",
+                            path: String::new(),
+                        }],
+                    }
+                })
             });
             PlanStep {
                 id: step.id.clone(),
@@ -524,7 +602,7 @@ pub fn plan_document(namespace: &str, steps: &[Step], observed: &Observed) -> Pl
         summary: PlanSummary {
             create: count(&[Op::Create]),
             update: count(&[Op::Update]),
-            delete: 0,
+            delete: count(&[Op::Delete]),
             unchanged: count(&[Op::Unchanged, Op::Done]),
             jobs: count(&[Op::RunJob, Op::AwaitJob]),
         },

@@ -135,6 +135,11 @@ pub fn simulate_in_place(observed: &mut Observed, namespace: &str, step: &Step) 
                 observed.insert(Object::Deployment(ready(d)));
             }
         }
+        // The snapshot holds no pods or ReplicaSets, so the Deployment's or Job's own entry is
+        // all a foreground deletion removes from it.
+        Action::Delete { target, .. } => {
+            observed.objects.remove(target);
+        }
         Action::None => {}
     }
 }

@@ -22,6 +22,7 @@ pub enum Verb {
     Log,
     /// Changing a Deployment's replicas (a merge patch).
     Scale,
+    Delete,
 }
 
 impl Verb {
@@ -32,6 +33,7 @@ impl Verb {
             Verb::List => "list",
             Verb::Watch => "watch",
             Verb::Apply | Verb::Scale => "patch",
+            Verb::Delete => "delete",
         }
     }
 }
@@ -45,6 +47,7 @@ impl fmt::Display for Verb {
             Verb::Apply => "apply",
             Verb::Log => "read the log of",
             Verb::Scale => "scale",
+            Verb::Delete => "delete",
         })
     }
 }
@@ -252,6 +255,15 @@ pub enum EffectsError {
         waited: Duration,
         reason: String,
     },
+    /// A deleted object still there when the step's wait ended: finalizers (in the foreground,
+    /// the garbage collector's own, until the dependents are gone) hold it.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    NotDeleted {
+        step: String,
+        target: Target,
+        waited: Duration,
+        propagation: &'static str,
+    },
     #[error(
         "step {step}: deployment/{deployment} was not found in namespace {namespace}; run the command again to plan anew"
     )]
@@ -437,6 +449,23 @@ impl EffectsError {
                     target.namespace.as_deref(),
                     &format!(
                         "describe {} {}",
+                        target.resource,
+                        target.name.as_deref().unwrap_or_default()
+                    )
+                )
+            ),
+            EffectsError::NotDeleted {
+                step,
+                target,
+                waited,
+                propagation,
+            } => format!(
+                "step {step}: {target} is still there {} after it was deleted (propagationPolicy {propagation}); its finalizers, or dependents still being removed, hold it: see metadata.finalizers and metadata.deletionTimestamp in `{}`, resolve what holds it, then run the command again",
+                human_duration(*waited),
+                k.cmd(
+                    target.namespace.as_deref(),
+                    &format!(
+                        "get {} {} -o yaml",
                         target.resource,
                         target.name.as_deref().unwrap_or_default()
                     )

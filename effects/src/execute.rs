@@ -149,8 +149,52 @@ pub async fn execute_step(
             }
             Ok(executed)
         }
+        Action::Delete {
+            target,
+            propagation,
+            wait,
+        } => {
+            delete(
+                client,
+                namespace,
+                step,
+                target,
+                *propagation,
+                *wait,
+                observer,
+                progress,
+            )
+            .await
+        }
         Action::None => Ok(Executed::default()),
     }
+}
+
+/// A deleted object has no version for the next observation to wait for: the wait ended when
+/// the observer's store (or the step's own watch) no longer held it.
+#[allow(clippy::too_many_arguments)]
+async fn delete(
+    client: &kube::Client,
+    namespace: &str,
+    step: &Step,
+    target: &ObjectRef,
+    propagation: uyuni_core::plan::Propagation,
+    wait: uyuni_core::plan::DeleteWait,
+    observer: Option<&Observer>,
+    progress: &dyn Progress,
+) -> Result<Executed, EffectsError> {
+    crate::delete::delete(
+        client,
+        namespace,
+        &step.id,
+        target,
+        propagation,
+        wait,
+        observer,
+        progress,
+    )
+    .await?;
+    Ok(Executed::default())
 }
 
 async fn wait_ready(

@@ -8,7 +8,8 @@
 //!   run; from watches kept in `cache`, turn after turn, for the migrate loop's [`Observer`]);
 //! - carrying out a step, one function per action: [`execute`](mod@execute), with server-side
 //!   apply in `apply`, the Job wait (log streaming, pod failures) in [`job`] and the
-//!   Deployment's in [`deployment`]; what the waits read, the observer's stores or a watch of
+//!   Deployment's in [`deployment`], a deletion and its wait until the object is gone in
+//!   `delete`; what the waits read, the observer's stores or a watch of
 //!   their own, in `watch`;
 //! - the record of the server's specification, read before the flags are validated:
 //!   [`record`];
@@ -23,6 +24,7 @@
 pub mod access;
 pub mod connect;
 mod custom;
+mod delete;
 pub mod deployment;
 pub mod dry_run;
 pub mod error;

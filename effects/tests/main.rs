@@ -5,5 +5,6 @@
 
 mod common;
 
+mod real_delete;
 mod sim_cluster;
 mod unit;

@@ -1241,3 +1241,137 @@ async fn an_observation_whose_watches_fall_behind_reads_directly() {
     let n = requests_by_resource(&sim);
     assert_eq!(n.get("LIST configmaps"), Some(&1), "{n:?}");
 }
+
+fn delete_step_for(observed: &uyuni_core::Observed, kind: Kind, name: &str) -> uyuni_core::Step {
+    uyuni_core::plan::delete_step(observed, ObjectRef::new(kind, name), format!("{name} goes"))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_removes_the_object_and_waits_until_it_is_gone() {
+    let sim = sim(Scenario::default()).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    apply_config_map(&conn.client, "cm", "v", &NoProgress).await;
+    execute(
+        &conn.client,
+        NS,
+        &apply_step(deployment("web")),
+        &NoProgress,
+    )
+    .await
+    .unwrap();
+    let named = vec![
+        ObjectRef::new(Kind::ConfigMap, "cm"),
+        ObjectRef::new(Kind::Deployment, "web"),
+    ];
+    let observed = bounded(observe(&conn.client, &observation(named.clone())))
+        .await
+        .unwrap();
+    let steps = [
+        delete_step_for(&observed, Kind::ConfigMap, "cm"),
+        delete_step_for(&observed, Kind::Deployment, "web"),
+    ];
+    assert!(steps.iter().all(|s| s.op == uyuni_core::Op::Delete));
+    sim.clear_request_log();
+    for step in &steps {
+        bounded(execute(&conn.client, NS, step, &NoProgress))
+            .await
+            .unwrap();
+    }
+    assert!(sim.get("v1", "ConfigMap", Some(NS), "cm").is_none());
+    assert!(sim.get("apps/v1", "Deployment", Some(NS), "web").is_none());
+    let deletes: Vec<String> = sim
+        .write_requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(
+        deletes,
+        [
+            format!("/api/v1/namespaces/{NS}/configmaps/cm"),
+            format!("/apis/apps/v1/namespaces/{NS}/deployments/web"),
+        ]
+    );
+    let observed = observe(&conn.client, &observation(named)).await.unwrap();
+    assert!(observed.objects.is_empty(), "{:?}", observed.objects.keys());
+    // Planned again, there is nothing left to delete.
+    assert_eq!(
+        delete_step_for(&observed, Kind::Deployment, "web").op,
+        uyuni_core::Op::Unchanged
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_of_an_object_already_gone_is_done() {
+    let sim = sim(Scenario::default()).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    apply_config_map(&conn.client, "cm", "v", &NoProgress).await;
+    let observed = observe(
+        &conn.client,
+        &observation(vec![ObjectRef::new(Kind::ConfigMap, "cm")]),
+    )
+    .await
+    .unwrap();
+    // Planned while it existed, deleted by someone else before the step ran.
+    let step = delete_step_for(&observed, Kind::ConfigMap, "cm");
+    execute(&conn.client, NS, &step, &NoProgress).await.unwrap();
+    sim.clear_request_log();
+    bounded(execute(&conn.client, NS, &step, &NoProgress))
+        .await
+        .unwrap();
+    let requests = sim.request_log();
+    let statuses: Vec<(String, u16)> = requests
+        .iter()
+        .map(|r| (r.method.clone(), r.status))
+        .collect();
+    // One DELETE answered 404, and no wait opened after it.
+    assert_eq!(statuses, [("DELETE".to_owned(), 404)], "{statuses:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_waits_on_the_observers_store_so_the_next_observation_agrees() {
+    let sim = sim(Scenario::default()).await;
+    let conn = connect_to(&sim).await;
+    with_namespace(&conn).await;
+    apply_config_map(&conn.client, "cm", "v", &NoProgress).await;
+    apply_config_map(&conn.client, "cm-2", "v", &NoProgress).await;
+    let cm = ObjectRef::new(Kind::ConfigMap, "cm");
+    let named = vec![cm.clone(), ObjectRef::new(Kind::ConfigMap, "cm-2")];
+    let mut observer = uyuni_effects::Observer::new(conn.client.clone(), observation(named));
+    let first = bounded(observer.observe(&NoProgress)).await.unwrap();
+    assert!(first.objects.contains_key(&cm));
+    let step = delete_step_for(&first, Kind::ConfigMap, "cm");
+    sim.clear_request_log();
+    let executed = bounded(uyuni_effects::execute_step(
+        &conn.client,
+        NS,
+        &step,
+        &uyuni_effects::Prior::Unknown,
+        Some(&observer),
+        &NoProgress,
+    ))
+    .await
+    .unwrap();
+    observer.expect(&executed);
+    let observed = bounded(observer.observe(&NoProgress)).await.unwrap();
+    assert!(
+        !observed.objects.contains_key(&cm),
+        "{:?}",
+        observed.objects.keys()
+    );
+    assert!(observed.contains(Kind::ConfigMap, "cm-2"));
+    // The DELETE, and no read of the object: the wait and the observation read the observer's
+    // watch (whose own requests go on beside them), not a watch of the wait's own by name.
+    let n = requests_by_resource(&sim);
+    assert_eq!(n.get("DELETE configmaps"), Some(&1), "{n:?}");
+    let by_name: Vec<String> = sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.query.contains("metadata.name") || r.verb.as_deref() == Some("get"))
+        .map(|r| format!("{} {}?{}", r.method, r.path, r.query))
+        .collect();
+    assert!(by_name.is_empty(), "{by_name:?}");
+}

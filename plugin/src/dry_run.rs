@@ -36,7 +36,7 @@ pub fn paint(lines: &[Line], colour: bool) -> String {
             _ if !colour => None,
             LineKind::DiffHeader => Some("1"),
             LineKind::Added | LineKind::Step(Op::Create) => Some("32"),
-            LineKind::Removed => Some("31"),
+            LineKind::Removed | LineKind::Step(Op::Delete) => Some("31"),
             LineKind::Hunk => Some("36"),
             LineKind::Step(Op::Update | Op::RunJob | Op::AwaitJob) => Some("33"),
             LineKind::Plain | LineKind::Context | LineKind::Step(_) => None,

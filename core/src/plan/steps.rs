@@ -1,8 +1,11 @@
-//! Step constructors shared by every phase: an object applied or kept, a Job run once per spec.
+//! Step constructors shared by every phase: an object applied, kept or deleted, a Job run once
+//! per spec.
 
 use super::{Action, DeploymentWait, JobWait, Op, Step};
 use k8s_openapi::api::batch::v1::Job;
+use serde::Serialize;
 
+use crate::catalogue::names;
 use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{Observed, deployment_ready};
@@ -234,4 +237,162 @@ pub(crate) fn done_step(id: &str, description: String, job_name: &str) -> Step {
 /// The Job of step `id` that succeeded last, if any.
 pub(crate) fn last_succeeded<'a>(observed: &'a Observed, id: &str) -> Option<&'a Job> {
     observed.attempts(id).last_succeeded()
+}
+
+/// How the API server's garbage collector treats what a deleted object owns: the
+/// `propagationPolicy` of the DELETE request.
+///
+/// Upstream: `DeletionPropagation` in k8s.io/apimachinery `pkg/apis/meta/v1/types.go`
+/// (Foreground: the owner stays, with the `foregroundDeletion` finalizer, until every dependent
+/// whose ownerReference sets `blockOwnerDeletion` is gone; Background: the owner goes at once and
+/// the collector removes the dependents after), carried out by kube-controller-manager's
+/// `pkg/controller/garbagecollector/garbagecollector.go`. Always sent, never left to the
+/// server's default: `batch/v1` Jobs default to orphaning their pods
+/// (`DefaultGarbageCollectionPolicy` in kubernetes `pkg/registry/batch/job/strategy.go`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Propagation {
+    Foreground,
+    Background,
+}
+
+impl Propagation {
+    /// Foreground for the kinds that own pods (a Deployment through its ReplicaSets, a Job
+    /// directly), so that once the object is gone its pods are too and nothing still mounts a
+    /// volume or reads a Secret a later step removes; Background for the rest, which own
+    /// nothing of ours.
+    pub fn for_kind(kind: Kind) -> Propagation {
+        match kind {
+            Kind::Deployment | Kind::Job => Propagation::Foreground,
+            Kind::Namespace
+            | Kind::Secret
+            | Kind::ConfigMap
+            | Kind::PersistentVolumeClaim
+            | Kind::ServiceAccount
+            | Kind::Role
+            | Kind::RoleBinding
+            | Kind::Service
+            | Kind::Ingress
+            | Kind::Custom(_) => Propagation::Background,
+        }
+    }
+
+    /// As the DELETE request's `propagationPolicy` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Foreground => "Foreground",
+            Propagation::Background => "Background",
+        }
+    }
+}
+
+/// How long to wait for a deleted object to be gone. `None`: no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DeleteWait {
+    pub timeout_seconds: Option<u64>,
+}
+
+impl DeleteWait {
+    /// Pods get their termination grace (30 s unless the pod says otherwise) and the collector
+    /// goes through ReplicaSets first: minutes, not seconds; so does a namespace, whose
+    /// controller empties it before it goes. An object owning nothing is gone as soon as its
+    /// finalizers (none of ours) are.
+    pub fn for_kind(kind: Kind) -> DeleteWait {
+        let seconds = match (kind, Propagation::for_kind(kind)) {
+            (Kind::Namespace, _) | (_, Propagation::Foreground) => 300,
+            (_, Propagation::Background) => 60,
+        };
+        DeleteWait {
+            timeout_seconds: Some(seconds),
+        }
+    }
+}
+
+/// The user's explicit choice to delete what holds data: the claims and the credential
+/// Secrets. No `Default`, `Clone` or `Deserialize`, and one constructor, so that holding one
+/// means a command was asked for it (`uninstall --purge-volumes`, confirmed); the planner
+/// threads it from there to [`purge_step`], and no other path reaches a claim.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Purge(());
+
+impl Purge {
+    /// Only for a command's explicit, confirmed purge option.
+    pub fn chosen_by_user() -> Purge {
+        Purge(())
+    }
+}
+
+/// A deletion of data asked for without a [`Purge`]: a bug in the caller's planner, refused
+/// before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "refusing to delete {target}: it holds the server's data or credentials, which only an explicit purge deletes (uninstall --purge-volumes); nothing was deleted. This is a bug in kubectl-uyuni's planner: please report it"
+)]
+pub struct DataDeletionRefused {
+    pub target: ObjectRef,
+}
+
+/// The credential Secrets: losing one locks the server out of its own database (or the
+/// administrator out of the server), so they are data as much as the claims.
+const CREDENTIAL_SECRETS: &[&str] = &[
+    names::DB_SECRET,
+    names::DB_ADMIN_SECRET,
+    names::REPORTDB_SECRET,
+    // The install command's administrator account.
+    "admin-credentials",
+    names::SSH_KEY_SECRET,
+    names::REGISTRY_SECRET,
+    names::CA_SECRET,
+    names::CA_PASSWORD_SECRET,
+];
+
+/// Whether `target` holds data that only a purge deletes.
+pub fn holds_data(target: &ObjectRef) -> bool {
+    match target.kind {
+        Kind::PersistentVolumeClaim => true,
+        Kind::Secret => CREDENTIAL_SECRETS.contains(&target.name.as_str()),
+        _ => false,
+    }
+}
+
+/// The step that deletes `target` and waits until it is gone, or keeps it (`Unchanged`) when
+/// it is absent already. Refuses a claim or a credential Secret: those go through
+/// [`purge_step`].
+pub fn delete_step(
+    observed: &Observed,
+    target: ObjectRef,
+    description: String,
+) -> Result<Step, DataDeletionRefused> {
+    if holds_data(&target) {
+        return Err(DataDeletionRefused { target });
+    }
+    Ok(deletion(observed, target, description))
+}
+
+/// [`delete_step`] for what holds data, on the user's explicit choice.
+pub fn purge_step(
+    observed: &Observed,
+    target: ObjectRef,
+    description: String,
+    _purge: &Purge,
+) -> Step {
+    deletion(observed, target, description)
+}
+
+fn deletion(observed: &Observed, target: ObjectRef, description: String) -> Step {
+    let id = format!("delete-{}-{}", target.kind.resource(), target.name);
+    if !observed.objects.contains_key(&target) {
+        return keep_step(&id, description, target, "absent; nothing to delete".into());
+    }
+    Step {
+        id,
+        description,
+        op: Op::Delete,
+        reason: "present".to_owned(),
+        action: Action::Delete {
+            propagation: Propagation::for_kind(target.kind),
+            wait: DeleteWait::for_kind(target.kind),
+            target: target.clone(),
+        },
+        target,
+    }
 }

@@ -34,3 +34,37 @@ fn cluster_scoped_checks_have_no_namespace() {
         "kubectl auth can-i create namespaces"
     );
 }
+
+#[test]
+fn a_delete_step_needs_delete_and_the_watch_of_its_wait() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use uyuni_core::object::{Kind, Object, ObjectRef};
+    use uyuni_core::observed::Observed;
+    use uyuni_core::plan::delete_step;
+
+    let params = crate::common::params();
+    let mut observed = Observed::default();
+    observed.insert(Object::Deployment(Deployment {
+        metadata: ObjectMeta {
+            name: Some("uyuni".into()),
+            ..ObjectMeta::default()
+        },
+        ..Deployment::default()
+    }));
+    let step = delete_step(
+        &observed,
+        ObjectRef::new(Kind::Deployment, "uyuni"),
+        "goes".into(),
+    )
+    .expect("allowed");
+    let needed = uyuni_core::access::needed_by(&params, &observed, &[step]);
+    let ns = Some(params.namespace.as_str());
+    for verb in ["delete", "list", "watch"] {
+        let access = Access::new(verb, "apps", "deployments", ns);
+        assert!(needed.contains(&access), "{access:?} not in {needed:?}");
+    }
+    // Planned without it, nothing asks for a delete.
+    let without = uyuni_core::access::needed_by(&params, &observed, &[]);
+    assert!(!without.iter().any(|a| a.verb == "delete"), "{without:?}");
+}

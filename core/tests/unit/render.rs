@@ -116,3 +116,82 @@ fn step_lines_carry_their_op_and_the_summary_is_plain() {
     assert_eq!(lines[2].kind, LineKind::Plain);
     assert_eq!(lines_text(&lines), steps_text(&[step]));
 }
+
+/// A Secret the tool may delete (a certificate's), with data that must not be printed.
+fn deleted_secret_state() -> (Observed, Step) {
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::Secret;
+    let mut observed = Observed::default();
+    observed.insert(Object::Secret(Secret {
+        metadata: ObjectMeta {
+            name: Some("uyuni-cert".into()),
+            ..Default::default()
+        },
+        data: Some([("tls.key".to_owned(), ByteString(b"private-key".to_vec()))].into()),
+        ..Default::default()
+    }));
+    let step = uyuni_core::plan::delete_step(
+        &observed,
+        ObjectRef::new(Kind::Secret, "uyuni-cert"),
+        "the server's certificate".into(),
+    )
+    .expect("allowed");
+    (observed, step)
+}
+
+#[test]
+fn a_deletion_shows_as_the_live_object_removed_with_secrets_masked() {
+    use uyuni_core::render::{diffs_lines, human_preview};
+    let (observed, step) = deleted_secret_state();
+    let steps = [step];
+    let text = human_preview(&steps, &observed, RenderOptions::default());
+    assert!(text.contains("- delete    secret/uyuni-cert"), "{text}");
+    assert!(
+        text.contains("Plan: 0 to create, 0 to update, 1 to delete"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--- live/secret/uyuni-cert\n+++ /dev/null\n"),
+        "{text}"
+    );
+    assert!(text.contains("-  tls.key: \"***\"\n"), "{text}");
+    assert!(!text.contains("cHJpdmF0ZS1rZXk"), "{text}");
+    assert!(!text.contains("private-key"), "{text}");
+    let lines = diffs_lines(&steps, &observed, RenderOptions::default());
+    assert!(lines.iter().any(|l| l.text == "-kind: Secret"), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.text.starts_with('-') && !l.text.starts_with("---"))
+            .all(|l| l.kind == LineKind::Removed)
+    );
+    // Gone already: nothing to show.
+    assert!(diffs_lines(&steps, &Observed::default(), RenderOptions::default()).is_empty());
+    // --show-secrets shows the value it removes.
+    let shown = RenderOptions {
+        show_secrets: true,
+        ..RenderOptions::default()
+    };
+    assert!(human_preview(&steps, &observed, shown).contains("private-key"));
+}
+
+#[test]
+fn a_deletion_in_the_plan_document_and_the_manifests() {
+    use uyuni_core::render::manifests_yaml;
+    let (observed, step) = deleted_secret_state();
+    let steps = [step];
+    let json = plan_json("uyuni", &steps, &observed);
+    assert_eq!(json["summary"]["delete"], 1);
+    assert_eq!(json["steps"][0]["op"], "delete");
+    assert_eq!(
+        json["steps"][0]["changes"],
+        serde_json::json!([{"op": "remove", "path": ""}])
+    );
+    assert_eq!(json["steps"][0]["wait"]["timeoutSeconds"], 60);
+    assert!(!json.to_string().contains("cHJpdmF0ZS1rZXk"));
+    let yaml = manifests_yaml(&steps, false);
+    assert_eq!(
+        yaml,
+        "# Deleted, not applied:\n#   secret/uyuni-cert (propagationPolicy Background)\n"
+    );
+}

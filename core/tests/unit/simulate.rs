@@ -59,3 +59,35 @@ fn a_job_produces_what_its_annotation_declares_whatever_its_step() {
         "the Job itself is there, complete"
     );
 }
+
+#[test]
+fn a_delete_removes_the_object_and_leaves_the_rest() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use uyuni_core::object::Object;
+    use uyuni_core::plan::delete_step;
+
+    let mut observed = Observed::default();
+    observed.insert(Object::Deployment(Deployment {
+        metadata: ObjectMeta {
+            name: Some("uyuni".into()),
+            ..ObjectMeta::default()
+        },
+        ..Deployment::default()
+    }));
+    observed.insert(Object::ConfigMap(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("uyuni-ca".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }));
+    let target = ObjectRef::new(Kind::Deployment, "uyuni");
+    let step = delete_step(&observed, target.clone(), "goes".into()).expect("allowed");
+    let after = simulate(&observed, "uyuni", &step);
+    assert!(!after.objects.contains_key(&target));
+    assert!(after.contains(Kind::ConfigMap, "uyuni-ca"));
+    // Planned again on the simulated state, the deletion has nothing left to do.
+    let again = delete_step(&after, target, "goes".into()).expect("allowed");
+    assert_eq!(again.op, Op::Unchanged);
+}
