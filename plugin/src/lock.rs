@@ -100,7 +100,7 @@ fn taker(cmd: &MigrateCmd, cli: &cli::Cli, params: &MigrateParams) -> Taker {
         std::process::id(),
         &params.run_id,
     );
-    match cmd.lease_duration_seconds {
+    match cmd.run.lease_duration_seconds {
         Some(seconds) => taker.with_duration(seconds),
         None => taker,
     }
@@ -137,7 +137,14 @@ impl RunLock {
             // Before the lease: a namespace that does not exist cannot hold it.
             return Ok(());
         }
-        match lease::acquire(&conn.client, ns, &taker(cmd, cli, params), cmd.force_unlock).await? {
+        match lease::acquire(
+            &conn.client,
+            ns,
+            &taker(cmd, cli, params),
+            cmd.run.force_unlock,
+        )
+        .await?
+        {
             Acquired::Held { held, from, now } => {
                 if let Some(from) = &from {
                     reporter.warn(&uyuni_core::lock::take_over_warning(from, ns, now));

@@ -58,7 +58,7 @@ fn password(flag: &str, file: Option<&std::path::Path>, env: &str) -> Result<Opt
 fn ssl_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
     password(
         "--ssl-password-file",
-        cmd.ssl_password_file.as_deref(),
+        cmd.migrate.ssl_password_file.as_deref(),
         SSL_PASSWORD_ENV,
     )
 }
@@ -120,12 +120,12 @@ pub const REGISTRY_PASSWORD_ENV: &str = "UYUNI_REGISTRY_PASSWORD";
 /// The registry password, when a registry user is given: from its file, the environment, or a
 /// prompt on a terminal.
 fn registry_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
-    if cmd.registry_user.is_none() {
+    if cmd.spec.registry_user.is_none() {
         return Ok(None);
     }
     Ok(password(
         "--registry-password-file",
-        cmd.registry_password_file.as_deref(),
+        cmd.spec.registry_password_file.as_deref(),
         REGISTRY_PASSWORD_ENV,
     )?
     .or_else(|| prompt_secret("Password of the registry user: ")))
@@ -139,7 +139,7 @@ pub fn repeat_kubectl(cmd: &MigrateCmd, cli: &Cli) -> uyuni_core::kubectl::Kubec
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     uyuni_core::kubectl::Kubectl {
-        migrate_flags: cli::repeat_flags(&argv, &cmd.source),
+        migrate_flags: cli::repeat_flags(&argv, &cmd.migrate.source),
         ..cli.kube.kubectl_hint()
     }
 }
@@ -151,10 +151,10 @@ fn args(
     namespace_explicit: bool,
 ) -> Result<MigrateArgs> {
     let named_sizes = [
-        ("volumes-database-size", &cmd.volumes_database_size),
-        ("volumes-packages-size", &cmd.volumes_packages_size),
-        ("volumes-www-size", &cmd.volumes_www_size),
-        ("volumes-cache-size", &cmd.volumes_cache_size),
+        ("volumes-database-size", &cmd.spec.volumes_database_size),
+        ("volumes-packages-size", &cmd.spec.volumes_packages_size),
+        ("volumes-www-size", &cmd.spec.volumes_www_size),
+        ("volumes-cache-size", &cmd.spec.volumes_cache_size),
     ]
     .into_iter()
     .filter_map(|(flag, v)| v.clone().map(|v| (flag.to_owned(), v)))
@@ -164,59 +164,59 @@ fn args(
         namespace,
         kubectl,
         namespace_explicit,
-        source_fqdn: cmd.source.clone(),
-        ssh_user: cmd.user.clone(),
-        prepare: cmd.prepare,
-        compress: cmd.compress,
+        source_fqdn: cmd.migrate.source.clone(),
+        ssh_user: cmd.migrate.user.clone(),
+        prepare: cmd.migrate.prepare,
+        compress: cmd.migrate.compress,
         run_id: clock::run_id(),
-        image: cmd.image.clone(),
-        tag: cmd.tag.clone(),
-        registry_host: cmd.registry_host.clone(),
-        pull_policy: cmd.pull_policy.clone(),
-        db_image: cmd.db_image.clone(),
-        db_tag: cmd.db_tag.clone(),
-        dbupgrade_image: cmd.dbupgrade_image.clone(),
-        dbupgrade_tag: cmd.dbupgrade_tag.clone(),
-        hubxmlrpc_image: cmd.hubxmlrpc_image.clone(),
-        coco_image: cmd.coco_image.clone(),
-        hubxmlrpc_replicas: cmd.hubxmlrpc_replicas,
-        coco_replicas: cmd.coco_replicas,
-        tftp: cmd.tftp,
-        tftp_image: cmd.tftp_image.clone(),
-        tftp_tag: cmd.tftp_tag.clone(),
-        tftp_host_network: cmd.tftp_host_network,
-        server_privileged: cmd.server_privileged,
-        server_super_privileged: cmd.server_super_privileged,
-        server_selinux_type: cmd.server_selinux_type.clone(),
-        server_apparmor_profile: cmd.server_apparmor_profile.clone(),
-        ingress: cmd.ingress.clone(),
-        ingress_class: cmd.ingress_class.clone(),
-        configure_ingress_controller: cmd.configure_ingress_controller,
-        ssh_key_private: read_file("--ssh-key-private", cmd.ssh_key_private.as_deref())?,
-        ssh_key_public: read_file("--ssh-key-public", cmd.ssh_key_public.as_deref())?,
-        ssh_known_hosts: read_file("--ssh-knownhosts", cmd.ssh_known_hosts.as_deref())?,
-        ssh_config: read_file("--ssh-config", cmd.ssh_config.as_deref())?,
+        image: cmd.spec.image.clone(),
+        tag: cmd.spec.tag.clone(),
+        registry_host: cmd.spec.registry_host.clone(),
+        pull_policy: cmd.spec.pull_policy.clone(),
+        db_image: cmd.spec.db_image.clone(),
+        db_tag: cmd.spec.db_tag.clone(),
+        dbupgrade_image: cmd.spec.dbupgrade_image.clone(),
+        dbupgrade_tag: cmd.spec.dbupgrade_tag.clone(),
+        hubxmlrpc_image: cmd.spec.hubxmlrpc_image.clone(),
+        coco_image: cmd.spec.coco_image.clone(),
+        hubxmlrpc_replicas: cmd.spec.hubxmlrpc_replicas,
+        coco_replicas: cmd.spec.coco_replicas,
+        tftp: cmd.spec.tftp,
+        tftp_image: cmd.spec.tftp_image.clone(),
+        tftp_tag: cmd.spec.tftp_tag.clone(),
+        tftp_host_network: cmd.spec.tftp_host_network,
+        server_privileged: cmd.spec.server_privileged,
+        server_super_privileged: cmd.spec.server_super_privileged,
+        server_selinux_type: cmd.spec.server_selinux_type.clone(),
+        server_apparmor_profile: cmd.spec.server_apparmor_profile.clone(),
+        ingress: cmd.spec.ingress.clone(),
+        ingress_class: cmd.spec.ingress_class.clone(),
+        configure_ingress_controller: cmd.spec.configure_ingress_controller,
+        ssh_key_private: read_file("--ssh-key-private", cmd.migrate.ssh_key_private.as_deref())?,
+        ssh_key_public: read_file("--ssh-key-public", cmd.migrate.ssh_key_public.as_deref())?,
+        ssh_known_hosts: read_file("--ssh-knownhosts", cmd.migrate.ssh_known_hosts.as_deref())?,
+        ssh_config: read_file("--ssh-config", cmd.migrate.ssh_config.as_deref())?,
         ssl_password: ssl_password(cmd)?,
-        registry_user: cmd.registry_user.clone(),
+        registry_user: cmd.spec.registry_user.clone(),
         registry_password: registry_password(cmd)?,
-        image_pull_secret: cmd.image_pull_secret.clone(),
-        mirror_claim: cmd.mirror_claim.clone(),
-        ssl_cnames: cmd.ssl_cname.clone(),
-        ssl_ca_root: read_file("--ssl-ca-root", cmd.ssl_ca_root.as_deref())?,
-        ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &cmd.ssl_ca_intermediate)?,
-        ssl_server_cert: read_file("--ssl-server-cert", cmd.ssl_server_cert.as_deref())?,
-        ssl_server_key: read_file("--ssl-server-key", cmd.ssl_server_key.as_deref())?,
-        ssl_db_ca_root: read_file("--ssl-db-ca-root", cmd.ssl_db_ca_root.as_deref())?,
+        image_pull_secret: cmd.spec.image_pull_secret.clone(),
+        mirror_claim: cmd.spec.mirror_claim.clone(),
+        ssl_cnames: cmd.spec.ssl_cname.clone(),
+        ssl_ca_root: read_file("--ssl-ca-root", cmd.spec.ssl_ca_root.as_deref())?,
+        ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &cmd.spec.ssl_ca_intermediate)?,
+        ssl_server_cert: read_file("--ssl-server-cert", cmd.spec.ssl_server_cert.as_deref())?,
+        ssl_server_key: read_file("--ssl-server-key", cmd.spec.ssl_server_key.as_deref())?,
+        ssl_db_ca_root: read_file("--ssl-db-ca-root", cmd.spec.ssl_db_ca_root.as_deref())?,
         ssl_db_ca_intermediate: read_files(
             "--ssl-db-ca-intermediate",
-            &cmd.ssl_db_ca_intermediate,
+            &cmd.spec.ssl_db_ca_intermediate,
         )?,
-        ssl_db_cert: read_file("--ssl-db-cert", cmd.ssl_db_cert.as_deref())?,
-        ssl_db_key: read_file("--ssl-db-key", cmd.ssl_db_key.as_deref())?,
-        volumes_class: cmd.volumes_class.clone(),
-        volume_classes: cmd.volume_class.clone(),
+        ssl_db_cert: read_file("--ssl-db-cert", cmd.spec.ssl_db_cert.as_deref())?,
+        ssl_db_key: read_file("--ssl-db-key", cmd.spec.ssl_db_key.as_deref())?,
+        volumes_class: cmd.spec.volumes_class.clone(),
+        volume_classes: cmd.spec.volume_class.clone(),
         named_sizes,
-        volume_sizes: cmd.volume_size.clone(),
+        volume_sizes: cmd.spec.volume_size.clone(),
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
     })
 }
@@ -390,10 +390,10 @@ pub async fn run(
     reporter: &Reporter,
     run_lock: &crate::lock::RunLock,
 ) -> Result<()> {
-    if let Some(divisor) = cmd.retry_delay_divisor {
+    if let Some(divisor) = cmd.run.retry_delay_divisor {
         uyuni_effects::retry::shorten_delays(divisor);
     }
-    if cmd.dry_run.is_some() && cmd.exit_code {
+    if cmd.preview.dry_run.is_some() && cmd.preview.exit_code {
         // `kubectl diff` codes: 0 nothing to do, 1 changes planned, 2 errors. Only the dry run
         // runs here, so nothing is left behind by exiting directly.
         let code = match dry_run(cmd, cli, reporter).await {
@@ -409,7 +409,7 @@ pub async fn run(
         };
         std::process::exit(code);
     }
-    if cmd.dry_run.is_some() {
+    if cmd.preview.dry_run.is_some() {
         dry_run(cmd, cli, reporter).await?;
         return Ok(());
     }
@@ -419,12 +419,12 @@ pub async fn run(
         conn.client.clone(),
         uyuni_core::observed::observation(&params),
     );
-    if let Some(ms) = cmd.watch_barrier_timeout_ms {
+    if let Some(ms) = cmd.run.watch_barrier_timeout_ms {
         observer = observer.with_barrier_timeout(std::time::Duration::from_millis(ms));
     }
 
     let mut executed = 0usize;
-    let mut confirmed = cmd.yes;
+    let mut confirmed = cmd.migrate.yes;
     // How many steps this run carries out, from the preview of the whole operation at its
     // start: the plan itself only reaches past the data sync once the sync has run.
     let mut expected_steps = None;
