@@ -131,7 +131,6 @@ pub struct CertBundle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TlsParams {
     pub cnames: Vec<String>,
-    pub ca_password: Option<SecretString>,
     /// Server and database certificates from files: no cert-manager needed.
     pub third_party: Option<ThirdParty>,
 }
@@ -169,27 +168,13 @@ pub struct SshConfig {
     pub config: String,
 }
 
-/// Validated parameters of `migrate`.
+/// The server's own settings, whatever command deploys it: what it runs (images, replicas,
+/// confinement), where it keeps its data, how it is reached (TLS, ingress, TFTP) and how its
+/// images are pulled. Nothing here says where the server's data comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MigrateParams {
-    pub namespace: String,
-    /// The connection flags of the run, for the `kubectl` commands in notes and hints.
-    #[serde(skip)]
-    pub kubectl: crate::kubectl::Kubectl,
-    pub source_fqdn: String,
-    pub ssh_user: String,
-    pub prepare: bool,
-    /// rsync compresses on the wire (`-z`): for slow links only; on a LAN it costs the copy
-    /// more CPU than it saves.
-    pub compress: bool,
-    pub run_id: String,
+pub struct ServerSpec {
     pub image: ImageParams,
-    /// Given on the command line; `None` means: reuse the Secret in the cluster.
-    pub ssh_key: Option<SshKeyPair>,
-    /// Given on the command line; `None` means: reuse the ConfigMap in the cluster.
-    pub ssh_config: Option<SshConfig>,
     pub volumes: Vec<VolumeClaim>,
-    pub tool_version: String,
     pub tls: TlsParams,
     /// `None`: decided from what the source ran.
     pub hubxmlrpc_replicas: Option<i32>,
@@ -200,6 +185,44 @@ pub struct MigrateParams {
     pub mirror_claim: Option<String>,
     pub tftp: TftpParams,
     pub server_security: ServerSecurity,
+}
+
+impl ServerSpec {
+    /// The name of the pull Secret every pod references, if any.
+    pub fn pull_secret_name(&self) -> Option<&str> {
+        match &self.pull_secret {
+            PullSecret::None => None,
+            PullSecret::Credentials { .. } | PullSecret::Reused => {
+                Some(crate::catalogue::names::REGISTRY_SECRET)
+            }
+            PullSecret::Existing(name) => Some(name),
+        }
+    }
+}
+
+/// Validated parameters of `migrate`: the server to deploy, and what only a migration needs
+/// (the source, how to reach it, the copy).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MigrateParams {
+    pub namespace: String,
+    /// The connection flags of the run, for the `kubectl` commands in notes and hints.
+    #[serde(skip)]
+    pub kubectl: crate::kubectl::Kubectl,
+    pub run_id: String,
+    pub tool_version: String,
+    pub spec: ServerSpec,
+    pub source_fqdn: String,
+    pub ssh_user: String,
+    pub prepare: bool,
+    /// rsync compresses on the wire (`-z`): for slow links only; on a LAN it costs the copy
+    /// more CPU than it saves.
+    pub compress: bool,
+    /// Given on the command line; `None` means: reuse the Secret in the cluster.
+    pub ssh_key: Option<SshKeyPair>,
+    /// Given on the command line; `None` means: reuse the ConfigMap in the cluster.
+    pub ssh_config: Option<SshConfig>,
+    /// The password of the source's CA key, which the migrated server keeps signing with.
+    pub ca_password: Option<SecretString>,
     /// The server's specification to record in ConfigMap `uyuni-server-spec` (flag name →
     /// value, `crate::record`); empty unless the parameters were made by `record::params`.
     pub spec_record: std::collections::BTreeMap<String, String>,
@@ -598,7 +621,6 @@ fn resolve_tls(args: &MigrateArgs) -> Result<TlsParams, ParamsError> {
     };
     Ok(TlsParams {
         cnames,
-        ca_password: args.ssl_password.clone().filter(|p| !p.expose().is_empty()),
         third_party,
     })
 }
@@ -880,71 +902,70 @@ impl MigrateParams {
         Ok(MigrateParams {
             namespace: args.namespace.clone(),
             kubectl: args.kubectl.clone(),
+            run_id: args.run_id.clone(),
+            tool_version: args.tool_version.clone(),
+            spec: ServerSpec {
+                image: ImageParams {
+                    server: server.clone(),
+                    database,
+                    database_upgrade,
+                    hub_xmlrpc,
+                    coco,
+                    tftp,
+                    pull_policy,
+                },
+                volumes: resolve_volumes(args)?,
+                tls: resolve_tls(args)?,
+                hubxmlrpc_replicas: replicas("--hubxmlrpc-replicas", args.hubxmlrpc_replicas)?,
+                coco_replicas: replicas("--coco-replicas", args.coco_replicas)?.unwrap_or(0),
+                ingress: IngressParams {
+                    mode: match args
+                        .ingress
+                        .as_deref()
+                        .map(str::to_ascii_lowercase)
+                        .as_deref()
+                    {
+                        None | Some("auto") => IngressMode::Auto,
+                        Some("traefik") => IngressMode::Traefik,
+                        Some("nginx") => IngressMode::Nginx,
+                        Some("none") => IngressMode::None,
+                        Some(other) => return Err(ParamsError::Ingress(other.to_owned())),
+                    },
+                    class: match args.ingress_class.as_deref().map(str::trim) {
+                        Some(c) if is_dns_subdomain(c) => Some(c.to_owned()),
+                        Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
+                        None => None,
+                    },
+                    configure_controller: args.configure_ingress_controller.unwrap_or(false),
+                },
+                pull_secret: resolve_pull_secret(args, &server)?,
+                mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
+                    Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => {
+                        Some(c.to_owned())
+                    }
+                    Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
+                    None => None,
+                },
+                tftp: TftpParams {
+                    enabled: args.tftp,
+                    host_network: tftp_host_network,
+                },
+                server_security: resolve_server_security(args)?,
+            },
             source_fqdn: source,
             ssh_user: user.to_owned(),
             prepare: args.prepare,
             compress: args.compress,
-            run_id: args.run_id.clone(),
-            image: ImageParams {
-                server: server.clone(),
-                database,
-                database_upgrade,
-                hub_xmlrpc,
-                coco,
-                tftp,
-                pull_policy,
-            },
             ssh_key,
             ssh_config,
-            volumes: resolve_volumes(args)?,
-            tool_version: args.tool_version.clone(),
-            tls: resolve_tls(args)?,
-            hubxmlrpc_replicas: replicas("--hubxmlrpc-replicas", args.hubxmlrpc_replicas)?,
-            coco_replicas: replicas("--coco-replicas", args.coco_replicas)?.unwrap_or(0),
-            ingress: IngressParams {
-                mode: match args
-                    .ingress
-                    .as_deref()
-                    .map(str::to_ascii_lowercase)
-                    .as_deref()
-                {
-                    None | Some("auto") => IngressMode::Auto,
-                    Some("traefik") => IngressMode::Traefik,
-                    Some("nginx") => IngressMode::Nginx,
-                    Some("none") => IngressMode::None,
-                    Some(other) => return Err(ParamsError::Ingress(other.to_owned())),
-                },
-                class: match args.ingress_class.as_deref().map(str::trim) {
-                    Some(c) if is_dns_subdomain(c) => Some(c.to_owned()),
-                    Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
-                    None => None,
-                },
-                configure_controller: args.configure_ingress_controller.unwrap_or(false),
-            },
-            pull_secret: resolve_pull_secret(args, &server)?,
-            mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
-                Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => Some(c.to_owned()),
-                Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
-                None => None,
-            },
-            tftp: TftpParams {
-                enabled: args.tftp,
-                host_network: tftp_host_network,
-            },
-            server_security: resolve_server_security(args)?,
+            ca_password: args.ssl_password.clone().filter(|p| !p.expose().is_empty()),
             spec_record: std::collections::BTreeMap::new(),
         })
     }
 
     /// The name of the pull Secret every pod references, if any.
     pub fn pull_secret_name(&self) -> Option<&str> {
-        match &self.pull_secret {
-            PullSecret::None => None,
-            PullSecret::Credentials { .. } | PullSecret::Reused => {
-                Some(crate::catalogue::names::REGISTRY_SECRET)
-            }
-            PullSecret::Existing(name) => Some(name),
-        }
+        self.spec.pull_secret_name()
     }
 }
 

@@ -275,7 +275,7 @@ pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
         server::hub_deployment(params, 1),
         server::coco_deployment(params, &data),
     ];
-    if params.tftp.enabled != Some(false) {
+    if params.spec.tftp.enabled != Some(false) {
         deployments.push(tftp::tftp_deployment(params, &fqdn, 1));
     }
     let mut out = Vec::new();

@@ -68,7 +68,7 @@ fn existing_claims_are_not_checked_and_unlistable_classes_are_a_warning() {
     // A resumed run: every claim exists already (bound), and the default class is gone.
     let mut observed = common::after_sync(&params);
     observed.storage_classes = Some(Vec::new());
-    for claim in &params.volumes {
+    for claim in &params.spec.volumes {
         assert!(observed.contains(Kind::PersistentVolumeClaim, &claim.name));
     }
     let upgraded = uyuni_core::builders::database::upgraded_claim(&params);

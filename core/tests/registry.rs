@@ -88,7 +88,7 @@ fn the_pull_secret_is_for_the_server_images_registry() {
         a.registry_password = Some(SecretString::new(PASSWORD));
     });
     assert!(
-        matches!(&params.pull_secret, PullSecret::Credentials { registry, .. } if registry == "registry.example.com:5000")
+        matches!(&params.spec.pull_secret, PullSecret::Credentials { registry, .. } if registry == "registry.example.com:5000")
     );
 }
 
@@ -125,7 +125,7 @@ fn a_pull_secret_of_an_earlier_run_stays_in_use_without_flags() {
         registry,
         user,
         password,
-    } = &earlier.pull_secret
+    } = &earlier.spec.pull_secret
     else {
         panic!("credentials");
     };
@@ -138,7 +138,7 @@ fn a_pull_secret_of_an_earlier_run_stays_in_use_without_flags() {
         password.expose(),
     )));
     let params = common::params();
-    assert_eq!(params.pull_secret, PullSecret::None);
+    assert_eq!(params.spec.pull_secret, PullSecret::None);
     let plan = plan(&params, &observed).expect("plan");
     let step = plan
         .steps

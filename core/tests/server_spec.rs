@@ -108,9 +108,9 @@ fn a_final_run_without_the_tag_of_the_prepare_run_keeps_it() {
     // The final run: no image flag, the record as the cluster holds it.
     let (params, settings) = uyuni_core::record::params(args(), &recorded).expect("valid");
     assert!(
-        params.image.server.ends_with(":2025.10"),
+        params.spec.image.server.ends_with(":2025.10"),
         "{}",
-        params.image.server
+        params.spec.image.server
     );
     assert!(
         settings

@@ -364,7 +364,7 @@ fn tftp_result(params: &MigrateParams, data: &ExtractedData, facts: &Facts) -> T
             .then(|| facts.tftp.ok())
             .flatten()
             .map(|d| d == uyuni_core::resolve::TftpDecision::On),
-        host_network: params.tftp.host_network,
+        host_network: params.spec.tftp.host_network,
     }
 }
 
@@ -453,10 +453,10 @@ pub async fn run(
         }
         let plan: Plan = match uyuni_core::plan(&params, &observed) {
             // The planner says when the CA password is needed; only then is it asked for.
-            Err(uyuni_core::PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {
+            Err(uyuni_core::PlanError::CaPasswordNeeded) if params.ca_password.is_none() => {
                 match prompt_ssl_password() {
                     Some(password) => {
-                        params.tls.ca_password = Some(password);
+                        params.ca_password = Some(password);
                         continue;
                     }
                     None => return Err(uyuni_core::PlanError::CaPasswordNeeded.into()),

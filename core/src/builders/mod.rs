@@ -74,7 +74,7 @@ pub(crate) fn deployment(
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
-                    image_pull_secrets: registry::pod_pull_secrets(params),
+                    image_pull_secrets: registry::pod_pull_secrets(&params.spec),
                     ..pod
                 }),
             },

@@ -41,11 +41,11 @@ const WRAPPER: &str = "/usr/bin/tftp_wrapper.py";
 /// passes `global.fqdn` for both names. With `--tftp-host-network` the pod uses its node's
 /// network, and cluster DNS all the same (`ClusterFirstWithHostNet`) to find Service `web`.
 pub fn tftp_deployment(params: &MigrateParams, fqdn: &str, replicas: i32) -> Deployment {
-    let host_network = params.tftp.host_network;
+    let host_network = params.spec.tftp.host_network;
     let container = Container {
         name: "tftp".to_owned(),
-        image: Some(params.image.tftp.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(params.spec.image.tftp.clone()),
+        image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
         command: Some(
             [
                 WRAPPER,

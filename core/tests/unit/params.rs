@@ -21,18 +21,21 @@ pub(crate) fn args() -> MigrateArgs {
 #[test]
 fn defaults_give_every_catalogue_volume_and_the_default_image() {
     let p = MigrateParams::from_args(&args()).expect("valid");
-    assert_eq!(p.volumes.len(), volumes::CATALOGUE.len());
-    assert_eq!(p.image.server, "registry.opensuse.org/uyuni/server:latest");
-    assert_eq!(p.image.pull_policy, PullPolicy::Always);
+    assert_eq!(p.spec.volumes.len(), volumes::CATALOGUE.len());
     assert_eq!(
-        p.image.database,
+        p.spec.image.server,
+        "registry.opensuse.org/uyuni/server:latest"
+    );
+    assert_eq!(p.spec.image.pull_policy, PullPolicy::Always);
+    assert_eq!(
+        p.spec.image.database,
         "registry.opensuse.org/uyuni/server-postgresql:latest"
     );
     assert_eq!(
-        p.image.database_upgrade,
+        p.spec.image.database_upgrade,
         "registry.opensuse.org/uyuni/server-database-migration:latest"
     );
-    assert!(p.volumes.iter().all(|v| v.storage_class.is_none()));
+    assert!(p.spec.volumes.iter().all(|v| v.storage_class.is_none()));
 }
 
 #[test]
@@ -43,18 +46,18 @@ fn database_images_follow_the_server_tag_unless_overridden() {
     a.dbupgrade_tag = Some("5.2.1".into());
     let p = MigrateParams::from_args(&a).expect("valid");
     assert_eq!(
-        p.image.database,
+        p.spec.image.database,
         "localhost:5000/uyuni/server-postgresql:2026.02"
     );
     assert_eq!(
-        p.image.database_upgrade,
+        p.spec.image.database_upgrade,
         "localhost:5000/uyuni/server-database-migration:5.2.1"
     );
     let mut a = args();
     a.db_image = Some("registry.example.com/pg:17".into());
     a.db_tag = Some("ignored".into());
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert_eq!(p.image.database, "registry.example.com/pg:17");
+    assert_eq!(p.spec.image.database, "registry.example.com/pg:17");
     let mut a = args();
     a.dbupgrade_image = Some("bad image".into());
     assert!(matches!(
@@ -69,9 +72,12 @@ fn the_tftp_image_follows_the_server_and_its_flags_are_checked() {
     a.tag = Some("2026.02".into());
     a.registry_host = Some("localhost:5000".into());
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert_eq!(p.image.tftp, "localhost:5000/uyuni/proxy-tftpd:2026.02");
     assert_eq!(
-        p.tftp,
+        p.spec.image.tftp,
+        "localhost:5000/uyuni/proxy-tftpd:2026.02"
+    );
+    assert_eq!(
+        p.spec.tftp,
         TftpParams {
             enabled: None,
             host_network: false
@@ -83,9 +89,9 @@ fn the_tftp_image_follows_the_server_and_its_flags_are_checked() {
     a.tftp = Some(true);
     a.tftp_host_network = Some(true);
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert_eq!(p.image.tftp, "registry.example.com/tftpd:5.2.1");
+    assert_eq!(p.spec.image.tftp, "registry.example.com/tftpd:5.2.1");
     assert_eq!(
-        p.tftp,
+        p.spec.tftp,
         TftpParams {
             enabled: Some(true),
             host_network: true
@@ -105,7 +111,7 @@ fn sizes_and_classes_apply_to_the_right_volumes() {
     a.named_sizes = vec![("volumes-database-size".into(), "80Gi".into())];
     a.volume_sizes = vec!["root=5Mi".into(), "srv-www=1.5Ti".into()];
     let p = MigrateParams::from_args(&a).expect("valid");
-    let get = |n: &str| p.volumes.iter().find(|v| v.name == n).expect("volume");
+    let get = |n: &str| p.spec.volumes.iter().find(|v| v.name == n).expect("volume");
     assert_eq!(get("var-pgsql").size, "80Gi");
     assert_eq!(get("var-pgsql").storage_class.as_deref(), Some("ssd"));
     assert_eq!(get("root").size, "5Mi");
@@ -254,10 +260,10 @@ fn third_party_certificates_are_checked_and_the_db_defaults_to_the_server_ones()
     a.ssl_ca_root = Some(file("ca.crt", &tls.root));
     a.ssl_cnames = vec!["Alias.Example.com".into(), "alias.example.com.".into()];
     let p = MigrateParams::from_args(&a).expect("valid");
-    let tp = p.tls.third_party.expect("third party");
+    let tp = p.spec.tls.third_party.expect("third party");
     assert_eq!(tp.server, tp.db);
     assert!(tp.server.chain == tls.cert && tp.server.root == tls.root);
-    assert_eq!(p.tls.cnames, ["alias.example.com"]);
+    assert_eq!(p.spec.tls.cnames, ["alias.example.com"]);
     assert!(
         !format!("{:?}", MigrateParams::from_args(&a))
             .contains(crate::common::key_body_line(&tls.key))
@@ -301,20 +307,20 @@ fn quantities() {
 #[test]
 fn the_server_runs_as_the_chart_confines_it_unless_asked_otherwise() {
     let plain = MigrateParams::from_args(&args()).expect("valid");
-    assert_eq!(plain.server_security, ServerSecurity::default());
+    assert_eq!(plain.spec.server_security, ServerSecurity::default());
 
     let mut a = args();
     a.server_privileged = Some(true);
     a.server_selinux_type = Some(" uyuni_container_t ".into());
     a.server_apparmor_profile = Some("uyuni-server".into());
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert!(p.server_security.privileged);
+    assert!(p.spec.server_security.privileged);
     assert_eq!(
-        p.server_security.selinux_type.as_deref(),
+        p.spec.server_security.selinux_type.as_deref(),
         Some("uyuni_container_t")
     );
     assert_eq!(
-        p.server_security.apparmor_profile.as_deref(),
+        p.spec.server_security.apparmor_profile.as_deref(),
         Some("uyuni-server")
     );
 

@@ -105,8 +105,8 @@ fn a_remembered_switch_is_turned_off_with_false() {
         &recorded,
     )
     .expect("valid");
-    assert!(!p.tftp.host_network);
-    assert!(p.server_security.privileged);
+    assert!(!p.spec.tftp.host_network);
+    assert!(p.spec.server_security.privileged);
 }
 
 #[test]
@@ -137,7 +137,8 @@ fn the_named_size_flags_are_remembered_one_by_one() {
     args.named_sizes = vec![("volumes-www-size".into(), "2Ti".into())];
     let (p, _) = params(args, &recorded).expect("valid");
     let size = |name: &str| {
-        p.volumes
+        p.spec
+            .volumes
             .iter()
             .find(|v| v.name == name)
             .map(|v| v.size.clone())
@@ -157,8 +158,8 @@ fn a_flag_given_drops_a_recorded_one_it_excludes() {
     args.server_selinux_type = Some("uyuni_container_t".into());
     args.tftp = Some(false);
     let (p, settings) = params(args, &recorded).expect("the flags given win, no conflict");
-    assert!(!p.server_security.super_privileged);
-    assert!(!p.tftp.host_network);
+    assert!(!p.spec.server_security.super_privileged);
+    assert!(!p.spec.tftp.host_network);
     // Written as empty, so the write replaces them whoever wrote them.
     assert_eq!(p.spec_record["server-super-privileged"], "");
     assert_eq!(p.spec_record["tftp-host-network"], "");
@@ -175,7 +176,7 @@ fn a_remembered_registry_user_keeps_the_secret_in_use_without_its_password() {
     let (p, settings) = params(given(), &recorded).expect("no password is asked for");
     // Not in the arguments (it would need the password): the Secret registry-credentials of
     // the earlier run stays in use (resolve::in_effect).
-    assert_eq!(p.pull_secret, uyuni_core::params::PullSecret::None);
+    assert_eq!(p.spec.pull_secret, uyuni_core::params::PullSecret::None);
     assert_eq!(p.spec_record["registry-user"], "bob");
     assert_eq!(settings[0].text(), "registry-user: bob (remembered)");
 
@@ -183,7 +184,7 @@ fn a_remembered_registry_user_keeps_the_secret_in_use_without_its_password() {
     mine.image_pull_secret = Some("my-pull-secret".into());
     let (p, _) = params(mine, &recorded).expect("the given pull Secret wins");
     assert_eq!(
-        p.pull_secret,
+        p.spec.pull_secret,
         uyuni_core::params::PullSecret::Existing("my-pull-secret".into())
     );
     assert_eq!(p.spec_record["registry-user"], "");
