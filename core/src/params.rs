@@ -35,6 +35,22 @@ pub struct MigrateArgs {
     /// Identifies this invocation (UTC `YYYYMMDDhhmmss` from the caller's clock); Job names
     /// carry it.
     pub run_id: String,
+    pub ssh_key_private: Option<FileInput>,
+    pub ssh_key_public: Option<FileInput>,
+    pub ssh_known_hosts: Option<FileInput>,
+    pub ssh_config: Option<FileInput>,
+    /// Version of the tool, recorded on what it creates.
+    pub tool_version: String,
+    /// The source CA's password, from `--ssl-password-file` or the environment (never argv).
+    pub ssl_password: Option<SecretString>,
+    /// The server's specification.
+    pub spec: ServerSpecArgs,
+}
+
+/// The server's specification as the command line gave it: the flags every command that
+/// deploys a server shares.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerSpecArgs {
     pub image: Option<String>,
     pub tag: Option<String>,
     pub registry_host: Option<String>,
@@ -78,10 +94,6 @@ pub struct MigrateArgs {
     /// `--configure-ingress-controller[=true|false]`: write the controller's HelmChartConfig
     /// in kube-system.
     pub configure_ingress_controller: Option<bool>,
-    pub ssh_key_private: Option<FileInput>,
-    pub ssh_key_public: Option<FileInput>,
-    pub ssh_known_hosts: Option<FileInput>,
-    pub ssh_config: Option<FileInput>,
     pub volumes_class: Option<String>,
     /// `NAME=CLASS` pairs.
     pub volume_classes: Vec<String>,
@@ -89,10 +101,6 @@ pub struct MigrateArgs {
     pub named_sizes: Vec<(String, String)>,
     /// `NAME=SIZE` pairs.
     pub volume_sizes: Vec<String>,
-    /// Version of the tool, recorded on what it creates.
-    pub tool_version: String,
-    /// The source CA's password, from `--ssl-password-file` or the environment (never argv).
-    pub ssl_password: Option<SecretString>,
     /// `--ssl-cname`: more DNS names of the server's certificate.
     pub ssl_cnames: Vec<String>,
     /// Third-party certificates: `--ssl-ca-root`, `--ssl-ca-intermediate`,
@@ -185,19 +193,6 @@ pub struct ServerSpec {
     pub mirror_claim: Option<String>,
     pub tftp: TftpParams,
     pub server_security: ServerSecurity,
-}
-
-impl ServerSpec {
-    /// The name of the pull Secret every pod references, if any.
-    pub fn pull_secret_name(&self) -> Option<&str> {
-        match &self.pull_secret {
-            PullSecret::None => None,
-            PullSecret::Credentials { .. } | PullSecret::Reused => {
-                Some(crate::catalogue::names::REGISTRY_SECRET)
-            }
-            PullSecret::Existing(name) => Some(name),
-        }
-    }
 }
 
 /// Validated parameters of `migrate`: the server to deploy, and what only a migration needs
@@ -419,7 +414,10 @@ pub enum ParamsError {
     TftpHostNetworkWithoutTftp,
 }
 
-fn resolve_pull_secret(args: &MigrateArgs, server_image: &str) -> Result<PullSecret, ParamsError> {
+fn resolve_pull_secret(
+    args: &ServerSpecArgs,
+    server_image: &str,
+) -> Result<PullSecret, ParamsError> {
     let user = args
         .registry_user
         .as_deref()
@@ -558,7 +556,7 @@ fn check_bundle(
         })
 }
 
-fn resolve_tls(args: &MigrateArgs) -> Result<TlsParams, ParamsError> {
+fn resolve_tls(args: &ServerSpecArgs) -> Result<TlsParams, ParamsError> {
     let mut cnames = Vec::new();
     for c in &args.ssl_cnames {
         let c = c.trim().trim_end_matches('.').to_ascii_lowercase();
@@ -695,7 +693,7 @@ fn known_volume(flag: &'static str, name: &str) -> Result<(), ParamsError> {
     }
 }
 
-fn resolve_volumes(args: &MigrateArgs) -> Result<Vec<VolumeClaim>, ParamsError> {
+fn resolve_volumes(args: &ServerSpecArgs) -> Result<Vec<VolumeClaim>, ParamsError> {
     let mut claims: Vec<VolumeClaim> = volumes::CATALOGUE
         .iter()
         .map(|def| VolumeClaim {
@@ -770,38 +768,10 @@ fn ssh_file_problem(file: &FileInput, problem: SshProblem) -> ParamsError {
     }
 }
 
-impl MigrateParams {
-    /// Validates everything that can be validated without the cluster.
-    pub fn from_args(args: &MigrateArgs) -> Result<Self, ParamsError> {
-        if !is_dns_label(&args.namespace) {
-            return Err(ParamsError::Namespace(args.namespace.clone()));
-        }
-        // Its 27 claims and Deployments would land among unrelated objects, and a later
-        // `kubectl get` in the namespace the user meant would find nothing.
-        if args.namespace == "default" && !args.namespace_explicit {
-            return Err(ParamsError::DefaultNamespace);
-        }
-        let source = args
-            .source_fqdn
-            .trim()
-            .trim_end_matches('.')
-            .to_ascii_lowercase();
-        if !is_fqdn(&source) {
-            return Err(ParamsError::Fqdn(args.source_fqdn.clone()));
-        }
-        let user = args.ssh_user.trim();
-        let user_ok = !user.is_empty()
-            && user.len() <= 32
-            && user
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-            && !user.starts_with('-');
-        if !user_ok {
-            return Err(ParamsError::User(args.ssh_user.clone()));
-        }
-        if args.run_id.len() != 14 || !args.run_id.chars().all(|c| c.is_ascii_digit()) {
-            return Err(ParamsError::RunId(args.run_id.clone()));
-        }
+impl ServerSpec {
+    /// Validates the server's specification alone: every command that deploys a server checks
+    /// its flags here, before its own inputs.
+    pub fn from_args(args: &ServerSpecArgs) -> Result<Self, ParamsError> {
         let registry = args
             .registry_host
             .as_deref()
@@ -858,6 +828,100 @@ impl MigrateParams {
             None => PullPolicy::Always,
         };
 
+        Ok(ServerSpec {
+            image: ImageParams {
+                server: server.clone(),
+                database,
+                database_upgrade,
+                hub_xmlrpc,
+                coco,
+                tftp,
+                pull_policy,
+            },
+            volumes: resolve_volumes(args)?,
+            tls: resolve_tls(args)?,
+            hubxmlrpc_replicas: replicas("--hubxmlrpc-replicas", args.hubxmlrpc_replicas)?,
+            coco_replicas: replicas("--coco-replicas", args.coco_replicas)?.unwrap_or(0),
+            ingress: IngressParams {
+                mode: match args
+                    .ingress
+                    .as_deref()
+                    .map(str::to_ascii_lowercase)
+                    .as_deref()
+                {
+                    None | Some("auto") => IngressMode::Auto,
+                    Some("traefik") => IngressMode::Traefik,
+                    Some("nginx") => IngressMode::Nginx,
+                    Some("none") => IngressMode::None,
+                    Some(other) => return Err(ParamsError::Ingress(other.to_owned())),
+                },
+                class: match args.ingress_class.as_deref().map(str::trim) {
+                    Some(c) if is_dns_subdomain(c) => Some(c.to_owned()),
+                    Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
+                    None => None,
+                },
+                configure_controller: args.configure_ingress_controller.unwrap_or(false),
+            },
+            pull_secret: resolve_pull_secret(args, &server)?,
+            mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
+                Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => Some(c.to_owned()),
+                Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
+                None => None,
+            },
+            tftp: TftpParams {
+                enabled: args.tftp,
+                host_network: tftp_host_network,
+            },
+            server_security: resolve_server_security(args)?,
+        })
+    }
+
+    /// The name of the pull Secret every pod references, if any.
+    pub fn pull_secret_name(&self) -> Option<&str> {
+        match &self.pull_secret {
+            PullSecret::None => None,
+            PullSecret::Credentials { .. } | PullSecret::Reused => {
+                Some(crate::catalogue::names::REGISTRY_SECRET)
+            }
+            PullSecret::Existing(name) => Some(name),
+        }
+    }
+}
+
+impl MigrateParams {
+    /// Validates everything that can be validated without the cluster.
+    pub fn from_args(args: &MigrateArgs) -> Result<Self, ParamsError> {
+        if !is_dns_label(&args.namespace) {
+            return Err(ParamsError::Namespace(args.namespace.clone()));
+        }
+        // Its 27 claims and Deployments would land among unrelated objects, and a later
+        // `kubectl get` in the namespace the user meant would find nothing.
+        if args.namespace == "default" && !args.namespace_explicit {
+            return Err(ParamsError::DefaultNamespace);
+        }
+        let source = args
+            .source_fqdn
+            .trim()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        if !is_fqdn(&source) {
+            return Err(ParamsError::Fqdn(args.source_fqdn.clone()));
+        }
+        let user = args.ssh_user.trim();
+        let user_ok = !user.is_empty()
+            && user.len() <= 32
+            && user
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            && !user.starts_with('-');
+        if !user_ok {
+            return Err(ParamsError::User(args.ssh_user.clone()));
+        }
+        if args.run_id.len() != 14 || !args.run_id.chars().all(|c| c.is_ascii_digit()) {
+            return Err(ParamsError::RunId(args.run_id.clone()));
+        }
+        let spec = ServerSpec::from_args(&args.spec)?;
+
         let ssh_key = match (&args.ssh_key_private, &args.ssh_key_public) {
             (Some(private), Some(public)) => {
                 ssh::check_private_key(private.content.expose())
@@ -904,54 +968,7 @@ impl MigrateParams {
             kubectl: args.kubectl.clone(),
             run_id: args.run_id.clone(),
             tool_version: args.tool_version.clone(),
-            spec: ServerSpec {
-                image: ImageParams {
-                    server: server.clone(),
-                    database,
-                    database_upgrade,
-                    hub_xmlrpc,
-                    coco,
-                    tftp,
-                    pull_policy,
-                },
-                volumes: resolve_volumes(args)?,
-                tls: resolve_tls(args)?,
-                hubxmlrpc_replicas: replicas("--hubxmlrpc-replicas", args.hubxmlrpc_replicas)?,
-                coco_replicas: replicas("--coco-replicas", args.coco_replicas)?.unwrap_or(0),
-                ingress: IngressParams {
-                    mode: match args
-                        .ingress
-                        .as_deref()
-                        .map(str::to_ascii_lowercase)
-                        .as_deref()
-                    {
-                        None | Some("auto") => IngressMode::Auto,
-                        Some("traefik") => IngressMode::Traefik,
-                        Some("nginx") => IngressMode::Nginx,
-                        Some("none") => IngressMode::None,
-                        Some(other) => return Err(ParamsError::Ingress(other.to_owned())),
-                    },
-                    class: match args.ingress_class.as_deref().map(str::trim) {
-                        Some(c) if is_dns_subdomain(c) => Some(c.to_owned()),
-                        Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
-                        None => None,
-                    },
-                    configure_controller: args.configure_ingress_controller.unwrap_or(false),
-                },
-                pull_secret: resolve_pull_secret(args, &server)?,
-                mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
-                    Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => {
-                        Some(c.to_owned())
-                    }
-                    Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
-                    None => None,
-                },
-                tftp: TftpParams {
-                    enabled: args.tftp,
-                    host_network: tftp_host_network,
-                },
-                server_security: resolve_server_security(args)?,
-            },
+            spec,
             source_fqdn: source,
             ssh_user: user.to_owned(),
             prepare: args.prepare,
@@ -987,7 +1004,7 @@ fn security_name(flag: &'static str, value: Option<&str>) -> Result<Option<Strin
     }
 }
 
-fn resolve_server_security(args: &MigrateArgs) -> Result<ServerSecurity, ParamsError> {
+fn resolve_server_security(args: &ServerSpecArgs) -> Result<ServerSecurity, ParamsError> {
     let selinux_type = security_name("--server-selinux-type", args.server_selinux_type.as_deref())?;
     let apparmor_profile = security_name(
         "--server-apparmor-profile",

@@ -184,8 +184,8 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     let key = common::private_key(&state.key_marker);
     let mut args = common::args_with_ssh(&key);
     args.prepare = state.prepare;
-    args.tftp = state.tftp.flag;
-    args.tftp_host_network = Some(state.tftp.host_network);
+    args.spec.tftp = state.tftp.flag;
+    args.spec.tftp_host_network = Some(state.tftp.host_network);
     args.ssl_password = Some(uyuni_core::secret::SecretString::new(format!(
         "CAPW{}",
         state.password

@@ -58,7 +58,7 @@ fn server_pod(params: &MigrateParams, data: &ExtractedData) -> Deployment {
 /// are not IANA service names. The server container serves several Services.
 #[test]
 fn every_pod_names_its_ports_uniquely_and_validly_with_every_feature() {
-    let params = params_with(|a| a.coco_replicas = Some(1));
+    let params = params_with(|a| a.spec.coco_replicas = Some(1));
     for debug in [false, true] {
         for hub in [false, true] {
             let mut data = data();
@@ -135,14 +135,14 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
     assert_eq!(selinux.type_, None);
     assert_eq!(sc.app_armor_profile, None);
 
-    let privileged = params_with(|a| a.server_privileged = Some(true));
+    let privileged = params_with(|a| a.spec.server_privileged = Some(true));
     let sc = container(&server_pod(&privileged, &data()), "uyuni")
         .security_context
         .clone()
         .expect("set");
     assert_eq!(sc.privileged, Some(true));
 
-    let superp = params_with(|a| a.server_super_privileged = Some(true));
+    let superp = params_with(|a| a.spec.server_super_privileged = Some(true));
     let sc = container(&server_pod(&superp, &data()), "uyuni")
         .security_context
         .clone()
@@ -158,8 +158,8 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
     );
 
     let profiled = params_with(|a| {
-        a.server_selinux_type = Some("uyuni_container_t".into());
-        a.server_apparmor_profile = Some("uyuni-server".into());
+        a.spec.server_selinux_type = Some("uyuni_container_t".into());
+        a.spec.server_apparmor_profile = Some("uyuni-server".into());
     });
     let sc = container(&server_pod(&profiled, &data()), "uyuni")
         .security_context

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
-use uyuni_core::params::FileInput;
+use uyuni_core::params::{FileInput, ServerSpecArgs};
 use uyuni_core::plan::Plan;
 use uyuni_core::resolve::Facts;
 use uyuni_core::secret::SecretString;
@@ -119,13 +119,13 @@ pub const REGISTRY_PASSWORD_ENV: &str = "UYUNI_REGISTRY_PASSWORD";
 
 /// The registry password, when a registry user is given: from its file, the environment, or a
 /// prompt on a terminal.
-fn registry_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
-    if cmd.spec.registry_user.is_none() {
+fn registry_password(spec: &cli::ServerSpecFlags) -> Result<Option<SecretString>> {
+    if spec.registry_user.is_none() {
         return Ok(None);
     }
     Ok(password(
         "--registry-password-file",
-        cmd.spec.registry_password_file.as_deref(),
+        spec.registry_password_file.as_deref(),
         REGISTRY_PASSWORD_ENV,
     )?
     .or_else(|| prompt_secret("Password of the registry user: ")))
@@ -150,74 +150,83 @@ fn args(
     namespace: String,
     namespace_explicit: bool,
 ) -> Result<MigrateArgs> {
-    let named_sizes = [
-        ("volumes-database-size", &cmd.spec.volumes_database_size),
-        ("volumes-packages-size", &cmd.spec.volumes_packages_size),
-        ("volumes-www-size", &cmd.spec.volumes_www_size),
-        ("volumes-cache-size", &cmd.spec.volumes_cache_size),
-    ]
-    .into_iter()
-    .filter_map(|(flag, v)| v.clone().map(|v| (flag.to_owned(), v)))
-    .collect();
     let kubectl = repeat_kubectl(cmd, cli);
+    let m = &cmd.migrate;
     Ok(MigrateArgs {
         namespace,
         kubectl,
         namespace_explicit,
-        source_fqdn: cmd.migrate.source.clone(),
-        ssh_user: cmd.migrate.user.clone(),
-        prepare: cmd.migrate.prepare,
-        compress: cmd.migrate.compress,
+        source_fqdn: m.source.clone(),
+        ssh_user: m.user.clone(),
+        prepare: m.prepare,
+        compress: m.compress,
         run_id: clock::run_id(),
-        image: cmd.spec.image.clone(),
-        tag: cmd.spec.tag.clone(),
-        registry_host: cmd.spec.registry_host.clone(),
-        pull_policy: cmd.spec.pull_policy.clone(),
-        db_image: cmd.spec.db_image.clone(),
-        db_tag: cmd.spec.db_tag.clone(),
-        dbupgrade_image: cmd.spec.dbupgrade_image.clone(),
-        dbupgrade_tag: cmd.spec.dbupgrade_tag.clone(),
-        hubxmlrpc_image: cmd.spec.hubxmlrpc_image.clone(),
-        coco_image: cmd.spec.coco_image.clone(),
-        hubxmlrpc_replicas: cmd.spec.hubxmlrpc_replicas,
-        coco_replicas: cmd.spec.coco_replicas,
-        tftp: cmd.spec.tftp,
-        tftp_image: cmd.spec.tftp_image.clone(),
-        tftp_tag: cmd.spec.tftp_tag.clone(),
-        tftp_host_network: cmd.spec.tftp_host_network,
-        server_privileged: cmd.spec.server_privileged,
-        server_super_privileged: cmd.spec.server_super_privileged,
-        server_selinux_type: cmd.spec.server_selinux_type.clone(),
-        server_apparmor_profile: cmd.spec.server_apparmor_profile.clone(),
-        ingress: cmd.spec.ingress.clone(),
-        ingress_class: cmd.spec.ingress_class.clone(),
-        configure_ingress_controller: cmd.spec.configure_ingress_controller,
-        ssh_key_private: read_file("--ssh-key-private", cmd.migrate.ssh_key_private.as_deref())?,
-        ssh_key_public: read_file("--ssh-key-public", cmd.migrate.ssh_key_public.as_deref())?,
-        ssh_known_hosts: read_file("--ssh-knownhosts", cmd.migrate.ssh_known_hosts.as_deref())?,
-        ssh_config: read_file("--ssh-config", cmd.migrate.ssh_config.as_deref())?,
+        ssh_key_private: read_file("--ssh-key-private", m.ssh_key_private.as_deref())?,
+        ssh_key_public: read_file("--ssh-key-public", m.ssh_key_public.as_deref())?,
+        ssh_known_hosts: read_file("--ssh-knownhosts", m.ssh_known_hosts.as_deref())?,
+        ssh_config: read_file("--ssh-config", m.ssh_config.as_deref())?,
         ssl_password: ssl_password(cmd)?,
-        registry_user: cmd.spec.registry_user.clone(),
-        registry_password: registry_password(cmd)?,
-        image_pull_secret: cmd.spec.image_pull_secret.clone(),
-        mirror_claim: cmd.spec.mirror_claim.clone(),
-        ssl_cnames: cmd.spec.ssl_cname.clone(),
-        ssl_ca_root: read_file("--ssl-ca-root", cmd.spec.ssl_ca_root.as_deref())?,
-        ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &cmd.spec.ssl_ca_intermediate)?,
-        ssl_server_cert: read_file("--ssl-server-cert", cmd.spec.ssl_server_cert.as_deref())?,
-        ssl_server_key: read_file("--ssl-server-key", cmd.spec.ssl_server_key.as_deref())?,
-        ssl_db_ca_root: read_file("--ssl-db-ca-root", cmd.spec.ssl_db_ca_root.as_deref())?,
+        spec: spec_args(&cmd.spec)?,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
+}
+
+/// The server's specification flags as the core takes them: the files read, the registry
+/// password fetched. Every command that deploys a server maps its flags through here.
+pub fn spec_args(spec: &cli::ServerSpecFlags) -> Result<ServerSpecArgs> {
+    let named_sizes = [
+        ("volumes-database-size", &spec.volumes_database_size),
+        ("volumes-packages-size", &spec.volumes_packages_size),
+        ("volumes-www-size", &spec.volumes_www_size),
+        ("volumes-cache-size", &spec.volumes_cache_size),
+    ]
+    .into_iter()
+    .filter_map(|(flag, v)| v.clone().map(|v| (flag.to_owned(), v)))
+    .collect();
+    Ok(ServerSpecArgs {
+        image: spec.image.clone(),
+        tag: spec.tag.clone(),
+        registry_host: spec.registry_host.clone(),
+        pull_policy: spec.pull_policy.clone(),
+        db_image: spec.db_image.clone(),
+        db_tag: spec.db_tag.clone(),
+        dbupgrade_image: spec.dbupgrade_image.clone(),
+        dbupgrade_tag: spec.dbupgrade_tag.clone(),
+        hubxmlrpc_image: spec.hubxmlrpc_image.clone(),
+        coco_image: spec.coco_image.clone(),
+        hubxmlrpc_replicas: spec.hubxmlrpc_replicas,
+        coco_replicas: spec.coco_replicas,
+        tftp: spec.tftp,
+        tftp_image: spec.tftp_image.clone(),
+        tftp_tag: spec.tftp_tag.clone(),
+        tftp_host_network: spec.tftp_host_network,
+        server_privileged: spec.server_privileged,
+        server_super_privileged: spec.server_super_privileged,
+        server_selinux_type: spec.server_selinux_type.clone(),
+        server_apparmor_profile: spec.server_apparmor_profile.clone(),
+        ingress: spec.ingress.clone(),
+        ingress_class: spec.ingress_class.clone(),
+        configure_ingress_controller: spec.configure_ingress_controller,
+        registry_user: spec.registry_user.clone(),
+        registry_password: registry_password(spec)?,
+        image_pull_secret: spec.image_pull_secret.clone(),
+        mirror_claim: spec.mirror_claim.clone(),
+        ssl_cnames: spec.ssl_cname.clone(),
+        ssl_ca_root: read_file("--ssl-ca-root", spec.ssl_ca_root.as_deref())?,
+        ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &spec.ssl_ca_intermediate)?,
+        ssl_server_cert: read_file("--ssl-server-cert", spec.ssl_server_cert.as_deref())?,
+        ssl_server_key: read_file("--ssl-server-key", spec.ssl_server_key.as_deref())?,
+        ssl_db_ca_root: read_file("--ssl-db-ca-root", spec.ssl_db_ca_root.as_deref())?,
         ssl_db_ca_intermediate: read_files(
             "--ssl-db-ca-intermediate",
-            &cmd.spec.ssl_db_ca_intermediate,
+            &spec.ssl_db_ca_intermediate,
         )?,
-        ssl_db_cert: read_file("--ssl-db-cert", cmd.spec.ssl_db_cert.as_deref())?,
-        ssl_db_key: read_file("--ssl-db-key", cmd.spec.ssl_db_key.as_deref())?,
-        volumes_class: cmd.spec.volumes_class.clone(),
-        volume_classes: cmd.spec.volume_class.clone(),
+        ssl_db_cert: read_file("--ssl-db-cert", spec.ssl_db_cert.as_deref())?,
+        ssl_db_key: read_file("--ssl-db-key", spec.ssl_db_key.as_deref())?,
+        volumes_class: spec.volumes_class.clone(),
+        volume_classes: spec.volume_class.clone(),
         named_sizes,
-        volume_sizes: cmd.spec.volume_size.clone(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        volume_sizes: spec.volume_size.clone(),
     })
 }
 

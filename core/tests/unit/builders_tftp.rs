@@ -5,8 +5,8 @@ use uyuni_core::params::MigrateParams;
 
 fn params(tftp: Option<bool>, host_network: bool) -> MigrateParams {
     let mut a = args();
-    a.tftp = tftp;
-    a.tftp_host_network = Some(host_network);
+    a.spec.tftp = tftp;
+    a.spec.tftp_host_network = Some(host_network);
     MigrateParams::from_args(&a).expect("valid")
 }
 
