@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::catalogue::names;
-use crate::params::{MigrateArgs, MigrateParams, ParamsError};
+use crate::params::{MigrateArgs, MigrateParams, ParamsError, ServerSpecArgs};
 
 /// How a remembered flag's value is spelt in the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,43 +107,42 @@ fn shape(key: &str) -> Shape {
 }
 
 /// The value of a remembered flag in `args`, as the record spells it; `None` when not given.
-fn get(args: &MigrateArgs, key: &str) -> Option<String> {
+fn get(args: &ServerSpecArgs, key: &str) -> Option<String> {
     let text = |v: &Option<String>| v.clone();
     let flag = |v: Option<bool>| v.map(|b| b.to_string());
     let list = |v: &[String]| (!v.is_empty()).then(|| v.join(","));
     match key {
-        "image" => text(&args.spec.image),
-        "tag" => text(&args.spec.tag),
-        "registry-host" => text(&args.spec.registry_host),
-        "pull-policy" => text(&args.spec.pull_policy),
-        "registry-user" => text(&args.spec.registry_user),
-        "image-pull-secret" => text(&args.spec.image_pull_secret),
-        "db-image" => text(&args.spec.db_image),
-        "pgsql-tag" => text(&args.spec.db_tag),
-        "dbupgrade-image" => text(&args.spec.dbupgrade_image),
-        "dbupgrade-tag" => text(&args.spec.dbupgrade_tag),
-        "hubxmlrpc-image" => text(&args.spec.hubxmlrpc_image),
-        "hubxmlrpc-replicas" => args.spec.hubxmlrpc_replicas.map(|n| n.to_string()),
-        "coco-image" => text(&args.spec.coco_image),
-        "coco-replicas" => args.spec.coco_replicas.map(|n| n.to_string()),
-        "tftp" => flag(args.spec.tftp),
-        "tftp-image" => text(&args.spec.tftp_image),
-        "tftp-tag" => text(&args.spec.tftp_tag),
-        "tftp-host-network" => flag(args.spec.tftp_host_network),
-        "server-privileged" => flag(args.spec.server_privileged),
-        "server-super-privileged" => flag(args.spec.server_super_privileged),
-        "server-selinux-type" => text(&args.spec.server_selinux_type),
-        "server-apparmor-profile" => text(&args.spec.server_apparmor_profile),
-        "ingress" => text(&args.spec.ingress),
-        "ingress-class" => text(&args.spec.ingress_class),
-        "configure-ingress-controller" => flag(args.spec.configure_ingress_controller),
-        "ssl-cname" => list(&args.spec.ssl_cnames),
-        "volumes-class" => text(&args.spec.volumes_class),
-        "volume-class" => list(&args.spec.volume_classes),
-        "volume-size" => list(&args.spec.volume_sizes),
-        "mirror-claim" => text(&args.spec.mirror_claim),
+        "image" => text(&args.image),
+        "tag" => text(&args.tag),
+        "registry-host" => text(&args.registry_host),
+        "pull-policy" => text(&args.pull_policy),
+        "registry-user" => text(&args.registry_user),
+        "image-pull-secret" => text(&args.image_pull_secret),
+        "db-image" => text(&args.db_image),
+        "pgsql-tag" => text(&args.db_tag),
+        "dbupgrade-image" => text(&args.dbupgrade_image),
+        "dbupgrade-tag" => text(&args.dbupgrade_tag),
+        "hubxmlrpc-image" => text(&args.hubxmlrpc_image),
+        "hubxmlrpc-replicas" => args.hubxmlrpc_replicas.map(|n| n.to_string()),
+        "coco-image" => text(&args.coco_image),
+        "coco-replicas" => args.coco_replicas.map(|n| n.to_string()),
+        "tftp" => flag(args.tftp),
+        "tftp-image" => text(&args.tftp_image),
+        "tftp-tag" => text(&args.tftp_tag),
+        "tftp-host-network" => flag(args.tftp_host_network),
+        "server-privileged" => flag(args.server_privileged),
+        "server-super-privileged" => flag(args.server_super_privileged),
+        "server-selinux-type" => text(&args.server_selinux_type),
+        "server-apparmor-profile" => text(&args.server_apparmor_profile),
+        "ingress" => text(&args.ingress),
+        "ingress-class" => text(&args.ingress_class),
+        "configure-ingress-controller" => flag(args.configure_ingress_controller),
+        "ssl-cname" => list(&args.ssl_cnames),
+        "volumes-class" => text(&args.volumes_class),
+        "volume-class" => list(&args.volume_classes),
+        "volume-size" => list(&args.volume_sizes),
+        "mirror-claim" => text(&args.mirror_claim),
         size => args
-            .spec
             .named_sizes
             .iter()
             .find(|(flag, _)| flag == size)
@@ -153,7 +152,7 @@ fn get(args: &MigrateArgs, key: &str) -> Option<String> {
 }
 
 /// Sets a remembered flag in `args` from the record's spelling (checked by [`parse`]).
-fn set(args: &mut MigrateArgs, key: &str, value: Parsed) {
+fn set(args: &mut ServerSpecArgs, key: &str, value: Parsed) {
     let (text, flag, number, list) = match value {
         Parsed::Text(t) => (Some(t), None, None, Vec::new()),
         Parsed::Bool(b) => (None, Some(b), None, Vec::new()),
@@ -161,40 +160,40 @@ fn set(args: &mut MigrateArgs, key: &str, value: Parsed) {
         Parsed::List(l) => (None, None, None, l),
     };
     match key {
-        "image" => args.spec.image = text,
-        "tag" => args.spec.tag = text,
-        "registry-host" => args.spec.registry_host = text,
-        "pull-policy" => args.spec.pull_policy = text,
-        "registry-user" => args.spec.registry_user = text,
-        "image-pull-secret" => args.spec.image_pull_secret = text,
-        "db-image" => args.spec.db_image = text,
-        "pgsql-tag" => args.spec.db_tag = text,
-        "dbupgrade-image" => args.spec.dbupgrade_image = text,
-        "dbupgrade-tag" => args.spec.dbupgrade_tag = text,
-        "hubxmlrpc-image" => args.spec.hubxmlrpc_image = text,
-        "hubxmlrpc-replicas" => args.spec.hubxmlrpc_replicas = number,
-        "coco-image" => args.spec.coco_image = text,
-        "coco-replicas" => args.spec.coco_replicas = number,
-        "tftp" => args.spec.tftp = flag,
-        "tftp-image" => args.spec.tftp_image = text,
-        "tftp-tag" => args.spec.tftp_tag = text,
-        "tftp-host-network" => args.spec.tftp_host_network = flag,
-        "server-privileged" => args.spec.server_privileged = flag,
-        "server-super-privileged" => args.spec.server_super_privileged = flag,
-        "server-selinux-type" => args.spec.server_selinux_type = text,
-        "server-apparmor-profile" => args.spec.server_apparmor_profile = text,
-        "ingress" => args.spec.ingress = text,
-        "ingress-class" => args.spec.ingress_class = text,
-        "configure-ingress-controller" => args.spec.configure_ingress_controller = flag,
-        "ssl-cname" => args.spec.ssl_cnames = list,
-        "volumes-class" => args.spec.volumes_class = text,
-        "volume-class" => args.spec.volume_classes = list,
-        "volume-size" => args.spec.volume_sizes = list,
-        "mirror-claim" => args.spec.mirror_claim = text,
+        "image" => args.image = text,
+        "tag" => args.tag = text,
+        "registry-host" => args.registry_host = text,
+        "pull-policy" => args.pull_policy = text,
+        "registry-user" => args.registry_user = text,
+        "image-pull-secret" => args.image_pull_secret = text,
+        "db-image" => args.db_image = text,
+        "pgsql-tag" => args.db_tag = text,
+        "dbupgrade-image" => args.dbupgrade_image = text,
+        "dbupgrade-tag" => args.dbupgrade_tag = text,
+        "hubxmlrpc-image" => args.hubxmlrpc_image = text,
+        "hubxmlrpc-replicas" => args.hubxmlrpc_replicas = number,
+        "coco-image" => args.coco_image = text,
+        "coco-replicas" => args.coco_replicas = number,
+        "tftp" => args.tftp = flag,
+        "tftp-image" => args.tftp_image = text,
+        "tftp-tag" => args.tftp_tag = text,
+        "tftp-host-network" => args.tftp_host_network = flag,
+        "server-privileged" => args.server_privileged = flag,
+        "server-super-privileged" => args.server_super_privileged = flag,
+        "server-selinux-type" => args.server_selinux_type = text,
+        "server-apparmor-profile" => args.server_apparmor_profile = text,
+        "ingress" => args.ingress = text,
+        "ingress-class" => args.ingress_class = text,
+        "configure-ingress-controller" => args.configure_ingress_controller = flag,
+        "ssl-cname" => args.ssl_cnames = list,
+        "volumes-class" => args.volumes_class = text,
+        "volume-class" => args.volume_classes = list,
+        "volume-size" => args.volume_sizes = list,
+        "mirror-claim" => args.mirror_claim = text,
         size => {
-            args.spec.named_sizes.retain(|(flag, _)| flag != size);
+            args.named_sizes.retain(|(flag, _)| flag != size);
             if let Some(v) = text {
-                args.spec.named_sizes.push((size.to_owned(), v));
+                args.named_sizes.push((size.to_owned(), v));
             }
         }
     }
@@ -349,7 +348,7 @@ pub fn merge(
     }
     let given_values: BTreeMap<&str, String> = FLAGS
         .iter()
-        .filter_map(|k| Some((*k, get(&given, k)?)))
+        .filter_map(|k| Some((*k, get(&given.spec, k)?)))
         .collect();
     let mut args = given.clone();
     let mut settings = Vec::new();
@@ -385,7 +384,7 @@ pub fn merge(
                         let parsed =
                             parse(key, old).map_err(|p| invalid(&given, key, old, p.to_owned()))?;
                         if key != "registry-user" {
-                            set(&mut args, key, parsed);
+                            set(&mut args.spec, key, parsed);
                         }
                         (Some(old.to_owned()), Some(Origin::Remembered))
                     }
