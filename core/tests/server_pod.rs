@@ -66,7 +66,7 @@ fn every_pod_names_its_ports_uniquely_and_validly_with_every_feature() {
             data.has_hubxmlrpc = hub;
             let deployments = [
                 server_pod(&params, &data),
-                server::hub_deployment(&params, 1),
+                server::hub_deployment(&params.namespace, &params.spec, 1),
                 server::coco_deployment(&params, &data),
                 database::db_deployment(&params, &data, "var-pgsql"),
             ];
@@ -178,7 +178,7 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
 #[test]
 fn the_hub_and_coco_deployments_have_the_charts_names() {
     let params = common::params();
-    let hub = server::hub_deployment(&params, 1);
+    let hub = server::hub_deployment(&params.namespace, &params.spec, 1);
     let coco = server::coco_deployment(&params, &data());
     for (d, name, component) in [
         (&hub, "hub-xmlrpc", "hub-xmlrpc"),

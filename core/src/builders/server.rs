@@ -17,7 +17,7 @@ use crate::builders::job::env;
 use crate::builders::{deployment, mount, pvc_volume};
 use crate::catalogue::{components, names};
 use crate::observed::ExtractedData;
-use crate::params::{MigrateParams, ServerSecurity};
+use crate::params::{MigrateParams, ServerSecurity, ServerSpec};
 use crate::ports::{self, Features};
 use crate::resolve::Facts;
 use crate::volumes::VolumeRole;
@@ -292,7 +292,8 @@ pub fn server_deployment(
         ..Container::default()
     };
     let mut deployment = deployment(
-        params,
+        &params.namespace,
+        &params.spec,
         SERVER_DEPLOYMENT,
         components::SERVER,
         1,
@@ -321,11 +322,11 @@ fn tcp_probe(port: i32, period: i32, failures: i32) -> Probe {
 }
 
 /// The hub XML-RPC API (reference §7.3, with the replicas asked for, D48).
-pub fn hub_deployment(params: &MigrateParams, replicas: i32) -> Deployment {
+pub fn hub_deployment(namespace: &str, spec: &ServerSpec, replicas: i32) -> Deployment {
     let container = Container {
         name: "hub-xmlrpc".to_owned(),
-        image: Some(params.spec.image.hub_xmlrpc.clone()),
-        image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
+        image: Some(spec.image.hub_xmlrpc.clone()),
+        image_pull_policy: Some(spec.image.pull_policy.as_str().to_owned()),
         env: Some(vec![
             env("HUB_API_URL", "http://web/rpc/api"),
             env("HUB_CONNECT_TIMEOUT", "10"),
@@ -344,7 +345,8 @@ pub fn hub_deployment(params: &MigrateParams, replicas: i32) -> Deployment {
         ..Container::default()
     };
     deployment(
-        params,
+        namespace,
+        spec,
         HUB_DEPLOYMENT,
         components::HUB_XMLRPC,
         replicas,
@@ -379,7 +381,8 @@ pub fn coco_deployment(params: &MigrateParams, data: &ExtractedData) -> Deployme
         ..Container::default()
     };
     deployment(
-        params,
+        &params.namespace,
+        &params.spec,
         COCO_DEPLOYMENT,
         components::COCO,
         params.spec.coco_replicas,

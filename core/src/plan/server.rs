@@ -321,7 +321,12 @@ fn tftp_deployment_step(
     Some(apply_step(
         "tftp-deployment",
         description,
-        Object::Deployment(tftp::tftp_deployment(params, fqdn, replicas)),
+        Object::Deployment(tftp::tftp_deployment(
+            &params.namespace,
+            &params.spec,
+            fqdn,
+            replicas,
+        )),
         observed,
     ))
 }
@@ -369,7 +374,7 @@ pub(super) fn steps(
         steps.push(apply_step(
             "hub-xmlrpc-deployment",
             format!("the hub XML-RPC API ({hub} replica(s))"),
-            Object::Deployment(server::hub_deployment(params, hub)),
+            Object::Deployment(server::hub_deployment(&params.namespace, &params.spec, hub)),
             observed,
         ));
     }
