@@ -125,6 +125,7 @@ pub fn data_plane(
     measured: Result<&BTreeMap<String, u64>, &str>,
 ) -> DataPlane {
     let volumes = params
+        .spec
         .volumes
         .iter()
         .filter(|v| v.role != VolumeRole::Migration)

@@ -60,7 +60,7 @@ pub mod volumes;
 
 pub use object::{Kind, Object, ObjectRef};
 pub use observed::{ExtractedData, Observation, Observed};
-pub use params::{MigrateArgs, MigrateParams, ParamsError};
+pub use params::{MigrateArgs, MigrateParams, ParamsError, ServerSpec};
 pub use plan::{Action, JobWait, Op, Plan, PlanError, Step, plan};
 pub use preview::preview;
 pub use simulate::simulate;

@@ -71,14 +71,15 @@ pub fn observation(params: &MigrateParams) -> Observation {
         ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET),
         ObjectRef::new(Kind::Secret, names::REGISTRY_SECRET),
     ];
-    if let crate::params::PullSecret::Existing(name) = &params.pull_secret {
+    if let crate::params::PullSecret::Existing(name) = &params.spec.pull_secret {
         named.push(ObjectRef::new(Kind::Secret, name.clone()));
     }
-    if let Some(claim) = &params.mirror_claim {
+    if let Some(claim) = &params.spec.mirror_claim {
         named.push(ObjectRef::new(Kind::PersistentVolumeClaim, claim.clone()));
     }
     named.extend(
         params
+            .spec
             .volumes
             .iter()
             .map(|v| ObjectRef::new(Kind::PersistentVolumeClaim, v.name.clone())),

@@ -35,6 +35,22 @@ pub struct MigrateArgs {
     /// Identifies this invocation (UTC `YYYYMMDDhhmmss` from the caller's clock); Job names
     /// carry it.
     pub run_id: String,
+    pub ssh_key_private: Option<FileInput>,
+    pub ssh_key_public: Option<FileInput>,
+    pub ssh_known_hosts: Option<FileInput>,
+    pub ssh_config: Option<FileInput>,
+    /// Version of the tool, recorded on what it creates.
+    pub tool_version: String,
+    /// The source CA's password, from `--ssl-password-file` or the environment (never argv).
+    pub ssl_password: Option<SecretString>,
+    /// The server's specification.
+    pub spec: ServerSpecArgs,
+}
+
+/// The server's specification as the command line gave it: the flags every command that
+/// deploys a server shares.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerSpecArgs {
     pub image: Option<String>,
     pub tag: Option<String>,
     pub registry_host: Option<String>,
@@ -78,10 +94,6 @@ pub struct MigrateArgs {
     /// `--configure-ingress-controller[=true|false]`: write the controller's HelmChartConfig
     /// in kube-system.
     pub configure_ingress_controller: Option<bool>,
-    pub ssh_key_private: Option<FileInput>,
-    pub ssh_key_public: Option<FileInput>,
-    pub ssh_known_hosts: Option<FileInput>,
-    pub ssh_config: Option<FileInput>,
     pub volumes_class: Option<String>,
     /// `NAME=CLASS` pairs.
     pub volume_classes: Vec<String>,
@@ -89,10 +101,6 @@ pub struct MigrateArgs {
     pub named_sizes: Vec<(String, String)>,
     /// `NAME=SIZE` pairs.
     pub volume_sizes: Vec<String>,
-    /// Version of the tool, recorded on what it creates.
-    pub tool_version: String,
-    /// The source CA's password, from `--ssl-password-file` or the environment (never argv).
-    pub ssl_password: Option<SecretString>,
     /// `--ssl-cname`: more DNS names of the server's certificate.
     pub ssl_cnames: Vec<String>,
     /// Third-party certificates: `--ssl-ca-root`, `--ssl-ca-intermediate`,
@@ -131,7 +139,6 @@ pub struct CertBundle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TlsParams {
     pub cnames: Vec<String>,
-    pub ca_password: Option<SecretString>,
     /// Server and database certificates from files: no cert-manager needed.
     pub third_party: Option<ThirdParty>,
 }
@@ -169,27 +176,13 @@ pub struct SshConfig {
     pub config: String,
 }
 
-/// Validated parameters of `migrate`.
+/// The server's own settings, whatever command deploys it: what it runs (images, replicas,
+/// confinement), where it keeps its data, how it is reached (TLS, ingress, TFTP) and how its
+/// images are pulled. Nothing here says where the server's data comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MigrateParams {
-    pub namespace: String,
-    /// The connection flags of the run, for the `kubectl` commands in notes and hints.
-    #[serde(skip)]
-    pub kubectl: crate::kubectl::Kubectl,
-    pub source_fqdn: String,
-    pub ssh_user: String,
-    pub prepare: bool,
-    /// rsync compresses on the wire (`-z`): for slow links only; on a LAN it costs the copy
-    /// more CPU than it saves.
-    pub compress: bool,
-    pub run_id: String,
+pub struct ServerSpec {
     pub image: ImageParams,
-    /// Given on the command line; `None` means: reuse the Secret in the cluster.
-    pub ssh_key: Option<SshKeyPair>,
-    /// Given on the command line; `None` means: reuse the ConfigMap in the cluster.
-    pub ssh_config: Option<SshConfig>,
     pub volumes: Vec<VolumeClaim>,
-    pub tool_version: String,
     pub tls: TlsParams,
     /// `None`: decided from what the source ran.
     pub hubxmlrpc_replicas: Option<i32>,
@@ -200,6 +193,31 @@ pub struct MigrateParams {
     pub mirror_claim: Option<String>,
     pub tftp: TftpParams,
     pub server_security: ServerSecurity,
+}
+
+/// Validated parameters of `migrate`: the server to deploy, and what only a migration needs
+/// (the source, how to reach it, the copy).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MigrateParams {
+    pub namespace: String,
+    /// The connection flags of the run, for the `kubectl` commands in notes and hints.
+    #[serde(skip)]
+    pub kubectl: crate::kubectl::Kubectl,
+    pub run_id: String,
+    pub tool_version: String,
+    pub spec: ServerSpec,
+    pub source_fqdn: String,
+    pub ssh_user: String,
+    pub prepare: bool,
+    /// rsync compresses on the wire (`-z`): for slow links only; on a LAN it costs the copy
+    /// more CPU than it saves.
+    pub compress: bool,
+    /// Given on the command line; `None` means: reuse the Secret in the cluster.
+    pub ssh_key: Option<SshKeyPair>,
+    /// Given on the command line; `None` means: reuse the ConfigMap in the cluster.
+    pub ssh_config: Option<SshConfig>,
+    /// The password of the source's CA key, which the migrated server keeps signing with.
+    pub ca_password: Option<SecretString>,
     /// The server's specification to record in ConfigMap `uyuni-server-spec` (flag name →
     /// value, `crate::record`); empty unless the parameters were made by `record::params`.
     pub spec_record: std::collections::BTreeMap<String, String>,
@@ -396,7 +414,10 @@ pub enum ParamsError {
     TftpHostNetworkWithoutTftp,
 }
 
-fn resolve_pull_secret(args: &MigrateArgs, server_image: &str) -> Result<PullSecret, ParamsError> {
+fn resolve_pull_secret(
+    args: &ServerSpecArgs,
+    server_image: &str,
+) -> Result<PullSecret, ParamsError> {
     let user = args
         .registry_user
         .as_deref()
@@ -535,7 +556,7 @@ fn check_bundle(
         })
 }
 
-fn resolve_tls(args: &MigrateArgs) -> Result<TlsParams, ParamsError> {
+fn resolve_tls(args: &ServerSpecArgs) -> Result<TlsParams, ParamsError> {
     let mut cnames = Vec::new();
     for c in &args.ssl_cnames {
         let c = c.trim().trim_end_matches('.').to_ascii_lowercase();
@@ -598,7 +619,6 @@ fn resolve_tls(args: &MigrateArgs) -> Result<TlsParams, ParamsError> {
     };
     Ok(TlsParams {
         cnames,
-        ca_password: args.ssl_password.clone().filter(|p| !p.expose().is_empty()),
         third_party,
     })
 }
@@ -673,7 +693,7 @@ fn known_volume(flag: &'static str, name: &str) -> Result<(), ParamsError> {
     }
 }
 
-fn resolve_volumes(args: &MigrateArgs) -> Result<Vec<VolumeClaim>, ParamsError> {
+fn resolve_volumes(args: &ServerSpecArgs) -> Result<Vec<VolumeClaim>, ParamsError> {
     let mut claims: Vec<VolumeClaim> = volumes::CATALOGUE
         .iter()
         .map(|def| VolumeClaim {
@@ -748,38 +768,10 @@ fn ssh_file_problem(file: &FileInput, problem: SshProblem) -> ParamsError {
     }
 }
 
-impl MigrateParams {
-    /// Validates everything that can be validated without the cluster.
-    pub fn from_args(args: &MigrateArgs) -> Result<Self, ParamsError> {
-        if !is_dns_label(&args.namespace) {
-            return Err(ParamsError::Namespace(args.namespace.clone()));
-        }
-        // Its 27 claims and Deployments would land among unrelated objects, and a later
-        // `kubectl get` in the namespace the user meant would find nothing.
-        if args.namespace == "default" && !args.namespace_explicit {
-            return Err(ParamsError::DefaultNamespace);
-        }
-        let source = args
-            .source_fqdn
-            .trim()
-            .trim_end_matches('.')
-            .to_ascii_lowercase();
-        if !is_fqdn(&source) {
-            return Err(ParamsError::Fqdn(args.source_fqdn.clone()));
-        }
-        let user = args.ssh_user.trim();
-        let user_ok = !user.is_empty()
-            && user.len() <= 32
-            && user
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-            && !user.starts_with('-');
-        if !user_ok {
-            return Err(ParamsError::User(args.ssh_user.clone()));
-        }
-        if args.run_id.len() != 14 || !args.run_id.chars().all(|c| c.is_ascii_digit()) {
-            return Err(ParamsError::RunId(args.run_id.clone()));
-        }
+impl ServerSpec {
+    /// Validates the server's specification alone: every command that deploys a server checks
+    /// its flags here, before its own inputs.
+    pub fn from_args(args: &ServerSpecArgs) -> Result<Self, ParamsError> {
         let registry = args
             .registry_host
             .as_deref()
@@ -836,6 +828,100 @@ impl MigrateParams {
             None => PullPolicy::Always,
         };
 
+        Ok(ServerSpec {
+            image: ImageParams {
+                server: server.clone(),
+                database,
+                database_upgrade,
+                hub_xmlrpc,
+                coco,
+                tftp,
+                pull_policy,
+            },
+            volumes: resolve_volumes(args)?,
+            tls: resolve_tls(args)?,
+            hubxmlrpc_replicas: replicas("--hubxmlrpc-replicas", args.hubxmlrpc_replicas)?,
+            coco_replicas: replicas("--coco-replicas", args.coco_replicas)?.unwrap_or(0),
+            ingress: IngressParams {
+                mode: match args
+                    .ingress
+                    .as_deref()
+                    .map(str::to_ascii_lowercase)
+                    .as_deref()
+                {
+                    None | Some("auto") => IngressMode::Auto,
+                    Some("traefik") => IngressMode::Traefik,
+                    Some("nginx") => IngressMode::Nginx,
+                    Some("none") => IngressMode::None,
+                    Some(other) => return Err(ParamsError::Ingress(other.to_owned())),
+                },
+                class: match args.ingress_class.as_deref().map(str::trim) {
+                    Some(c) if is_dns_subdomain(c) => Some(c.to_owned()),
+                    Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
+                    None => None,
+                },
+                configure_controller: args.configure_ingress_controller.unwrap_or(false),
+            },
+            pull_secret: resolve_pull_secret(args, &server)?,
+            mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
+                Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => Some(c.to_owned()),
+                Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
+                None => None,
+            },
+            tftp: TftpParams {
+                enabled: args.tftp,
+                host_network: tftp_host_network,
+            },
+            server_security: resolve_server_security(args)?,
+        })
+    }
+
+    /// The name of the pull Secret every pod references, if any.
+    pub fn pull_secret_name(&self) -> Option<&str> {
+        match &self.pull_secret {
+            PullSecret::None => None,
+            PullSecret::Credentials { .. } | PullSecret::Reused => {
+                Some(crate::catalogue::names::REGISTRY_SECRET)
+            }
+            PullSecret::Existing(name) => Some(name),
+        }
+    }
+}
+
+impl MigrateParams {
+    /// Validates everything that can be validated without the cluster.
+    pub fn from_args(args: &MigrateArgs) -> Result<Self, ParamsError> {
+        if !is_dns_label(&args.namespace) {
+            return Err(ParamsError::Namespace(args.namespace.clone()));
+        }
+        // Its 27 claims and Deployments would land among unrelated objects, and a later
+        // `kubectl get` in the namespace the user meant would find nothing.
+        if args.namespace == "default" && !args.namespace_explicit {
+            return Err(ParamsError::DefaultNamespace);
+        }
+        let source = args
+            .source_fqdn
+            .trim()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        if !is_fqdn(&source) {
+            return Err(ParamsError::Fqdn(args.source_fqdn.clone()));
+        }
+        let user = args.ssh_user.trim();
+        let user_ok = !user.is_empty()
+            && user.len() <= 32
+            && user
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            && !user.starts_with('-');
+        if !user_ok {
+            return Err(ParamsError::User(args.ssh_user.clone()));
+        }
+        if args.run_id.len() != 14 || !args.run_id.chars().all(|c| c.is_ascii_digit()) {
+            return Err(ParamsError::RunId(args.run_id.clone()));
+        }
+        let spec = ServerSpec::from_args(&args.spec)?;
+
         let ssh_key = match (&args.ssh_key_private, &args.ssh_key_public) {
             (Some(private), Some(public)) => {
                 ssh::check_private_key(private.content.expose())
@@ -880,71 +966,23 @@ impl MigrateParams {
         Ok(MigrateParams {
             namespace: args.namespace.clone(),
             kubectl: args.kubectl.clone(),
+            run_id: args.run_id.clone(),
+            tool_version: args.tool_version.clone(),
+            spec,
             source_fqdn: source,
             ssh_user: user.to_owned(),
             prepare: args.prepare,
             compress: args.compress,
-            run_id: args.run_id.clone(),
-            image: ImageParams {
-                server: server.clone(),
-                database,
-                database_upgrade,
-                hub_xmlrpc,
-                coco,
-                tftp,
-                pull_policy,
-            },
             ssh_key,
             ssh_config,
-            volumes: resolve_volumes(args)?,
-            tool_version: args.tool_version.clone(),
-            tls: resolve_tls(args)?,
-            hubxmlrpc_replicas: replicas("--hubxmlrpc-replicas", args.hubxmlrpc_replicas)?,
-            coco_replicas: replicas("--coco-replicas", args.coco_replicas)?.unwrap_or(0),
-            ingress: IngressParams {
-                mode: match args
-                    .ingress
-                    .as_deref()
-                    .map(str::to_ascii_lowercase)
-                    .as_deref()
-                {
-                    None | Some("auto") => IngressMode::Auto,
-                    Some("traefik") => IngressMode::Traefik,
-                    Some("nginx") => IngressMode::Nginx,
-                    Some("none") => IngressMode::None,
-                    Some(other) => return Err(ParamsError::Ingress(other.to_owned())),
-                },
-                class: match args.ingress_class.as_deref().map(str::trim) {
-                    Some(c) if is_dns_subdomain(c) => Some(c.to_owned()),
-                    Some(c) => return Err(ParamsError::IngressClass(c.to_owned())),
-                    None => None,
-                },
-                configure_controller: args.configure_ingress_controller.unwrap_or(false),
-            },
-            pull_secret: resolve_pull_secret(args, &server)?,
-            mirror_claim: match args.mirror_claim.as_deref().map(str::trim) {
-                Some(c) if is_dns_subdomain(c) && volumes::find(c).is_none() => Some(c.to_owned()),
-                Some(c) => return Err(ParamsError::MirrorClaim(c.to_owned())),
-                None => None,
-            },
-            tftp: TftpParams {
-                enabled: args.tftp,
-                host_network: tftp_host_network,
-            },
-            server_security: resolve_server_security(args)?,
+            ca_password: args.ssl_password.clone().filter(|p| !p.expose().is_empty()),
             spec_record: std::collections::BTreeMap::new(),
         })
     }
 
     /// The name of the pull Secret every pod references, if any.
     pub fn pull_secret_name(&self) -> Option<&str> {
-        match &self.pull_secret {
-            PullSecret::None => None,
-            PullSecret::Credentials { .. } | PullSecret::Reused => {
-                Some(crate::catalogue::names::REGISTRY_SECRET)
-            }
-            PullSecret::Existing(name) => Some(name),
-        }
+        self.spec.pull_secret_name()
     }
 }
 
@@ -966,7 +1004,7 @@ fn security_name(flag: &'static str, value: Option<&str>) -> Result<Option<Strin
     }
 }
 
-fn resolve_server_security(args: &MigrateArgs) -> Result<ServerSecurity, ParamsError> {
+fn resolve_server_security(args: &ServerSpecArgs) -> Result<ServerSecurity, ParamsError> {
     let selinux_type = security_name("--server-selinux-type", args.server_selinux_type.as_deref())?;
     let apparmor_profile = security_name(
         "--server-apparmor-profile",

@@ -264,6 +264,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     if !params.prepare && !matches!(observed.extracted(), Ok(Some(d)) if !d.placeholder) {
         let mut names = vec![params.source_fqdn.clone()];
         let cnames = params
+            .spec
             .tls
             .cnames
             .iter()
@@ -306,7 +307,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         )),
     }
     steps.extend(pull_secret_step(params, observed)?);
-    if let Some(claim) = &params.mirror_claim {
+    if let Some(claim) = &params.spec.mirror_claim {
         let target = ObjectRef::new(Kind::PersistentVolumeClaim, claim.clone());
         if !observed.objects.contains_key(&target) {
             return Err(PlanError::MirrorClaimMissing {

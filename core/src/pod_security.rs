@@ -272,11 +272,16 @@ pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
     let mut deployments = vec![
         database::db_deployment(params, &data, &facts.db_claim),
         server::server_deployment(params, &data, &facts),
-        server::hub_deployment(params, 1),
+        server::hub_deployment(&params.namespace, &params.spec, 1),
         server::coco_deployment(params, &data),
     ];
-    if params.tftp.enabled != Some(false) {
-        deployments.push(tftp::tftp_deployment(params, &fqdn, 1));
+    if params.spec.tftp.enabled != Some(false) {
+        deployments.push(tftp::tftp_deployment(
+            &params.namespace,
+            &params.spec,
+            &fqdn,
+            1,
+        ));
     }
     let mut out = Vec::new();
     for job in jobs {

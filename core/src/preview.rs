@@ -69,12 +69,9 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
 /// on its value, so what follows the point where a run asks for it can be planned.
 fn with_password_stand_in(params: &MigrateParams) -> MigrateParams {
     MigrateParams {
-        tls: crate::params::TlsParams {
-            ca_password: Some(crate::secret::SecretString::new(
-                crate::observed::PLACEHOLDER,
-            )),
-            ..params.tls.clone()
-        },
+        ca_password: Some(crate::secret::SecretString::new(
+            crate::observed::PLACEHOLDER,
+        )),
         ..params.clone()
     }
 }
@@ -144,7 +141,7 @@ pub fn dry_run_preview(
                 }),
             ))
         }
-        Err(refused @ PlanError::CaPasswordNeeded) if params.tls.ca_password.is_none() => {
+        Err(refused @ PlanError::CaPasswordNeeded) if params.ca_password.is_none() => {
             let shown = preview(&with_password_stand_in(params), observed)?;
             Ok((
                 shown,

@@ -64,6 +64,7 @@ pub fn source_probe(
         return Err(ProbeUnavailable::NoSshFiles);
     };
     let paths: Vec<String> = params
+        .spec
         .volumes
         .iter()
         .filter(|v| v.role != VolumeRole::Migration)

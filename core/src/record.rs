@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::catalogue::names;
-use crate::params::{MigrateArgs, MigrateParams, ParamsError};
+use crate::params::{MigrateArgs, MigrateParams, ParamsError, ServerSpecArgs};
 
 /// How a remembered flag's value is spelt in the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,7 @@ fn shape(key: &str) -> Shape {
 }
 
 /// The value of a remembered flag in `args`, as the record spells it; `None` when not given.
-fn get(args: &MigrateArgs, key: &str) -> Option<String> {
+fn get(args: &ServerSpecArgs, key: &str) -> Option<String> {
     let text = |v: &Option<String>| v.clone();
     let flag = |v: Option<bool>| v.map(|b| b.to_string());
     let list = |v: &[String]| (!v.is_empty()).then(|| v.join(","));
@@ -152,7 +152,7 @@ fn get(args: &MigrateArgs, key: &str) -> Option<String> {
 }
 
 /// Sets a remembered flag in `args` from the record's spelling (checked by [`parse`]).
-fn set(args: &mut MigrateArgs, key: &str, value: Parsed) {
+fn set(args: &mut ServerSpecArgs, key: &str, value: Parsed) {
     let (text, flag, number, list) = match value {
         Parsed::Text(t) => (Some(t), None, None, Vec::new()),
         Parsed::Bool(b) => (None, Some(b), None, Vec::new()),
@@ -348,7 +348,7 @@ pub fn merge(
     }
     let given_values: BTreeMap<&str, String> = FLAGS
         .iter()
-        .filter_map(|k| Some((*k, get(&given, k)?)))
+        .filter_map(|k| Some((*k, get(&given.spec, k)?)))
         .collect();
     let mut args = given.clone();
     let mut settings = Vec::new();
@@ -384,7 +384,7 @@ pub fn merge(
                         let parsed =
                             parse(key, old).map_err(|p| invalid(&given, key, old, p.to_owned()))?;
                         if key != "registry-user" {
-                            set(&mut args, key, parsed);
+                            set(&mut args.spec, key, parsed);
                         }
                         (Some(old.to_owned()), Some(Origin::Remembered))
                     }

@@ -96,13 +96,12 @@ pub fn cert_manager(params: &MigrateParams, observed: &Observed) -> Result<(), C
 /// earlier run stays in use when no registry flag is given (the pods that run already reference
 /// it). Every object is built from these.
 pub fn in_effect<'a>(params: &'a MigrateParams, observed: &Observed) -> Cow<'a, MigrateParams> {
-    if params.pull_secret == PullSecret::None
+    if params.spec.pull_secret == PullSecret::None
         && observed.contains(Kind::Secret, names::REGISTRY_SECRET)
     {
-        Cow::Owned(MigrateParams {
-            pull_secret: PullSecret::Reused,
-            ..params.clone()
-        })
+        let mut in_effect = params.clone();
+        in_effect.spec.pull_secret = PullSecret::Reused;
+        Cow::Owned(in_effect)
     } else {
         Cow::Borrowed(params)
     }
@@ -142,7 +141,7 @@ pub fn tls_mode(
 ) -> Result<TlsMode, TlsError> {
     let base = match data {
         Some(data) => base_tls_mode(params, data),
-        None if params.tls.third_party.is_some() => Ok(TlsMode::ThirdPartyFiles),
+        None if params.spec.tls.third_party.is_some() => Ok(TlsMode::ThirdPartyFiles),
         None => Ok(TlsMode::ReusedCa),
     };
     match base {
@@ -190,7 +189,7 @@ pub enum TlsError {
 /// certificates are taken into account. Dry runs before the sync show the usual case: the
 /// reused CA.
 fn base_tls_mode(params: &MigrateParams, data: &ExtractedData) -> Result<TlsMode, TlsError> {
-    if params.tls.third_party.is_some() {
+    if params.spec.tls.third_party.is_some() {
         Ok(TlsMode::ThirdPartyFiles)
     } else if data.placeholder || data.ca_key.is_some() {
         Ok(TlsMode::ReusedCa)
@@ -212,7 +211,7 @@ pub(crate) fn server_fqdn(params: &MigrateParams, data: &ExtractedData) -> Strin
 /// The server certificate's names: the FQDN, then `--ssl-cname` (D45).
 pub(crate) fn server_dns_names(params: &MigrateParams, data: &ExtractedData) -> Vec<String> {
     let mut names = vec![server_fqdn(params, data)];
-    for c in &params.tls.cnames {
+    for c in &params.spec.tls.cnames {
         if !names.contains(c) {
             names.push(c.clone());
         }
@@ -240,7 +239,7 @@ pub struct NotRecorded;
 #[doc(hidden)]
 // pub for the unit tests in tests/unit/
 pub fn tftp(params: &MigrateParams, data: &ExtractedData) -> Result<TftpDecision, NotRecorded> {
-    match (params.tftp.enabled, data.tftp) {
+    match (params.spec.tftp.enabled, data.tftp) {
         (Some(true), _) => Ok(TftpDecision::On),
         (Some(false), _) => Ok(TftpDecision::Off),
         _ if data.placeholder => Ok(TftpDecision::Unknown),
@@ -252,7 +251,7 @@ pub fn tftp(params: &MigrateParams, data: &ExtractedData) -> Result<TftpDecision
 
 /// Where the decision came from, for step descriptions.
 pub fn tftp_origin(params: &MigrateParams, decision: TftpDecision) -> &'static str {
-    match (params.tftp.enabled, decision) {
+    match (params.spec.tftp.enabled, decision) {
         (Some(true), _) => "--tftp",
         (Some(false), _) => "--tftp=false",
         (None, TftpDecision::On) => "tftp.socket was enabled on the source",
@@ -289,14 +288,14 @@ pub fn ingress(
         .find(|c| c.default)
         .or_else(|| (classes.len() == 1).then(|| &classes[0]));
     let class_of = |controller: Controller| {
-        params.ingress.class.clone().or_else(|| {
+        params.spec.ingress.class.clone().or_else(|| {
             classes
                 .iter()
                 .find(|c| of(&c.controller) == Some(controller))
                 .map(|c| c.name.clone())
         })
     };
-    let controller = match params.ingress.mode {
+    let controller = match params.spec.ingress.mode {
         IngressMode::None => return None,
         IngressMode::Traefik => Controller::Traefik,
         IngressMode::Nginx => Controller::Nginx,
@@ -315,6 +314,7 @@ pub(crate) fn features(params: &MigrateParams, data: &ExtractedData) -> Features
 /// Hub replicas: the flag, else one when the source ran the hub XML-RPC API (D18 fixed).
 pub(crate) fn hub_replicas(params: &MigrateParams, data: &ExtractedData) -> i32 {
     params
+        .spec
         .hubxmlrpc_replicas
         .unwrap_or(i32::from(data.has_hubxmlrpc))
 }

@@ -73,12 +73,13 @@ pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), StorageE
     // its name and class: this check runs in `resolve`, below the builders.
     let upgraded = volumes::upgraded_database_volume();
     let wanted: Vec<(&str, Option<&str>)> = params
+        .spec
         .volumes
         .iter()
         .map(|c| (c.name.as_str(), c.storage_class.as_deref()))
         .chain(std::iter::once((
             upgraded.as_str(),
-            volumes::upgraded_database_class(&params.volumes),
+            volumes::upgraded_database_class(&params.spec.volumes),
         )))
         .filter(|(name, _)| !observed.contains(Kind::PersistentVolumeClaim, name))
         .collect();

@@ -226,9 +226,9 @@ fn file(path: &str, content: &str) -> Option<FileInput> {
 fn args_with(c: &Chain, key: &str) -> MigrateArgs {
     let mut args = common::args_with_ssh(&common::private_key("k"));
     args.ssl_password = None;
-    args.ssl_server_cert = file("/certs/server.crt", &c.cert);
-    args.ssl_server_key = file("/certs/server.key", key);
-    args.ssl_ca_root = file("/certs/ca.crt", &c.root);
+    args.spec.ssl_server_cert = file("/certs/server.crt", &c.cert);
+    args.spec.ssl_server_key = file("/certs/server.key", key);
+    args.spec.ssl_ca_root = file("/certs/ca.crt", &c.root);
     args
 }
 
@@ -250,8 +250,8 @@ fn a_key_of_another_certificate_is_refused_with_both_files_named_and_no_key_show
 
     // The database's pair is checked the same way.
     let mut args = args_with(&c, &c.key);
-    args.ssl_db_cert = file("/certs/db.crt", &other.cert);
-    args.ssl_db_key = file("/certs/db.key", &c.key);
+    args.spec.ssl_db_cert = file("/certs/db.crt", &other.cert);
+    args.spec.ssl_db_key = file("/certs/db.key", &c.key);
     let e = MigrateParams::from_args(&args).expect_err("db mismatch");
     assert!(
         e.to_string().contains("--ssl-db-key /certs/db.key")
@@ -273,25 +273,25 @@ fn a_certificate_not_signed_by_the_given_ca_is_refused_and_intermediates_complet
     );
 
     let mut args = args_with(&c, &pkcs1(&c.key));
-    args.ssl_ca_intermediate = vec![FileInput {
+    args.spec.ssl_ca_intermediate = vec![FileInput {
         path: "/certs/mid.crt".into(),
         content: SecretString::new(&c.intermediates[0]),
     }];
     let p = MigrateParams::from_args(&args).expect("complete chain");
-    let tp = p.tls.third_party.expect("third party");
+    let tp = p.spec.tls.third_party.expect("third party");
     assert_eq!(tp.server.chain, full_chain(&c));
 
     let other = issued(&[SOURCE], KeyKind::EcP256, KeyKind::EcP256, false);
     let mut args = args_with(&c, &c.key);
-    args.ssl_ca_root = file("/certs/ca.crt", &other.root);
-    args.ssl_ca_intermediate = args_with(&c, &c.key).ssl_ca_intermediate;
+    args.spec.ssl_ca_root = file("/certs/ca.crt", &other.root);
+    args.spec.ssl_ca_intermediate = args_with(&c, &c.key).spec.ssl_ca_intermediate;
     assert!(matches!(
         MigrateParams::from_args(&args),
         Err(ParamsError::TlsUnchained { .. })
     ));
 
     let mut args = args_with(&c, &c.key);
-    args.ssl_server_cert = file(
+    args.spec.ssl_server_cert = file(
         "/certs/server.crt",
         "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
     );
@@ -334,7 +334,7 @@ fn a_certificate_for_another_host_is_refused_before_any_write() {
     // A --ssl-cname the certificate lacks is refused too.
     let c = issued(&[SOURCE], KeyKind::EcP256, KeyKind::EcP256, false);
     let mut args = args_with(&c, &c.key);
-    args.ssl_cnames = vec!["alias.example.com".into()];
+    args.spec.ssl_cnames = vec!["alias.example.com".into()];
     let params = MigrateParams::from_args(&args).expect("pair and chain");
     let e = plan(&params, &Observed::default()).expect_err("alias missing");
     assert!(e.to_string().contains("not alias.example.com"), "{e}");

@@ -359,7 +359,7 @@ fn md5_passwords_are_rehashed_as_postgres_on_the_db_claim_with_the_secrets_value
         let c = &pod.containers[0];
         assert_eq!(
             c.image.as_deref(),
-            Some(params.image.database.as_str()),
+            Some(params.spec.image.database.as_str()),
             "the DB image has pg_ctl and psql 18"
         );
         let sc = pod.security_context.as_ref().expect("security context");

@@ -8,7 +8,7 @@ use uyuni_core::{MigrateParams, Object, Op, ParamsError, PlanError, plan, previe
 
 fn params(claim: &str) -> Result<MigrateParams, ParamsError> {
     let mut args = common::args_with_ssh(&common::private_key("fixture-private-key"));
-    args.mirror_claim = Some(claim.into());
+    args.spec.mirror_claim = Some(claim.into());
     MigrateParams::from_args(&args)
 }
 

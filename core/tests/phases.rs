@@ -267,7 +267,7 @@ fn other_refusals_that_advise_running_again_are_cleared_by_doing_what_they_say()
     }
     assert!(message(plan(&params, &old)).contains("then run again"));
     let mut args = common::args_with_ssh(&common::private_key("fixture-private-key"));
-    args.tftp = Some(true);
+    args.spec.tftp = Some(true);
     let with_flag = MigrateParams::from_args(&args).expect("valid");
     assert!(plan(&with_flag, &old).is_ok());
 

@@ -40,7 +40,7 @@ fn a_default_class_or_a_named_existing_class_is_enough() {
     assert!(plan(&params, &observed).is_ok());
 
     let mut args = common::args_with_ssh(&common::private_key("k"));
-    args.volumes_class = Some("fast".into());
+    args.spec.volumes_class = Some("fast".into());
     let fast = uyuni_core::MigrateParams::from_args(&args).expect("valid");
     observed.storage_classes = Some(vec![class("fast", false)]);
     assert!(plan(&fast, &observed).is_ok());
@@ -49,7 +49,7 @@ fn a_default_class_or_a_named_existing_class_is_enough() {
 #[test]
 fn a_class_that_does_not_exist_is_refused_naming_it() {
     let mut args = common::args_with_ssh(&common::private_key("k"));
-    args.volume_classes = vec!["var-pgsql=ssd".into()];
+    args.spec.volume_classes = vec!["var-pgsql=ssd".into()];
     let params = uyuni_core::MigrateParams::from_args(&args).expect("valid");
     let mut observed = common::empty_cluster();
     observed.storage_classes = Some(vec![class("local-path", true)]);
@@ -68,7 +68,7 @@ fn existing_claims_are_not_checked_and_unlistable_classes_are_a_warning() {
     // A resumed run: every claim exists already (bound), and the default class is gone.
     let mut observed = common::after_sync(&params);
     observed.storage_classes = Some(Vec::new());
-    for claim in &params.volumes {
+    for claim in &params.spec.volumes {
         assert!(observed.contains(Kind::PersistentVolumeClaim, &claim.name));
     }
     let upgraded = uyuni_core::builders::database::upgraded_claim(&params);

@@ -184,8 +184,8 @@ fn build(state: &State) -> (MigrateParams, Observed) {
     let key = common::private_key(&state.key_marker);
     let mut args = common::args_with_ssh(&key);
     args.prepare = state.prepare;
-    args.tftp = state.tftp.flag;
-    args.tftp_host_network = Some(state.tftp.host_network);
+    args.spec.tftp = state.tftp.flag;
+    args.spec.tftp_host_network = Some(state.tftp.host_network);
     args.ssl_password = Some(uyuni_core::secret::SecretString::new(format!(
         "CAPW{}",
         state.password
@@ -212,7 +212,7 @@ fn build(state: &State) -> (MigrateParams, Observed) {
             with_flags.ssh_config.as_ref().expect("ssh"),
         )));
     }
-    for (claim, exists) in params.volumes.iter().zip(&state.pvcs) {
+    for (claim, exists) in params.spec.volumes.iter().zip(&state.pvcs) {
         if *exists {
             let mut pvc = common::pvc_of(&params, &claim.name);
             let requests = pvc
@@ -556,7 +556,7 @@ fn safety_state() -> impl Strategy<Value = SafetyState> {
 fn build_safety(s: &SafetyState) -> (MigrateParams, Observed) {
     let (mut params, mut o) = build(&s.base);
     if !s.ca_password {
-        params.tls.ca_password = None;
+        params.ca_password = None;
     }
     if let Some((ca_key, tftp)) = s.prepared {
         let prepare = MigrateParams {
@@ -624,7 +624,7 @@ fn inputs_missing(params: &MigrateParams, o: &Observed) -> Option<String> {
             data.job
         ));
     }
-    let password = params.tls.ca_password.is_some()
+    let password = params.ca_password.is_some()
         || o.contains(
             Kind::Secret,
             uyuni_core::catalogue::names::CA_PASSWORD_SECRET,
@@ -637,10 +637,11 @@ fn inputs_missing(params: &MigrateParams, o: &Observed) -> Option<String> {
                 &uyuni_core::builders::tls::ca_cert(&data),
             )
         });
-    if data.ca_key.is_some() && params.tls.third_party.is_none() && !password && !key_in_place {
+    if data.ca_key.is_some() && params.spec.tls.third_party.is_none() && !password && !key_in_place
+    {
         return Some("the CA key's password".into());
     }
-    if data.tftp.is_none() && params.tftp.enabled.is_none() {
+    if data.tftp.is_none() && params.spec.tftp.enabled.is_none() {
         return Some("the TFTP choice".into());
     }
     if uyuni_core::pg::decide(Some(&data.pg_version)).is_err() {

@@ -19,9 +19,9 @@ fn params_with(f: impl FnOnce(&mut uyuni_core::MigrateArgs)) -> MigrateParams {
 
 fn with_credentials() -> MigrateParams {
     params_with(|a| {
-        a.registry_host = Some("registry.suse.com".into());
-        a.registry_user = Some("scc-user".into());
-        a.registry_password = Some(SecretString::new(PASSWORD));
+        a.spec.registry_host = Some("registry.suse.com".into());
+        a.spec.registry_user = Some("scc-user".into());
+        a.spec.registry_password = Some(SecretString::new(PASSWORD));
     })
 }
 
@@ -83,12 +83,12 @@ fn credentials_make_a_pull_secret_before_the_image_checks_and_every_pod_uses_it(
 #[test]
 fn the_pull_secret_is_for_the_server_images_registry() {
     let params = params_with(|a| {
-        a.image = Some("registry.example.com:5000/suse/manager/server".into());
-        a.registry_user = Some("me".into());
-        a.registry_password = Some(SecretString::new(PASSWORD));
+        a.spec.image = Some("registry.example.com:5000/suse/manager/server".into());
+        a.spec.registry_user = Some("me".into());
+        a.spec.registry_password = Some(SecretString::new(PASSWORD));
     });
     assert!(
-        matches!(&params.pull_secret, PullSecret::Credentials { registry, .. } if registry == "registry.example.com:5000")
+        matches!(&params.spec.pull_secret, PullSecret::Credentials { registry, .. } if registry == "registry.example.com:5000")
     );
 }
 
@@ -125,7 +125,7 @@ fn a_pull_secret_of_an_earlier_run_stays_in_use_without_flags() {
         registry,
         user,
         password,
-    } = &earlier.pull_secret
+    } = &earlier.spec.pull_secret
     else {
         panic!("credentials");
     };
@@ -138,7 +138,7 @@ fn a_pull_secret_of_an_earlier_run_stays_in_use_without_flags() {
         password.expose(),
     )));
     let params = common::params();
-    assert_eq!(params.pull_secret, PullSecret::None);
+    assert_eq!(params.spec.pull_secret, PullSecret::None);
     let plan = plan(&params, &observed).expect("plan");
     let step = plan
         .steps
@@ -165,7 +165,7 @@ fn a_pull_secret_of_an_earlier_run_stays_in_use_without_flags() {
 
 #[test]
 fn the_users_own_pull_secret_is_checked_and_never_written() {
-    let params = params_with(|a| a.image_pull_secret = Some("my-pull".into()));
+    let params = params_with(|a| a.spec.image_pull_secret = Some("my-pull".into()));
     let mut observed = common::empty_cluster();
     observed.insert(common::namespace());
     let err = plan(&params, &observed).expect_err("missing");
@@ -209,29 +209,29 @@ fn the_users_own_pull_secret_is_checked_and_never_written() {
 #[test]
 fn registry_flags_are_validated() {
     let mut args = common::args_with_ssh(&common::private_key("k"));
-    args.registry_user = Some("me".into());
+    args.spec.registry_user = Some("me".into());
     assert!(matches!(
         MigrateParams::from_args(&args),
         Err(uyuni_core::ParamsError::RegistryPasswordMissing)
     ));
-    args.image_pull_secret = Some("mine".into());
+    args.spec.image_pull_secret = Some("mine".into());
     assert!(matches!(
         MigrateParams::from_args(&args),
         Err(uyuni_core::ParamsError::PullSecretConflict)
     ));
-    args.registry_user = None;
-    args.image_pull_secret = Some("Not_A_Name".into());
+    args.spec.registry_user = None;
+    args.spec.image_pull_secret = Some("Not_A_Name".into());
     assert!(matches!(
         MigrateParams::from_args(&args),
         Err(uyuni_core::ParamsError::PullSecretName(_))
     ));
-    args.image_pull_secret = None;
-    args.registry_password = Some(SecretString::new("x"));
+    args.spec.image_pull_secret = None;
+    args.spec.registry_password = Some(SecretString::new("x"));
     assert!(matches!(
         MigrateParams::from_args(&args),
         Err(uyuni_core::ParamsError::RegistryUserMissing)
     ));
-    args.registry_user = Some("a:b".into());
+    args.spec.registry_user = Some("a:b".into());
     assert!(matches!(
         MigrateParams::from_args(&args),
         Err(uyuni_core::ParamsError::RegistryUser(_))

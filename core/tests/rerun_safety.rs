@@ -187,15 +187,15 @@ fn rerun() -> impl Strategy<Value = Rerun> {
 
 fn rerun_args(r: &Rerun) -> MigrateArgs {
     let mut a = args();
-    a.pull_policy = r.pull_policy.map(str::to_owned);
-    a.registry_host = r.registry_host.map(str::to_owned);
-    a.tag = r.tag.map(str::to_owned);
-    a.db_tag = r.db_tag.map(str::to_owned);
-    a.dbupgrade_tag = r.dbupgrade_tag.map(str::to_owned);
-    a.image_pull_secret = r.image_pull_secret.then(|| "my-pull-secret".to_owned());
-    a.coco_replicas = r.coco_replicas;
-    a.hubxmlrpc_replicas = r.hubxmlrpc_replicas;
-    a.tftp = r.tftp;
+    a.spec.pull_policy = r.pull_policy.map(str::to_owned);
+    a.spec.registry_host = r.registry_host.map(str::to_owned);
+    a.spec.tag = r.tag.map(str::to_owned);
+    a.spec.db_tag = r.db_tag.map(str::to_owned);
+    a.spec.dbupgrade_tag = r.dbupgrade_tag.map(str::to_owned);
+    a.spec.image_pull_secret = r.image_pull_secret.then(|| "my-pull-secret".to_owned());
+    a.spec.coco_replicas = r.coco_replicas;
+    a.spec.hubxmlrpc_replicas = r.hubxmlrpc_replicas;
+    a.spec.tftp = r.tftp;
     a
 }
 
@@ -335,7 +335,7 @@ fn finished() -> (MigrateParams, Observed) {
 fn a_changed_tag_on_a_finished_migration_is_refused_naming_both_images() {
     let (_, end) = finished();
     let mut a = args();
-    a.tag = Some("2025.10".into());
+    a.spec.tag = Some("2025.10".into());
     a.kubectl.migrate_flags = vec!["--tag".into(), "2025.10".into(), "--compress".into()];
     let err = uyuni_core::plan(&params_of(&a), &end).expect_err("refused");
     let text = err.to_string();
@@ -356,7 +356,7 @@ fn a_changed_tag_on_a_finished_migration_is_refused_naming_both_images() {
 fn a_changed_pull_policy_on_a_finished_migration_rewrites_objects_and_runs_no_job() {
     let (_, end) = finished();
     let mut a = args();
-    a.pull_policy = Some("IfNotPresent".into());
+    a.spec.pull_policy = Some("IfNotPresent".into());
     let params = params_of(&a);
     let p = preview(&params, &end).expect("preview");
     assert!(
@@ -391,9 +391,9 @@ fn a_plain_rerun_of_a_finished_migration_plans_nothing() {
 fn the_database_steps_are_identified_by_what_they_do_to_the_data() {
     let params = params_of(&args());
     let mut a = args();
-    a.tag = Some("2025.10".into());
-    a.pull_policy = Some("IfNotPresent".into());
-    a.registry_host = Some("mirror.example.com:5000".into());
+    a.spec.tag = Some("2025.10".into());
+    a.spec.pull_policy = Some("IfNotPresent".into());
+    a.spec.registry_host = Some("mirror.example.com:5000".into());
     let other = params_of(&a);
     let data = common::after_sync(&params)
         .extracted()

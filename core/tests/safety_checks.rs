@@ -45,7 +45,7 @@ fn the_server_needs_privileged_from_its_pod_spec() {
         "{reasons:?}"
     );
     // --server-privileged: the reason is the pod's privileged flag, read from the spec.
-    let privileged = params_with(|a| a.server_privileged = Some(true));
+    let privileged = params_with(|a| a.spec.server_privileged = Some(true));
     let (_, reasons) = pod_security::needed(&privileged);
     assert!(
         reasons.iter().any(|r| r.contains("is privileged")),
@@ -235,7 +235,7 @@ fn pods_of_the_run(params: &MigrateParams, observed: &Observed) -> Vec<String> {
 fn every_pod_the_plan_runs_has_its_pod_security_level_computed() {
     // With and without TFTP; from an empty cluster (placeholders after the sync) and from a
     // finished sync (real data: the database's Jobs and Deployment as they will run).
-    for params in [common::params(), params_with(|a| a.tftp = Some(true))] {
+    for params in [common::params(), params_with(|a| a.spec.tftp = Some(true))] {
         let checked: Vec<String> = pod_security::pods(&params)
             .into_iter()
             .map(|(name, _)| name)

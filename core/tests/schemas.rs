@@ -85,18 +85,18 @@ fn args(case: &Case) -> MigrateArgs {
         Tls::ThirdParty => {
             args.ssl_password = None;
             let tls = common::tls_chain();
-            args.ssl_server_cert = file("s.crt", &tls.cert);
-            args.ssl_server_key = file("s.key", &tls.key);
-            args.ssl_ca_root = file("ca.crt", &tls.root);
+            args.spec.ssl_server_cert = file("s.crt", &tls.cert);
+            args.spec.ssl_server_key = file("s.key", &tls.key);
+            args.spec.ssl_ca_root = file("ca.crt", &tls.root);
         }
         Tls::SourceCertificate => args.ssl_password = None,
     }
     if case.extras {
-        args.registry_user = Some("mirror-user".into());
-        args.registry_password = Some(SecretString::new("mirror pass"));
-        args.registry_host = Some("registry.example.com".into());
-        args.tftp_host_network = Some(true);
-        args.configure_ingress_controller = Some(true);
+        args.spec.registry_user = Some("mirror-user".into());
+        args.spec.registry_password = Some(SecretString::new("mirror pass"));
+        args.spec.registry_host = Some("registry.example.com".into());
+        args.spec.tftp_host_network = Some(true);
+        args.spec.configure_ingress_controller = Some(true);
     }
     args
 }

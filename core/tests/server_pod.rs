@@ -58,7 +58,7 @@ fn server_pod(params: &MigrateParams, data: &ExtractedData) -> Deployment {
 /// are not IANA service names. The server container serves several Services.
 #[test]
 fn every_pod_names_its_ports_uniquely_and_validly_with_every_feature() {
-    let params = params_with(|a| a.coco_replicas = Some(1));
+    let params = params_with(|a| a.spec.coco_replicas = Some(1));
     for debug in [false, true] {
         for hub in [false, true] {
             let mut data = data();
@@ -66,7 +66,7 @@ fn every_pod_names_its_ports_uniquely_and_validly_with_every_feature() {
             data.has_hubxmlrpc = hub;
             let deployments = [
                 server_pod(&params, &data),
-                server::hub_deployment(&params, 1),
+                server::hub_deployment(&params.namespace, &params.spec, 1),
                 server::coco_deployment(&params, &data),
                 database::db_deployment(&params, &data, "var-pgsql"),
             ];
@@ -135,14 +135,14 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
     assert_eq!(selinux.type_, None);
     assert_eq!(sc.app_armor_profile, None);
 
-    let privileged = params_with(|a| a.server_privileged = Some(true));
+    let privileged = params_with(|a| a.spec.server_privileged = Some(true));
     let sc = container(&server_pod(&privileged, &data()), "uyuni")
         .security_context
         .clone()
         .expect("set");
     assert_eq!(sc.privileged, Some(true));
 
-    let superp = params_with(|a| a.server_super_privileged = Some(true));
+    let superp = params_with(|a| a.spec.server_super_privileged = Some(true));
     let sc = container(&server_pod(&superp, &data()), "uyuni")
         .security_context
         .clone()
@@ -158,8 +158,8 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
     );
 
     let profiled = params_with(|a| {
-        a.server_selinux_type = Some("uyuni_container_t".into());
-        a.server_apparmor_profile = Some("uyuni-server".into());
+        a.spec.server_selinux_type = Some("uyuni_container_t".into());
+        a.spec.server_apparmor_profile = Some("uyuni-server".into());
     });
     let sc = container(&server_pod(&profiled, &data()), "uyuni")
         .security_context
@@ -178,7 +178,7 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
 #[test]
 fn the_hub_and_coco_deployments_have_the_charts_names() {
     let params = common::params();
-    let hub = server::hub_deployment(&params, 1);
+    let hub = server::hub_deployment(&params.namespace, &params.spec, 1);
     let coco = server::coco_deployment(&params, &data());
     for (d, name, component) in [
         (&hub, "hub-xmlrpc", "hub-xmlrpc"),

@@ -32,8 +32,8 @@ fn server_image(observed: &Observed) -> String {
 #[test]
 fn the_first_write_after_the_namespace_records_the_flags() {
     let mut given = args();
-    given.tag = Some("2025.10".into());
-    given.tftp_host_network = Some(true);
+    given.spec.tag = Some("2025.10".into());
+    given.spec.tftp_host_network = Some(true);
     let (params, _) = uyuni_core::record::params(given, &BTreeMap::new()).expect("valid");
     let plan = uyuni_core::plan(&params, &common::empty_cluster()).expect("plans");
     let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
@@ -96,8 +96,8 @@ fn a_run_without_remembered_flags_records_nothing_and_a_rerun_keeps_it() {
 fn a_final_run_without_the_tag_of_the_prepare_run_keeps_it() {
     let mut prepare = args();
     prepare.prepare = true;
-    prepare.tag = Some("2025.10".into());
-    prepare.pull_policy = Some("IfNotPresent".into());
+    prepare.spec.tag = Some("2025.10".into());
+    prepare.spec.pull_policy = Some("IfNotPresent".into());
     let (params, _) = uyuni_core::record::params(prepare, &BTreeMap::new()).expect("valid");
     let mut start = common::empty_cluster();
     start.insert(common::namespace());
@@ -108,9 +108,9 @@ fn a_final_run_without_the_tag_of_the_prepare_run_keeps_it() {
     // The final run: no image flag, the record as the cluster holds it.
     let (params, settings) = uyuni_core::record::params(args(), &recorded).expect("valid");
     assert!(
-        params.image.server.ends_with(":2025.10"),
+        params.spec.image.server.ends_with(":2025.10"),
         "{}",
-        params.image.server
+        params.spec.image.server
     );
     assert!(
         settings
@@ -137,7 +137,7 @@ fn a_changed_flag_updates_the_record() {
         .expect("previews")
         .end;
     let mut given = args();
-    given.coco_replicas = Some(1);
+    given.spec.coco_replicas = Some(1);
     let (params, settings) = uyuni_core::record::params(given, &record_of(&end)).expect("valid");
     assert_eq!(settings[0].text(), "coco-replicas: 1 (--coco-replicas)");
     let plan = uyuni_core::plan(&params, &end).expect("plans");

@@ -18,7 +18,7 @@ fn a_finished_final_sync_is_not_repeated_when_parameters_change() {
     let params = common::params();
     let observed = common::after_sync(&params);
     let mut args = common::args_with_ssh(&common::private_key("fixture-private-key"));
-    args.tag = Some("2026.11".into());
+    args.spec.tag = Some("2026.11".into());
     args.run_id = "20261201120000".into();
     let changed = MigrateParams::from_args(&args).expect("valid");
     let step = sync_step(&changed, &observed);

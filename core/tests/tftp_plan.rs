@@ -97,7 +97,7 @@ fn the_source_decides_whether_tftp_is_deployed() {
 
 #[test]
 fn the_flag_overrides_the_source_both_ways() {
-    let forced_on = params_with(|a| a.tftp = Some(true));
+    let forced_on = params_with(|a| a.spec.tftp = Some(true));
     let p = preview(&forced_on, &synced(&forced_on, Some("false"))).expect("preview");
     assert_eq!(has_tftp_objects(&p.end), (true, true));
     assert!(
@@ -106,7 +106,7 @@ fn the_flag_overrides_the_source_both_ways() {
             .any(|s| s.id == "tftp-deployment" && s.description.contains("(--tftp)"))
     );
 
-    let forced_off = params_with(|a| a.tftp = Some(false));
+    let forced_off = params_with(|a| a.spec.tftp = Some(false));
     let p = preview(&forced_off, &synced(&forced_off, Some("true"))).expect("preview");
     assert_eq!(has_tftp_objects(&p.end), (false, false));
 }
@@ -139,7 +139,7 @@ fn tftp_steps_come_where_the_other_components_go() {
 
 #[test]
 fn on_the_host_network_there_is_no_service() {
-    let params = params_with(|a| a.tftp_host_network = Some(true));
+    let params = params_with(|a| a.spec.tftp_host_network = Some(true));
     let p = preview(&params, &synced(&params, Some("true"))).expect("preview");
     assert_eq!(has_tftp_objects(&p.end), (true, false));
     let pod = p
@@ -170,7 +170,7 @@ fn data_without_the_tftp_key_stops_before_any_write_unless_a_flag_decides() {
         }
         other => panic!("expected TftpNotRecorded, got {other:?}"),
     }
-    let decided = params_with(|a| a.tftp = Some(false));
+    let decided = params_with(|a| a.spec.tftp = Some(false));
     let p = preview(&decided, &synced(&decided, None)).expect("preview");
     assert!(p.final_plan.is_done());
     assert_eq!(has_tftp_objects(&p.end), (false, false));
@@ -197,7 +197,7 @@ fn the_dry_run_before_the_sync_shows_tftp_as_depending_on_the_source() {
         .expect("the TFTP Service is previewed");
     assert!(service.description.contains("known after data-sync"));
     // A flag decides even before the sync.
-    let off = params_with(|a| a.tftp = Some(false));
+    let off = params_with(|a| a.spec.tftp = Some(false));
     let p = preview(&off, &common::empty_cluster()).expect("preview");
     assert!(tftp_steps(&p.steps).is_empty());
 }
@@ -206,7 +206,7 @@ fn the_dry_run_before_the_sync_shows_tftp_as_depending_on_the_source() {
 fn turned_off_later_the_deployment_is_scaled_to_zero_and_the_service_left_with_advice() {
     let params = common::params();
     let first = preview(&params, &synced(&params, Some("true"))).expect("preview");
-    let off = params_with(|a| a.tftp = Some(false));
+    let off = params_with(|a| a.spec.tftp = Some(false));
     let p = preview(&off, &first.end).expect("preview");
     assert_eq!(replicas(&p.end), Some(0));
     let service = p
@@ -317,8 +317,8 @@ fn the_server_does_not_serve_tftp_itself() {
 fn tftp_is_never_routed_through_the_ingress_controller() {
     use uyuni_core::object::CustomKind;
     let params = params_with(|a| {
-        a.ingress = Some("traefik".into());
-        a.configure_ingress_controller = Some(true);
+        a.spec.ingress = Some("traefik".into());
+        a.spec.configure_ingress_controller = Some(true);
     });
     let mut o = synced(&params, Some("true"));
     for kind in [

@@ -271,9 +271,9 @@ fn third_party_args() -> uyuni_core::MigrateArgs {
     let mut args = common::args_with_ssh(&common::private_key("k"));
     args.ssl_password = None;
     let tls = common::tls_chain();
-    args.ssl_server_cert = file("s.crt", &tls.cert);
-    args.ssl_server_key = file("s.key", &tls.key);
-    args.ssl_ca_root = file("ca.crt", &tls.root);
+    args.spec.ssl_server_cert = file("s.crt", &tls.cert);
+    args.spec.ssl_server_key = file("s.key", &tls.key);
+    args.spec.ssl_ca_root = file("ca.crt", &tls.root);
     args
 }
 
@@ -377,9 +377,9 @@ fn a_later_run_without_the_files_keeps_the_third_party_certificates() {
     // The same command without the --ssl-* files, on a cluster without cert-manager: the
     // certificates stay, no issuer replaces them, and nothing is to do.
     let mut args = third_party_args();
-    args.ssl_server_cert = None;
-    args.ssl_server_key = None;
-    args.ssl_ca_root = None;
+    args.spec.ssl_server_cert = None;
+    args.spec.ssl_server_key = None;
+    args.spec.ssl_ca_root = None;
     let plain = MigrateParams::from_args(&args).expect("valid");
     let again = plan(&plain, &done).expect("no cert-manager needed");
     assert!(again.is_done(), "{:?}", again.next_step());

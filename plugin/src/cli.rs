@@ -380,8 +380,27 @@ pub fn normalize_args<I: IntoIterator<Item = std::ffi::OsString>>(
     out
 }
 
+/// `migrate`: its own inputs, the server's specification, how the run goes and what it shows.
+/// The groups are flattened in this order so that `--help` lists the flags as before the split
+/// (clap orders them as declared, within each help heading).
 #[derive(Debug, Args)]
 pub struct MigrateCmd {
+    #[command(flatten)]
+    pub migrate: MigrateFlags,
+
+    #[command(flatten)]
+    pub run: RunFlags,
+
+    #[command(flatten)]
+    pub spec: ServerSpecFlags,
+
+    #[command(flatten)]
+    pub preview: PreviewFlags,
+}
+
+/// What only a migration needs: the source, how to reach it, and the copy.
+#[derive(Debug, Args)]
+pub struct MigrateFlags {
     /// Fully qualified domain name of the source server.
     #[arg(value_name = "SOURCE_FQDN")]
     pub source: String,
@@ -391,34 +410,10 @@ pub struct MigrateCmd {
     #[arg(long)]
     pub prepare: bool,
 
-    /// How long an observation waits for the watches to catch up with what the run wrote
-    /// before it reads the cluster directly, in milliseconds (10 s unless given). For tests and
-    /// for diagnosing a proxy that holds watch events back; hidden.
-    #[arg(long, hide = true, value_name = "MILLISECONDS")]
-    pub watch_barrier_timeout_ms: Option<u64>,
-
-    /// Divide every wait between two tries of a failed request by N (the same attempts,
-    /// sooner). For tests that go through the whole retry schedule; hidden.
-    #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub retry_delay_divisor: Option<u32>,
-
     /// Confirm that this run may stop the source's services (the final copy) without asking;
     /// needed where there is no terminal to ask on, as in scripts. --prepare never stops them.
     #[arg(long, short = 'y')]
     pub yes: bool,
-
-    /// Take over the namespace's Lease kubectl-uyuni from another run that holds it. Only for
-    /// a run that died (killed, or its host gone) without releasing it: if that run is still
-    /// going, both write the same objects and volumes. A lease left by a dead run also runs
-    /// out by itself, 60 s after its last renewal, and a run takes it over then without this
-    /// flag. The run says whose lease it takes.
-    #[arg(long)]
-    pub force_unlock: bool,
-
-    /// How long the run's Lease counts as held after each renewal, in seconds (60 unless
-    /// given; renewed every third of it). For tests of a holder that died; hidden.
-    #[arg(long, hide = true, value_name = "SECONDS", value_parser = clap::value_parser!(i32).range(1..))]
-    pub lease_duration_seconds: Option<i32>,
 
     /// Compress the copy on the wire (rsync -z), for a slow link between the cluster and the
     /// source; without it the data travels as it is, which is faster on a LAN.
@@ -452,7 +447,42 @@ pub struct MigrateCmd {
     /// Never accepted as a command-line value.
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub ssl_password_file: Option<PathBuf>,
+}
 
+/// How a run that writes goes: the namespace's lease, and knobs for tests.
+#[derive(Debug, Args)]
+pub struct RunFlags {
+    /// How long an observation waits for the watches to catch up with what the run wrote
+    /// before it reads the cluster directly, in milliseconds (10 s unless given). For tests and
+    /// for diagnosing a proxy that holds watch events back; hidden.
+    #[arg(long, hide = true, value_name = "MILLISECONDS")]
+    pub watch_barrier_timeout_ms: Option<u64>,
+
+    /// Divide every wait between two tries of a failed request by N (the same attempts,
+    /// sooner). For tests that go through the whole retry schedule; hidden.
+    #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub retry_delay_divisor: Option<u32>,
+
+    /// Take over the namespace's Lease kubectl-uyuni from another run that holds it. Only for
+    /// a run that died (killed, or its host gone) without releasing it: if that run is still
+    /// going, both write the same objects and volumes. A lease left by a dead run also runs
+    /// out by itself, 60 s after its last renewal, and a run takes it over then without this
+    /// flag. The run says whose lease it takes.
+    #[arg(long)]
+    pub force_unlock: bool,
+
+    /// How long the run's Lease counts as held after each renewal, in seconds (60 unless
+    /// given; renewed every third of it). For tests of a holder that died; hidden.
+    #[arg(long, hide = true, value_name = "SECONDS", value_parser = clap::value_parser!(i32).range(1..))]
+    pub lease_duration_seconds: Option<i32>,
+}
+
+/// The server's specification: every flag ConfigMap uyuni-server-spec remembers
+/// (`uyuni_core::record::FLAGS`), and the third-party certificates and registry password that
+/// belong to it but are secrets, so stay in their Secrets instead of the record. Any command
+/// that deploys a server flattens this group.
+#[derive(Debug, Args)]
+pub struct ServerSpecFlags {
     /// Another DNS name of the server, added to its certificate (repeatable). [remembered]
     #[arg(long = "ssl-cname", value_name = "NAME", help_heading = "TLS")]
     pub ssl_cname: Vec<String>,
@@ -644,7 +674,11 @@ pub struct MigrateCmd {
     /// k3s and RKE2); without it the needed configuration is printed. [remembered]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Networking")]
     pub configure_ingress_controller: Option<bool>,
+}
 
+/// `--dry-run` and how its preview is shown.
+#[derive(Debug, Args)]
+pub struct PreviewFlags {
     /// Show every step and a diff of every object that would change; write nothing. `server`
     /// also sends each write to the API server as a dry run, so admission and validation
     /// errors show now.

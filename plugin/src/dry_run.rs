@@ -144,7 +144,7 @@ fn confirmation(cmd: &MigrateCmd, safety: &uyuni_core::preview::Safety) -> Strin
     if safety.outage_step.is_none() {
         return String::new();
     }
-    let how = if cmd.yes {
+    let how = if cmd.migrate.yes {
         "confirmed with --yes".to_owned()
     } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         "asked on this terminal just before the step".to_owned()
@@ -181,24 +181,25 @@ pub async fn run(
             &params.kubectl,
         ));
     }
-    if cmd.show_secrets {
+    if cmd.preview.show_secrets {
         reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
     }
-    let checks = match cmd.dry_run {
+    let checks = match cmd.preview.dry_run {
         Some(DryRun::Server) => {
             Some(server_checks(conn, params, observed, &preview.steps, reporter).await?)
         }
         _ => None,
     };
     let options = RenderOptions {
-        context: cmd.diff_context,
-        show_secrets: cmd.show_secrets,
+        context: cmd.preview.diff_context,
+        show_secrets: cmd.preview.show_secrets,
     };
     let mut stdout = std::io::stdout().lock();
     match cli.output {
         OutputFormat::Yaml => {
-            stdout
-                .write_all(render::manifests_yaml(&preview.steps, cmd.show_secrets).as_bytes())?;
+            stdout.write_all(
+                render::manifests_yaml(&preview.steps, cmd.preview.show_secrets).as_bytes(),
+            )?;
         }
         OutputFormat::Json => {
             let measured = source_probe::measure(cmd, params).await;

@@ -208,7 +208,7 @@ impl Interrupted {
         // outage stays the user's decision), with the namespace the run resolved.
         let resume = format!(
             "run `{}` to resume where it stopped",
-            kubectl.migrate(ns, &cmd.source, cmd.prepare)
+            kubectl.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare)
         );
         let message = match job {
             Some(job) => format!(

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
-use uyuni_core::params::FileInput;
+use uyuni_core::params::{FileInput, ServerSpecArgs};
 use uyuni_core::plan::Plan;
 use uyuni_core::resolve::Facts;
 use uyuni_core::secret::SecretString;
@@ -58,7 +58,7 @@ fn password(flag: &str, file: Option<&std::path::Path>, env: &str) -> Result<Opt
 fn ssl_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
     password(
         "--ssl-password-file",
-        cmd.ssl_password_file.as_deref(),
+        cmd.migrate.ssl_password_file.as_deref(),
         SSL_PASSWORD_ENV,
     )
 }
@@ -119,13 +119,13 @@ pub const REGISTRY_PASSWORD_ENV: &str = "UYUNI_REGISTRY_PASSWORD";
 
 /// The registry password, when a registry user is given: from its file, the environment, or a
 /// prompt on a terminal.
-fn registry_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
-    if cmd.registry_user.is_none() {
+fn registry_password(spec: &cli::ServerSpecFlags) -> Result<Option<SecretString>> {
+    if spec.registry_user.is_none() {
         return Ok(None);
     }
     Ok(password(
         "--registry-password-file",
-        cmd.registry_password_file.as_deref(),
+        spec.registry_password_file.as_deref(),
         REGISTRY_PASSWORD_ENV,
     )?
     .or_else(|| prompt_secret("Password of the registry user: ")))
@@ -139,7 +139,7 @@ pub fn repeat_kubectl(cmd: &MigrateCmd, cli: &Cli) -> uyuni_core::kubectl::Kubec
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     uyuni_core::kubectl::Kubectl {
-        migrate_flags: cli::repeat_flags(&argv, &cmd.source),
+        migrate_flags: cli::repeat_flags(&argv, &cmd.migrate.source),
         ..cli.kube.kubectl_hint()
     }
 }
@@ -150,74 +150,83 @@ fn args(
     namespace: String,
     namespace_explicit: bool,
 ) -> Result<MigrateArgs> {
-    let named_sizes = [
-        ("volumes-database-size", &cmd.volumes_database_size),
-        ("volumes-packages-size", &cmd.volumes_packages_size),
-        ("volumes-www-size", &cmd.volumes_www_size),
-        ("volumes-cache-size", &cmd.volumes_cache_size),
-    ]
-    .into_iter()
-    .filter_map(|(flag, v)| v.clone().map(|v| (flag.to_owned(), v)))
-    .collect();
     let kubectl = repeat_kubectl(cmd, cli);
+    let m = &cmd.migrate;
     Ok(MigrateArgs {
         namespace,
         kubectl,
         namespace_explicit,
-        source_fqdn: cmd.source.clone(),
-        ssh_user: cmd.user.clone(),
-        prepare: cmd.prepare,
-        compress: cmd.compress,
+        source_fqdn: m.source.clone(),
+        ssh_user: m.user.clone(),
+        prepare: m.prepare,
+        compress: m.compress,
         run_id: clock::run_id(),
-        image: cmd.image.clone(),
-        tag: cmd.tag.clone(),
-        registry_host: cmd.registry_host.clone(),
-        pull_policy: cmd.pull_policy.clone(),
-        db_image: cmd.db_image.clone(),
-        db_tag: cmd.db_tag.clone(),
-        dbupgrade_image: cmd.dbupgrade_image.clone(),
-        dbupgrade_tag: cmd.dbupgrade_tag.clone(),
-        hubxmlrpc_image: cmd.hubxmlrpc_image.clone(),
-        coco_image: cmd.coco_image.clone(),
-        hubxmlrpc_replicas: cmd.hubxmlrpc_replicas,
-        coco_replicas: cmd.coco_replicas,
-        tftp: cmd.tftp,
-        tftp_image: cmd.tftp_image.clone(),
-        tftp_tag: cmd.tftp_tag.clone(),
-        tftp_host_network: cmd.tftp_host_network,
-        server_privileged: cmd.server_privileged,
-        server_super_privileged: cmd.server_super_privileged,
-        server_selinux_type: cmd.server_selinux_type.clone(),
-        server_apparmor_profile: cmd.server_apparmor_profile.clone(),
-        ingress: cmd.ingress.clone(),
-        ingress_class: cmd.ingress_class.clone(),
-        configure_ingress_controller: cmd.configure_ingress_controller,
-        ssh_key_private: read_file("--ssh-key-private", cmd.ssh_key_private.as_deref())?,
-        ssh_key_public: read_file("--ssh-key-public", cmd.ssh_key_public.as_deref())?,
-        ssh_known_hosts: read_file("--ssh-knownhosts", cmd.ssh_known_hosts.as_deref())?,
-        ssh_config: read_file("--ssh-config", cmd.ssh_config.as_deref())?,
+        ssh_key_private: read_file("--ssh-key-private", m.ssh_key_private.as_deref())?,
+        ssh_key_public: read_file("--ssh-key-public", m.ssh_key_public.as_deref())?,
+        ssh_known_hosts: read_file("--ssh-knownhosts", m.ssh_known_hosts.as_deref())?,
+        ssh_config: read_file("--ssh-config", m.ssh_config.as_deref())?,
         ssl_password: ssl_password(cmd)?,
-        registry_user: cmd.registry_user.clone(),
-        registry_password: registry_password(cmd)?,
-        image_pull_secret: cmd.image_pull_secret.clone(),
-        mirror_claim: cmd.mirror_claim.clone(),
-        ssl_cnames: cmd.ssl_cname.clone(),
-        ssl_ca_root: read_file("--ssl-ca-root", cmd.ssl_ca_root.as_deref())?,
-        ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &cmd.ssl_ca_intermediate)?,
-        ssl_server_cert: read_file("--ssl-server-cert", cmd.ssl_server_cert.as_deref())?,
-        ssl_server_key: read_file("--ssl-server-key", cmd.ssl_server_key.as_deref())?,
-        ssl_db_ca_root: read_file("--ssl-db-ca-root", cmd.ssl_db_ca_root.as_deref())?,
+        spec: spec_args(&cmd.spec)?,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+    })
+}
+
+/// The server's specification flags as the core takes them: the files read, the registry
+/// password fetched. Every command that deploys a server maps its flags through here.
+pub fn spec_args(spec: &cli::ServerSpecFlags) -> Result<ServerSpecArgs> {
+    let named_sizes = [
+        ("volumes-database-size", &spec.volumes_database_size),
+        ("volumes-packages-size", &spec.volumes_packages_size),
+        ("volumes-www-size", &spec.volumes_www_size),
+        ("volumes-cache-size", &spec.volumes_cache_size),
+    ]
+    .into_iter()
+    .filter_map(|(flag, v)| v.clone().map(|v| (flag.to_owned(), v)))
+    .collect();
+    Ok(ServerSpecArgs {
+        image: spec.image.clone(),
+        tag: spec.tag.clone(),
+        registry_host: spec.registry_host.clone(),
+        pull_policy: spec.pull_policy.clone(),
+        db_image: spec.db_image.clone(),
+        db_tag: spec.db_tag.clone(),
+        dbupgrade_image: spec.dbupgrade_image.clone(),
+        dbupgrade_tag: spec.dbupgrade_tag.clone(),
+        hubxmlrpc_image: spec.hubxmlrpc_image.clone(),
+        coco_image: spec.coco_image.clone(),
+        hubxmlrpc_replicas: spec.hubxmlrpc_replicas,
+        coco_replicas: spec.coco_replicas,
+        tftp: spec.tftp,
+        tftp_image: spec.tftp_image.clone(),
+        tftp_tag: spec.tftp_tag.clone(),
+        tftp_host_network: spec.tftp_host_network,
+        server_privileged: spec.server_privileged,
+        server_super_privileged: spec.server_super_privileged,
+        server_selinux_type: spec.server_selinux_type.clone(),
+        server_apparmor_profile: spec.server_apparmor_profile.clone(),
+        ingress: spec.ingress.clone(),
+        ingress_class: spec.ingress_class.clone(),
+        configure_ingress_controller: spec.configure_ingress_controller,
+        registry_user: spec.registry_user.clone(),
+        registry_password: registry_password(spec)?,
+        image_pull_secret: spec.image_pull_secret.clone(),
+        mirror_claim: spec.mirror_claim.clone(),
+        ssl_cnames: spec.ssl_cname.clone(),
+        ssl_ca_root: read_file("--ssl-ca-root", spec.ssl_ca_root.as_deref())?,
+        ssl_ca_intermediate: read_files("--ssl-ca-intermediate", &spec.ssl_ca_intermediate)?,
+        ssl_server_cert: read_file("--ssl-server-cert", spec.ssl_server_cert.as_deref())?,
+        ssl_server_key: read_file("--ssl-server-key", spec.ssl_server_key.as_deref())?,
+        ssl_db_ca_root: read_file("--ssl-db-ca-root", spec.ssl_db_ca_root.as_deref())?,
         ssl_db_ca_intermediate: read_files(
             "--ssl-db-ca-intermediate",
-            &cmd.ssl_db_ca_intermediate,
+            &spec.ssl_db_ca_intermediate,
         )?,
-        ssl_db_cert: read_file("--ssl-db-cert", cmd.ssl_db_cert.as_deref())?,
-        ssl_db_key: read_file("--ssl-db-key", cmd.ssl_db_key.as_deref())?,
-        volumes_class: cmd.volumes_class.clone(),
-        volume_classes: cmd.volume_class.clone(),
+        ssl_db_cert: read_file("--ssl-db-cert", spec.ssl_db_cert.as_deref())?,
+        ssl_db_key: read_file("--ssl-db-key", spec.ssl_db_key.as_deref())?,
+        volumes_class: spec.volumes_class.clone(),
+        volume_classes: spec.volume_class.clone(),
         named_sizes,
-        volume_sizes: cmd.volume_size.clone(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        volume_sizes: spec.volume_size.clone(),
     })
 }
 
@@ -340,7 +349,7 @@ fn tftp_result(params: &MigrateParams, data: &ExtractedData, facts: &Facts) -> T
             .then(|| facts.tftp.ok())
             .flatten()
             .map(|d| d == uyuni_core::resolve::TftpDecision::On),
-        host_network: params.tftp.host_network,
+        host_network: params.spec.tftp.host_network,
     }
 }
 
@@ -366,10 +375,10 @@ pub async fn run(
     reporter: &Reporter,
     run_lock: &crate::lock::RunLock,
 ) -> Result<()> {
-    if let Some(divisor) = cmd.retry_delay_divisor {
+    if let Some(divisor) = cmd.run.retry_delay_divisor {
         uyuni_effects::retry::shorten_delays(divisor);
     }
-    if cmd.dry_run.is_some() && cmd.exit_code {
+    if cmd.preview.dry_run.is_some() && cmd.preview.exit_code {
         // `kubectl diff` codes: 0 nothing to do, 1 changes planned, 2 errors. Only the dry run
         // runs here, so nothing is left behind by exiting directly.
         let code = match dry_run(cmd, cli, reporter).await {
@@ -385,7 +394,7 @@ pub async fn run(
         };
         std::process::exit(code);
     }
-    if cmd.dry_run.is_some() {
+    if cmd.preview.dry_run.is_some() {
         dry_run(cmd, cli, reporter).await?;
         return Ok(());
     }
@@ -394,13 +403,14 @@ pub async fn run(
         cmd,
         cli,
         params,
-        confirmed: cmd.yes,
+        confirmed: cmd.migrate.yes,
     };
     let drive = crate::drive::Drive {
         conn: &conn,
         reporter,
         run_lock,
         barrier_timeout: cmd
+            .run
             .watch_barrier_timeout_ms
             .map(std::time::Duration::from_millis),
     };
@@ -510,9 +520,9 @@ impl crate::drive::Command for MigrateCommand<'_> {
     fn on_plan_error(&mut self, error: uyuni_core::PlanError) -> Result<(), uyuni_core::PlanError> {
         match error {
             // The planner says when the CA password is needed; only then is it asked for.
-            uyuni_core::PlanError::CaPasswordNeeded if self.params.tls.ca_password.is_none() => {
+            uyuni_core::PlanError::CaPasswordNeeded if self.params.ca_password.is_none() => {
                 let password = prompt_ssl_password().ok_or(error)?;
-                self.params.tls.ca_password = Some(password);
+                self.params.ca_password = Some(password);
                 Ok(())
             }
             other => Err(other),
@@ -543,8 +553,8 @@ impl crate::drive::Command for MigrateCommand<'_> {
             ),
             run_id: &params.run_id,
             as_user: self.cli.kube.as_user.as_deref(),
-            lease_duration_seconds: self.cmd.lease_duration_seconds,
-            force_unlock: self.cmd.force_unlock,
+            lease_duration_seconds: self.cmd.run.lease_duration_seconds,
+            force_unlock: self.cmd.run.force_unlock,
         }
     }
 

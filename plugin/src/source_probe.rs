@@ -19,9 +19,9 @@ pub async fn measure(
     params: &MigrateParams,
 ) -> Result<BTreeMap<String, u64>, String> {
     let files = ProbeFiles {
-        private_key: cmd.ssh_key_private.clone(),
-        known_hosts: cmd.ssh_known_hosts.clone(),
-        config: cmd.ssh_config.clone(),
+        private_key: cmd.migrate.ssh_key_private.clone(),
+        known_hosts: cmd.migrate.ssh_known_hosts.clone(),
+        config: cmd.migrate.ssh_config.clone(),
     };
     let probe = source_probe(params, &files).map_err(|e| e.to_string())?;
     let mut ssh = Command::new(probe.program);

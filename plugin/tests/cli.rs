@@ -37,6 +37,20 @@ fn migrate_help_groups_the_flags() {
     }
 }
 
+/// The whole text, so that a change to the flags' declarations (their grouping into shared
+/// structs, say) cannot reorder, regroup or reword the help unnoticed.
+#[test]
+fn migrate_help_is_unchanged() {
+    // Piped stdout: clap wraps at $COLUMNS, so the width is the test's, not the terminal's.
+    let out = plugin()
+        .env("COLUMNS", "100")
+        .args(["migrate", "--help"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    uyuni_testdata::golden::check_golden("cli-migrate-help", "help.txt", &text);
+}
+
 #[test]
 fn version_prints_the_client_version() {
     plugin()

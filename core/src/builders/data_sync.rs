@@ -80,6 +80,7 @@ pub const SEED_SCRIPT: &str = include_str!("../../scripts/seed-volumes.sh");
 /// `SEED_VOLUMES` of the seed script: each server volume's name and its path in the image.
 pub fn seed_volumes(params: &MigrateParams) -> String {
     let rows: Vec<[&str; 2]> = params
+        .spec
         .volumes
         .iter()
         .filter(|v| v.role == VolumeRole::Server)
@@ -89,14 +90,15 @@ pub fn seed_volumes(params: &MigrateParams) -> String {
 }
 
 fn spec(params: &MigrateParams) -> JobSpec {
-    let image = Some(params.image.server.clone());
-    let pull_policy = Some(params.image.pull_policy.as_str().to_owned());
+    let image = Some(params.spec.image.server.clone());
+    let pull_policy = Some(params.spec.image.pull_policy.as_str().to_owned());
     let script = data_sync::DataSyncScript {
         source_fqdn: params.source_fqdn.clone(),
         ssh_user: params.ssh_user.clone(),
         prepare: params.prepare,
         compress: params.compress,
         volumes: params
+            .spec
             .volumes
             .iter()
             .filter(|v| v.role != VolumeRole::Migration)
@@ -121,6 +123,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
     env.push(env_from_field("JOB_NAME", "metadata.labels['job-name']"));
 
     let mut volumes: Vec<Volume> = params
+        .spec
         .volumes
         .iter()
         .map(|v| pvc_volume(&v.name, &v.name))
@@ -157,6 +160,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
     });
 
     let mut mounts: Vec<VolumeMount> = params
+        .spec
         .volumes
         .iter()
         .map(|v| mount(&v.name, &v.mount_path, false))
@@ -166,6 +170,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
     mounts.push(mount("scratch", scripts::SECRET_SCRATCH_DIR, false));
 
     let init_mounts = params
+        .spec
         .volumes
         .iter()
         .filter(|v| v.role == VolumeRole::Server)
@@ -180,7 +185,7 @@ fn spec(params: &MigrateParams) -> JobSpec {
                 ..ObjectMeta::default()
             }),
             spec: Some(PodSpec {
-                image_pull_secrets: super::registry::pod_pull_secrets(params),
+                image_pull_secrets: super::registry::pod_pull_secrets(&params.spec),
                 restart_policy: Some("Never".to_owned()),
                 service_account_name: Some(names::MIGRATION_SERVICE_ACCOUNT.to_owned()),
                 init_containers: Some(vec![Container {

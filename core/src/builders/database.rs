@@ -38,6 +38,7 @@ pub const SYNC_JOB_ENV: &str = "UYUNI_DATA_SYNC_JOB";
 /// size and class of the synced claim.
 pub fn upgraded_claim(params: &MigrateParams) -> VolumeClaim {
     let synced = params
+        .spec
         .volumes
         .iter()
         .find(|v| v.name == volumes::DATABASE_VOLUME);
@@ -47,7 +48,7 @@ pub fn upgraded_claim(params: &MigrateParams) -> VolumeClaim {
         size: synced
             .map(|v| v.size.clone())
             .unwrap_or_else(|| "50Gi".to_owned()),
-        storage_class: volumes::upgraded_database_class(&params.volumes).map(str::to_owned),
+        storage_class: volumes::upgraded_database_class(&params.spec.volumes).map(str::to_owned),
         role: volumes::VolumeRole::Database,
     }
 }
@@ -195,8 +196,8 @@ fn cert_reload(params: &MigrateParams, cert_mount: &VolumeMount) -> Container {
     let id = i64::from(scripts::POSTGRES_UID);
     Container {
         name: CERT_RELOAD_CONTAINER.to_owned(),
-        image: Some(params.image.database.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(params.spec.image.database.clone()),
+        image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
         command: Some(vec![
             "bash".to_owned(),
             "-c".to_owned(),
@@ -292,8 +293,8 @@ fn db_cert_volume() -> (Volume, VolumeMount) {
 fn data_permissions(params: &MigrateParams) -> Container {
     Container {
         name: "data-permissions".to_owned(),
-        image: Some(params.image.database.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(params.spec.image.database.clone()),
+        image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
         command: Some(vec![
             "chmod".to_owned(),
             "0700".to_owned(),
@@ -320,8 +321,8 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
     let reload = cert_reload(params, &cert_mount);
     let container = Container {
         name: "db".to_owned(),
-        image: Some(params.image.database.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(params.spec.image.database.clone()),
+        image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
         env: Some(db_env(&data.timezone)),
         ports: Some(ports),
         startup_probe: Some(db_health(10, DB_STARTUP_SECONDS / 10)),
@@ -355,7 +356,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
-                    image_pull_secrets: super::registry::pod_pull_secrets(params),
+                    image_pull_secrets: super::registry::pod_pull_secrets(&params.spec),
                     security_context: Some(PodSecurityContext {
                         fs_group: Some(i64::from(scripts::POSTGRES_UID)),
                         ..PodSecurityContext::default()
@@ -427,7 +428,7 @@ pub fn fixup_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgr
             step: FIXUP_STEP,
             description: fixup_description(),
             component: components::DB,
-            image: &params.image.server,
+            image: &params.spec.image.server,
             script: scripts::render_fixup(expected, ""),
             claims: vec![
                 ClaimMount {
@@ -491,7 +492,7 @@ pub fn upgrade_job(params: &MigrateParams, data: &ExtractedData, from: Option<u3
             step: UPGRADE_STEP,
             description: upgrade_description(from),
             component: components::DB,
-            image: &params.image.database_upgrade,
+            image: &params.spec.image.database_upgrade,
             script: scripts::render_upgrade(shown_from, ""),
             claims: vec![
                 ClaimMount {
@@ -552,7 +553,7 @@ pub fn passwords_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::
             step: PASSWORDS_STEP,
             description: passwords_description(&claim),
             component: components::DB,
-            image: &params.image.database,
+            image: &params.spec.image.database,
             script: scripts::render_passwords(""),
             claims: vec![ClaimMount {
                 claim: &claim,
@@ -583,7 +584,7 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             step: MIGRATION_SQL_STEP,
             description: migration_sql_description(),
             component: components::DB,
-            image: &params.image.server,
+            image: &params.spec.image.server,
             script: scripts::render_migration_sql(""),
             claims: vec![ClaimMount {
                 claim: "etc-rhn",

@@ -18,7 +18,7 @@ pub use crate::catalogue::steps::{
 
 /// The check Jobs, in the order they run.
 pub fn jobs(params: &MigrateParams) -> Vec<Job> {
-    let images = &params.image;
+    let images = &params.spec.image;
     [
         (
             SERVER_STEP,

@@ -119,14 +119,14 @@ fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
                 ..ObjectMeta::default()
             }),
             spec: Some(PodSpec {
-                image_pull_secrets: super::registry::pod_pull_secrets(params),
+                image_pull_secrets: super::registry::pod_pull_secrets(&params.spec),
                 restart_policy: Some("Never".to_owned()),
                 service_account_name: job.service_account.map(str::to_owned),
                 security_context: job.security_context.clone(),
                 containers: vec![Container {
                     name: job.step.to_owned(),
                     image: Some(job.image.to_owned()),
-                    image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+                    image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
                     command: Some(vec![
                         "bash".to_owned(),
                         "-c".to_owned(),

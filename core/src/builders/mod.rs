@@ -50,14 +50,15 @@ pub(crate) fn data_sync_annotation(
 /// cannot start next to its predecessor on the same node, so a rolling update would wait for
 /// ever with one replica.
 pub(crate) fn deployment(
-    params: &crate::params::MigrateParams,
+    namespace: &str,
+    spec: &crate::params::ServerSpec,
     name: &str,
     component: &str,
     replicas: i32,
     pod: PodSpec,
 ) -> Deployment {
     Deployment {
-        metadata: meta(name, &params.namespace, component),
+        metadata: meta(name, namespace, component),
         spec: Some(DeploymentSpec {
             replicas: Some(replicas),
             strategy: Some(DeploymentStrategy {
@@ -74,7 +75,7 @@ pub(crate) fn deployment(
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
-                    image_pull_secrets: registry::pod_pull_secrets(params),
+                    image_pull_secrets: registry::pod_pull_secrets(spec),
                     ..pod
                 }),
             },

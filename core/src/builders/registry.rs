@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{LocalObjectReference, Secret};
 use crate::builders::meta;
 
 use crate::catalogue::{components, names};
-use crate::params::MigrateParams;
+use crate::params::ServerSpec;
 
 /// The pull Secret for `user` on `registry`.
 pub fn pull_secret(namespace: &str, registry: &str, user: &str, password: &str) -> Secret {
@@ -37,8 +37,8 @@ pub fn pull_secret(namespace: &str, registry: &str, user: &str, password: &str) 
 }
 
 /// The `imagePullSecrets` of every pod the tool creates.
-pub fn pod_pull_secrets(params: &MigrateParams) -> Option<Vec<LocalObjectReference>> {
-    params.pull_secret_name().map(|name| {
+pub fn pod_pull_secrets(spec: &ServerSpec) -> Option<Vec<LocalObjectReference>> {
+    spec.pull_secret_name().map(|name| {
         vec![LocalObjectReference {
             name: name.to_owned(),
         }]

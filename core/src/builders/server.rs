@@ -17,7 +17,7 @@ use crate::builders::job::env;
 use crate::builders::{deployment, mount, pvc_volume};
 use crate::catalogue::{components, names};
 use crate::observed::ExtractedData;
-use crate::params::{MigrateParams, ServerSecurity};
+use crate::params::{MigrateParams, ServerSecurity, ServerSpec};
 use crate::ports::{self, Features};
 use crate::resolve::Facts;
 use crate::volumes::VolumeRole;
@@ -215,6 +215,7 @@ pub fn server_deployment(
     let fqdn = facts.fqdn.as_str();
     let features = facts.features;
     let server_volumes: Vec<_> = params
+        .spec
         .volumes
         .iter()
         .filter(|v| v.role == VolumeRole::Server)
@@ -241,7 +242,7 @@ pub fn server_deployment(
     mounts.push(mount("cgroup", "/sys/fs/cgroup"));
     let mut environment = server_env(data, fqdn);
     // The data sync points `server.susemanager.fromdir` at the mirror's mount path.
-    if let Some(claim) = &params.mirror_claim {
+    if let Some(claim) = &params.spec.mirror_claim {
         volumes.push(pvc_volume("mirror", claim));
         mounts.push(mount("mirror", MIRROR_PATH));
         environment.push(env("MIRROR_PATH", MIRROR_PATH));
@@ -250,8 +251,8 @@ pub fn server_deployment(
     let container_ports = ports::container_ports(components::SERVER, features);
     let container = Container {
         name: "uyuni".to_owned(),
-        image: Some(params.image.server.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(params.spec.image.server.clone()),
+        image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
         env: Some(environment),
         ports: Some(container_ports),
         volume_mounts: Some(mounts),
@@ -287,11 +288,12 @@ pub fn server_deployment(
             }),
             ..Lifecycle::default()
         }),
-        security_context: Some(server_security_context(&params.server_security)),
+        security_context: Some(server_security_context(&params.spec.server_security)),
         ..Container::default()
     };
     let mut deployment = deployment(
-        params,
+        &params.namespace,
+        &params.spec,
         SERVER_DEPLOYMENT,
         components::SERVER,
         1,
@@ -320,11 +322,11 @@ fn tcp_probe(port: i32, period: i32, failures: i32) -> Probe {
 }
 
 /// The hub XML-RPC API (reference §7.3, with the replicas asked for, D48).
-pub fn hub_deployment(params: &MigrateParams, replicas: i32) -> Deployment {
+pub fn hub_deployment(namespace: &str, spec: &ServerSpec, replicas: i32) -> Deployment {
     let container = Container {
         name: "hub-xmlrpc".to_owned(),
-        image: Some(params.image.hub_xmlrpc.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(spec.image.hub_xmlrpc.clone()),
+        image_pull_policy: Some(spec.image.pull_policy.as_str().to_owned()),
         env: Some(vec![
             env("HUB_API_URL", "http://web/rpc/api"),
             env("HUB_CONNECT_TIMEOUT", "10"),
@@ -343,7 +345,8 @@ pub fn hub_deployment(params: &MigrateParams, replicas: i32) -> Deployment {
         ..Container::default()
     };
     deployment(
-        params,
+        namespace,
+        spec,
         HUB_DEPLOYMENT,
         components::HUB_XMLRPC,
         replicas,
@@ -360,8 +363,8 @@ pub fn coco_deployment(params: &MigrateParams, data: &ExtractedData) -> Deployme
         // The chart names this container `hub-xmlrpc`, a copy of hub.yaml's; ours says what
         // it runs.
         name: "coco-attestation".to_owned(),
-        image: Some(params.image.coco.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(params.spec.image.coco.clone()),
+        image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
         env: Some(vec![
             env(
                 "database_connection",
@@ -378,10 +381,11 @@ pub fn coco_deployment(params: &MigrateParams, data: &ExtractedData) -> Deployme
         ..Container::default()
     };
     deployment(
-        params,
+        &params.namespace,
+        &params.spec,
         COCO_DEPLOYMENT,
         components::COCO,
-        params.coco_replicas,
+        params.spec.coco_replicas,
         PodSpec {
             containers: vec![container],
             ..PodSpec::default()

@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::builders::database::selector;
 use crate::builders::{deployment, meta};
 use crate::catalogue::components;
-use crate::params::MigrateParams;
+use crate::params::ServerSpec;
 
 pub use crate::catalogue::names::{TFTP_DEPLOYMENT as DEPLOYMENT, TFTP_SERVICE as SERVICE};
 /// TFTP's well-known port, used by both the container and the Service. It is not in
@@ -40,17 +40,22 @@ const WRAPPER: &str = "/usr/bin/tftp_wrapper.py";
 /// The TFTP Deployment. `fqdn` is the server's: the wrapper answers as the server, as the chart
 /// passes `global.fqdn` for both names. With `--tftp-host-network` the pod uses its node's
 /// network, and cluster DNS all the same (`ClusterFirstWithHostNet`) to find Service `web`.
-pub fn tftp_deployment(params: &MigrateParams, fqdn: &str, replicas: i32) -> Deployment {
-    let host_network = params.tftp.host_network;
+pub fn tftp_deployment(
+    namespace: &str,
+    spec: &ServerSpec,
+    fqdn: &str,
+    replicas: i32,
+) -> Deployment {
+    let host_network = spec.tftp.host_network;
     let container = Container {
         name: "tftp".to_owned(),
-        image: Some(params.image.tftp.clone()),
-        image_pull_policy: Some(params.image.pull_policy.as_str().to_owned()),
+        image: Some(spec.image.tftp.clone()),
+        image_pull_policy: Some(spec.image.pull_policy.as_str().to_owned()),
         command: Some(
             [
                 WRAPPER,
                 "--httpHost",
-                &format!("{WEB_SERVICE}.{}.svc", params.namespace),
+                &format!("{WEB_SERVICE}.{namespace}.svc"),
                 "--proxyFqdn",
                 fqdn,
                 "--serverFqdn",
@@ -71,7 +76,8 @@ pub fn tftp_deployment(params: &MigrateParams, fqdn: &str, replicas: i32) -> Dep
         ..Container::default()
     };
     deployment(
-        params,
+        namespace,
+        spec,
         DEPLOYMENT,
         components::TFTP,
         replicas,

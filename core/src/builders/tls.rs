@@ -177,7 +177,7 @@ pub fn ca_key_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             step: CA_KEY_STEP,
             description: ca_key_description(),
             component: components::TLS,
-            image: &params.image.server,
+            image: &params.spec.image.server,
             script: scripts::render_ca_key(names::CA_SECRET, SERVICE_ACCOUNT_DIR, ""),
             claims: Vec::new(),
             tmpfs_tmp: false,

@@ -133,7 +133,7 @@ pub fn check_images(params: &MigrateParams, observed: &Observed) -> Result<(), P
     let Some(job) = data_taken_over(observed) else {
         return Ok(());
     };
-    let image = &params.image;
+    let image = &params.spec.image;
     let changes: Vec<String> = [
         (server::SERVER_DEPLOYMENT, &image.server),
         (names::DB_DEPLOYMENT, &image.database),
@@ -458,7 +458,7 @@ pub fn inputs(params: &MigrateParams, observed: &Observed) -> Vec<Input> {
     });
     out.push(Input {
         name: "TFTP of the source",
-        need: match (&data, params.tftp.enabled) {
+        need: match (&data, params.spec.tftp.enabled) {
             (_, Some(_)) => Need::Given,
             (None, None) => Need::Unknown,
             (Some(d), None) if d.tftp.is_some() => {

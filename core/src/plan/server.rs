@@ -103,7 +103,7 @@ fn ingress_steps(params: &MigrateParams, observed: &Observed, facts: &Facts) -> 
             ));
         }
     }
-    if params.ingress.configure_controller && observed.serves(CustomKind::HelmChartConfig) {
+    if params.spec.ingress.configure_controller && observed.serves(CustomKind::HelmChartConfig) {
         let (name, values) = controller_config(params, controller, features);
         let target = ObjectRef::new(Kind::Custom(CustomKind::HelmChartConfig), name);
         let description = format!("kube-system/{name}: the controller's TCP/UDP ports");
@@ -138,7 +138,7 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
     if let Some(dir) = data
         .mirror
         .as_deref()
-        .filter(|_| params.mirror_claim.is_none())
+        .filter(|_| params.spec.mirror_claim.is_none())
     {
         notes.push(format!(
             "The source served a local mirror from {dir} (server.susemanager.fromdir); the migrated configuration points at {path}, where nothing is mounted. Give the claim holding the mirror with --mirror-claim CLAIM and run again.",
@@ -163,7 +163,7 @@ fn ingress_notes(params: &MigrateParams, observed: &Observed, facts: &Facts) -> 
     };
     let (name, values) = controller_config(params, controller, features);
     let target = ObjectRef::new(Kind::Custom(CustomKind::HelmChartConfig), name);
-    let configured = params.ingress.configure_controller
+    let configured = params.spec.ingress.configure_controller
         && observed.serves(CustomKind::HelmChartConfig)
         && (!observed.objects.contains_key(&target) || ours(observed, &target));
     if configured {
@@ -201,7 +201,7 @@ fn tftp_notes(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec
     let delete = kubectl(&format!("delete service {}", tftp::SERVICE));
     let mut notes = Vec::new();
     match facts.tftp {
-        Ok(Decision::On) if params.tftp.host_network => {
+        Ok(Decision::On) if params.spec.tftp.host_network => {
             notes.push(format!(
                 "TFTP runs on the network of its node (--tftp-host-network): PXE clients reach it at that node's address, port {port}/UDP. Find the node with `{get}` and point the DHCP server's next-server at its address; it changes if the pod moves to another node.",
                 port = tftp::PORT,
@@ -256,7 +256,7 @@ fn tftp_service_step(
         tftp::SERVICE,
         tftp::PORT
     );
-    let wanted = decision != Decision::Off && !params.tftp.host_network;
+    let wanted = decision != Decision::Off && !params.spec.tftp.host_network;
     if wanted {
         let description = match decision {
             Decision::Unknown => format!("{description} ({})", tftp_origin(params, decision)),
@@ -301,7 +301,7 @@ fn tftp_deployment_step(
     if replicas == 0 && observed.deployment(tftp::DEPLOYMENT).is_none() {
         return None;
     }
-    let network = if params.tftp.host_network {
+    let network = if params.spec.tftp.host_network {
         "on its node's network"
     } else {
         "behind Service tftp"
@@ -321,7 +321,12 @@ fn tftp_deployment_step(
     Some(apply_step(
         "tftp-deployment",
         description,
-        Object::Deployment(tftp::tftp_deployment(params, fqdn, replicas)),
+        Object::Deployment(tftp::tftp_deployment(
+            &params.namespace,
+            &params.spec,
+            fqdn,
+            replicas,
+        )),
         observed,
     ))
 }
@@ -369,16 +374,16 @@ pub(super) fn steps(
         steps.push(apply_step(
             "hub-xmlrpc-deployment",
             format!("the hub XML-RPC API ({hub} replica(s))"),
-            Object::Deployment(server::hub_deployment(params, hub)),
+            Object::Deployment(server::hub_deployment(&params.namespace, &params.spec, hub)),
             observed,
         ));
     }
-    if params.coco_replicas > 0 || observed.deployment(server::COCO_DEPLOYMENT).is_some() {
+    if params.spec.coco_replicas > 0 || observed.deployment(server::COCO_DEPLOYMENT).is_some() {
         steps.push(apply_step(
             "coco-deployment",
             format!(
                 "the confidential computing attestation ({} replica(s))",
-                params.coco_replicas
+                params.spec.coco_replicas
             ),
             Object::Deployment(server::coco_deployment(params, data)),
             observed,
@@ -401,7 +406,7 @@ pub(super) fn steps(
             SIDECAR_WAIT,
         ));
     }
-    if params.coco_replicas > 0 {
+    if params.spec.coco_replicas > 0 {
         steps.push(wait_step(
             observed,
             "coco-ready",

@@ -114,7 +114,7 @@ pub(super) fn ssh_config_step(
 
 pub(super) fn pvc_steps(params: &MigrateParams, observed: &Observed) -> Vec<Step> {
     params
-        .volumes
+        .spec.volumes
         .iter()
         .map(|claim| {
             let id = format!("pvc-{}", claim.name);
@@ -156,7 +156,7 @@ pub(super) fn pull_secret_step(
     observed: &Observed,
 ) -> Result<Option<Step>, PlanError> {
     let ns = &params.namespace;
-    Ok(match &params.pull_secret {
+    Ok(match &params.spec.pull_secret {
         PullSecret::None => None,
         PullSecret::Credentials {
             registry,

@@ -133,7 +133,7 @@ fn reused_ca_steps(
         });
     } else {
         // The key has to be decrypted: that takes the password.
-        match &params.tls.ca_password {
+        match &params.ca_password {
             Some(password) => steps.push(apply_step(
                 "ca-password",
                 "Secret with the CA password, for the CA key Job".into(),
@@ -299,7 +299,7 @@ pub(crate) fn check_file_names(
     after: &str,
     fqdn_from_flag: bool,
 ) -> Result<(), PlanError> {
-    let Some(tp) = &params.tls.third_party else {
+    let Some(tp) = &params.spec.tls.third_party else {
         return Ok(());
     };
     let fqdn = [fqdn.to_owned()];
@@ -379,7 +379,7 @@ pub(super) fn steps(
     match facts.tls.clone()? {
         TlsMode::KeptFromEarlierRun => Ok(kept_third_party_steps(observed)),
         TlsMode::ThirdPartyFiles => {
-            let Some(tp) = &params.tls.third_party else {
+            let Some(tp) = &params.spec.tls.third_party else {
                 return Ok(Vec::new());
             };
             let after = if data.placeholder {
@@ -438,7 +438,7 @@ pub(crate) fn ca_password_need(
         _ => {}
     }
     let Some(data) = data else {
-        return match &params.tls.ca_password {
+        return match &params.ca_password {
             Some(_) => Need::Given,
             None => Need::Unknown,
         };
@@ -452,7 +452,7 @@ pub(crate) fn ca_password_need(
     {
         return Need::NotNeeded(format!("the key is in Secret {} already", names::CA_SECRET));
     }
-    if params.tls.ca_password.is_some() {
+    if params.ca_password.is_some() {
         Need::Given
     } else if observed.secret(names::CA_PASSWORD_SECRET).is_some() {
         Need::Stored(format!("Secret {}", names::CA_PASSWORD_SECRET))

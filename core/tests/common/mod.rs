@@ -151,7 +151,7 @@ pub fn after_sync(params: &MigrateParams) -> Observed {
     for job in uyuni_core::builders::image_check::jobs(params) {
         o.insert(Object::Job(finished(job, true)));
     }
-    for claim in &params.volumes {
+    for claim in &params.spec.volumes {
         o.insert(Object::PersistentVolumeClaim(pvc::pvc(NAMESPACE, claim)));
     }
     o.insert(Object::ServiceAccount(migration::service_account(
@@ -168,6 +168,7 @@ pub fn after_sync(params: &MigrateParams) -> Observed {
 
 pub fn pvc_of(params: &MigrateParams, name: &str) -> PersistentVolumeClaim {
     let claim = params
+        .spec
         .volumes
         .iter()
         .find(|v| v.name == name)

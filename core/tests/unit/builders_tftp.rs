@@ -5,15 +5,15 @@ use uyuni_core::params::MigrateParams;
 
 fn params(tftp: Option<bool>, host_network: bool) -> MigrateParams {
     let mut a = args();
-    a.tftp = tftp;
-    a.tftp_host_network = Some(host_network);
+    a.spec.tftp = tftp;
+    a.spec.tftp_host_network = Some(host_network);
     MigrateParams::from_args(&a).expect("valid")
 }
 
 #[test]
 fn the_deployment_is_the_charts() {
     let p = params(None, false);
-    let d = tftp_deployment(&p, "uyuni.example.com", 1);
+    let d = tftp_deployment(&p.namespace, &p.spec, "uyuni.example.com", 1);
     let json = serde_json::to_value(&d).expect("json");
     assert_eq!(json["metadata"]["name"], "tftp");
     assert_eq!(json["metadata"]["labels"][labels::COMPONENT], "tftp");
@@ -54,7 +54,8 @@ fn the_deployment_is_the_charts() {
 
 #[test]
 fn on_the_host_network_the_pod_keeps_cluster_dns() {
-    let d = tftp_deployment(&params(Some(true), true), "uyuni.example.com", 1);
+    let p = params(Some(true), true);
+    let d = tftp_deployment(&p.namespace, &p.spec, "uyuni.example.com", 1);
     let pod = d.spec.and_then(|s| s.template.spec).expect("pod");
     assert_eq!(pod.host_network, Some(true));
     assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
@@ -79,7 +80,8 @@ fn the_service_is_a_udp_load_balancer_selecting_the_tftp_pods() {
         serde_json::json!([{"name": "tftp", "port": 69, "targetPort": 69, "protocol": "UDP"}])
     );
     // The Deployment's pods carry what the Service selects.
-    let d = tftp_deployment(&params(None, false), "uyuni.example.com", 1);
+    let p = params(None, false);
+    let d = tftp_deployment(&p.namespace, &p.spec, "uyuni.example.com", 1);
     let pod_labels = d
         .spec
         .and_then(|s| s.template.metadata)

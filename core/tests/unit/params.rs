@@ -1,7 +1,7 @@
 use uyuni_core::image::PullPolicy;
 use uyuni_core::params::{
-    FileInput, MigrateArgs, MigrateParams, ParamsError, ServerSecurity, TftpParams,
-    is_storage_quantity,
+    FileInput, MigrateArgs, MigrateParams, ParamsError, ServerSecurity, ServerSpec, ServerSpecArgs,
+    TftpParams, is_storage_quantity,
 };
 use uyuni_core::secret::SecretString;
 use uyuni_core::ssh::SshProblem;
@@ -21,42 +21,65 @@ pub(crate) fn args() -> MigrateArgs {
 #[test]
 fn defaults_give_every_catalogue_volume_and_the_default_image() {
     let p = MigrateParams::from_args(&args()).expect("valid");
-    assert_eq!(p.volumes.len(), volumes::CATALOGUE.len());
-    assert_eq!(p.image.server, "registry.opensuse.org/uyuni/server:latest");
-    assert_eq!(p.image.pull_policy, PullPolicy::Always);
+    assert_eq!(p.spec.volumes.len(), volumes::CATALOGUE.len());
     assert_eq!(
-        p.image.database,
+        p.spec.image.server,
+        "registry.opensuse.org/uyuni/server:latest"
+    );
+    assert_eq!(p.spec.image.pull_policy, PullPolicy::Always);
+    assert_eq!(
+        p.spec.image.database,
         "registry.opensuse.org/uyuni/server-postgresql:latest"
     );
     assert_eq!(
-        p.image.database_upgrade,
+        p.spec.image.database_upgrade,
         "registry.opensuse.org/uyuni/server-database-migration:latest"
     );
-    assert!(p.volumes.iter().all(|v| v.storage_class.is_none()));
+    assert!(p.spec.volumes.iter().all(|v| v.storage_class.is_none()));
+}
+
+/// A command without a source (install) validates the same flags the same way: the
+/// specification needs no migrate input, and migrate's parameters hold exactly what it gives.
+#[test]
+fn the_server_specification_is_validated_alone_as_migrate_validates_it() {
+    let mut given = args();
+    given.spec.tag = Some("2025.10".into());
+    given.spec.coco_replicas = Some(2);
+    given.spec.volume_sizes = vec!["var-pgsql=80Gi".into()];
+    let spec = ServerSpec::from_args(&given.spec).expect("valid without a source");
+    assert_eq!(MigrateParams::from_args(&given).expect("valid").spec, spec);
+    let bad = ServerSpecArgs {
+        ingress: Some("haproxy".into()),
+        ..ServerSpecArgs::default()
+    };
+    assert_eq!(
+        ServerSpec::from_args(&bad),
+        Err(ParamsError::Ingress("haproxy".into()))
+    );
 }
 
 #[test]
 fn database_images_follow_the_server_tag_unless_overridden() {
     let mut a = args();
-    a.tag = Some("2026.02".into());
-    a.registry_host = Some("localhost:5000".into());
-    a.dbupgrade_tag = Some("5.2.1".into());
+    a.spec.tag = Some("2026.02".into());
+    a.spec.registry_host = Some("localhost:5000".into());
+    a.spec.dbupgrade_tag = Some("5.2.1".into());
     let p = MigrateParams::from_args(&a).expect("valid");
     assert_eq!(
-        p.image.database,
+        p.spec.image.database,
         "localhost:5000/uyuni/server-postgresql:2026.02"
     );
     assert_eq!(
-        p.image.database_upgrade,
+        p.spec.image.database_upgrade,
         "localhost:5000/uyuni/server-database-migration:5.2.1"
     );
     let mut a = args();
-    a.db_image = Some("registry.example.com/pg:17".into());
-    a.db_tag = Some("ignored".into());
+    a.spec.db_image = Some("registry.example.com/pg:17".into());
+    a.spec.db_tag = Some("ignored".into());
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert_eq!(p.image.database, "registry.example.com/pg:17");
+    assert_eq!(p.spec.image.database, "registry.example.com/pg:17");
     let mut a = args();
-    a.dbupgrade_image = Some("bad image".into());
+    a.spec.dbupgrade_image = Some("bad image".into());
     assert!(matches!(
         MigrateParams::from_args(&a),
         Err(ParamsError::Image(_))
@@ -66,32 +89,35 @@ fn database_images_follow_the_server_tag_unless_overridden() {
 #[test]
 fn the_tftp_image_follows_the_server_and_its_flags_are_checked() {
     let mut a = args();
-    a.tag = Some("2026.02".into());
-    a.registry_host = Some("localhost:5000".into());
+    a.spec.tag = Some("2026.02".into());
+    a.spec.registry_host = Some("localhost:5000".into());
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert_eq!(p.image.tftp, "localhost:5000/uyuni/proxy-tftpd:2026.02");
     assert_eq!(
-        p.tftp,
+        p.spec.image.tftp,
+        "localhost:5000/uyuni/proxy-tftpd:2026.02"
+    );
+    assert_eq!(
+        p.spec.tftp,
         TftpParams {
             enabled: None,
             host_network: false
         },
         "the source decides unless told"
     );
-    a.tftp_image = Some("registry.example.com/tftpd".into());
-    a.tftp_tag = Some("5.2.1".into());
-    a.tftp = Some(true);
-    a.tftp_host_network = Some(true);
+    a.spec.tftp_image = Some("registry.example.com/tftpd".into());
+    a.spec.tftp_tag = Some("5.2.1".into());
+    a.spec.tftp = Some(true);
+    a.spec.tftp_host_network = Some(true);
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert_eq!(p.image.tftp, "registry.example.com/tftpd:5.2.1");
+    assert_eq!(p.spec.image.tftp, "registry.example.com/tftpd:5.2.1");
     assert_eq!(
-        p.tftp,
+        p.spec.tftp,
         TftpParams {
             enabled: Some(true),
             host_network: true
         }
     );
-    a.tftp = Some(false);
+    a.spec.tftp = Some(false);
     let e = MigrateParams::from_args(&a).expect_err("contradiction");
     assert_eq!(e, ParamsError::TftpHostNetworkWithoutTftp);
     assert!(e.to_string().contains("--tftp=false"), "{e}");
@@ -100,12 +126,12 @@ fn the_tftp_image_follows_the_server_and_its_flags_are_checked() {
 #[test]
 fn sizes_and_classes_apply_to_the_right_volumes() {
     let mut a = args();
-    a.volumes_class = Some("fast".into());
-    a.volume_classes = vec!["var-pgsql=ssd".into()];
-    a.named_sizes = vec![("volumes-database-size".into(), "80Gi".into())];
-    a.volume_sizes = vec!["root=5Mi".into(), "srv-www=1.5Ti".into()];
+    a.spec.volumes_class = Some("fast".into());
+    a.spec.volume_classes = vec!["var-pgsql=ssd".into()];
+    a.spec.named_sizes = vec![("volumes-database-size".into(), "80Gi".into())];
+    a.spec.volume_sizes = vec!["root=5Mi".into(), "srv-www=1.5Ti".into()];
     let p = MigrateParams::from_args(&a).expect("valid");
-    let get = |n: &str| p.volumes.iter().find(|v| v.name == n).expect("volume");
+    let get = |n: &str| p.spec.volumes.iter().find(|v| v.name == n).expect("volume");
     assert_eq!(get("var-pgsql").size, "80Gi");
     assert_eq!(get("var-pgsql").storage_class.as_deref(), Some("ssd"));
     assert_eq!(get("root").size, "5Mi");
@@ -116,12 +142,12 @@ fn sizes_and_classes_apply_to_the_right_volumes() {
 #[test]
 fn bad_inputs_are_refused_with_the_flag_named() {
     let mut a = args();
-    a.volume_sizes = vec!["nope=1Gi".into()];
+    a.spec.volume_sizes = vec!["nope=1Gi".into()];
     let e = MigrateParams::from_args(&a).expect_err("unknown volume");
     assert!(e.to_string().contains("--volume-size") && e.to_string().contains("nope"));
 
     let mut a = args();
-    a.volume_sizes = vec!["root=fifty gigs".into()];
+    a.spec.volume_sizes = vec!["root=fifty gigs".into()];
     assert!(matches!(
         MigrateParams::from_args(&a),
         Err(ParamsError::Size { .. })
@@ -249,22 +275,22 @@ fn third_party_certificates_are_checked_and_the_db_defaults_to_the_server_ones()
     };
     let tls = crate::common::tls_chain();
     let mut a = args();
-    a.ssl_server_cert = Some(file("s.crt", &tls.cert));
-    a.ssl_server_key = Some(file("s.key", &tls.key));
-    a.ssl_ca_root = Some(file("ca.crt", &tls.root));
-    a.ssl_cnames = vec!["Alias.Example.com".into(), "alias.example.com.".into()];
+    a.spec.ssl_server_cert = Some(file("s.crt", &tls.cert));
+    a.spec.ssl_server_key = Some(file("s.key", &tls.key));
+    a.spec.ssl_ca_root = Some(file("ca.crt", &tls.root));
+    a.spec.ssl_cnames = vec!["Alias.Example.com".into(), "alias.example.com.".into()];
     let p = MigrateParams::from_args(&a).expect("valid");
-    let tp = p.tls.third_party.expect("third party");
+    let tp = p.spec.tls.third_party.expect("third party");
     assert_eq!(tp.server, tp.db);
     assert!(tp.server.chain == tls.cert && tp.server.root == tls.root);
-    assert_eq!(p.tls.cnames, ["alias.example.com"]);
+    assert_eq!(p.spec.tls.cnames, ["alias.example.com"]);
     assert!(
         !format!("{:?}", MigrateParams::from_args(&a))
             .contains(crate::common::key_body_line(&tls.key))
     );
 
     let mut b = a.clone();
-    b.ssl_server_key = Some(file(
+    b.spec.ssl_server_key = Some(file(
         "s.key",
         "-----BEGIN ENCRYPTED PRIVATE KEY-----\nX\n-----END ENCRYPTED PRIVATE KEY-----",
     ));
@@ -275,13 +301,13 @@ fn third_party_certificates_are_checked_and_the_db_defaults_to_the_server_ones()
     );
 
     let mut c = a.clone();
-    c.ssl_ca_root = None;
+    c.spec.ssl_ca_root = None;
     assert!(matches!(
         MigrateParams::from_args(&c),
         Err(ParamsError::TlsIncomplete(_))
     ));
     let mut d = args();
-    d.ssl_cnames = vec!["not a name".into()];
+    d.spec.ssl_cnames = vec!["not a name".into()];
     assert!(matches!(
         MigrateParams::from_args(&d),
         Err(ParamsError::Cname(_))
@@ -301,32 +327,32 @@ fn quantities() {
 #[test]
 fn the_server_runs_as_the_chart_confines_it_unless_asked_otherwise() {
     let plain = MigrateParams::from_args(&args()).expect("valid");
-    assert_eq!(plain.server_security, ServerSecurity::default());
+    assert_eq!(plain.spec.server_security, ServerSecurity::default());
 
     let mut a = args();
-    a.server_privileged = Some(true);
-    a.server_selinux_type = Some(" uyuni_container_t ".into());
-    a.server_apparmor_profile = Some("uyuni-server".into());
+    a.spec.server_privileged = Some(true);
+    a.spec.server_selinux_type = Some(" uyuni_container_t ".into());
+    a.spec.server_apparmor_profile = Some("uyuni-server".into());
     let p = MigrateParams::from_args(&a).expect("valid");
-    assert!(p.server_security.privileged);
+    assert!(p.spec.server_security.privileged);
     assert_eq!(
-        p.server_security.selinux_type.as_deref(),
+        p.spec.server_security.selinux_type.as_deref(),
         Some("uyuni_container_t")
     );
     assert_eq!(
-        p.server_security.apparmor_profile.as_deref(),
+        p.spec.server_security.apparmor_profile.as_deref(),
         Some("uyuni-server")
     );
 
     let mut b = args();
-    b.server_super_privileged = Some(true);
-    b.server_apparmor_profile = Some("uyuni-server".into());
+    b.spec.server_super_privileged = Some(true);
+    b.spec.server_apparmor_profile = Some("uyuni-server".into());
     assert!(matches!(
         MigrateParams::from_args(&b),
         Err(ParamsError::SuperPrivilegedWithProfile)
     ));
     let mut c = args();
-    c.server_selinux_type = Some("a b".into());
+    c.spec.server_selinux_type = Some("a b".into());
     assert!(matches!(
         MigrateParams::from_args(&c),
         Err(ParamsError::SecurityName { .. })

@@ -52,7 +52,7 @@ fn the_probe_runs_du_over_the_copied_trees_like_the_job_would() {
     assert!(remote.starts_with("du -s -b '/"), "{remote}");
     assert!(remote.ends_with(" 2>/dev/null; true"), "{remote}");
     assert!(remote.contains("'/var/lib/pgsql/data'"), "{remote}");
-    for volume in &params.volumes {
+    for volume in &params.spec.volumes {
         let quoted = shell_quote(volume.mount_path.trim_end_matches('/'));
         assert_eq!(
             remote.contains(&quoted),

@@ -34,8 +34,8 @@ fn a_flag_not_given_takes_the_recorded_value() {
         &record(&[("tag", "2025.10"), ("pull-policy", "Never")]),
     )
     .expect("merges");
-    assert_eq!(m.args.tag.as_deref(), Some("2025.10"));
-    assert_eq!(m.args.pull_policy.as_deref(), Some("Never"));
+    assert_eq!(m.args.spec.tag.as_deref(), Some("2025.10"));
+    assert_eq!(m.args.spec.pull_policy.as_deref(), Some("Never"));
     assert_eq!(origin(&m, "tag"), Some(&Origin::Remembered));
     assert_eq!(
         m.record,
@@ -46,15 +46,15 @@ fn a_flag_not_given_takes_the_recorded_value() {
 #[test]
 fn a_flag_given_wins_and_says_what_it_changed() {
     let mut args = given();
-    args.pull_policy = Some("IfNotPresent".into());
-    args.tag = Some("2025.10".into());
-    args.ingress = Some("nginx".into());
+    args.spec.pull_policy = Some("IfNotPresent".into());
+    args.spec.tag = Some("2025.10".into());
+    args.spec.ingress = Some("nginx".into());
     let m = merge(
         args,
         &record(&[("tag", "2025.10"), ("pull-policy", "Always")]),
     )
     .expect("merges");
-    assert_eq!(m.args.pull_policy.as_deref(), Some("IfNotPresent"));
+    assert_eq!(m.args.spec.pull_policy.as_deref(), Some("IfNotPresent"));
     assert_eq!(
         origin(&m, "pull-policy"),
         Some(&Origin::Changed {
@@ -81,13 +81,13 @@ fn a_flag_given_wins_and_says_what_it_changed() {
 fn a_remembered_switch_is_turned_off_with_false() {
     let recorded = record(&[("tftp-host-network", "true"), ("server-privileged", "true")]);
     let m = merge(given(), &recorded).expect("merges");
-    assert_eq!(m.args.tftp_host_network, Some(true));
-    assert_eq!(m.args.server_privileged, Some(true));
+    assert_eq!(m.args.spec.tftp_host_network, Some(true));
+    assert_eq!(m.args.spec.server_privileged, Some(true));
 
     let mut off = given();
-    off.tftp_host_network = Some(false);
+    off.spec.tftp_host_network = Some(false);
     let m = merge(off, &recorded).expect("merges");
-    assert_eq!(m.args.tftp_host_network, Some(false));
+    assert_eq!(m.args.spec.tftp_host_network, Some(false));
     assert_eq!(m.record["tftp-host-network"], "false");
     assert_eq!(
         origin(&m, "tftp-host-network"),
@@ -99,14 +99,14 @@ fn a_remembered_switch_is_turned_off_with_false() {
     let (p, _) = params(
         {
             let mut a = given();
-            a.tftp_host_network = Some(false);
+            a.spec.tftp_host_network = Some(false);
             a
         },
         &recorded,
     )
     .expect("valid");
-    assert!(!p.tftp.host_network);
-    assert!(p.server_security.privileged);
+    assert!(!p.spec.tftp.host_network);
+    assert!(p.spec.server_security.privileged);
 }
 
 #[test]
@@ -116,15 +116,15 @@ fn a_repeatable_flag_given_replaces_the_recorded_list_as_a_whole() {
         ("volume-size", "root=2Gi,var-cache=20Gi"),
     ]);
     let m = merge(given(), &recorded).expect("merges");
-    assert_eq!(m.args.ssl_cnames, ["a.example.com", "b.example.com"]);
-    assert_eq!(m.args.volume_sizes, ["root=2Gi", "var-cache=20Gi"]);
+    assert_eq!(m.args.spec.ssl_cnames, ["a.example.com", "b.example.com"]);
+    assert_eq!(m.args.spec.volume_sizes, ["root=2Gi", "var-cache=20Gi"]);
 
     let mut args = given();
-    args.ssl_cnames = vec!["c.example.com".into()];
+    args.spec.ssl_cnames = vec!["c.example.com".into()];
     let m = merge(args, &recorded).expect("merges");
-    assert_eq!(m.args.ssl_cnames, ["c.example.com"]);
+    assert_eq!(m.args.spec.ssl_cnames, ["c.example.com"]);
     assert_eq!(m.record["ssl-cname"], "c.example.com");
-    assert_eq!(m.args.volume_sizes, ["root=2Gi", "var-cache=20Gi"]);
+    assert_eq!(m.args.spec.volume_sizes, ["root=2Gi", "var-cache=20Gi"]);
 }
 
 #[test]
@@ -134,10 +134,11 @@ fn the_named_size_flags_are_remembered_one_by_one() {
         ("volumes-www-size", "1Ti"),
     ]);
     let mut args = given();
-    args.named_sizes = vec![("volumes-www-size".into(), "2Ti".into())];
+    args.spec.named_sizes = vec![("volumes-www-size".into(), "2Ti".into())];
     let (p, _) = params(args, &recorded).expect("valid");
     let size = |name: &str| {
-        p.volumes
+        p.spec
+            .volumes
             .iter()
             .find(|v| v.name == name)
             .map(|v| v.size.clone())
@@ -154,11 +155,11 @@ fn a_flag_given_drops_a_recorded_one_it_excludes() {
         ("tftp-host-network", "true"),
     ]);
     let mut args = given();
-    args.server_selinux_type = Some("uyuni_container_t".into());
-    args.tftp = Some(false);
+    args.spec.server_selinux_type = Some("uyuni_container_t".into());
+    args.spec.tftp = Some(false);
     let (p, settings) = params(args, &recorded).expect("the flags given win, no conflict");
-    assert!(!p.server_security.super_privileged);
-    assert!(!p.tftp.host_network);
+    assert!(!p.spec.server_security.super_privileged);
+    assert!(!p.spec.tftp.host_network);
     // Written as empty, so the write replaces them whoever wrote them.
     assert_eq!(p.spec_record["server-super-privileged"], "");
     assert_eq!(p.spec_record["tftp-host-network"], "");
@@ -175,15 +176,15 @@ fn a_remembered_registry_user_keeps_the_secret_in_use_without_its_password() {
     let (p, settings) = params(given(), &recorded).expect("no password is asked for");
     // Not in the arguments (it would need the password): the Secret registry-credentials of
     // the earlier run stays in use (resolve::in_effect).
-    assert_eq!(p.pull_secret, uyuni_core::params::PullSecret::None);
+    assert_eq!(p.spec.pull_secret, uyuni_core::params::PullSecret::None);
     assert_eq!(p.spec_record["registry-user"], "bob");
     assert_eq!(settings[0].text(), "registry-user: bob (remembered)");
 
     let mut mine = given();
-    mine.image_pull_secret = Some("my-pull-secret".into());
+    mine.spec.image_pull_secret = Some("my-pull-secret".into());
     let (p, _) = params(mine, &recorded).expect("the given pull Secret wins");
     assert_eq!(
-        p.pull_secret,
+        p.spec.pull_secret,
         uyuni_core::params::PullSecret::Existing("my-pull-secret".into())
     );
     assert_eq!(p.spec_record["registry-user"], "");
@@ -192,8 +193,8 @@ fn a_remembered_registry_user_keeps_the_secret_in_use_without_its_password() {
 #[test]
 fn an_empty_value_is_no_value() {
     let m = merge(given(), &record(&[("tag", ""), ("ingress", "  ")])).expect("merges");
-    assert_eq!(m.args.tag, None);
-    assert_eq!(m.args.ingress, None);
+    assert_eq!(m.args.spec.tag, None);
+    assert_eq!(m.args.spec.ingress, None);
     assert!(m.settings.is_empty());
 }
 
@@ -235,7 +236,7 @@ fn a_malformed_record_names_the_config_map_the_key_and_the_fix() {
 #[test]
 fn an_error_of_the_flags_given_stays_theirs() {
     let mut args = given();
-    args.pull_policy = Some("Sometimes".into());
+    args.spec.pull_policy = Some("Sometimes".into());
     let err = params(args, &record(&[("tag", "2025.10")])).expect_err("invalid flag");
     assert!(matches!(err, RecordError::Params(_)), "{err}");
 }
@@ -251,13 +252,13 @@ fn the_record_never_holds_a_secret() {
         })
     };
     let mut args = given();
-    args.registry_user = Some("bob".into());
-    args.registry_password = Some(SecretString::new("registry-password-1"));
+    args.spec.registry_user = Some("bob".into());
+    args.spec.registry_password = Some(SecretString::new("registry-password-1"));
     args.ssl_password = Some(SecretString::new("ca-password-1"));
     args.ssh_key_private = file("PRIVATE-KEY-1");
-    args.ssl_server_key = file("SERVER-KEY-1");
-    args.ssl_server_cert = file("SERVER-CERT-1");
-    args.ssl_ca_root = file("CA-ROOT-1");
+    args.spec.ssl_server_key = file("SERVER-KEY-1");
+    args.spec.ssl_server_cert = file("SERVER-CERT-1");
+    args.spec.ssl_ca_root = file("CA-ROOT-1");
     // Every remembered flag set, so that nothing is left out by chance.
     for flag in uyuni_core::record::FLAGS {
         let m = merge(args.clone(), &record(&[(flag, "value-of-the-record")]));

@@ -41,8 +41,8 @@ fn data(tftp: Option<bool>, placeholder: bool) -> ExtractedData {
 
 fn tftp_params(tftp: Option<bool>, host_network: bool) -> MigrateParams {
     let mut a = args();
-    a.tftp = tftp;
-    a.tftp_host_network = Some(host_network);
+    a.spec.tftp = tftp;
+    a.spec.tftp_host_network = Some(host_network);
     MigrateParams::from_args(&a).expect("valid")
 }
 
@@ -71,7 +71,7 @@ fn the_flag_wins_over_the_source_and_the_source_decides_otherwise() {
 
 fn ingress_params(mode: Option<&str>) -> MigrateParams {
     let mut args = args();
-    args.ingress = mode.map(str::to_owned);
+    args.spec.ingress = mode.map(str::to_owned);
     MigrateParams::from_args(&args).expect("valid")
 }
 
