@@ -465,7 +465,9 @@ fn refused(err: &watcher::Error) -> bool {
     }
 }
 
-fn api_resource(kind: Kind) -> ApiResource {
+/// The API resource of `kind`, as a dynamic object (what watching, listing and deleting by
+/// kind need of it).
+pub(crate) fn api_resource(kind: Kind) -> ApiResource {
     match kind {
         Kind::Namespace => ApiResource::erase::<Namespace>(&()),
         Kind::Secret => ApiResource::erase::<Secret>(&()),

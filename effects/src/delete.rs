@@ -4,14 +4,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount,
-};
-use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PropagationPolicy};
+use kube::api::{Api, DeleteParams, DynamicObject, PropagationPolicy};
 use kube::runtime::watcher::{self, Event};
 use tokio::time::Instant;
 use uyuni_core::plan::{DeleteWait, Propagation};
@@ -22,25 +15,6 @@ use crate::observe::Observer;
 use crate::progress::Progress;
 use crate::retry::with_retry;
 use crate::watch::Watch;
-
-/// The API resource of `kind`, as a dynamic object: deleting and watching for the end need
-/// nothing of the object's content.
-fn resource(kind: Kind) -> ApiResource {
-    match kind {
-        Kind::Namespace => ApiResource::erase::<Namespace>(&()),
-        Kind::Secret => ApiResource::erase::<Secret>(&()),
-        Kind::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
-        Kind::PersistentVolumeClaim => ApiResource::erase::<PersistentVolumeClaim>(&()),
-        Kind::ServiceAccount => ApiResource::erase::<ServiceAccount>(&()),
-        Kind::Role => ApiResource::erase::<Role>(&()),
-        Kind::RoleBinding => ApiResource::erase::<RoleBinding>(&()),
-        Kind::Job => ApiResource::erase::<Job>(&()),
-        Kind::Deployment => ApiResource::erase::<Deployment>(&()),
-        Kind::Service => ApiResource::erase::<Service>(&()),
-        Kind::Ingress => ApiResource::erase::<Ingress>(&()),
-        Kind::Custom(kind) => crate::custom::resource(kind),
-    }
-}
 
 fn policy(propagation: Propagation) -> PropagationPolicy {
     match propagation {
@@ -85,7 +59,7 @@ pub(crate) async fn delete(
         Kind::Custom(kind) => Some(kind.fixed_namespace().unwrap_or(namespace)),
         _ => Some(namespace),
     };
-    let resource = resource(target.kind);
+    let resource = crate::cache::api_resource(target.kind);
     let api: Api<DynamicObject> = match ns {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),
