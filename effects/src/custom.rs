@@ -227,12 +227,7 @@ pub(crate) async fn await_ready(
     let mut last_reason = String::from("no Ready condition yet");
     let mut failures = 0u32;
     loop {
-        let deadline = async {
-            match limit {
-                Some(l) => tokio::time::sleep_until(started + l).await,
-                None => futures::future::pending().await,
-            }
-        };
+        let deadline = crate::watch::until(limit.map(|l| started + l));
         tokio::select! {
             () = deadline => {
                 return Err(EffectsError::NotReady {

@@ -103,12 +103,7 @@ pub(crate) async fn delete(
     let limit = wait.timeout_seconds.map(Duration::from_secs);
     let mut listed = false;
     loop {
-        let deadline = async {
-            match limit {
-                Some(l) => tokio::time::sleep_until(started + l).await,
-                None => futures::future::pending().await,
-            }
-        };
+        let deadline = crate::watch::until(limit.map(|l| started + l));
         tokio::select! {
             () = deadline => {
                 return Err(EffectsError::NotDeleted {

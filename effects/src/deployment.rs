@@ -254,12 +254,7 @@ async fn watch_until(
         }
     };
     loop {
-        let sleep_deadline = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => futures::future::pending().await,
-            }
-        };
+        let sleep_deadline = crate::watch::until(deadline);
         tokio::select! {
             () = sleep_deadline => {
                 return Err(EffectsError::DeploymentTimeout {

@@ -21,6 +21,15 @@ use crate::error::{EffectsError, Target, Verb};
 use crate::progress::Progress;
 use crate::retry::{self, Disposition, MAX_ATTEMPTS, classify_watch, report_retry};
 
+/// Ends at `deadline`, or never without one: the timeout branch of a wait's `select!`, whose
+/// limit is a field of the step (`None`: no limit).
+pub(crate) async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => futures::future::pending().await,
+    }
+}
+
 /// The watch of `api` (kube's `watcher`: list, then watch, resuming), every object without its
 /// `metadata.managedFields`. That is server-side apply's record of who set which field, often
 /// as large as the rest of the object; nothing here reads it (diffs leave it out), and it was
