@@ -21,6 +21,18 @@ pub mod names {
     pub const DB_ADMIN_SECRET: &str = "db-admin-credentials";
     pub const DB_SECRET: &str = "db-credentials";
     pub const REPORTDB_SECRET: &str = "reportdb-credentials";
+    /// The first administrator's login and password, for the image's first-start setup.
+    pub const ADMIN_SECRET: &str = "admin-credentials";
+    /// The SCC organisation credentials, when given (the chart takes the name from
+    /// `server.sccSecret`; mgradm named it so).
+    pub const SCC_SECRET: &str = "scc-credentials";
+    /// The chart's ConfigMap of the server's name, e-mail and database endpoints
+    /// (`containers/server-helm/templates/config.yaml`).
+    pub const CONFIG_MAP: &str = "uyuni-config";
+    /// The self-signed issuer that signs a generated CA, and that CA's Certificate (whose
+    /// Secret is [`CA_SECRET`]).
+    pub const SELF_SIGNED_ISSUER: &str = "uyuni-root-issuer";
+    pub const CA_CERTIFICATE: &str = "uyuni-ca";
     pub const DB_DEPLOYMENT: &str = "db";
     pub const DB_SERVICE: &str = "db";
     pub const REPORTDB_SERVICE: &str = "reportdb";

@@ -41,6 +41,11 @@ pub const THIRD_PARTY_ANNOTATION: &str = "kubectl-uyuni.io/third-party-certifica
 /// planner never runs a data step on it again (`plan::phase::taken_over`).
 pub const DATA_SYNC_ANNOTATION: &str = "kubectl-uyuni.io/data-sync";
 
+/// Annotation on Deployments `db` and `uyuni` of a server this tool installed (value
+/// [`ORIGIN_INSTALL`]): its data was set up by the images' first start, never synced.
+pub const ORIGIN_ANNOTATION: &str = "kubectl-uyuni.io/origin";
+pub const ORIGIN_INSTALL: &str = "install";
+
 /// Selector matching everything the tool created.
 pub const MANAGED_SELECTOR: &str =
     "app.kubernetes.io/part-of=uyuni,app.kubernetes.io/managed-by=kubectl-uyuni";

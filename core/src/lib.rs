@@ -15,7 +15,7 @@
 //!   [`record`]; the dry run's ssh to the source [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
 //!   Deployments it watches: [`verdict`]; whether the claims can be provisioned: StorageClasses
-//!   [`storage`]; every fact decided once from these, the preflight results included:
+//!   [`storage`]; the server's settings whichever command they come from: [`settings`]; every fact decided once from these, the preflight results included:
 //!   [`resolve`];
 //! - job scripts: [`scripts`], and the data-sync Job's status lines [`sync_progress`]; one builder per Kubernetes object: [`builders`]; the data plane
 //!   and the data sync's order, for the dry run: [`dataplane`];
@@ -50,6 +50,7 @@ pub mod render;
 pub mod resolve;
 pub mod scripts;
 pub mod secret;
+pub mod settings;
 pub mod shell;
 pub mod simulate;
 pub mod ssh;

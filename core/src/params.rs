@@ -195,10 +195,12 @@ pub struct ServerSpec {
     pub server_security: ServerSecurity,
 }
 
-/// Validated parameters of `migrate`: the server to deploy, and what only a migration needs
-/// (the source, how to reach it, the copy).
+/// What every command that deploys or changes a server works with: where (namespace, the run's
+/// connection flags), as which run, and the server's specification. Each command's own
+/// parameters hold one of these and dereference to it, so code that serves every command takes
+/// `&ServerParams` and is handed any command's parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MigrateParams {
+pub struct ServerParams {
     pub namespace: String,
     /// The connection flags of the run, for the `kubectl` commands in notes and hints.
     #[serde(skip)]
@@ -206,6 +208,54 @@ pub struct MigrateParams {
     pub run_id: String,
     pub tool_version: String,
     pub spec: ServerSpec,
+    /// The server's specification to record in ConfigMap `uyuni-server-spec` (flag name →
+    /// value, `crate::record`); empty unless the parameters were made by `record::params`.
+    pub spec_record: std::collections::BTreeMap<String, String>,
+}
+
+impl ServerParams {
+    /// Validates what every command shares: the namespace, the run id and the specification.
+    pub fn from_args(
+        namespace: &str,
+        namespace_explicit: bool,
+        kubectl: &crate::kubectl::Kubectl,
+        run_id: &str,
+        tool_version: &str,
+        spec: &ServerSpecArgs,
+    ) -> Result<Self, ParamsError> {
+        if !is_dns_label(namespace) {
+            return Err(ParamsError::Namespace(namespace.to_owned()));
+        }
+        // Its 27 claims and Deployments would land among unrelated objects, and a later
+        // `kubectl get` in the namespace the user meant would find nothing.
+        if namespace == "default" && !namespace_explicit {
+            return Err(ParamsError::DefaultNamespace);
+        }
+        if run_id.len() != 14 || !run_id.chars().all(|c| c.is_ascii_digit()) {
+            return Err(ParamsError::RunId(run_id.to_owned()));
+        }
+        Ok(ServerParams {
+            namespace: namespace.to_owned(),
+            kubectl: kubectl.clone(),
+            run_id: run_id.to_owned(),
+            tool_version: tool_version.to_owned(),
+            spec: ServerSpec::from_args(spec)?,
+            spec_record: std::collections::BTreeMap::new(),
+        })
+    }
+
+    /// The name of the pull Secret every pod references, if any.
+    pub fn pull_secret_name(&self) -> Option<&str> {
+        self.spec.pull_secret_name()
+    }
+}
+
+/// Validated parameters of `migrate`: the server to deploy ([`ServerParams`], which it
+/// dereferences to), and what only a migration needs (the source, how to reach it, the copy).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MigrateParams {
+    #[serde(flatten)]
+    pub server: ServerParams,
     pub source_fqdn: String,
     pub ssh_user: String,
     pub prepare: bool,
@@ -218,9 +268,19 @@ pub struct MigrateParams {
     pub ssh_config: Option<SshConfig>,
     /// The password of the source's CA key, which the migrated server keeps signing with.
     pub ca_password: Option<SecretString>,
-    /// The server's specification to record in ConfigMap `uyuni-server-spec` (flag name →
-    /// value, `crate::record`); empty unless the parameters were made by `record::params`.
-    pub spec_record: std::collections::BTreeMap<String, String>,
+}
+
+impl std::ops::Deref for MigrateParams {
+    type Target = ServerParams;
+    fn deref(&self) -> &ServerParams {
+        &self.server
+    }
+}
+
+impl std::ops::DerefMut for MigrateParams {
+    fn deref_mut(&mut self) -> &mut ServerParams {
+        &mut self.server
+    }
 }
 
 /// How the server container is confined: the official chart's options
@@ -891,14 +951,14 @@ impl ServerSpec {
 impl MigrateParams {
     /// Validates everything that can be validated without the cluster.
     pub fn from_args(args: &MigrateArgs) -> Result<Self, ParamsError> {
-        if !is_dns_label(&args.namespace) {
-            return Err(ParamsError::Namespace(args.namespace.clone()));
-        }
-        // Its 27 claims and Deployments would land among unrelated objects, and a later
-        // `kubectl get` in the namespace the user meant would find nothing.
-        if args.namespace == "default" && !args.namespace_explicit {
-            return Err(ParamsError::DefaultNamespace);
-        }
+        let server = ServerParams::from_args(
+            &args.namespace,
+            args.namespace_explicit,
+            &args.kubectl,
+            &args.run_id,
+            &args.tool_version,
+            &args.spec,
+        )?;
         let source = args
             .source_fqdn
             .trim()
@@ -917,10 +977,6 @@ impl MigrateParams {
         if !user_ok {
             return Err(ParamsError::User(args.ssh_user.clone()));
         }
-        if args.run_id.len() != 14 || !args.run_id.chars().all(|c| c.is_ascii_digit()) {
-            return Err(ParamsError::RunId(args.run_id.clone()));
-        }
-        let spec = ServerSpec::from_args(&args.spec)?;
 
         let ssh_key = match (&args.ssh_key_private, &args.ssh_key_public) {
             (Some(private), Some(public)) => {
@@ -964,11 +1020,7 @@ impl MigrateParams {
         };
 
         Ok(MigrateParams {
-            namespace: args.namespace.clone(),
-            kubectl: args.kubectl.clone(),
-            run_id: args.run_id.clone(),
-            tool_version: args.tool_version.clone(),
-            spec,
+            server,
             source_fqdn: source,
             ssh_user: user.to_owned(),
             prepare: args.prepare,
@@ -976,13 +1028,7 @@ impl MigrateParams {
             ssh_key,
             ssh_config,
             ca_password: args.ssl_password.clone().filter(|p| !p.expose().is_empty()),
-            spec_record: std::collections::BTreeMap::new(),
         })
-    }
-
-    /// The name of the pull Secret every pod references, if any.
-    pub fn pull_secret_name(&self) -> Option<&str> {
-        self.spec.pull_secret_name()
     }
 }
 

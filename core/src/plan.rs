@@ -232,11 +232,30 @@ pub(super) fn after_sync(
     // error reported, before a missing CA password.
     let database = database::steps(params, observed, data, &facts)?;
     let tls = tls::steps(params, observed, data, &facts)?;
+    let settings = crate::settings::ServerSettings::migrated(data);
+    Ok(end_state(
+        params, observed, &settings, &facts, tftp, database, tls,
+    ))
+}
+
+/// The server's end state, whichever command brings it there: the database's data made fit
+/// for the image (the command's data steps), TLS, the database's service part, then the
+/// server, its routes and its components. The `db` pod mounts Secret `db-cert`, so TLS comes
+/// before it; the data steps do not need TLS and come first.
+fn end_state(
+    params: &crate::params::ServerParams,
+    observed: &Observed,
+    settings: &crate::settings::ServerSettings,
+    facts: &crate::resolve::Facts,
+    tftp: crate::resolve::TftpDecision,
+    database: database::DatabaseSteps,
+    tls: Vec<Step>,
+) -> Vec<Step> {
     let mut steps = database.data;
     steps.extend(tls);
     steps.extend(database.service);
-    steps.extend(server::steps(params, observed, data, &facts, tftp));
-    Ok(steps)
+    steps.extend(server::steps(params, observed, settings, facts, tftp));
+    steps
 }
 
 /// Plans `migrate` from what was observed.

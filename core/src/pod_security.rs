@@ -269,11 +269,12 @@ pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
     // The facts of a cluster holding nothing yet: no earlier run's objects.
     let facts = crate::resolve::resolve(params, &Observed::default(), &data);
     let fqdn = facts.fqdn.clone();
+    let settings = crate::settings::ServerSettings::migrated(&data);
     let mut deployments = vec![
-        database::db_deployment(params, &data, &facts.db_claim),
-        server::server_deployment(params, &data, &facts),
+        database::db_deployment(params, &settings, &facts.db_claim),
+        server::server_deployment(params, &settings, &facts),
         server::hub_deployment(&params.namespace, &params.spec, 1),
-        server::coco_deployment(params, &data),
+        server::coco_deployment(params, &settings),
     ];
     if params.spec.tftp.enabled != Some(false) {
         deployments.push(tftp::tftp_deployment(

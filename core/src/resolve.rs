@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use crate::catalogue::names;
 use crate::object::{CustomKind, Kind};
 use crate::observed::{ExtractedData, Observed};
-use crate::params::{IngressMode, MigrateParams, PullSecret};
+use crate::params::{IngressMode, MigrateParams, PullSecret, ServerParams};
 use crate::pg;
 use crate::ports::Features;
 use crate::storage::{self, StorageError};
@@ -95,7 +95,10 @@ pub fn cert_manager(params: &MigrateParams, observed: &Observed) -> Result<(), C
 /// The parameters in effect in this cluster: as given, except that a pull Secret written by an
 /// earlier run stays in use when no registry flag is given (the pods that run already reference
 /// it). Every object is built from these.
-pub fn in_effect<'a>(params: &'a MigrateParams, observed: &Observed) -> Cow<'a, MigrateParams> {
+pub fn in_effect<'a, P>(params: &'a P, observed: &Observed) -> Cow<'a, P>
+where
+    P: Clone + std::ops::DerefMut<Target = ServerParams>,
+{
     if params.spec.pull_secret == PullSecret::None
         && observed.contains(Kind::Secret, names::REGISTRY_SECRET)
     {
@@ -250,7 +253,7 @@ pub fn tftp(params: &MigrateParams, data: &ExtractedData) -> Result<TftpDecision
 }
 
 /// Where the decision came from, for step descriptions.
-pub fn tftp_origin(params: &MigrateParams, decision: TftpDecision) -> &'static str {
+pub fn tftp_origin(params: &ServerParams, decision: TftpDecision) -> &'static str {
     match (params.spec.tftp.enabled, decision) {
         (Some(true), _) => "--tftp",
         (Some(false), _) => "--tftp=false",
@@ -273,10 +276,7 @@ pub enum Controller {
 /// only one), known by its controller string. `None`: no Ingress.
 #[doc(hidden)]
 // pub for the unit tests in tests/unit/
-pub fn ingress(
-    params: &MigrateParams,
-    observed: &Observed,
-) -> Option<(Controller, Option<String>)> {
+pub fn ingress(params: &ServerParams, observed: &Observed) -> Option<(Controller, Option<String>)> {
     let of = |controller: &str| match controller {
         "traefik.io/ingress-controller" => Some(Controller::Traefik),
         "k8s.io/ingress-nginx" => Some(Controller::Nginx),

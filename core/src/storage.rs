@@ -5,7 +5,7 @@
 use crate::kubectl::Kubectl;
 use crate::object::Kind;
 use crate::observed::Observed;
-use crate::params::MigrateParams;
+use crate::params::ServerParams;
 use crate::volumes;
 
 /// The annotation that makes a StorageClass the default of claims naming none
@@ -65,7 +65,7 @@ impl StorageError {
 /// left alone (a resumed run's claims are bound already, whatever their class). When the
 /// classes could not be listed (`observed.storage_classes` is `None`), nothing is checked; see
 /// [`unchecked_warning`].
-pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), StorageError> {
+pub fn check(params: &ServerParams, observed: &Observed) -> Result<(), StorageError> {
     let Some(classes) = &observed.storage_classes else {
         return Ok(());
     };

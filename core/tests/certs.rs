@@ -278,7 +278,7 @@ fn a_certificate_not_signed_by_the_given_ca_is_refused_and_intermediates_complet
         content: SecretString::new(&c.intermediates[0]),
     }];
     let p = MigrateParams::from_args(&args).expect("complete chain");
-    let tp = p.spec.tls.third_party.expect("third party");
+    let tp = p.server.spec.tls.third_party.expect("third party");
     assert_eq!(tp.server.chain, full_chain(&c));
 
     let other = issued(&[SOURCE], KeyKind::EcP256, KeyKind::EcP256, false);

@@ -36,6 +36,8 @@ const LAYERS: &[&str] = &[
     "verdict",
     // Whether the claims can be provisioned: a check before any write, which `resolve` runs.
     "storage",
+    // The server's settings, whichever command they come from.
+    "settings",
     // Every fact decided once, from the two above.
     "resolve",
     // The objects and the Job scripts.

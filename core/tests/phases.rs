@@ -15,11 +15,12 @@ use uyuni_core::{MigrateParams, Object, Observed, plan};
 const PREPARE_JOB: &str = "uyuni-data-sync-20261130090000";
 
 fn prepare_params() -> MigrateParams {
-    MigrateParams {
+    let mut params = MigrateParams {
         prepare: true,
-        run_id: "20261130090000".into(),
         ..common::params()
-    }
+    };
+    params.run_id = "20261130090000".into();
+    params
 }
 
 /// The name of the final sync Job of `common::after_sync`.
@@ -287,10 +288,8 @@ fn other_refusals_that_advise_running_again_are_cleared_by_doing_what_they_say()
         refused.contains("run `kubectl uyuni -n uyuni migrate uyuni.example.com --prepare` again"),
         "{refused}"
     );
-    let next_run = MigrateParams {
-        run_id: "20261130100000".into(),
-        ..prepare_params()
-    };
+    let mut next_run = prepare_params();
+    next_run.run_id = "20261130100000".into();
     assert!(plan(&next_run, &gone).is_ok());
 }
 

@@ -333,7 +333,11 @@ fn insert_db_state(params: &MigrateParams, o: &mut Observed, db: &DbState) {
         return;
     };
     if db.deployment > 0 {
-        let mut d = database::db_deployment(params, &data, &facts.db_claim);
+        let mut d = database::db_deployment(
+            params,
+            &uyuni_core::settings::ServerSettings::migrated(&data),
+            &facts.db_claim,
+        );
         if db.deployment == 2
             && let Some(spec) = d.spec.as_mut()
         {
@@ -343,7 +347,11 @@ fn insert_db_state(params: &MigrateParams, o: &mut Observed, db: &DbState) {
     }
     if db.server {
         o.insert(Object::Deployment(
-            uyuni_core::builders::server::server_deployment(params, &data, &source_facts(&facts)),
+            uyuni_core::builders::server::server_deployment(
+                params,
+                &uyuni_core::settings::ServerSettings::migrated(&data),
+                &source_facts(&facts),
+            ),
         ));
     }
     if db.upgraded_claim {
@@ -588,8 +596,11 @@ fn build_safety(s: &SafetyState) -> (MigrateParams, Observed) {
         && let Ok(Some(data)) = o.extracted()
     {
         let facts = uyuni_core::resolve::resolve(&params, &o, &data);
-        let mut d =
-            uyuni_core::builders::server::server_deployment(&params, &data, &source_facts(&facts));
+        let mut d = uyuni_core::builders::server::server_deployment(
+            &params,
+            &uyuni_core::settings::ServerSettings::migrated(&data),
+            &source_facts(&facts),
+        );
         if let Some(spec) = d.spec.as_mut() {
             spec.replicas = Some(s.server_replicas);
         }

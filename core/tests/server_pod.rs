@@ -51,7 +51,11 @@ fn server_pod(params: &MigrateParams, data: &ExtractedData) -> Deployment {
         fqdn: "uyuni.example.com".into(),
         ..uyuni_core::resolve::resolve(params, &uyuni_core::Observed::default(), data)
     };
-    server::server_deployment(params, data, &facts)
+    server::server_deployment(
+        params,
+        &uyuni_core::settings::ServerSettings::migrated(data),
+        &facts,
+    )
 }
 
 /// Defect 1: a real API server rejects a container with two ports of one name, and names that
@@ -67,8 +71,15 @@ fn every_pod_names_its_ports_uniquely_and_validly_with_every_feature() {
             let deployments = [
                 server_pod(&params, &data),
                 server::hub_deployment(&params.namespace, &params.spec, 1),
-                server::coco_deployment(&params, &data),
-                database::db_deployment(&params, &data, "var-pgsql"),
+                server::coco_deployment(
+                    &params,
+                    &uyuni_core::settings::ServerSettings::migrated(&data),
+                ),
+                database::db_deployment(
+                    &params,
+                    &uyuni_core::settings::ServerSettings::migrated(&data),
+                    "var-pgsql",
+                ),
             ];
             for d in &deployments {
                 for c in &pod(d).containers {
@@ -179,7 +190,10 @@ fn the_server_is_confined_as_the_chart_does_and_privileged_only_on_request() {
 fn the_hub_and_coco_deployments_have_the_charts_names() {
     let params = common::params();
     let hub = server::hub_deployment(&params.namespace, &params.spec, 1);
-    let coco = server::coco_deployment(&params, &data());
+    let coco = server::coco_deployment(
+        &params,
+        &uyuni_core::settings::ServerSettings::migrated(&data()),
+    );
     for (d, name, component) in [
         (&hub, "hub-xmlrpc", "hub-xmlrpc"),
         (&coco, "coco-attestation", "coco-attestation"),
@@ -295,7 +309,11 @@ fn renewable_certificates_are_mounted_as_directories() {
     }
 
     // The db pod: db-cert as a directory, and a container that reloads PostgreSQL.
-    let db = database::db_deployment(&common::params(), &data(), "var-pgsql");
+    let db = database::db_deployment(
+        &common::params(),
+        &uyuni_core::settings::ServerSettings::migrated(&data()),
+        "var-pgsql",
+    );
     let db_pod = self::pod(&db);
     assert_eq!(db_pod.share_process_namespace, Some(true));
     let reload = container(&db, database::CERT_RELOAD_CONTAINER);
@@ -330,7 +348,11 @@ fn renewable_certificates_are_mounted_as_directories() {
 /// Defect 5: `db` is ready only when the image's own health check says so, where it has one.
 #[test]
 fn db_readiness_uses_the_images_health_check_and_falls_back_to_pg_isready() {
-    let db = database::db_deployment(&common::params(), &data(), "var-pgsql");
+    let db = database::db_deployment(
+        &common::params(),
+        &uyuni_core::settings::ServerSettings::migrated(&data()),
+        "var-pgsql",
+    );
     let postgres = container(&db, "db");
     let command = |p: &Option<k8s_openapi::api::core::v1::Probe>| {
         p.as_ref()

@@ -19,10 +19,11 @@ use crate::builders::meta;
 use crate::catalogue::{components, names};
 use crate::labels;
 use crate::observed::ExtractedData;
-use crate::params::MigrateParams;
+use crate::params::{MigrateParams, ServerParams};
 use crate::pg;
 use crate::ports;
 use crate::scripts::database as scripts;
+use crate::settings::ServerSettings;
 use crate::volumes::{self, VolumeClaim};
 
 pub use crate::catalogue::steps::{
@@ -36,7 +37,7 @@ pub const SYNC_JOB_ENV: &str = "UYUNI_DATA_SYNC_JOB";
 
 /// The claim the upgraded data goes to, named as the chart names it (`var-pgsql18`), with the
 /// size and class of the synced claim.
-pub fn upgraded_claim(params: &MigrateParams) -> VolumeClaim {
+pub fn upgraded_claim(params: &ServerParams) -> VolumeClaim {
     let synced = params
         .spec
         .volumes
@@ -186,7 +187,7 @@ pub const CERT_RELOAD_CONTAINER: &str = "cert-reload";
 /// reads its certificate only at start and on SIGHUP. It runs the DB image (its `pg_ctl`) as
 /// postgres with the data directory read-only, for `postmaster.pid`; the pod shares one process
 /// namespace so that the PID there is the server's. Nothing here needs a password.
-fn cert_reload(params: &MigrateParams, cert_mount: &VolumeMount) -> Container {
+fn cert_reload(params: &ServerParams, cert_mount: &VolumeMount) -> Container {
     let watched = [
         scripts::DB_TLS_CERT_FILE,
         scripts::DB_TLS_KEY_FILE,
@@ -290,7 +291,7 @@ fn db_cert_volume() -> (Volume, VolumeMount) {
 /// a volume's root group-writable (2770) for the pod's fsGroup on volume types that support
 /// ownership management. The DB image's own entrypoint does not restore 0700 on existing data,
 /// so this container does, as the data's owner, before PostgreSQL starts.
-fn data_permissions(params: &MigrateParams) -> Container {
+fn data_permissions(params: &ServerParams) -> Container {
     Container {
         name: "data-permissions".to_owned(),
         image: Some(params.spec.image.database.clone()),
@@ -315,7 +316,7 @@ fn data_permissions(params: &MigrateParams) -> Container {
 
 /// The `db` Deployment (chart `db.yaml`, reference §7.2 with its R fixes: created on migration,
 /// probes, container port, the migrated credentials).
-pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) -> Deployment {
+pub fn db_deployment(params: &ServerParams, settings: &ServerSettings, claim: &str) -> Deployment {
     let ports = ports::container_ports(components::DB, ports::Features::default());
     let (cert_volume, cert_mount) = db_cert_volume();
     let reload = cert_reload(params, &cert_mount);
@@ -323,7 +324,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
         name: "db".to_owned(),
         image: Some(params.spec.image.database.clone()),
         image_pull_policy: Some(params.spec.image.pull_policy.as_str().to_owned()),
-        env: Some(db_env(&data.timezone)),
+        env: Some(db_env(&settings.timezone)),
         ports: Some(ports),
         startup_probe: Some(db_health(10, DB_STARTUP_SECONDS / 10)),
         readiness_probe: Some(db_health(10, 3)),
@@ -336,7 +337,7 @@ pub fn db_deployment(params: &MigrateParams, data: &ExtractedData, claim: &str) 
     };
     Deployment {
         metadata: ObjectMeta {
-            annotations: Some(super::data_sync_annotation(data)),
+            annotations: Some(super::origin_annotation(settings)),
             ..meta(names::DB_DEPLOYMENT, &params.namespace, components::DB)
         },
         spec: Some(DeploymentSpec {

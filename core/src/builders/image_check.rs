@@ -8,7 +8,7 @@ use k8s_openapi::api::batch::v1::Job;
 
 use crate::builders::job::{Identity, ScriptJob, script_job};
 use crate::catalogue::components;
-use crate::params::MigrateParams;
+use crate::params::ServerParams;
 use crate::scripts::image_check as scripts;
 
 pub use crate::catalogue::steps::{
@@ -17,7 +17,7 @@ pub use crate::catalogue::steps::{
 };
 
 /// The check Jobs, in the order they run.
-pub fn jobs(params: &MigrateParams) -> Vec<Job> {
+pub fn jobs(params: &ServerParams) -> Vec<Job> {
     let images = &params.spec.image;
     [
         (

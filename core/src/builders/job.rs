@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::builders::{data_sync, meta, mount};
 use crate::labels;
-use crate::params::MigrateParams;
+use crate::params::ServerParams;
 use crate::scripts::JobScript;
 
 /// The name of the Job of `step` created by run `run_id`.
@@ -82,7 +82,7 @@ pub fn pod_labels(step: &str) -> BTreeMap<String, String> {
     labels
 }
 
-fn spec(params: &MigrateParams, job: &ScriptJob<'_>) -> JobSpec {
+fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
     let mut volumes: Vec<Volume> = job
         .claims
         .iter()
@@ -162,7 +162,7 @@ fn data_identity(spec: &JobSpec) -> JobSpec {
 }
 
 /// The Job of a step for this run.
-pub fn script_job(params: &MigrateParams, job: &ScriptJob<'_>) -> Job {
+pub fn script_job(params: &ServerParams, job: &ScriptJob<'_>) -> Job {
     let spec = spec(params, job);
     let hash = match job.identity {
         Identity::Spec => data_sync::spec_hash(&spec),

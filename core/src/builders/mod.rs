@@ -36,13 +36,22 @@ pub fn meta(name: &str, namespace: &str, component: &str) -> ObjectMeta {
     }
 }
 
-/// The annotation that ties a Deployment running on the migrated data to its data sync
-/// ([`labels::DATA_SYNC_ANNOTATION`]). On the Deployment's own metadata, not its pod template:
-/// it changes with a new sync only, and must not restart pods by itself.
-pub(crate) fn data_sync_annotation(
-    data: &crate::observed::ExtractedData,
+/// The annotation that ties a Deployment running on the server's data to where the data came
+/// from: its data sync ([`labels::DATA_SYNC_ANNOTATION`]), or an install
+/// ([`labels::ORIGIN_ANNOTATION`]). On the Deployment's own metadata, not its pod template: it
+/// changes with a new sync only, and must not restart pods by itself.
+pub(crate) fn origin_annotation(
+    settings: &crate::settings::ServerSettings,
 ) -> BTreeMap<String, String> {
-    BTreeMap::from([(labels::DATA_SYNC_ANNOTATION.to_owned(), data.job.clone())])
+    match &settings.origin {
+        crate::settings::Origin::DataSync(job) => {
+            BTreeMap::from([(labels::DATA_SYNC_ANNOTATION.to_owned(), job.clone())])
+        }
+        crate::settings::Origin::Install => BTreeMap::from([(
+            labels::ORIGIN_ANNOTATION.to_owned(),
+            labels::ORIGIN_INSTALL.to_owned(),
+        )]),
+    }
 }
 
 /// A Deployment of one component with the chart's labels and selector (images-today §C.2).

@@ -16,10 +16,10 @@ use crate::builders::database::secret_env;
 use crate::builders::job::env;
 use crate::builders::{deployment, mount, pvc_volume};
 use crate::catalogue::{components, names};
-use crate::observed::ExtractedData;
-use crate::params::{MigrateParams, ServerSecurity, ServerSpec};
+use crate::params::{ServerParams, ServerSecurity, ServerSpec};
 use crate::ports::{self, Features};
 use crate::resolve::Facts;
+use crate::settings::ServerSettings;
 use crate::volumes::VolumeRole;
 
 pub use crate::catalogue::names::COCO_DEPLOYMENT;
@@ -172,15 +172,23 @@ fn empty_dir(name: &str, memory: Option<&str>) -> Volume {
     }
 }
 
-/// The environment the image reads (images-today §E.3); setup is skipped on migrated data, so
-/// the admin and SCC variables are not needed. `container=oci` as the chart sets it
+/// The environment the image reads (images-today §E.3). `container=oci` as the chart sets it
 /// (`containers/server-helm/templates/server.yaml`): the image's
 /// `docker-entrypoint-init.d/99-cgroupfs-mount.sh` mounts cgroup2 over `/sys/fs/cgroup` only
-/// when it is set, and systemd does not start without that mount.
-fn server_env(data: &ExtractedData, fqdn: &str) -> Vec<EnvVar> {
-    vec![
+/// when it is set, and systemd does not start without that mount; `00-mgrSetup.sh` also runs
+/// `spacewalk-setup-httpd --no-ssl` with it, TLS ending at the ingress.
+///
+/// Setup is skipped on migrated data, so a migrated server gets no admin or SCC variables. A
+/// fresh server gets those of its first-start setup under the names the image reads
+/// (`containers/server-image/root/docker-entrypoint-init.d/00-mgrSetup.sh`, uyuni-project/uyuni
+/// @059a0c20: `ADMIN_USER`, `ADMIN_PASS`, `ORG_NAME`, `ADMIN_FIRST_NAME`, `ADMIN_LAST_NAME`,
+/// `MANAGER_ADMIN_EMAIL`, `MANAGER_MAIL_FROM`, `SCC_USER`, `SCC_PASS`; mgradm's env file spells
+/// several differently, and the image does not read those spellings). Every secret one comes
+/// from its Secret through `secretKeyRef`, never as a literal.
+fn server_env(settings: &ServerSettings, fqdn: &str) -> Vec<EnvVar> {
+    let mut vars = vec![
         env("container", "oci"),
-        env("TZ", &data.timezone),
+        env("TZ", &settings.timezone),
         env("UYUNI_HOSTNAME", fqdn),
         env("UYUNI_FQDN", fqdn),
         secret_env("MANAGER_USER", names::DB_SECRET, "username"),
@@ -189,18 +197,36 @@ fn server_env(data: &ExtractedData, fqdn: &str) -> Vec<EnvVar> {
         secret_env("REPORT_DB_PASS", names::REPORTDB_SECRET, "password"),
         env("MANAGER_DB_HOST", names::DB_SERVICE),
         env("MANAGER_DB_PORT", &ports::PGSQL_PORT.to_string()),
-        env("MANAGER_DB_NAME", &data.db_name),
+        env("MANAGER_DB_NAME", &settings.db_name),
         env("REPORT_DB_HOST", names::REPORTDB_SERVICE),
         env("REPORT_DB_PORT", &ports::PGSQL_PORT.to_string()),
         env("REPORT_DB_NAME", "reportdb"),
-        env("DEBUG_JAVA", if data.debug { "true" } else { "false" }),
+        env("DEBUG_JAVA", if settings.debug { "true" } else { "false" }),
         // TFTP is the `tftp` Deployment's (builders::tftp); the server must not serve it too.
         // `n` is the image's default, said here so that no setup run turns it on.
         env("MANAGER_ENABLE_TFTP", "n"),
         // The database may still be finishing its own start: wait for it, not 5 seconds.
         env("UYUNI_INIT_DB_CONN_RETRIES", "60"),
         env("UYUNI_INIT_DB_CONN_INTERVAL", "5"),
-    ]
+    ];
+    if let Some(setup) = &settings.first_start {
+        vars.extend([
+            secret_env("ADMIN_USER", names::ADMIN_SECRET, "username"),
+            secret_env("ADMIN_PASS", names::ADMIN_SECRET, "password"),
+            env("ORG_NAME", &setup.organization),
+            env("ADMIN_FIRST_NAME", &setup.admin_first_name),
+            env("ADMIN_LAST_NAME", &setup.admin_last_name),
+            env("MANAGER_ADMIN_EMAIL", &setup.email),
+            env("MANAGER_MAIL_FROM", &setup.mail_from),
+        ]);
+        if setup.scc {
+            vars.extend([
+                secret_env("SCC_USER", names::SCC_SECRET, "username"),
+                secret_env("SCC_PASS", names::SCC_SECRET, "password"),
+            ]);
+        }
+    }
+    vars
 }
 
 /// Where the server finds a local mirror (images-today §A.6, `MIRROR_PATH`).
@@ -208,8 +234,8 @@ pub const MIRROR_PATH: &str = "/mirror";
 
 /// The server Deployment.
 pub fn server_deployment(
-    params: &MigrateParams,
-    data: &ExtractedData,
+    params: &ServerParams,
+    settings: &ServerSettings,
     facts: &Facts,
 ) -> Deployment {
     let fqdn = facts.fqdn.as_str();
@@ -240,7 +266,7 @@ pub fn server_deployment(
     mounts.push(read_only("tls-key", TLS_KEY_DIR));
     mounts.push(mount("run", "/run"));
     mounts.push(mount("cgroup", "/sys/fs/cgroup"));
-    let mut environment = server_env(data, fqdn);
+    let mut environment = server_env(settings, fqdn);
     // The data sync points `server.susemanager.fromdir` at the mirror's mount path.
     if let Some(claim) = &params.spec.mirror_claim {
         volumes.push(pvc_volume("mirror", claim));
@@ -305,7 +331,7 @@ pub fn server_deployment(
             ..PodSpec::default()
         },
     );
-    deployment.metadata.annotations = Some(super::data_sync_annotation(data));
+    deployment.metadata.annotations = Some(super::origin_annotation(settings));
     deployment
 }
 
@@ -358,7 +384,7 @@ pub fn hub_deployment(namespace: &str, spec: &ServerSpec, replicas: i32) -> Depl
 }
 
 /// The confidential computing attestation (reference §7.4).
-pub fn coco_deployment(params: &MigrateParams, data: &ExtractedData) -> Deployment {
+pub fn coco_deployment(params: &ServerParams, settings: &ServerSettings) -> Deployment {
     let container = Container {
         // The chart names this container `hub-xmlrpc`, a copy of hub.yaml's; ours says what
         // it runs.
@@ -372,7 +398,7 @@ pub fn coco_deployment(params: &MigrateParams, data: &ExtractedData) -> Deployme
                     "jdbc:postgresql://{}:{}/{}",
                     names::DB_SERVICE,
                     ports::PGSQL_PORT,
-                    data.db_name
+                    settings.db_name
                 ),
             ),
             secret_env("database_user", names::DB_SECRET, "username"),

@@ -4,11 +4,11 @@
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::catalogue::{components, names};
-use crate::params::MigrateParams;
+use crate::params::ServerParams;
 
 /// The record of the run's remembered flags. No value is secret: the record is made from the
 /// non-secret flags only.
-pub fn server_spec(params: &MigrateParams) -> ConfigMap {
+pub fn server_spec(params: &ServerParams) -> ConfigMap {
     ConfigMap {
         metadata: super::meta(
             names::SERVER_SPEC_CONFIG_MAP,

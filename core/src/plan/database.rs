@@ -16,10 +16,11 @@ use crate::builders::{database, pvc, server};
 use crate::catalogue::names;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, deployment_stopped, desired_replicas};
-use crate::params::MigrateParams;
+use crate::params::{MigrateParams, ServerParams};
 use crate::pg;
 use crate::plan::{Action, DeploymentWait, JobWait, Op, Step};
 use crate::resolve::Facts;
+use crate::settings::ServerSettings;
 
 /// The fix-up and the SQL are short; the limit still allows for pulling the image.
 pub(super) const SHORT_JOB: JobWait = JobWait {
@@ -50,7 +51,7 @@ fn is_done(step: &Step) -> bool {
 }
 
 /// The claim steps keep what exists, as for the synced claims.
-fn claim_step(params: &MigrateParams, observed: &Observed) -> Step {
+pub(super) fn claim_step(params: &ServerParams, observed: &Observed) -> Step {
     let claim = database::upgraded_claim(params);
     let id = format!("pvc-{}", claim.name);
     let description = format!(
@@ -210,17 +211,47 @@ pub(super) fn steps(
     steps.push(fixup);
     steps.extend(upgrade_steps);
 
+    let ns = &params.namespace;
+    let credentials = database::credential_secrets(ns, data)
+        .into_iter()
+        .map(|secret| {
+            let name = secret.metadata.name.clone().unwrap_or_default();
+            let description = format!("{name} with the credentials migrated from the source");
+            apply_step(&name, description, Object::Secret(secret), observed)
+        })
+        .collect();
+    let sql = job_step(
+        observed,
+        database::migration_sql_job(params, data),
+        SHORT_JOB,
+    );
+    let sql = match sql_owner {
+        Some(job) => settled(sql, server::SERVER_DEPLOYMENT, job),
+        None => sql,
+    };
     Ok(DatabaseSteps {
         data: steps,
         service: service_steps(
             params,
             observed,
-            data,
+            &ServerSettings::migrated(data),
             &facts.db_claim,
-            passwords,
-            sql_owner,
+            DatabaseCommand {
+                credentials,
+                before_start: vec![passwords],
+                after_ready: vec![sql],
+            },
         ),
     })
+}
+
+/// What a command adds to the database's service part: the credential Secrets (migrated, or
+/// generated for a fresh server), Jobs on the data before `db` starts, and Jobs once it is
+/// ready.
+pub(super) struct DatabaseCommand {
+    pub credentials: Vec<Step>,
+    pub before_start: Vec<Step>,
+    pub after_ready: Vec<Step>,
 }
 
 /// A Job step on data a Deployment runs on already: kept as it is when its Job succeeded,
@@ -240,31 +271,21 @@ fn settled(step: Step, owner: &str, sync_job: &str) -> Step {
     }
 }
 
-/// Credentials, the password re-hash, Services, the `db` Deployment on the (upgraded) data, the
-/// wait, the SQL.
-fn service_steps(
-    params: &MigrateParams,
+/// The database as every command ends with it: the command's credentials and Jobs before the
+/// start (migrate: the password re-hash), the Services, the `db` Deployment on `claim`, the
+/// wait, and the command's Jobs once it is ready (migrate: the SQL).
+pub(super) fn service_steps(
+    params: &ServerParams,
     observed: &Observed,
-    data: &ExtractedData,
+    settings: &ServerSettings,
     claim: &str,
-    passwords: Step,
-    sql_owner: Option<&String>,
+    command: DatabaseCommand,
 ) -> Vec<Step> {
     let ns = &params.namespace;
-    let mut steps = Vec::new();
-    for secret in database::credential_secrets(ns, data) {
-        let name = secret.metadata.name.clone().unwrap_or_default();
-        let description = format!("{name} with the credentials migrated from the source");
-        steps.push(apply_step(
-            &name,
-            description,
-            Object::Secret(secret),
-            observed,
-        ));
-    }
-    // Its environment comes from the credential Secrets, written just before; the stops of the
-    // data part have stopped the database for it.
-    steps.push(passwords);
+    let mut steps = command.credentials;
+    // Their environment comes from the credential Secrets, written just before; the stops of
+    // the data part have stopped the database for them.
+    steps.extend(command.before_start);
     for service in [names::DB_SERVICE, names::REPORTDB_SERVICE] {
         steps.push(apply_step(
             &format!("service-{service}"),
@@ -283,7 +304,7 @@ fn service_steps(
             "the PostgreSQL {} database on volume {claim}",
             pg::TARGET_MAJOR
         ),
-        Object::Deployment(database::db_deployment(params, data, claim)),
+        Object::Deployment(database::db_deployment(params, settings, claim)),
         observed,
     ));
     steps.push(super::deployment_wait_step(
@@ -293,14 +314,6 @@ fn service_steps(
         "wait until the database accepts connections".to_owned(),
         DB_READY_WAIT,
     ));
-    let sql = job_step(
-        observed,
-        database::migration_sql_job(params, data),
-        SHORT_JOB,
-    );
-    steps.push(match sql_owner {
-        Some(job) => settled(sql, server::SERVER_DEPLOYMENT, job),
-        None => sql,
-    });
+    steps.extend(command.after_ready);
     steps
 }

@@ -9,11 +9,12 @@ use crate::builders::{database, server, tftp};
 use crate::catalogue::{components, names};
 use crate::object::CustomKind;
 use crate::object::{Kind, Object, ObjectRef};
-use crate::observed::{ExtractedData, Observed};
-use crate::params::MigrateParams;
+use crate::observed::Observed;
+use crate::params::{MigrateParams, ServerParams};
 use crate::plan::{DeploymentWait, Step};
 use crate::ports;
 use crate::resolve::{Controller, Facts, TftpDecision as Decision, tftp_origin};
+use crate::settings::ServerSettings;
 
 /// No limit for the server: its first start after a migration reindexes and updates the
 /// schema, which grows with the data; failures (pull errors, crash loops, unschedulable pods)
@@ -46,7 +47,7 @@ fn ours(observed: &Observed, target: &ObjectRef) -> bool {
 }
 
 fn controller_config(
-    params: &MigrateParams,
+    params: &ServerParams,
     controller: Controller,
     features: ports::Features,
 ) -> (&'static str, String) {
@@ -60,7 +61,7 @@ fn controller_config(
     }
 }
 
-fn ingress_steps(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec<Step> {
+fn ingress_steps(params: &ServerParams, observed: &Observed, facts: &Facts) -> Vec<Step> {
     let ns = &params.namespace;
     let (features, fqdn) = (facts.features, facts.fqdn.as_str());
     let Some((controller, class)) = facts.ingress.clone() else {
@@ -133,8 +134,7 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
         return Vec::new();
     };
     let facts = crate::resolve::resolve(params, observed, &data);
-    let mut notes = ingress_notes(params, observed, &facts);
-    notes.extend(tftp_notes(params, observed, &facts));
+    let mut notes = reach_notes(params, observed, &facts);
     if let Some(dir) = data
         .mirror
         .as_deref()
@@ -148,7 +148,15 @@ pub fn exposure_notes(params: &MigrateParams, observed: &Observed) -> Vec<String
     notes
 }
 
-fn ingress_notes(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec<String> {
+/// How the server is reached from outside, and what the user still has to set up for it:
+/// every command's end notes.
+pub fn reach_notes(params: &ServerParams, observed: &Observed, facts: &Facts) -> Vec<String> {
+    let mut notes = ingress_notes(params, observed, facts);
+    notes.extend(tftp_notes(params, observed, facts));
+    notes
+}
+
+fn ingress_notes(params: &ServerParams, observed: &Observed, facts: &Facts) -> Vec<String> {
     let features = facts.features;
     let external = ingress::external_ports(features);
     let list = external
@@ -193,7 +201,7 @@ fn load_balancer_address(observed: &Observed, name: &str) -> Option<String> {
 
 /// How PXE clients reach the TFTP server, and what is left to do for it. TFTP is never routed
 /// through the ingress controller (see [`crate::builders::tftp`]).
-fn tftp_notes(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec<String> {
+fn tftp_notes(params: &ServerParams, observed: &Observed, facts: &Facts) -> Vec<String> {
     let ns = &params.namespace;
     let service = ObjectRef::new(Kind::Service, tftp::SERVICE);
     let leftover = ours(observed, &service);
@@ -245,7 +253,7 @@ fn tftp_notes(params: &MigrateParams, observed: &Observed, facts: &Facts) -> Vec
 /// The TFTP Service, when TFTP is on and not on the host network. A Service this tool wrote and
 /// that is no longer wanted is left, with the command to delete it (the tool deletes nothing).
 fn tftp_service_step(
-    params: &MigrateParams,
+    params: &ServerParams,
     observed: &Observed,
     decision: Decision,
 ) -> Option<Step> {
@@ -292,7 +300,7 @@ fn tftp_service_step(
 
 /// The TFTP Deployment: one replica when on; scaled to 0 when off and it exists (as the hub).
 fn tftp_deployment_step(
-    params: &MigrateParams,
+    params: &ServerParams,
     observed: &Observed,
     decision: Decision,
     fqdn: &str,
@@ -332,9 +340,9 @@ fn tftp_deployment_step(
 }
 
 pub(super) fn steps(
-    params: &MigrateParams,
+    params: &ServerParams,
     observed: &Observed,
-    data: &ExtractedData,
+    settings: &ServerSettings,
     facts: &Facts,
     tftp_decision: Decision,
 ) -> Vec<Step> {
@@ -366,7 +374,7 @@ pub(super) fn steps(
     steps.push(apply_step(
         "server-deployment",
         format!("the Uyuni server {fqdn}"),
-        Object::Deployment(server::server_deployment(params, data, facts)),
+        Object::Deployment(server::server_deployment(params, settings, facts)),
         observed,
     ));
     let hub = facts.hub_replicas;
@@ -385,7 +393,7 @@ pub(super) fn steps(
                 "the confidential computing attestation ({} replica(s))",
                 params.spec.coco_replicas
             ),
-            Object::Deployment(server::coco_deployment(params, data)),
+            Object::Deployment(server::coco_deployment(params, settings)),
             observed,
         ));
     }
@@ -394,7 +402,11 @@ pub(super) fn steps(
         observed,
         "server-ready",
         server::SERVER_DEPLOYMENT,
-        "the server (its first start after a migration can take long)",
+        if settings.first_start.is_some() {
+            "the server (its first start sets it up, which can take long)"
+        } else {
+            "the server (its first start after a migration can take long)"
+        },
         SERVER_WAIT,
     ));
     if hub > 0 {

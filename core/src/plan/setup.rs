@@ -7,7 +7,7 @@ use crate::builders::{migration, pvc, registry};
 use crate::catalogue::names;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::Observed;
-use crate::params::{MigrateParams, PullSecret};
+use crate::params::{MigrateParams, PullSecret, ServerParams};
 use crate::ssh;
 use crate::volumes;
 
@@ -112,7 +112,7 @@ pub(super) fn ssh_config_step(
     ))
 }
 
-pub(super) fn pvc_steps(params: &MigrateParams, observed: &Observed) -> Vec<Step> {
+pub(super) fn pvc_steps(params: &ServerParams, observed: &Observed) -> Vec<Step> {
     params
         .spec.volumes
         .iter()
@@ -152,7 +152,7 @@ pub(super) fn pvc_steps(params: &MigrateParams, observed: &Observed) -> Vec<Step
 
 /// The pull Secret comes first: every pod, the image checks' included, needs it.
 pub(super) fn pull_secret_step(
-    params: &MigrateParams,
+    params: &ServerParams,
     observed: &Observed,
 ) -> Result<Option<Step>, PlanError> {
     let ns = &params.namespace;

@@ -338,7 +338,8 @@ const CREDENTIAL_SECRETS: &[&str] = &[
     names::DB_ADMIN_SECRET,
     names::REPORTDB_SECRET,
     // The install command's administrator account.
-    "admin-credentials",
+    names::ADMIN_SECRET,
+    names::SCC_SECRET,
     names::SSH_KEY_SECRET,
     names::REGISTRY_SECRET,
     names::CA_SECRET,

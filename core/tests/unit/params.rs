@@ -280,7 +280,7 @@ fn third_party_certificates_are_checked_and_the_db_defaults_to_the_server_ones()
     a.spec.ssl_ca_root = Some(file("ca.crt", &tls.root));
     a.spec.ssl_cnames = vec!["Alias.Example.com".into(), "alias.example.com.".into()];
     let p = MigrateParams::from_args(&a).expect("valid");
-    let tp = p.spec.tls.third_party.expect("third party");
+    let tp = p.spec.tls.third_party.clone().expect("third party");
     assert_eq!(tp.server, tp.db);
     assert!(tp.server.chain == tls.cert && tp.server.root == tls.root);
     assert_eq!(p.spec.tls.cnames, ["alias.example.com"]);
