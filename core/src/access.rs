@@ -25,7 +25,7 @@
 use crate::kubectl::Kubectl;
 use crate::object::{Kind, Object};
 use crate::observed::Observed;
-use crate::params::MigrateParams;
+use crate::plan::Planner;
 use crate::plan::{Action, Op, Step};
 
 pub use crate::permission::Access;
@@ -143,8 +143,8 @@ fn step_needs(step: &Step, namespace: &str) -> Vec<Access> {
 /// others) and a LIST of the Jobs. The migrate loop watches each kind instead where the server
 /// allows it, and falls back to these reads for a kind whose watch it refuses: these are what
 /// a run cannot do without.
-fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
-    let observation = crate::observed::observation(params);
+fn observation_needs<P: Planner>(params: &P, observed: &Observed) -> Vec<Access> {
+    let observation = params.observation();
     let ns = observation.namespace.as_str();
     let listed = observation.listed_kinds();
     let mut out: Vec<Access> = observation
@@ -179,7 +179,7 @@ fn observation_needs(params: &MigrateParams, observed: &Observed) -> Vec<Access>
 /// observation, and the reads and writes of the steps [`crate::preview::foreseen`] plans (a
 /// missing CA password stood in for, the steps before another planning error). Sorted, no
 /// duplicates.
-pub fn needed(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
+pub fn needed<P: Planner>(params: &P, observed: &Observed) -> Vec<Access> {
     needed_by(
         params,
         observed,
@@ -189,8 +189,9 @@ pub fn needed(params: &MigrateParams, observed: &Observed) -> Vec<Access> {
 
 /// [`needed`] of the steps `foreseen` from `observed` (the migrate loop plans them once, for
 /// its step count too).
-pub fn needed_by(params: &MigrateParams, observed: &Observed, foreseen: &[Step]) -> Vec<Access> {
+pub fn needed_by<P: Planner>(params: &P, observed: &Observed, foreseen: &[Step]) -> Vec<Access> {
     let mut out = observation_needs(params, observed);
+    let params = params.server();
     for step in foreseen {
         out.extend(step_needs(step, &params.namespace));
     }

@@ -59,6 +59,17 @@ impl Kubectl {
         self.uyuni(namespace, &args)
     }
 
+    /// The `kubectl uyuni install FQDN FLAGS…` that repeats an install, with its connection
+    /// and repeated flags (held in `migrate_flags`, whichever command made them).
+    pub fn install(&self, namespace: Option<&str>, fqdn: &str) -> String {
+        let mut args = format!("install {}", shell_quote(fqdn));
+        for flag in &self.migrate_flags {
+            args.push(' ');
+            args.push_str(&shell_quote(flag));
+        }
+        self.uyuni(namespace, &args)
+    }
+
     /// The same connection, with the repeated `migrate` flags named in `flags` (each takes a
     /// value, as `--flag V` or `--flag=V`) left out: the run again without them.
     pub fn without_flags(&self, flags: &[&str]) -> Kubectl {

@@ -60,6 +60,46 @@ impl Observation {
 
 /// The observation `plan` needs for a migration.
 pub fn observation(params: &MigrateParams) -> Observation {
+    server_observation(params, Vec::new())
+}
+
+/// The objects a migration reads that an install does not write. An install still reads
+/// Secret `uyuni-migration-data`, to refuse a namespace a migration writes to.
+const MIGRATION_ONLY: [(Kind, &str); 8] = [
+    (Kind::Secret, names::SSH_KEY_SECRET),
+    (Kind::ConfigMap, names::SSH_CONFIG_MAP),
+    (Kind::ServiceAccount, names::MIGRATION_SERVICE_ACCOUNT),
+    (Kind::Role, names::MIGRATION_ROLE),
+    (Kind::RoleBinding, names::MIGRATION_ROLE_BINDING),
+    (Kind::Secret, names::CA_PASSWORD_SECRET),
+    (Kind::Role, names::CA_KEY_ROLE),
+    (Kind::RoleBinding, names::CA_KEY_ROLE),
+];
+
+/// The observation `plan` needs for an install: the server's objects, and what only a fresh
+/// server has (its setup's Secrets, `uyuni-config`, the generated CA's issuer and
+/// Certificate).
+pub fn install_observation(params: &crate::params::InstallParams) -> Observation {
+    let mut observation = server_observation(
+        params,
+        vec![
+            ObjectRef::new(Kind::Secret, names::ADMIN_SECRET),
+            ObjectRef::new(Kind::Secret, names::SCC_SECRET),
+            ObjectRef::new(Kind::ConfigMap, names::CONFIG_MAP),
+            ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::SELF_SIGNED_ISSUER),
+            ObjectRef::new(Kind::Custom(CustomKind::Certificate), names::CA_CERTIFICATE),
+        ],
+    );
+    observation.named.retain(|target| {
+        !MIGRATION_ONLY
+            .iter()
+            .any(|(kind, name)| target.kind == *kind && target.name == *name)
+    });
+    observation
+}
+
+/// The objects of the server's end state and of a migration's opening, then `extra`.
+fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef>) -> Observation {
     let mut named = vec![
         ObjectRef::new(Kind::Namespace, params.namespace.clone()),
         ObjectRef::new(Kind::ConfigMap, names::SERVER_SPEC_CONFIG_MAP),
@@ -155,6 +195,7 @@ pub fn observation(params: &MigrateParams) -> Observation {
             crate::ports::route_name(p),
         ));
     }
+    named.extend(extra);
     Observation {
         namespace: params.namespace.clone(),
         named,

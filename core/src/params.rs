@@ -9,6 +9,11 @@ use crate::secret::SecretString;
 use crate::ssh::{self, SshProblem};
 use crate::volumes::{self, VolumeClaim};
 
+mod install;
+pub use install::{
+    Account, CaSubject, CaSubjectArgs, GeneratedPasswords, InstallArgs, InstallParams, is_email,
+};
+
 /// A file the user named on the command line, already read by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FileInput {
@@ -365,6 +370,29 @@ pub enum ParamsError {
         "source {0:?} is not a fully qualified domain name: give the source server's FQDN, for example uyuni.example.com"
     )]
     Fqdn(String),
+    #[error(
+        "{0:?} is not a fully qualified domain name: give the name the server will answer to, in lower case, for example uyuni.example.com"
+    )]
+    ServerFqdn(String),
+    #[error("{flag} {value:?} is not valid: it must be {rule}. Nothing was written")]
+    InstallValue {
+        flag: &'static str,
+        value: String,
+        rule: &'static str,
+    },
+    #[error("{what} cannot be used: {problem}. Give another one. Nothing was written")]
+    Password {
+        what: &'static str,
+        problem: &'static str,
+    },
+    #[error(
+        "--scc-user was given without the SCC password: put it in a file and pass --scc-password-file FILE, or set UYUNI_SCC_PASSWORD. Nothing was written"
+    )]
+    SccPasswordMissing,
+    #[error(
+        "an SCC password was given without --scc-user: give the SCC organisation user too, or neither. Nothing was written"
+    )]
+    SccUserMissing,
     #[error("SSH user {0:?} is not a valid user name: fix --user")]
     User(String),
     #[error("run id {0:?} must be a UTC timestamp YYYYMMDDhhmmss")]

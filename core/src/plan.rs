@@ -18,6 +18,7 @@ use crate::params::MigrateParams;
 
 mod database;
 mod error;
+pub mod install;
 pub mod phase;
 mod server;
 mod setup;
@@ -258,45 +259,15 @@ fn end_state(
     steps
 }
 
-/// Plans `migrate` from what was observed.
-pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
-    let params = &*crate::resolve::in_effect(params, observed);
+/// The opening every command shares: the namespace, the pull Secret, the user's mirror claim,
+/// the image checks, and the record of the server's specification (the first write after the
+/// checks).
+fn opening(
+    params: &crate::params::ServerParams,
+    observed: &Observed,
+    image_checks: Vec<Job>,
+) -> Result<Vec<Step>, PlanError> {
     let ns = &params.namespace;
-    // The phase check is the planner's own (its phases, its errors); the others are decided in
-    // `resolve`, except Pod Security, which builds the pods from the facts. Refused in this
-    // order, before any write.
-    crate::plan::phase::check(params, observed)?;
-    crate::plan::phase::check_images(params, observed)?;
-    let preflight = crate::resolve::preflight(params, observed);
-    preflight
-        .cert_manager
-        .map_err(|_| PlanError::CertManagerMissing)?;
-    preflight.storage?;
-    crate::pod_security::check(params, observed).map_err(|r| PlanError::PodSecurity {
-        namespace: r.namespace,
-        enforced: r.enforced,
-        needed: r.needed,
-        reasons: r.reasons,
-    })?;
-    // The --ssl-* certificates' names, before any write while no copy has told the source's
-    // java.hostname; a --prepare run copies first and is checked on the copy's data.
-    if !params.prepare && !matches!(observed.extracted(), Ok(Some(d)) if !d.placeholder) {
-        let mut names = vec![params.source_fqdn.clone()];
-        let cnames = params
-            .spec
-            .tls
-            .cnames
-            .iter()
-            .filter(|c| **c != params.source_fqdn);
-        names.extend(cnames.cloned());
-        tls::check_file_names(
-            params,
-            &params.source_fqdn,
-            &names,
-            "Nothing was written",
-            true,
-        )?;
-    }
     let mut steps = Vec::new();
 
     let ns_target = ObjectRef::new(Kind::Namespace, ns.clone());
@@ -344,10 +315,10 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
             "exists; never written (--mirror-claim)".to_owned(),
         ));
     }
-    // Before anything else is written: an image the migration cannot use is refused while the
-    // source still serves.
+    // Before anything else is written: an image the command cannot use is refused (for a
+    // migration, while the source still serves).
     steps.extend(
-        image_check::jobs(params)
+        image_checks
             .into_iter()
             .map(|job| job_step(observed, job, IMAGE_CHECK_WAIT)),
     );
@@ -360,6 +331,107 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         Object::ConfigMap(spec::server_spec(params)),
         observed,
     ));
+    Ok(steps)
+}
+
+/// What every command's parameters offer the loop, the dry run's preview and the permission
+/// check: one planner interface, whichever the command.
+pub trait Planner: Clone {
+    /// The shared parameters: namespace, run, specification.
+    fn server(&self) -> &crate::params::ServerParams;
+    /// What to read of the cluster.
+    fn observation(&self) -> crate::observed::Observation;
+    /// The plan from what was observed.
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError>;
+    /// Whether `error` is an input a run asks for on a terminal when the plan needs it; the
+    /// parameters with a stand-in for it, so that the steps after it can be planned (which
+    /// steps follow does not depend on its value).
+    fn with_stand_in(&self, error: &PlanError) -> Option<Self>;
+}
+
+impl Planner for MigrateParams {
+    fn server(&self) -> &crate::params::ServerParams {
+        self
+    }
+    fn observation(&self) -> crate::observed::Observation {
+        crate::observed::observation(self)
+    }
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
+        plan(self, observed)
+    }
+    fn with_stand_in(&self, error: &PlanError) -> Option<Self> {
+        (*error == PlanError::CaPasswordNeeded && self.ca_password.is_none()).then(|| {
+            MigrateParams {
+                ca_password: Some(crate::secret::SecretString::new(
+                    crate::observed::PLACEHOLDER,
+                )),
+                ..self.clone()
+            }
+        })
+    }
+}
+
+impl Planner for crate::params::InstallParams {
+    fn server(&self) -> &crate::params::ServerParams {
+        self
+    }
+    fn observation(&self) -> crate::observed::Observation {
+        crate::observed::install_observation(self)
+    }
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
+        install::plan(self, observed)
+    }
+    fn with_stand_in(&self, error: &PlanError) -> Option<Self> {
+        (*error == PlanError::AdminPasswordNeeded && self.admin_password.is_none()).then(|| {
+            let mut with = self.clone();
+            with.admin_password = Some(crate::secret::SecretString::new(
+                crate::observed::PLACEHOLDER,
+            ));
+            with
+        })
+    }
+}
+
+/// Plans `migrate` from what was observed.
+pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
+    let params = &*crate::resolve::in_effect(params, observed);
+    let ns = &params.namespace;
+    // The phase check is the planner's own (its phases, its errors); the others are decided in
+    // `resolve`, except Pod Security, which builds the pods from the facts. Refused in this
+    // order, before any write.
+    crate::plan::phase::check(params, observed)?;
+    crate::plan::phase::check_images(params, observed)?;
+    let preflight = crate::resolve::preflight(params, observed);
+    preflight
+        .cert_manager
+        .map_err(|_| PlanError::CertManagerMissing)?;
+    preflight.storage?;
+    crate::pod_security::check(params, observed).map_err(|r| PlanError::PodSecurity {
+        namespace: r.namespace,
+        enforced: r.enforced,
+        needed: r.needed,
+        reasons: r.reasons,
+    })?;
+    // The --ssl-* certificates' names, before any write while no copy has told the source's
+    // java.hostname; a --prepare run copies first and is checked on the copy's data.
+    if !params.prepare && !matches!(observed.extracted(), Ok(Some(d)) if !d.placeholder) {
+        let mut names = vec![params.source_fqdn.clone()];
+        let cnames = params
+            .spec
+            .tls
+            .cnames
+            .iter()
+            .filter(|c| **c != params.source_fqdn);
+        names.extend(cnames.cloned());
+        tls::check_file_names(
+            params,
+            &params.source_fqdn,
+            &names,
+            "Nothing was written",
+            tls::migrated_name_reason(&params.source_fqdn, true),
+        )?;
+    }
+    let mut steps = opening(params, observed, image_check::jobs(params))?;
     steps.push(ssh_key_step(params, observed)?);
     steps.push(ssh_config_step(params, observed)?);
     steps.extend(pvc_steps(params, observed));

@@ -270,20 +270,50 @@ pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
     let facts = crate::resolve::resolve(params, &Observed::default(), &data);
     let fqdn = facts.fqdn.clone();
     let settings = crate::settings::ServerSettings::migrated(&data);
+    pod_specs(jobs, server_deployments(params, &settings, &facts, &fqdn))
+}
+
+/// The Deployments of the server's end state, every optional one included.
+fn server_deployments(
+    params: &crate::params::ServerParams,
+    settings: &crate::settings::ServerSettings,
+    facts: &crate::resolve::Facts,
+    fqdn: &str,
+) -> Vec<k8s_openapi::api::apps::v1::Deployment> {
+    use crate::builders::database;
     let mut deployments = vec![
-        database::db_deployment(params, &settings, &facts.db_claim),
-        server::server_deployment(params, &settings, &facts),
+        database::db_deployment(params, settings, &facts.db_claim),
+        server::server_deployment(params, settings, facts),
         server::hub_deployment(&params.namespace, &params.spec, 1),
-        server::coco_deployment(params, &settings),
+        server::coco_deployment(params, settings),
     ];
     if params.spec.tftp.enabled != Some(false) {
         deployments.push(tftp::tftp_deployment(
             &params.namespace,
             &params.spec,
-            &fqdn,
+            fqdn,
             1,
         ));
     }
+    deployments
+}
+
+/// Every kind of pod an install runs: the image checks and the server's Deployments.
+pub fn install_pods(
+    params: &crate::params::InstallParams,
+    settings: &crate::settings::ServerSettings,
+) -> Vec<(String, PodSpec)> {
+    let facts = crate::resolve::install(params, &Observed::default());
+    pod_specs(
+        image_check::install_jobs(params),
+        server_deployments(params, settings, &facts, &params.fqdn),
+    )
+}
+
+fn pod_specs(
+    jobs: Vec<k8s_openapi::api::batch::v1::Job>,
+    deployments: Vec<k8s_openapi::api::apps::v1::Deployment>,
+) -> Vec<(String, PodSpec)> {
     let mut out = Vec::new();
     for job in jobs {
         let name = format!("Job {}", job.metadata.name.clone().unwrap_or_default());
@@ -302,9 +332,14 @@ pub fn pods(params: &MigrateParams) -> Vec<(String, PodSpec)> {
 
 /// The level the migration needs, and the reasons, pod by pod.
 pub fn needed(params: &MigrateParams) -> (Level, Vec<String>) {
+    needed_by(pods(params))
+}
+
+/// The level these pods need, and the reasons, pod by pod.
+fn needed_by(pods: Vec<(String, PodSpec)>) -> (Level, Vec<String>) {
     let mut level = Level::Restricted;
     let mut reasons = Vec::new();
-    let needs: Vec<(String, Need)> = pods(params)
+    let needs: Vec<(String, Need)> = pods
         .into_iter()
         .map(|(name, spec)| (name, required(&spec)))
         .collect();
@@ -351,17 +386,35 @@ pub struct Refusal {
 /// Refuses, before any write, a namespace whose enforced level would reject the migration's
 /// pods.
 pub fn check(params: &MigrateParams, observed: &Observed) -> Result<(), Refusal> {
-    let ns = &params.namespace;
+    check_pods(&params.namespace, observed, || pods(params))
+}
+
+/// [`check`] for an install's pods.
+pub fn check_install(
+    params: &crate::params::InstallParams,
+    settings: &crate::settings::ServerSettings,
+    observed: &Observed,
+) -> Result<(), Refusal> {
+    check_pods(&params.namespace, observed, || {
+        install_pods(params, settings)
+    })
+}
+
+fn check_pods(
+    ns: &str,
+    observed: &Observed,
+    pods: impl FnOnce() -> Vec<(String, PodSpec)>,
+) -> Result<(), Refusal> {
     let Some(value) = namespace_label(observed, ns, ENFORCE_LABEL) else {
         return Ok(());
     };
     let enforced = Level::parse(value);
-    let (needed, reasons) = needed(params);
+    let (needed, reasons) = needed_by(pods());
     if needed <= enforced {
         return Ok(());
     }
     Err(Refusal {
-        namespace: ns.clone(),
+        namespace: ns.to_owned(),
         enforced: value.to_owned(),
         needed: needed.name(),
         reasons,

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::observed::Observed;
 use crate::params::MigrateParams;
-use crate::plan::{Plan, PlanError, Step, plan};
+use crate::plan::{Plan, PlanError, Planner, Step};
 use crate::simulate::simulate_in_place;
 
 /// The whole operation as a dry run would show it.
@@ -26,11 +26,12 @@ pub struct Preview {
 pub const MAX_STEPS: usize = 500;
 
 /// Plans, simulates and plans again until nothing is left. Pure.
-pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, PlanError> {
+pub fn preview<P: Planner>(params: &P, observed: &Observed) -> Result<Preview, PlanError> {
     let mut state = observed.clone();
     let mut executed = Vec::new();
+    let ns = params.server().namespace.clone();
     loop {
-        let current = plan(params, &state)?;
+        let current = params.plan(&state)?;
         let Some(step) = current.next_step().cloned() else {
             let steps = current
                 .steps
@@ -50,7 +51,7 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
                 final_plan: current,
             });
         };
-        simulate_in_place(&mut state, &params.namespace, &step);
+        simulate_in_place(&mut state, &ns, &step);
         executed.push(step);
         if executed.len() > MAX_STEPS {
             // Unreachable for a correct planner (a property test checks it); stop rather than spin.
@@ -65,41 +66,33 @@ pub fn preview(params: &MigrateParams, observed: &Observed) -> Result<Preview, P
     }
 }
 
-/// `params` with a stand-in for the CA key's password: which steps a run takes does not depend
-/// on its value, so what follows the point where a run asks for it can be planned.
-fn with_password_stand_in(params: &MigrateParams) -> MigrateParams {
-    MigrateParams {
-        ca_password: Some(crate::secret::SecretString::new(
-            crate::observed::PLACEHOLDER,
-        )),
-        ..params.clone()
-    }
-}
-
 /// The steps a run from `observed` would carry out, as far as they can be planned now: what
 /// the migrate loop shows as its step count and reviews the permissions of
 /// ([`crate::access::needed_by`]), from one planning pass. A missing CA password does not stop
 /// it: the run asks for it when the plan needs it, and which steps follow does not depend on
 /// its value, so the rest is planned with a stand-in (as the dry run's preview is). Another
 /// planning error ends the list with the steps before it.
-pub fn foreseen(params: &MigrateParams, observed: &Observed) -> Vec<Step> {
+pub fn foreseen<P: Planner>(params: &P, observed: &Observed) -> Vec<Step> {
     let mut state = observed.clone();
     let mut out = Vec::new();
-    let mut with_password: Option<MigrateParams> = None;
+    let mut stand_in: Option<P> = None;
+    let ns = params.server().namespace.clone();
     while out.len() < MAX_STEPS {
-        let params = with_password.as_ref().unwrap_or(params);
-        let current = match plan(params, &state) {
+        let current = match stand_in.as_ref().unwrap_or(params).plan(&state) {
             Ok(current) => current,
-            Err(PlanError::CaPasswordNeeded) if with_password.is_none() => {
-                with_password = Some(with_password_stand_in(params));
-                continue;
-            }
+            Err(e) if stand_in.is_none() => match params.with_stand_in(&e) {
+                Some(with) => {
+                    stand_in = Some(with);
+                    continue;
+                }
+                None => break,
+            },
             Err(_) => break,
         };
         let Some(step) = current.next_step().cloned() else {
             break;
         };
-        simulate_in_place(&mut state, &params.namespace, &step);
+        simulate_in_place(&mut state, &ns, &step);
         out.push(step);
     }
     out
@@ -122,8 +115,8 @@ pub struct Assumption {
 /// cert-manager is installed, so that it can be reviewed first, and says so. Likewise without
 /// the CA key's password where the source's key is known to need it: a real run asks or
 /// refuses before the source is stopped; the preview assumes it given.
-pub fn dry_run_preview(
-    params: &MigrateParams,
+pub fn dry_run_preview<P: Planner>(
+    params: &P,
     observed: &Observed,
 ) -> Result<(Preview, Option<Assumption>), PlanError> {
     match preview(params, observed) {
@@ -141,13 +134,21 @@ pub fn dry_run_preview(
                 }),
             ))
         }
-        Err(refused @ PlanError::CaPasswordNeeded) if params.ca_password.is_none() => {
-            let shown = preview(&with_password_stand_in(params), observed)?;
+        Err(refused) if params.with_stand_in(&refused).is_some() => {
+            let Some(with) = params.with_stand_in(&refused) else {
+                return Err(refused);
+            };
+            let shown = preview(&with, observed)?;
+            let assumed = if refused == PlanError::CaPasswordNeeded {
+                "The preview below assumes the password is given; a real run asks for it on a terminal, or refuses without one, before the source's services are stopped."
+            } else {
+                "The preview below assumes the password is given; a real run asks for it on a terminal, or refuses without one, before writing anything."
+            };
             Ok((
                 shown,
                 Some(Assumption {
                     refused,
-                    assumed: "The preview below assumes the password is given; a real run asks for it on a terminal, or refuses without one, before the source's services are stopped.",
+                    assumed,
                     observed: observed.clone(),
                 }),
             ))

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use crate::catalogue::names;
 use crate::object::{CustomKind, Kind};
 use crate::observed::{ExtractedData, Observed};
-use crate::params::{IngressMode, MigrateParams, PullSecret, ServerParams};
+use crate::params::{IngressMode, InstallParams, MigrateParams, PullSecret, ServerParams};
 use crate::pg;
 use crate::ports::Features;
 use crate::storage::{self, StorageError};
@@ -27,6 +27,8 @@ pub struct Facts {
     /// The server certificate's names: the FQDN, then `--ssl-cname`.
     pub dns_names: Vec<String>,
     pub tftp: Result<TftpDecision, NotRecorded>,
+    /// Where the TFTP decision came from, for step descriptions.
+    pub tftp_origin: &'static str,
     /// Replicas of the hub XML-RPC API (0: not deployed).
     pub hub_replicas: i32,
     /// The conditional ports and Services.
@@ -123,12 +125,67 @@ pub fn resolve(params: &MigrateParams, observed: &Observed, data: &ExtractedData
         fqdn: server_fqdn(params, data),
         dns_names: server_dns_names(params, data),
         tftp: tftp(params, data),
+        tftp_origin: tftp(params, data).map_or("", |d| tftp_origin(params, d)),
         hub_replicas: hub_replicas(params, data),
         features: features(params, data),
         db_claim: data_claim(pg.clone().unwrap_or(pg::Upgrade::Unknown)),
         pg,
         ingress: ingress(params, observed),
         preflight: preflight(params, observed),
+    }
+}
+
+/// Every fact of a fresh server, from `install`'s parameters and the cluster: nothing comes
+/// from a source. TFTP is on unless `--tftp=false`, as the chart's `tftp.enable` defaults to
+/// true (`containers/server-helm/values.yaml`); the hub XML-RPC API only with
+/// `--hubxmlrpc-replicas`; the database on the chart's `var-pgsql18`.
+pub fn install(params: &InstallParams, observed: &Observed) -> Facts {
+    let tls = if params.spec.tls.third_party.is_some() {
+        TlsMode::ThirdPartyFiles
+    } else if earlier_third_party(observed) {
+        TlsMode::KeptFromEarlierRun
+    } else {
+        TlsMode::GeneratedCa
+    };
+    let mut dns_names = vec![params.fqdn.clone()];
+    for c in &params.spec.tls.cnames {
+        if !dns_names.contains(c) {
+            dns_names.push(c.clone());
+        }
+    }
+    let hub_replicas = params.spec.hubxmlrpc_replicas.unwrap_or(0);
+    let needs_cert_manager = tls == TlsMode::GeneratedCa;
+    let served = observed.serves(CustomKind::Issuer) && observed.serves(CustomKind::Certificate);
+    Facts {
+        tls: Ok(tls),
+        fqdn: params.fqdn.clone(),
+        dns_names,
+        tftp: Ok(if params.spec.tftp.enabled == Some(false) {
+            TftpDecision::Off
+        } else {
+            TftpDecision::On
+        }),
+        tftp_origin: match params.spec.tftp.enabled {
+            Some(true) => "--tftp",
+            Some(false) => "--tftp=false",
+            None => "on by default, as in the official chart; --tftp=false turns it off",
+        },
+        hub_replicas,
+        features: Features {
+            debug: params.debug_java,
+            hub: hub_replicas > 0,
+        },
+        pg: Ok(pg::Upgrade::NotNeeded),
+        db_claim: volumes::upgraded_database_volume(),
+        ingress: ingress(params, observed),
+        preflight: Preflight {
+            cert_manager: if served || !needs_cert_manager {
+                Ok(())
+            } else {
+                Err(CertManagerMissing)
+            },
+            storage: storage::check(params, observed),
+        },
     }
 }
 
@@ -178,6 +235,9 @@ pub enum TlsMode {
     /// An earlier run wrote the server's certificate from `--ssl-*` files and none are given
     /// this time: kept as it is, never replaced by one issued from the migrated CA.
     KeptFromEarlierRun,
+    /// A new CA made by cert-manager (self-signed issuer, CA Certificate, CA issuer): a fresh
+    /// server's, when no certificate files are given.
+    GeneratedCa,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -73,6 +73,22 @@ impl ServerSettings {
         }
     }
 
+    /// The settings of a fresh server, from `install`'s parameters.
+    pub fn for_install(params: &crate::params::InstallParams) -> Self {
+        Self::installed(
+            &params.timezone,
+            params.debug_java,
+            FirstStart {
+                organization: params.organization.clone(),
+                admin_first_name: params.admin_first_name.clone(),
+                admin_last_name: params.admin_last_name.clone(),
+                email: params.email.clone(),
+                mail_from: params.mail_from.clone(),
+                scc: params.scc.is_some(),
+            },
+        )
+    }
+
     /// The data-sync Job the server's data comes from, if it was migrated.
     pub fn sync_job(&self) -> Option<&str> {
         match &self.origin {

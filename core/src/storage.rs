@@ -83,6 +83,10 @@ pub fn check(params: &ServerParams, observed: &Observed) -> Result<(), StorageEr
         )))
         .filter(|(name, _)| !observed.contains(Kind::PersistentVolumeClaim, name))
         .collect();
+    // An install's specification names the database claim `var-pgsql18` already.
+    let mut wanted = wanted;
+    let mut seen = std::collections::BTreeSet::new();
+    wanted.retain(|(name, _)| seen.insert(*name));
     let found: Vec<String> = classes.iter().map(|c| c.name.clone()).collect();
     let claims_of = |class: Option<&str>| -> Vec<String> {
         wanted

@@ -13,6 +13,7 @@ mod database_plan;
 mod database_scripts;
 mod golden;
 mod image_check_scripts;
+mod install;
 mod layers;
 mod mirror;
 mod outage;

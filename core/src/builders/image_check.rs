@@ -16,8 +16,17 @@ pub use crate::catalogue::steps::{
     IMAGE_CHECK_SERVER as SERVER_STEP,
 };
 
-/// The check Jobs, in the order they run.
+/// The check Jobs of a migration, in the order they run.
 pub fn jobs(params: &ServerParams) -> Vec<Job> {
+    checks(params, 3, "the migration")
+}
+
+/// The check Jobs of a fresh server: the server and database images (no PostgreSQL upgrade).
+pub fn install_jobs(params: &ServerParams) -> Vec<Job> {
+    checks(params, 2, "a new server")
+}
+
+fn checks(params: &ServerParams, count: usize, purpose: &str) -> Vec<Job> {
     let images = &params.spec.image;
     [
         (
@@ -40,13 +49,14 @@ pub fn jobs(params: &ServerParams) -> Vec<Job> {
         ),
     ]
     .into_iter()
+    .take(count)
     .map(|(step, role, image, script)| {
         script_job(
             params,
             &ScriptJob {
                 step,
                 description: format!(
-                    "check that the {role} image {image} is one the migration supports"
+                    "check that the {role} image {image} is one {purpose} supports"
                 ),
                 component: components::MIGRATION,
                 image,

@@ -5,6 +5,7 @@ pub mod data_sync;
 pub mod database;
 pub mod image_check;
 pub mod ingress;
+pub mod install;
 pub mod job;
 pub mod migration;
 pub mod namespace;

@@ -230,6 +230,73 @@ fn custom(kind: CustomKind, name: &str, namespace: &str, spec: serde_json::Value
     }
 }
 
+/// The self-signed Issuer that signs a generated CA (uyuni-project/uyuni-charts
+/// `server-selfsigned/templates/certificates.yaml`: `uyuni-root-issuer`, `selfSigned: {}`), in
+/// the server's namespace rather than cert-manager's: the tool writes nothing outside it.
+pub fn self_signed_issuer(namespace: &str) -> CustomObject {
+    custom(
+        CustomKind::Issuer,
+        names::SELF_SIGNED_ISSUER,
+        namespace,
+        json!({"selfSigned": {}}),
+    )
+}
+
+/// How long a generated CA is valid: ten years, as `rhn-ssl-tool` makes the classic server's
+/// CA. cert-manager's default of 90 days would renew it, and with it what every client trusts,
+/// every two months.
+pub const GENERATED_CA_DURATION: &str = "87600h";
+
+/// The Certificate of a generated CA, in Secret `uyuni-ca` (the charts' example names both
+/// so): `isCA`, the subject of mgradm's `--ssl-*` flags, the FQDN as common name. Its key is
+/// kept on renewal (`rotationPolicy: Never`), so certificates already issued still chain.
+pub fn ca_certificate(
+    namespace: &str,
+    fqdn: &str,
+    subject: Option<&crate::params::CaSubject>,
+) -> CustomObject {
+    let mut spec = json!({
+        "secretName": names::CA_SECRET,
+        "secretTemplate": {"labels": tls_labels()},
+        "isCA": true,
+        "duration": GENERATED_CA_DURATION,
+        "usages": ["cert sign", "crl sign", "digital signature"],
+        "privateKey": {"algorithm": "RSA", "size": 4096, "rotationPolicy": "Never"},
+        "issuerRef": {"name": names::SELF_SIGNED_ISSUER, "kind": "Issuer", "group": "cert-manager.io"},
+    });
+    if fqdn.len() <= 64 {
+        spec["commonName"] = json!(fqdn);
+    } else {
+        spec["commonName"] = json!("Uyuni CA");
+    }
+    if let Some(s) = subject {
+        spec["subject"] = json!({
+            "countries": [s.country],
+            "provinces": [s.state],
+            "localities": [s.city],
+            "organizations": [s.org],
+            "organizationalUnits": [s.ou],
+        });
+    }
+    custom(
+        CustomKind::Certificate,
+        names::CA_CERTIFICATE,
+        namespace,
+        spec,
+    )
+}
+
+/// The CA certificate cert-manager wrote into a Certificate's Secret: `ca.crt`, which a
+/// self-signed certificate's Secret holds too, else `tls.crt`.
+pub fn ca_of_secret(secret: &Secret) -> Option<String> {
+    let data = secret.data.as_ref()?;
+    ["ca.crt", "tls.crt"]
+        .iter()
+        .filter_map(|k| data.get(*k))
+        .find(|v| !v.0.is_empty())
+        .and_then(|v| String::from_utf8(v.0.clone()).ok())
+}
+
 /// The CA issuer signing with Secret `uyuni-ca`.
 pub fn ca_issuer(namespace: &str) -> CustomObject {
     custom(

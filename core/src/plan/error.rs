@@ -68,7 +68,7 @@ pub enum PlanError {
     /// upgrade. `changes`: each Deployment with its image now and the one asked for; `same`:
     /// the run without its image flags.
     #[error(
-        "refused: this run would change the images of the server in namespace {namespace}, which runs on the migrated data ({running}): {changes}. Changing them is an upgrade, not a migration: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. `kubectl uyuni upgrade` will do it with a copy of the database kept; it is not built yet. To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
+        "refused: this run would change the images of the server in namespace {namespace}, which runs on its data ({running}): {changes}. Changing them is an upgrade: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. `kubectl uyuni upgrade` will do it with a copy of the database kept; it is not built yet. To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
     )]
     ImageChangeOnRunningServer {
         namespace: String,
@@ -88,6 +88,30 @@ pub enum PlanError {
         "the source's CA key is encrypted: give its password with --ssl-password-file FILE or the environment variable UYUNI_SSL_PASSWORD (it is never accepted on the command line), then run again; the steps done so far are kept"
     )]
     CaPasswordNeeded,
+    /// `install` on a namespace whose server it did not install.
+    #[error(
+        "namespace {namespace} holds a server already ({found}), which this tool did not install: install refuses to write over it. Choose another namespace with -n, or, to manage that server, use the command that made it. Nothing was written"
+    )]
+    ServerPresent { namespace: String, found: String },
+    /// `install` on a namespace a migration writes to.
+    #[error(
+        "namespace {namespace} holds a migration ({found}): install refuses to write over it. Finish it with `kubectl uyuni migrate`, or choose another namespace with -n. Nothing was written"
+    )]
+    MigrationPresent { namespace: String, found: String },
+    /// Claims `install` would use exist, and it did not create them.
+    #[error(
+        "claim(s) {} exist in namespace {namespace} and were not created by an install of this tool: they may hold another server's data. To run the new server on that data (the image then keeps it and skips its first-start setup, so the credential Secrets must be the ones that data was set up with), run again with --reuse-volumes; to start afresh, choose another namespace with -n or delete those claims yourself. Nothing was written",
+        claims.join(", ")
+    )]
+    ClaimsHoldData {
+        namespace: String,
+        claims: Vec<String>,
+    },
+    /// The first administrator's password is needed and was not given.
+    #[error(
+        "the first administrator's password is needed: put it in a file and pass --admin-password-file FILE, or set UYUNI_ADMIN_PASSWORD (it is never accepted on the command line; on a terminal it is asked for). Nothing was written"
+    )]
+    AdminPasswordNeeded,
     #[error("{0}")]
     Tls(#[from] crate::resolve::TlsError),
     /// A third-party certificate does not name a host the server answers to.

@@ -133,8 +133,64 @@ pub fn check_images(params: &MigrateParams, observed: &Observed) -> Result<(), P
     let Some(job) = data_taken_over(observed) else {
         return Ok(());
     };
+    let changes = image_changes(params, observed);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let running = [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter(|name| taken_over(observed, name, &job))
+        .map(|name| format!("Deployment {name}"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let ns = &params.namespace;
+    Err(PlanError::ImageChangeOnRunningServer {
+        namespace: ns.clone(),
+        running: format!("{running}, on the data of Job {job}"),
+        changes: changes.join("; "),
+        same: params.kubectl.without_flags(&IMAGE_FLAGS).migrate(
+            Some(ns),
+            &params.source_fqdn,
+            false,
+        ),
+    })
+}
+
+/// Before any write: once an installed server ran (Deployment `db` or `uyuni` with the install
+/// origin, not stopped), its database was set up by its images; another image is an upgrade
+/// and is refused, as for a migrated server.
+pub fn check_installed_images(
+    params: &crate::params::InstallParams,
+    observed: &Observed,
+) -> Result<(), PlanError> {
+    let running: Vec<String> = [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter(|name| running_replicas(observed, name).is_some())
+        .map(|name| format!("Deployment {name}"))
+        .collect();
+    if running.is_empty() {
+        return Ok(());
+    }
+    let changes = image_changes(params, observed);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let ns = &params.namespace;
+    Err(PlanError::ImageChangeOnRunningServer {
+        namespace: ns.clone(),
+        running: format!("{}, installed by this tool", running.join(" and ")),
+        changes: changes.join("; "),
+        same: params
+            .kubectl
+            .without_flags(&IMAGE_FLAGS)
+            .install(Some(ns), &params.fqdn),
+    })
+}
+
+/// The Deployments that exist and run another image than the parameters ask for.
+fn image_changes(params: &crate::params::ServerParams, observed: &Observed) -> Vec<String> {
     let image = &params.spec.image;
-    let changes: Vec<String> = [
+    [
         (server::SERVER_DEPLOYMENT, &image.server),
         (names::DB_DEPLOYMENT, &image.database),
         (server::HUB_DEPLOYMENT, &image.hub_xmlrpc),
@@ -157,27 +213,7 @@ pub fn check_images(params: &MigrateParams, observed: &Observed) -> Result<(), P
         (live != *wanted)
             .then(|| format!("Deployment {name} runs {live}, this run asks for {wanted}"))
     })
-    .collect();
-    if changes.is_empty() {
-        return Ok(());
-    }
-    let running = [server::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
-        .into_iter()
-        .filter(|name| taken_over(observed, name, &job))
-        .map(|name| format!("Deployment {name}"))
-        .collect::<Vec<_>>()
-        .join(" and ");
-    let ns = &params.namespace;
-    Err(PlanError::ImageChangeOnRunningServer {
-        namespace: ns.clone(),
-        running: format!("{running}, on the data of Job {job}"),
-        changes: changes.join("; "),
-        same: params.kubectl.without_flags(&IMAGE_FLAGS).migrate(
-            Some(ns),
-            &params.source_fqdn,
-            false,
-        ),
-    })
+    .collect()
 }
 
 /// Where the migration in this namespace stands. Pure; the later phases win.

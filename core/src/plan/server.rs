@@ -13,7 +13,7 @@ use crate::observed::Observed;
 use crate::params::{MigrateParams, ServerParams};
 use crate::plan::{DeploymentWait, Step};
 use crate::ports;
-use crate::resolve::{Controller, Facts, TftpDecision as Decision, tftp_origin};
+use crate::resolve::{Controller, Facts, TftpDecision as Decision};
 use crate::settings::ServerSettings;
 
 /// No limit for the server: its first start after a migration reindexes and updates the
@@ -242,7 +242,7 @@ fn tftp_notes(params: &ServerParams, observed: &Observed, facts: &Facts) -> Vec<
         },
         Ok(Decision::Off) if leftover => notes.push(format!(
             "TFTP is off ({}); Service {} of an earlier run is left: delete it with `{delete}`.",
-            tftp_origin(params, Decision::Off),
+            facts.tftp_origin,
             tftp::SERVICE,
         )),
         Ok(Decision::Off | Decision::Unknown) | Err(_) => {}
@@ -256,6 +256,7 @@ fn tftp_service_step(
     params: &ServerParams,
     observed: &Observed,
     decision: Decision,
+    origin: &str,
 ) -> Option<Step> {
     let ns = &params.namespace;
     let description = format!(
@@ -267,7 +268,7 @@ fn tftp_service_step(
     let wanted = decision != Decision::Off && !params.spec.tftp.host_network;
     if wanted {
         let description = match decision {
-            Decision::Unknown => format!("{description} ({})", tftp_origin(params, decision)),
+            Decision::Unknown => format!("{description} ({origin})"),
             Decision::On | Decision::Off => description,
         };
         return Some(apply_step(
@@ -304,6 +305,7 @@ fn tftp_deployment_step(
     observed: &Observed,
     decision: Decision,
     fqdn: &str,
+    origin: &str,
 ) -> Option<Step> {
     let replicas = i32::from(decision != Decision::Off);
     if replicas == 0 && observed.deployment(tftp::DEPLOYMENT).is_none() {
@@ -315,15 +317,12 @@ fn tftp_deployment_step(
         "behind Service tftp"
     };
     let description = if replicas == 0 {
-        format!(
-            "the TFTP server, scaled to 0 ({})",
-            tftp_origin(params, decision)
-        )
+        format!("the TFTP server, scaled to 0 ({origin})")
     } else {
         format!(
             "the TFTP server, {network}, serving files of Service {} ({})",
             tftp::WEB_SERVICE,
-            tftp_origin(params, decision)
+            origin
         )
     };
     Some(apply_step(
@@ -368,7 +367,12 @@ pub(super) fn steps(
             observed,
         ));
     }
-    steps.extend(tftp_service_step(params, observed, tftp_decision));
+    steps.extend(tftp_service_step(
+        params,
+        observed,
+        tftp_decision,
+        facts.tftp_origin,
+    ));
     let fqdn = &facts.fqdn;
     steps.extend(ingress_steps(params, observed, facts));
     steps.push(apply_step(
@@ -397,7 +401,13 @@ pub(super) fn steps(
             observed,
         ));
     }
-    steps.extend(tftp_deployment_step(params, observed, tftp_decision, fqdn));
+    steps.extend(tftp_deployment_step(
+        params,
+        observed,
+        tftp_decision,
+        fqdn,
+        facts.tftp_origin,
+    ));
     steps.push(wait_step(
         observed,
         "server-ready",

@@ -11,7 +11,7 @@ use crate::builders::tls;
 use crate::catalogue::names;
 use crate::object::{CustomKind, Kind, Object, ObjectRef};
 use crate::observed::{ExtractedData, Observed, custom_ready};
-use crate::params::{CertBundle, MigrateParams};
+use crate::params::{CaSubject, CertBundle, InstallParams, MigrateParams, ServerParams};
 use crate::plan::{Action, DeploymentWait, Step};
 use crate::resolve::{Facts, TlsMode};
 
@@ -38,7 +38,7 @@ fn wait_ready(observed: &Observed, id: &str, target: ObjectRef, what: &str) -> S
 }
 
 fn third_party_steps(
-    params: &MigrateParams,
+    params: &ServerParams,
     observed: &Observed,
     server: &CertBundle,
     db: &CertBundle,
@@ -168,66 +168,7 @@ fn reused_ca_steps(
         steps.extend(ca_key_rbac_steps(ns, observed));
         steps.push(job_step(observed, tls::ca_key_job(params, data), SHORT_JOB));
     }
-    steps.push(apply_step(
-        "ca-issuer",
-        "cert-manager CA Issuer uyuni-ca-issuer signing with the migrated CA".into(),
-        Object::Custom(tls::ca_issuer(ns)),
-        observed,
-    ));
-    let server_names = &facts.dns_names;
-    steps.push(apply_step(
-        "server-certificate",
-        format!("Certificate uyuni-cert for {}", server_names.join(", ")),
-        Object::Custom(tls::certificate(
-            ns,
-            names::SERVER_CERT_SECRET,
-            server_names,
-        )),
-        observed,
-    ));
-    let db_names = tls::db_dns_names(server_names);
-    steps.push(apply_step(
-        "db-certificate",
-        format!("Certificate db-cert for {}", db_names.join(", ")),
-        Object::Custom(tls::certificate(ns, names::DB_CERT_SECRET, &db_names)),
-        observed,
-    ));
-    for (id, name, what) in [
-        (
-            "ca-config-map",
-            names::CA_CONFIG_MAP,
-            "the CA the server and its clients trust",
-        ),
-        (
-            "db-ca-config-map",
-            names::DB_CA_CONFIG_MAP,
-            "the CA of the database certificate",
-        ),
-    ] {
-        steps.push(apply_step(
-            id,
-            format!("ConfigMap {name}: {what}"),
-            Object::ConfigMap(tls::ca_config_map(ns, name, &ca)),
-            observed,
-        ));
-    }
-    steps.push(wait_ready(
-        observed,
-        "ca-issuer-ready",
-        ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::CA_ISSUER),
-        "the CA issuer",
-    ));
-    for (id, name) in [
-        ("server-certificate-ready", names::SERVER_CERT_SECRET),
-        ("db-certificate-ready", names::DB_CERT_SECRET),
-    ] {
-        steps.push(wait_ready(
-            observed,
-            id,
-            ObjectRef::new(Kind::Custom(CustomKind::Certificate), name),
-            &format!("Certificate {name}"),
-        ));
-    }
+    steps.extend(issuing_steps(ns, observed, facts, &ca, "the migrated CA"));
     Ok(steps)
 }
 
@@ -286,18 +227,30 @@ fn names_list(names: &[String]) -> String {
     }
 }
 
+/// Why a migrated server answers to `fqdn`, for a certificate that does not name it.
+/// `fqdn_from_flag`: the FQDN is the source's as given (no data yet, or dry-run placeholders),
+/// not yet its `java.hostname`.
+pub(crate) fn migrated_name_reason(fqdn: &str, fqdn_from_flag: bool) -> String {
+    if fqdn_from_flag {
+        format!(
+            "the server answers to {fqdn} (the source's FQDN as given; the migration takes the source's java.hostname when its copy has run: if that differs and the certificate names it, run with --prepare first, and the certificate is checked against it)"
+        )
+    } else {
+        format!("the server answers to {fqdn} (the source's java.hostname)")
+    }
+}
+
 /// The `--ssl-*` certificates name the hosts the server answers to: the server's, the FQDN and
 /// every `--ssl-cname`; the database's, the FQDN, by which external report-database clients
 /// reach it (images-today A.7: the internal names `db` and `reportdb` are no longer needed,
 /// and the images use the server's certificate for both). Their pair and chain were checked
-/// with the parameters. `fqdn_from_flag`: the FQDN is the source's as given (no data yet, or
-/// dry-run placeholders), not yet its `java.hostname`.
+/// with the parameters. `why`: why the server answers to `fqdn`, in words.
 pub(crate) fn check_file_names(
-    params: &MigrateParams,
+    params: &ServerParams,
     fqdn: &str,
     dns_names: &[String],
     after: &str,
-    fqdn_from_flag: bool,
+    why: String,
 ) -> Result<(), PlanError> {
     let Some(tp) = &params.spec.tls.third_party else {
         return Ok(());
@@ -315,17 +268,7 @@ pub(crate) fn check_file_names(
         if missing.is_empty() {
             continue;
         }
-        let why = if fqdn_from_flag {
-            format!(
-                "the server answers to {} (the source's FQDN as given; the migration takes the source's java.hostname when its copy has run: if that differs and the certificate names it, run with --prepare first, and the certificate is checked against it)",
-                fqdn[0]
-            )
-        } else {
-            format!(
-                "the server answers to {} (the source's java.hostname)",
-                fqdn[0]
-            )
-        };
+        let why = why.clone();
         return Err(PlanError::CertificateNames(Box::new(
             crate::plan::error::CertificateNames {
                 origin: bundle.origin.clone(),
@@ -392,7 +335,7 @@ pub(super) fn steps(
                 &facts.fqdn,
                 &facts.dns_names,
                 &after,
-                data.placeholder,
+                migrated_name_reason(&facts.fqdn, data.placeholder),
             )?;
             Ok(third_party_steps(params, observed, &tp.server, &tp.db))
         }
@@ -413,7 +356,154 @@ pub(super) fn steps(
             Ok(third_party_steps(params, observed, &bundle, &bundle))
         }
         TlsMode::ReusedCa => reused_ca_steps(params, observed, data, facts),
+        // A migration's server keeps its source's CA or certificate (`resolve::tls_mode`).
+        TlsMode::GeneratedCa => Ok(generated_ca_steps(params, observed, facts, None)),
     }
+}
+
+/// TLS of a fresh server: a CA cert-manager generates, or the `--ssl-*` files, or what an
+/// earlier run wrote from them.
+pub(super) fn install_steps(
+    params: &InstallParams,
+    observed: &Observed,
+    facts: &Facts,
+) -> Result<Vec<Step>, PlanError> {
+    match facts.tls.clone()? {
+        TlsMode::KeptFromEarlierRun => Ok(kept_third_party_steps(observed)),
+        TlsMode::ThirdPartyFiles => {
+            let Some(tp) = &params.spec.tls.third_party else {
+                return Ok(Vec::new());
+            };
+            check_file_names(
+                params,
+                &facts.fqdn,
+                &facts.dns_names,
+                "Nothing was written",
+                format!("the server answers to {} (the FQDN given)", facts.fqdn),
+            )?;
+            Ok(third_party_steps(params, observed, &tp.server, &tp.db))
+        }
+        TlsMode::GeneratedCa | TlsMode::ReusedCa | TlsMode::ThirdPartyMigrated => Ok(
+            generated_ca_steps(params, observed, facts, Some(&params.ca_subject)),
+        ),
+    }
+}
+
+/// Shown in a dry run where the CA cert-manager generates goes: it exists once issued.
+pub const GENERATED_CA_PLACEHOLDER: &str = "<the CA cert-manager generates>";
+
+/// A CA cert-manager generates, as the Uyuni charts' `server-selfsigned` example does
+/// (uyuni-project/uyuni-charts `server-selfsigned/templates/certificates.yaml` @fbbe7790): a
+/// self-signed Issuer, the CA Certificate whose Secret `uyuni-ca` the CA Issuer signs with,
+/// then the server's and the database's certificates. The CA ConfigMaps follow the CA's
+/// Secret, so they come after its wait.
+fn generated_ca_steps(
+    params: &ServerParams,
+    observed: &Observed,
+    facts: &Facts,
+    subject: Option<&CaSubject>,
+) -> Vec<Step> {
+    let ns = &params.namespace;
+    let mut steps = vec![
+        apply_step(
+            "self-signed-issuer",
+            format!(
+                "cert-manager self-signed Issuer {} that signs the new CA",
+                names::SELF_SIGNED_ISSUER
+            ),
+            Object::Custom(tls::self_signed_issuer(ns)),
+            observed,
+        ),
+        apply_step(
+            "ca-certificate",
+            format!(
+                "cert-manager Certificate {}: a new CA for {}, in Secret {}",
+                names::CA_CERTIFICATE,
+                facts.fqdn,
+                names::CA_SECRET
+            ),
+            Object::Custom(tls::ca_certificate(ns, &facts.fqdn, subject)),
+            observed,
+        ),
+        wait_ready(
+            observed,
+            "ca-certificate-ready",
+            ObjectRef::new(Kind::Custom(CustomKind::Certificate), names::CA_CERTIFICATE),
+            "the new CA",
+        ),
+    ];
+    let ca = observed
+        .secret(names::CA_SECRET)
+        .and_then(tls::ca_of_secret)
+        .unwrap_or_else(|| GENERATED_CA_PLACEHOLDER.to_owned());
+    steps.extend(issuing_steps(ns, observed, facts, &ca, "the generated CA"));
+    steps
+}
+
+/// The CA issuer, the server's and the database's certificates, the CA ConfigMaps and the
+/// waits: the same whichever CA the issuer signs with.
+fn issuing_steps(ns: &str, observed: &Observed, facts: &Facts, ca: &str, which: &str) -> Vec<Step> {
+    let mut steps = vec![apply_step(
+        "ca-issuer",
+        format!("cert-manager CA Issuer uyuni-ca-issuer signing with {which}"),
+        Object::Custom(tls::ca_issuer(ns)),
+        observed,
+    )];
+    let server_names = &facts.dns_names;
+    steps.push(apply_step(
+        "server-certificate",
+        format!("Certificate uyuni-cert for {}", server_names.join(", ")),
+        Object::Custom(tls::certificate(
+            ns,
+            names::SERVER_CERT_SECRET,
+            server_names,
+        )),
+        observed,
+    ));
+    let db_names = tls::db_dns_names(server_names);
+    steps.push(apply_step(
+        "db-certificate",
+        format!("Certificate db-cert for {}", db_names.join(", ")),
+        Object::Custom(tls::certificate(ns, names::DB_CERT_SECRET, &db_names)),
+        observed,
+    ));
+    for (id, name, what) in [
+        (
+            "ca-config-map",
+            names::CA_CONFIG_MAP,
+            "the CA the server and its clients trust",
+        ),
+        (
+            "db-ca-config-map",
+            names::DB_CA_CONFIG_MAP,
+            "the CA of the database certificate",
+        ),
+    ] {
+        steps.push(apply_step(
+            id,
+            format!("ConfigMap {name}: {what}"),
+            Object::ConfigMap(tls::ca_config_map(ns, name, ca)),
+            observed,
+        ));
+    }
+    steps.push(wait_ready(
+        observed,
+        "ca-issuer-ready",
+        ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::CA_ISSUER),
+        "the CA issuer",
+    ));
+    for (id, name) in [
+        ("server-certificate-ready", names::SERVER_CERT_SECRET),
+        ("db-certificate-ready", names::DB_CERT_SECRET),
+    ] {
+        steps.push(wait_ready(
+            observed,
+            id,
+            ObjectRef::new(Kind::Custom(CustomKind::Certificate), name),
+            &format!("Certificate {name}"),
+        ));
+    }
+    steps
 }
 
 /// Whether the CA key's password is needed, and whether it is there: the same conditions under

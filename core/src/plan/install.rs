@@ -1,0 +1,280 @@
+//! `install`'s plan: the opening every command shares (namespace, pull Secret, mirror claim,
+//! image checks, the recorded specification), the claims, the fresh server's credentials and
+//! its `uyuni-config`, then the server's end state as `migrate` ends with it
+//! ([`super::end_state`]) on a database the image sets up at its first start.
+//!
+//! What the official chart's documentation has the administrator create by hand before
+//! `helm install` (`containers/server-helm/README.md`: the four basic-auth Secrets, the TLS
+//! Secrets and the CA ConfigMaps) is written here, the passwords of the database accounts
+//! generated when not given and never changed once their Secret exists.
+
+use super::database::{DatabaseCommand, DatabaseSteps, service_steps};
+use super::{Plan, PlanError, Step, apply_step, keep_step};
+use crate::builders::{database, install};
+use crate::catalogue::names;
+use crate::labels;
+use crate::object::{Kind, Object, ObjectRef};
+use crate::observed::Observed;
+use crate::params::InstallParams;
+use crate::settings::ServerSettings;
+
+/// Whether an object carries the install origin ([`labels::ORIGIN_ANNOTATION`]).
+fn installed_here(observed: &Observed, target: &ObjectRef) -> bool {
+    observed.objects.get(target).is_some_and(|o| {
+        o.metadata()
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(labels::ORIGIN_ANNOTATION))
+            .is_some_and(|v| v == labels::ORIGIN_INSTALL)
+    })
+}
+
+/// The claims an install writes: the specification's, the database's being `var-pgsql18`.
+fn claims(params: &InstallParams) -> Vec<String> {
+    params.spec.volumes.iter().map(|v| v.name.clone()).collect()
+}
+
+/// Before any write: the namespace holds no other server or migration, and no claim this
+/// install would use holds data it did not write (unless `--reuse-volumes`).
+fn check_namespace(params: &InstallParams, observed: &Observed) -> Result<(), PlanError> {
+    let ns = &params.namespace;
+    let others: Vec<String> = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter(|name| {
+            let target = ObjectRef::new(Kind::Deployment, *name);
+            observed.objects.contains_key(&target) && !installed_here(observed, &target)
+        })
+        .map(|name| format!("Deployment {name}"))
+        .collect();
+    if !others.is_empty() {
+        return Err(PlanError::ServerPresent {
+            namespace: ns.clone(),
+            found: others.join(" and "),
+        });
+    }
+    let syncs = observed.jobs_for_step(crate::catalogue::steps::DATA_SYNC);
+    if let Some(job) = syncs.first() {
+        return Err(PlanError::MigrationPresent {
+            namespace: ns.clone(),
+            found: format!(
+                "data-sync Job {}",
+                job.metadata.name.clone().unwrap_or_default()
+            ),
+        });
+    }
+    if observed.contains(Kind::Secret, names::MIGRATION_DATA_SECRET) {
+        return Err(PlanError::MigrationPresent {
+            namespace: ns.clone(),
+            found: format!("Secret {}", names::MIGRATION_DATA_SECRET),
+        });
+    }
+    if !params.reuse_volumes {
+        let held: Vec<String> = claims(params)
+            .into_iter()
+            .filter(|name| {
+                let target = ObjectRef::new(Kind::PersistentVolumeClaim, name.clone());
+                observed.objects.contains_key(&target) && !installed_here(observed, &target)
+            })
+            .collect();
+        if !held.is_empty() {
+            return Err(PlanError::ClaimsHoldData {
+                namespace: ns.clone(),
+                claims: held,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A credential Secret: written once, with the password given or generated then, and kept
+/// from then on, whatever a later run is given or generates (the database was set up with
+/// the first one).
+fn credential_step(
+    observed: &Observed,
+    name: &str,
+    description: String,
+    build: impl FnOnce() -> k8s_openapi::api::core::v1::Secret,
+) -> Step {
+    let target = ObjectRef::new(Kind::Secret, name);
+    if observed.objects.contains_key(&target) {
+        keep_step(
+            name,
+            description,
+            target,
+            "exists; kept (the server was set up with it)".into(),
+        )
+    } else {
+        apply_step(name, description, Object::Secret(build()), observed)
+    }
+}
+
+/// The database accounts' Secrets, in the chart's names.
+fn database_credentials(params: &InstallParams, observed: &Observed) -> Vec<Step> {
+    let ns = &params.namespace;
+    let origin = |given: bool| if given { "given" } else { "generated" };
+    [
+        (
+            names::DB_ADMIN_SECRET,
+            "the PostgreSQL superuser",
+            &params.db_admin,
+        ),
+        (
+            names::DB_SECRET,
+            "the server's database account",
+            &params.db,
+        ),
+        (
+            names::REPORTDB_SECRET,
+            "the report database's account",
+            &params.report_db,
+        ),
+    ]
+    .into_iter()
+    .map(|(name, what, account)| {
+        credential_step(
+            observed,
+            name,
+            format!(
+                "{name}: {what} {} (password {})",
+                account.user,
+                origin(account.password.is_some())
+            ),
+            || database::credentials_secret(ns, name, &account.user, account.password().expose()),
+        )
+    })
+    .collect()
+}
+
+/// The first administrator's and the SCC Secrets: the image's first start reads them.
+fn setup_credentials(params: &InstallParams, observed: &Observed) -> Result<Vec<Step>, PlanError> {
+    let ns = &params.namespace;
+    let admin_target = ObjectRef::new(Kind::Secret, names::ADMIN_SECRET);
+    let admin_description = format!(
+        "{}: the first administrator {}",
+        names::ADMIN_SECRET,
+        params.admin_login
+    );
+    let mut steps = vec![match &params.admin_password {
+        _ if observed.objects.contains_key(&admin_target) => keep_step(
+            names::ADMIN_SECRET,
+            admin_description,
+            admin_target,
+            "exists; kept (the administrator is created with it at the first start)".into(),
+        ),
+        Some(password) => apply_step(
+            names::ADMIN_SECRET,
+            admin_description,
+            Object::Secret(install::admin_secret(
+                ns,
+                &params.admin_login,
+                password.expose(),
+            )),
+            observed,
+        ),
+        None => return Err(PlanError::AdminPasswordNeeded),
+    }];
+    if let Some((user, password)) = &params.scc {
+        steps.push(apply_step(
+            names::SCC_SECRET,
+            format!("{}: the SCC organisation credentials", names::SCC_SECRET),
+            Object::Secret(install::scc_secret(ns, user, password.expose())),
+            observed,
+        ));
+    }
+    Ok(steps)
+}
+
+/// Plans `install` from what was observed.
+pub fn plan(params: &InstallParams, observed: &Observed) -> Result<Plan, PlanError> {
+    let params = &*crate::resolve::in_effect(params, observed);
+    let ns = &params.namespace;
+    // Refused in this order, before any write.
+    check_namespace(params, observed)?;
+    super::phase::check_installed_images(params, observed)?;
+    let facts = crate::resolve::install(params, observed);
+    facts
+        .preflight
+        .cert_manager
+        .map_err(|_| PlanError::CertManagerMissing)?;
+    facts.preflight.storage.clone()?;
+    let settings = ServerSettings::for_install(params);
+    crate::pod_security::check_install(params, &settings, observed).map_err(|r| {
+        PlanError::PodSecurity {
+            namespace: r.namespace,
+            enforced: r.enforced,
+            needed: r.needed,
+            reasons: r.reasons,
+        }
+    })?;
+    let tls = super::tls::install_steps(params, observed, &facts)?;
+    let tftp = facts
+        .tftp
+        .map_err(|_| PlanError::TftpNotRecorded { job: String::new() })?;
+
+    let mut steps = super::opening(
+        params,
+        observed,
+        crate::builders::image_check::install_jobs(params),
+    )?;
+    steps.extend(
+        super::setup::pvc_steps(params, observed)
+            .into_iter()
+            .map(mark_installed),
+    );
+    let mut credentials = database_credentials(params, observed);
+    credentials.extend(setup_credentials(params, observed)?);
+    credentials.push(apply_step(
+        "uyuni-config",
+        format!(
+            "ConfigMap {}: the server's name, e-mail and database endpoints",
+            names::CONFIG_MAP
+        ),
+        Object::ConfigMap(install::uyuni_config(
+            ns,
+            &params.fqdn,
+            &params.email,
+            &settings.db_name,
+        )),
+        observed,
+    ));
+    let database = DatabaseSteps {
+        // A fresh database: nothing to make fit for the image.
+        data: Vec::new(),
+        service: service_steps(
+            params,
+            observed,
+            &settings,
+            &facts.db_claim,
+            DatabaseCommand {
+                credentials,
+                before_start: Vec::new(),
+                after_ready: Vec::new(),
+            },
+        ),
+    };
+    steps.extend(super::end_state(
+        params, observed, &settings, &facts, tftp, database, tls,
+    ));
+    Ok(Plan {
+        namespace: ns.clone(),
+        steps,
+    })
+}
+
+/// A claim this install creates carries the install origin, so that a later run knows it
+/// from a claim that held data before.
+fn mark_installed(mut step: Step) -> Step {
+    if let super::Action::Apply(object) = &mut step.action
+        && let Object::PersistentVolumeClaim(claim) = &mut **object
+    {
+        claim
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                labels::ORIGIN_ANNOTATION.to_owned(),
+                labels::ORIGIN_INSTALL.to_owned(),
+            );
+    }
+    step
+}
