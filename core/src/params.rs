@@ -11,7 +11,8 @@ use crate::volumes::{self, VolumeClaim};
 
 mod install;
 pub use install::{
-    Account, CaSubject, CaSubjectArgs, GeneratedPasswords, InstallArgs, InstallParams, is_email,
+    Account, CaSubject, CaSubjectArgs, GeneratedPasswords, InstallArgs, InstallParams,
+    check_admin_password, is_email,
 };
 
 /// A file the user named on the command line, already read by the caller.

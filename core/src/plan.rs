@@ -37,7 +37,8 @@ pub use steps::{delete_step, purge_step};
 use sync::{IMAGE_CHECK_WAIT, sync_steps};
 pub use sync::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP};
 
-pub use server::exposure_notes;
+pub use server::{exposure_notes, reach_notes};
+pub use tls::GENERATED_CA_PLACEHOLDER;
 pub(crate) use tls::ca_password_need;
 
 /// What a step does, as a verb a reviewer reads.

@@ -273,8 +273,8 @@ impl Setting {
 /// The arguments of a run with the record applied, what each remembered flag's value comes
 /// from, and the record the run writes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Merged {
-    pub args: MigrateArgs,
+pub struct Merged<A> {
+    pub args: A,
     /// Every remembered flag with a value, or whose recorded value a flag changed.
     pub settings: Vec<Setting>,
     /// What ConfigMap `uyuni-server-spec` is to hold: every flag with a value, and an empty
@@ -310,16 +310,72 @@ pub enum RecordError {
     Params(#[from] ParamsError),
 }
 
-fn edit_command(args: &MigrateArgs) -> String {
-    args.kubectl.cmd(
-        Some(&args.namespace),
+/// The arguments of a command that deploys a server, into which the record is merged.
+pub trait WithSpec: Clone {
+    type Params;
+    fn namespace(&self) -> &str;
+    fn kubectl(&self) -> &crate::kubectl::Kubectl;
+    fn spec(&self) -> &ServerSpecArgs;
+    fn spec_mut(&mut self) -> &mut ServerSpecArgs;
+    fn validate(&self) -> Result<Self::Params, ParamsError>;
+    /// Sets the record the run writes on its parameters.
+    fn set_record(params: &mut Self::Params, record: BTreeMap<String, String>);
+}
+
+impl WithSpec for MigrateArgs {
+    type Params = MigrateParams;
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn kubectl(&self) -> &crate::kubectl::Kubectl {
+        &self.kubectl
+    }
+    fn spec(&self) -> &ServerSpecArgs {
+        &self.spec
+    }
+    fn spec_mut(&mut self) -> &mut ServerSpecArgs {
+        &mut self.spec
+    }
+    fn validate(&self) -> Result<MigrateParams, ParamsError> {
+        MigrateParams::from_args(self)
+    }
+    fn set_record(params: &mut MigrateParams, record: BTreeMap<String, String>) {
+        params.spec_record = record;
+    }
+}
+
+impl WithSpec for crate::params::InstallArgs {
+    type Params = crate::params::InstallParams;
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn kubectl(&self) -> &crate::kubectl::Kubectl {
+        &self.kubectl
+    }
+    fn spec(&self) -> &ServerSpecArgs {
+        &self.spec
+    }
+    fn spec_mut(&mut self) -> &mut ServerSpecArgs {
+        &mut self.spec
+    }
+    fn validate(&self) -> Result<crate::params::InstallParams, ParamsError> {
+        crate::params::InstallParams::from_args(self)
+    }
+    fn set_record(params: &mut crate::params::InstallParams, record: BTreeMap<String, String>) {
+        params.spec_record = record;
+    }
+}
+
+fn edit_command<A: WithSpec>(args: &A) -> String {
+    args.kubectl().cmd(
+        Some(args.namespace()),
         &format!("edit configmap {}", names::SERVER_SPEC_CONFIG_MAP),
     )
 }
 
-fn invalid(args: &MigrateArgs, key: &str, value: &str, problem: String) -> RecordError {
+fn invalid<A: WithSpec>(args: &A, key: &str, value: &str, problem: String) -> RecordError {
     RecordError::Invalid {
-        namespace: args.namespace.clone(),
+        namespace: args.namespace().to_owned(),
         key: key.to_owned(),
         value: value.to_owned(),
         problem,
@@ -331,24 +387,24 @@ fn invalid(args: &MigrateArgs, key: &str, value: &str, problem: String) -> Recor
 /// recorded value. The registry user stays out of the arguments when only remembered: its
 /// password is not, and the Secret `registry-credentials` the earlier run wrote stays in use
 /// (`resolve::in_effect`).
-pub fn merge(
-    given: MigrateArgs,
+pub fn merge<A: WithSpec>(
+    given: A,
     recorded: &BTreeMap<String, String>,
-) -> Result<Merged, RecordError> {
+) -> Result<Merged<A>, RecordError> {
     let recorded: BTreeMap<&str, &str> = recorded
         .iter()
         .map(|(k, v)| (k.as_str(), v.trim()))
         .collect();
     if let Some(key) = recorded.keys().find(|k| !FLAGS.contains(k)) {
         return Err(RecordError::UnknownKey {
-            namespace: given.namespace.clone(),
+            namespace: given.namespace().to_owned(),
             key: (*key).to_owned(),
             edit: edit_command(&given),
         });
     }
     let given_values: BTreeMap<&str, String> = FLAGS
         .iter()
-        .filter_map(|k| Some((*k, get(&given.spec, k)?)))
+        .filter_map(|k| Some((*k, get(given.spec(), k)?)))
         .collect();
     let mut args = given.clone();
     let mut settings = Vec::new();
@@ -384,7 +440,7 @@ pub fn merge(
                         let parsed =
                             parse(key, old).map_err(|p| invalid(&given, key, old, p.to_owned()))?;
                         if key != "registry-user" {
-                            set(&mut args.spec, key, parsed);
+                            set(args.spec_mut(), key, parsed);
                         }
                         (Some(old.to_owned()), Some(Origin::Remembered))
                     }
@@ -423,18 +479,18 @@ pub fn merge(
 /// A recorded value that no longer validates is reported as the record's, with the key to fix:
 /// when the merged arguments fail and the arguments given alone do not fail the same way, each
 /// remembered value is left out in turn until the one to blame is found.
-pub fn params(
-    given: MigrateArgs,
+pub fn params<A: WithSpec>(
+    given: A,
     recorded: &BTreeMap<String, String>,
-) -> Result<(MigrateParams, Vec<Setting>), RecordError> {
+) -> Result<(A::Params, Vec<Setting>), RecordError> {
     let merged = merge(given.clone(), recorded)?;
-    match MigrateParams::from_args(&merged.args) {
+    match merged.args.validate() {
         Ok(mut params) => {
-            params.spec_record = merged.record;
+            A::set_record(&mut params, merged.record);
             Ok((params, merged.settings))
         }
         Err(error) => {
-            if MigrateParams::from_args(&given).err().as_ref() == Some(&error) {
+            if given.validate().err().as_ref() == Some(&error) {
                 return Err(error.into());
             }
             for setting in merged
@@ -446,7 +502,7 @@ pub fn params(
                 without.remove(setting.flag);
                 let fixed = merge(given.clone(), &without)
                     .ok()
-                    .is_some_and(|m| MigrateParams::from_args(&m.args).is_ok());
+                    .is_some_and(|m| m.args.validate().is_ok());
                 if fixed {
                     return Err(invalid(
                         &given,

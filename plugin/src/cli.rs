@@ -143,6 +143,24 @@ pub enum Command {
     /// value (a repeatable flag its whole list). A switch takes =false to turn a remembered
     /// one off, e.g. --tftp-host-network=false.
     Migrate(Box<MigrateCmd>),
+    /// Install a new Uyuni server in the cluster.
+    ///
+    /// Writes what the official Helm chart deploys, with what its documentation has you create
+    /// by hand first: the credential Secrets (the database passwords generated unless given),
+    /// ConfigMap uyuni-config, a CA generated through cert-manager (or the --ssl-* files), the
+    /// database on var-pgsql18 and the server, which sets itself up at its first start. Run it
+    /// again after an interruption: it resumes where it stopped; a finished install plans
+    /// nothing.
+    ///
+    /// Passwords are never taken from the command line: each comes from its --*-password-file,
+    /// from the environment (UYUNI_ADMIN_PASSWORD, UYUNI_DB_PASSWORD, UYUNI_DB_ADMIN_PASSWORD,
+    /// UYUNI_REPORTDB_PASSWORD, UYUNI_SCC_PASSWORD, UYUNI_REGISTRY_PASSWORD), or, for the
+    /// administrator's, from a prompt on a terminal. The database passwords not given are
+    /// generated and stored only in their Secrets.
+    ///
+    /// Flags marked [remembered] are recorded in ConfigMap uyuni-server-spec, as for migrate.
+    #[command(after_help = INSTALL_EXAMPLES)]
+    Install(Box<InstallCmd>),
     /// Print the client version and, when a server runs in the namespace, its images.
     ///
     /// Never fails because the cluster cannot be reached: the client version is printed and a
@@ -152,6 +170,18 @@ pub enum Command {
     #[command(long_about = COMPLETION_HELP)]
     Completion(CompletionCmd),
 }
+
+const INSTALL_EXAMPLES: &str = "Examples:
+  # Preview everything the install would write, then install (asks for the admin password)
+  kubectl uyuni -n uyuni install uyuni.example.com --email admin@example.com --dry-run
+  kubectl uyuni -n uyuni install uyuni.example.com --email admin@example.com
+
+  # Without a terminal: the password from a file, certificates from your own CA
+  kubectl uyuni -n uyuni install uyuni.example.com --admin-password-file admin.pass \\
+      --ssl-ca-root ca.pem --ssl-server-cert server.pem --ssl-server-key server.key
+
+  # Read a generated database password afterwards
+  kubectl -n uyuni get secret db-credentials -o jsonpath='{.data.password}' | base64 -d";
 
 const COMPLETION_HELP: &str = "Print a shell completion script (bash, zsh or fish).
 
@@ -266,7 +296,13 @@ const NOT_REPEATED: [&str; 13] = [
 /// The `migrate` flags of a command line (after `normalize_args`) that a repeated run needs:
 /// the words after `migrate`, without the source and the flags the hint gives itself.
 pub fn repeat_flags(argv: &[String], source: &str) -> Vec<String> {
-    let Some(start) = argv.iter().position(|a| a == "migrate") else {
+    repeat_flags_of(argv, "migrate", source)
+}
+
+/// The flags of `command` on a command line that a repeated run needs: the words after the
+/// command's name, without its positional argument and the flags the hint gives itself.
+pub fn repeat_flags_of(argv: &[String], command: &str, source: &str) -> Vec<String> {
+    let Some(start) = argv.iter().position(|a| a == command) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -396,6 +432,129 @@ pub struct MigrateCmd {
 
     #[command(flatten)]
     pub preview: PreviewFlags,
+}
+
+/// `install`: its own inputs, then the groups every command that deploys a server shares.
+#[derive(Debug, Args)]
+pub struct InstallCmd {
+    #[command(flatten)]
+    pub install: InstallFlags,
+
+    #[command(flatten)]
+    pub run: RunFlags,
+
+    #[command(flatten)]
+    pub spec: ServerSpecFlags,
+
+    #[command(flatten)]
+    pub preview: PreviewFlags,
+}
+
+const ADMIN: &str = "Administrator and organisation";
+const DATABASE: &str = "Database accounts";
+const CA: &str = "Generated CA (without --ssl-* files)";
+
+/// What only a fresh server needs (mgradm install's flags and defaults,
+/// `mgradm/cmd/install/flags.go`, `shared/ssl/flags.go`).
+#[derive(Debug, Args)]
+pub struct InstallFlags {
+    /// Fully qualified domain name the server answers to (lower case).
+    #[arg(value_name = "FQDN")]
+    pub fqdn: String,
+
+    /// Run on claims that exist already and that this tool did not create (after an
+    /// uninstall, say): the image keeps their data and skips its first-start setup.
+    #[arg(long)]
+    pub reuse_volumes: bool,
+
+    /// Login of the first administrator.
+    #[arg(long, default_value = "admin", value_name = "LOGIN", help_heading = ADMIN)]
+    pub admin_login: String,
+
+    /// File holding the first administrator's password (first line); else
+    /// UYUNI_ADMIN_PASSWORD, else asked on a terminal.
+    #[arg(long, value_name = "FILE", help_heading = ADMIN)]
+    pub admin_password_file: Option<PathBuf>,
+
+    /// The administrator's first name.
+    #[arg(long, default_value = "Administrator", value_name = "NAME", help_heading = ADMIN)]
+    pub admin_first_name: String,
+
+    /// The administrator's last name.
+    #[arg(long, default_value = "McAdmin", value_name = "NAME", help_heading = ADMIN)]
+    pub admin_last_name: String,
+
+    /// The first organisation's name.
+    #[arg(long, default_value = "Organization", value_name = "NAME", help_heading = ADMIN)]
+    pub organization: String,
+
+    /// The administrator's e-mail address.
+    #[arg(long, default_value = "admin@example.com", value_name = "ADDRESS", help_heading = ADMIN)]
+    pub email: String,
+
+    /// The address the server's e-mails come from (default: --email).
+    #[arg(long = "emailfrom", value_name = "ADDRESS", help_heading = ADMIN)]
+    pub email_from: Option<String>,
+
+    /// The server's time zone.
+    #[arg(long, default_value = "Etc/UTC", value_name = "ZONE", help_heading = ADMIN)]
+    pub tz: String,
+
+    /// Expose the Java debugging ports.
+    #[arg(long, help_heading = ADMIN)]
+    pub debug_java: bool,
+
+    /// SCC organisation user, for mirroring SUSE products.
+    #[arg(long, value_name = "USER", help_heading = ADMIN)]
+    pub scc_user: Option<String>,
+
+    /// File holding the SCC password (first line); else UYUNI_SCC_PASSWORD.
+    #[arg(long, value_name = "FILE", help_heading = ADMIN)]
+    pub scc_password_file: Option<PathBuf>,
+
+    /// The server's database user.
+    #[arg(long, default_value = "spacewalk", value_name = "USER", help_heading = DATABASE)]
+    pub db_user: String,
+
+    /// File holding its password; else UYUNI_DB_PASSWORD; else generated.
+    #[arg(long, value_name = "FILE", help_heading = DATABASE)]
+    pub db_password_file: Option<PathBuf>,
+
+    /// The PostgreSQL superuser.
+    #[arg(long, default_value = "postgres", value_name = "USER", help_heading = DATABASE)]
+    pub db_admin_user: String,
+
+    /// File holding its password; else UYUNI_DB_ADMIN_PASSWORD; else generated.
+    #[arg(long, value_name = "FILE", help_heading = DATABASE)]
+    pub db_admin_password_file: Option<PathBuf>,
+
+    /// The report database's user.
+    #[arg(long, default_value = "pythia_susemanager", value_name = "USER", help_heading = DATABASE)]
+    pub reportdb_user: String,
+
+    /// File holding its password; else UYUNI_REPORTDB_PASSWORD; else generated.
+    #[arg(long, value_name = "FILE", help_heading = DATABASE)]
+    pub reportdb_password_file: Option<PathBuf>,
+
+    /// Two-letter country code of the generated CA.
+    #[arg(long, default_value = "DE", value_name = "CC", help_heading = CA)]
+    pub ssl_country: String,
+
+    /// State or province of the generated CA.
+    #[arg(long, default_value = "Bayern", value_name = "STATE", help_heading = CA)]
+    pub ssl_state: String,
+
+    /// City of the generated CA.
+    #[arg(long, default_value = "Nuernberg", value_name = "CITY", help_heading = CA)]
+    pub ssl_city: String,
+
+    /// Organisation of the generated CA.
+    #[arg(long, default_value = "SUSE", value_name = "ORG", help_heading = CA)]
+    pub ssl_org: String,
+
+    /// Organisational unit of the generated CA.
+    #[arg(long, default_value = "SUSE", value_name = "OU", help_heading = CA)]
+    pub ssl_ou: String,
 }
 
 /// What only a migration needs: the source, how to reach it, and the copy.

@@ -52,7 +52,7 @@ pub fn paint(lines: &[Line], colour: bool) -> String {
     out
 }
 
-struct ServerCheck {
+pub(crate) struct ServerCheck {
     target: String,
     result: ServerDryRun,
 }
@@ -76,7 +76,7 @@ struct DryRunDocument<'a> {
 
 /// One write as the API server judged it with `dryRun=All`.
 #[derive(Serialize)]
-struct ServerCheckJson<'a> {
+pub(crate) struct ServerCheckJson<'a> {
     target: &'a str,
     /// `accepted`, `rejected` or `client-side-only`.
     result: &'static str,
@@ -100,24 +100,18 @@ impl<'a> From<&'a ServerCheck> for ServerCheckJson<'a> {
     }
 }
 
-async fn server_checks(
+pub(crate) async fn server_checks(
     conn: &uyuni_effects::Connection,
-    params: &MigrateParams,
+    namespace: &str,
     observed: &Observed,
     steps: &[Step],
     reporter: &Reporter,
 ) -> Result<Vec<ServerCheck>> {
-    let namespace_exists = observed.contains(uyuni_core::Kind::Namespace, &params.namespace);
+    let namespace_exists = observed.contains(uyuni_core::Kind::Namespace, namespace);
     let mut checks = Vec::new();
     for object in steps.iter().filter_map(|s| s.action.object()) {
-        let result = server_dry_run(
-            &conn.client,
-            &params.namespace,
-            namespace_exists,
-            &object,
-            reporter,
-        )
-        .await?;
+        let result =
+            server_dry_run(&conn.client, namespace, namespace_exists, &object, reporter).await?;
         checks.push(ServerCheck {
             target: object.object_ref().to_string(),
             result,
@@ -126,7 +120,7 @@ async fn server_checks(
     Ok(checks)
 }
 
-fn server_text(checks: &[ServerCheck]) -> String {
+pub(crate) fn server_text(checks: &[ServerCheck]) -> String {
     let mut out = String::from("\nServer-side dry run (dryRun=All):\n");
     for c in checks {
         let verdict = match &c.result {
@@ -186,7 +180,7 @@ pub async fn run(
     }
     let checks = match cmd.preview.dry_run {
         Some(DryRun::Server) => {
-            Some(server_checks(conn, params, observed, &preview.steps, reporter).await?)
+            Some(server_checks(conn, &params.namespace, observed, &preview.steps, reporter).await?)
         }
         _ => None,
     };
@@ -254,22 +248,29 @@ pub async fn run(
         }
     }
     stdout.flush()?;
-    if let Some(checks) = &checks {
-        let rejected: Vec<&ServerCheck> = checks
-            .iter()
-            .filter(|c| matches!(c.result, ServerDryRun::Rejected(_)))
-            .collect();
-        if !rejected.is_empty() {
-            bail!(
-                "the API server would refuse {} object(s): {}; see the server-side dry run above",
-                rejected.len(),
-                rejected
-                    .iter()
-                    .map(|c| c.target.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
+    refuse_rejected(checks.as_deref())?;
     Ok(changes)
+}
+
+/// After a server-side dry run: an error naming the objects the API server would refuse.
+pub(crate) fn refuse_rejected(checks: Option<&[ServerCheck]>) -> Result<()> {
+    let Some(checks) = checks else {
+        return Ok(());
+    };
+    let rejected: Vec<&ServerCheck> = checks
+        .iter()
+        .filter(|c| matches!(c.result, ServerDryRun::Rejected(_)))
+        .collect();
+    if !rejected.is_empty() {
+        bail!(
+            "the API server would refuse {} object(s): {}; see the server-side dry run above",
+            rejected.len(),
+            rejected
+                .iter()
+                .map(|c| c.target.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod completion;
 pub mod drive;
 pub mod dry_run;
+pub mod install;
 pub mod lock;
 pub mod migrate;
 pub mod output;
@@ -119,19 +120,79 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
         Command::Migrate(cmd) => {
             let run_lock = lock::RunLock::default();
             let work = migrate::run(cmd, cli, reporter, &run_lock);
-            // Dropping `work` stops it at its next await point: an object being applied was
-            // sent whole or not at all (server-side apply), and a Job keeps running.
-            let outcome = tokio::select! {
-                result = work => Ok(result),
-                signal = interrupt() => Err(signal),
-            };
-            // However the run ended (done, failed, or interrupted), its namespace's lease is
-            // released for the next run.
-            run_lock.release(reporter).await;
-            match outcome {
-                Ok(result) => result,
-                Err(signal) => Err(Interrupted::new(signal, cmd, cli, reporter).into()),
-            }
+            interruptible(
+                work,
+                &run_lock,
+                reporter,
+                || {
+                    // The same run again (same source, --prepare or not, same flags; never
+                    // --yes: the outage stays the user's decision).
+                    let kubectl = migrate::repeat_kubectl(cmd, cli);
+                    let again = kubectl.clone();
+                    let resume = move |ns: Option<&str>| {
+                        again.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare)
+                    };
+                    (
+                        kubectl,
+                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
+                    )
+                },
+                cli,
+            )
+            .await
+        }
+        Command::Install(cmd) => {
+            let run_lock = lock::RunLock::default();
+            let work = install::run(cmd, cli, reporter, &run_lock);
+            interruptible(
+                work,
+                &run_lock,
+                reporter,
+                || {
+                    let kubectl = install::repeat_kubectl(cmd, cli);
+                    let again = kubectl.clone();
+                    let resume = move |ns: Option<&str>| again.install(ns, &cmd.install.fqdn);
+                    (
+                        kubectl,
+                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
+                    )
+                },
+                cli,
+            )
+            .await
+        }
+    }
+}
+
+/// The repeated command's connection flags, and the command line that resumes the run in a
+/// namespace.
+type Resume<'a> = (
+    uyuni_core::kubectl::Kubectl,
+    Box<dyn Fn(Option<&str>) -> String + 'a>,
+);
+
+/// Runs a command that writes until it ends or a signal stops it; releases the namespace's
+/// lease either way. Dropping `work` stops it at its next await point: an object being applied
+/// was sent whole or not at all (server-side apply), and a Job keeps running.
+async fn interruptible<'a>(
+    work: impl std::future::Future<Output = Result<()>>,
+    run_lock: &lock::RunLock,
+    reporter: &output::Reporter,
+    resume: impl FnOnce() -> Resume<'a>,
+    cli: &Cli,
+) -> Result<()> {
+    let outcome = tokio::select! {
+        result = work => Ok(result),
+        signal = interrupt() => Err(signal),
+    };
+    // However the run ended (done, failed, or interrupted), its namespace's lease is released
+    // for the next run.
+    run_lock.release(reporter).await;
+    match outcome {
+        Ok(result) => result,
+        Err(signal) => {
+            let (kubectl, resume) = resume();
+            Err(Interrupted::new(signal, &kubectl, &*resume, cli, reporter).into())
         }
     }
 }
@@ -191,12 +252,11 @@ struct Interrupted {
 impl Interrupted {
     fn new(
         signal: Signal,
-        cmd: &cli::MigrateCmd,
+        kubectl: &uyuni_core::kubectl::Kubectl,
+        resume: &dyn Fn(Option<&str>) -> String,
         cli: &Cli,
         reporter: &output::Reporter,
     ) -> Interrupted {
-        // The context resolved at connection, if the run got that far.
-        let kubectl = migrate::repeat_kubectl(cmd, cli);
         let (namespace, job) = reporter.interrupted_context();
         let namespace = namespace.or_else(|| cli.kube.namespace.clone());
         let ns = namespace.as_deref();
@@ -204,15 +264,11 @@ impl Interrupted {
             ns,
             &format!("get jobs -l {}", uyuni_core::labels::MANAGED_SELECTOR),
         );
-        // The same run again (same source, --prepare or not, same flags; never --yes: the
-        // outage stays the user's decision), with the namespace the run resolved.
-        let resume = format!(
-            "run `{}` to resume where it stopped",
-            kubectl.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare)
-        );
+        // The same run again, with the namespace the run resolved.
+        let resume = format!("run `{}` to resume where it stopped", resume(ns));
         let message = match job {
             Some(job) => format!(
-                "interrupted by {}: Job {job} was already started and keeps running in the cluster; follow it with `{}` (all Jobs of the migration: `{jobs}`); nothing was left half-written; {resume}, it waits for that Job",
+                "interrupted by {}: Job {job} was already started and keeps running in the cluster; follow it with `{}` (all Jobs of the run: `{jobs}`); nothing was left half-written; {resume}, it waits for that Job",
                 signal.name(),
                 kubectl.cmd(ns, &format!("logs -f job/{job}")),
             ),

@@ -40,7 +40,11 @@ pub const SSL_PASSWORD_ENV: &str = "UYUNI_SSL_PASSWORD";
 
 /// A password from its file flag (the file's first line) or its environment variable; never
 /// from argv. `None` when neither is given.
-fn password(flag: &str, file: Option<&std::path::Path>, env: &str) -> Result<Option<SecretString>> {
+pub(crate) fn password(
+    flag: &str,
+    file: Option<&std::path::Path>,
+    env: &str,
+) -> Result<Option<SecretString>> {
     if let Some(path) = file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {flag} {}: check the path", path.display()))?;
@@ -69,7 +73,7 @@ fn prompt_ssl_password() -> Option<SecretString> {
 }
 
 /// Asks for a secret on the terminal, without echo; `None` when there is no terminal.
-fn prompt_secret(prompt: &str) -> Option<SecretString> {
+pub(crate) fn prompt_secret(prompt: &str) -> Option<SecretString> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return None;
@@ -83,7 +87,7 @@ fn prompt_secret(prompt: &str) -> Option<SecretString> {
 }
 
 /// Whether the user can be asked: stdin and stderr are terminals.
-fn interactive() -> bool {
+pub(crate) fn interactive() -> bool {
     use std::io::IsTerminal;
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }

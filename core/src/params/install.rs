@@ -216,6 +216,20 @@ fn printable(s: &str) -> bool {
     !s.chars().any(|c| c.is_control())
 }
 
+/// The first administrator's password: one the images take, of 5 to 48 characters (mgradm's
+/// rule).
+pub fn check_admin_password(p: &SecretString) -> Result<(), ParamsError> {
+    check_password("the administrator's password", p)?;
+    let n = p.expose().chars().count();
+    if !(5..=48).contains(&n) {
+        return Err(ParamsError::Password {
+            what: "the administrator's password",
+            problem: "it must have 5 to 48 characters (mgradm's rule)",
+        });
+    }
+    Ok(())
+}
+
 impl CaSubject {
     fn from_args(args: &CaSubjectArgs) -> Result<Self, ParamsError> {
         Ok(CaSubject {
@@ -304,14 +318,7 @@ impl InstallParams {
             },
         )?;
         if let Some(p) = &args.admin_password {
-            check_password("the administrator's password", p)?;
-            let n = p.expose().chars().count();
-            if !(5..=48).contains(&n) {
-                return Err(ParamsError::Password {
-                    what: "the administrator's password",
-                    problem: "it must have 5 to 48 characters (mgradm's rule)",
-                });
-            }
+            check_admin_password(p)?;
         }
         let name =
             |flag, v: &str| bounded(flag, v, 1, 64, "1 to 64 printable characters", printable);

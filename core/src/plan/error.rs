@@ -112,6 +112,9 @@ pub enum PlanError {
         "the first administrator's password is needed: put it in a file and pass --admin-password-file FILE, or set UYUNI_ADMIN_PASSWORD (it is never accepted on the command line; on a terminal it is asked for). Nothing was written"
     )]
     AdminPasswordNeeded,
+    /// The password typed at the prompt cannot be used.
+    #[error("the administrator's password was refused: {0}")]
+    AdminPasswordRefused(String),
     #[error("{0}")]
     Tls(#[from] crate::resolve::TlsError),
     /// A third-party certificate does not name a host the server answers to.
