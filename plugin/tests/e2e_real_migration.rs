@@ -51,7 +51,7 @@ fn source_certificate() -> &'static (String, String) {
 /// source with the Hub XML-RPC API and debug logging (so that their objects too meet the real
 /// apiserver); in NS_THIRD_PARTY a source with a third-party certificate and PostgreSQL 18; in
 /// NS_FAILING a db-fixup that fails once.
-fn shared_scenario() -> Scenario {
+pub(crate) fn shared_scenario() -> Scenario {
     let mut shared = scenarios::migration();
 
     let mut complete = scenarios::migration();
@@ -89,11 +89,12 @@ fn shared_scenario() -> Scenario {
         job.duration_ms = 8_000;
     }
     shared.namespaces.insert(NS_LEASE.into(), lease);
+    crate::e2e_install::add_scenarios(&mut shared);
     shared
 }
 
 /// The shared cluster of a flavour, with or without the cert-manager stand-in.
-fn config(flavour: Flavour, cert_manager: bool) -> RealConfig {
+pub(crate) fn config(flavour: Flavour, cert_manager: bool) -> RealConfig {
     RealConfig {
         scenario: Some(shared_scenario()),
         flavour,
@@ -102,16 +103,16 @@ fn config(flavour: Flavour, cert_manager: bool) -> RealConfig {
     }
 }
 
-struct RealEnv {
-    cluster: &'static RealCluster,
+pub(crate) struct RealEnv {
+    pub(crate) cluster: &'static RealCluster,
     /// The test's own namespace in the shared cluster.
-    ns: &'static str,
+    pub(crate) ns: &'static str,
     bin: tempfile::TempDir,
     cache: tempfile::TempDir,
 }
 
 impl RealEnv {
-    fn start(config: &RealConfig, ns: &'static str) -> RealEnv {
+    pub(crate) fn start(config: &RealConfig, ns: &'static str) -> RealEnv {
         let cluster = RealCluster::shared(config).expect("the real control plane starts");
         let bin = tempfile::tempdir().expect("tempdir");
         let plugin = assert_cmd::cargo::cargo_bin("kubectl-uyuni");
@@ -125,11 +126,11 @@ impl RealEnv {
     }
 
     /// `kubectl uyuni --kubeconfig ADMIN -n uyuni ARGS…` through the real kubectl.
-    fn uyuni(&self, args: &[&str]) -> Output {
+    pub(crate) fn uyuni(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("kubectl runs")
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             self.bin.path().display(),
@@ -166,7 +167,7 @@ impl RealEnv {
     }
 
     /// `kubectl get ARGS -o json` as the cluster admin.
-    fn get(&self, args: &[&str]) -> Value {
+    pub(crate) fn get(&self, args: &[&str]) -> Value {
         let mut all = vec!["get"];
         all.extend_from_slice(args);
         all.extend_from_slice(&["-o", "json"]);
@@ -175,7 +176,7 @@ impl RealEnv {
         serde_json::from_slice(&out.stdout).expect("JSON")
     }
 
-    fn items(&self, args: &[&str]) -> Vec<Value> {
+    pub(crate) fn items(&self, args: &[&str]) -> Vec<Value> {
         self.get(args)["items"]
             .as_array()
             .cloned()
@@ -183,12 +184,12 @@ impl RealEnv {
     }
 }
 
-fn both(out: &Output) -> String {
+pub(crate) fn both(out: &Output) -> String {
     let (stdout, stderr) = text(out);
     format!("stdout:\n{stdout}\nstderr:\n{stderr}")
 }
 
-fn condition(obj: &Value, kind: &str) -> Option<String> {
+pub(crate) fn condition(obj: &Value, kind: &str) -> Option<String> {
     obj["status"]["conditions"]
         .as_array()?
         .iter()
@@ -197,7 +198,7 @@ fn condition(obj: &Value, kind: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn real_plane_or_skip(what: &str) -> bool {
+pub(crate) fn real_plane_or_skip(what: &str) -> bool {
     if let Err(why) = real::available() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -211,7 +212,7 @@ fn real_plane_or_skip(what: &str) -> bool {
 
 /// What our field manager wrote, as (kind/name, resourceVersion): objects whose status no
 /// controller keeps updating once the migration is done.
-fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
+pub(crate) fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = env
         .items(&[
             "secrets,configmaps,services,persistentvolumeclaims,jobs,serviceaccounts,roles,rolebindings",
@@ -504,7 +505,7 @@ fn secret_text(env: &RealEnv, name: &str, key: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-fn claims_of(deployment: &Value) -> Vec<String> {
+pub(crate) fn claims_of(deployment: &Value) -> Vec<String> {
     deployment["spec"]["template"]["spec"]["volumes"]
         .as_array()
         .into_iter()

@@ -1,0 +1,451 @@
+//! `kubectl uyuni install` against the real control plane (upstream's kube-apiserver, etcd,
+//! controllers and scheduler, our node agent playing the pods, the cert-manager stand-in): a
+//! fresh server with a CA generated through cert-manager, a second run that plans nothing, an
+//! image change refused; third-party certificates on a cluster without cert-manager; an
+//! interrupted install resumed; and bad input refused before any write. The clusters are the
+//! ones the migration tests share (`e2e_real_migration::config`), each test in a namespace of
+//! its own.
+
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use uyuni_testdata::{DeploymentScript, Flavour, Scenario, scenarios};
+
+use crate::e2e_real_migration::{
+    RealEnv, both, claims_of, condition, config, real_plane_or_skip, written_versions,
+};
+use crate::support::{SOURCE, text, third_party_flags};
+
+const NS_INSTALL: &str = "uyuni-install";
+const NS_INSTALL_THIRD_PARTY: &str = "uyuni-install-tp";
+const NS_INSTALL_INTERRUPTED: &str = "uyuni-install-int";
+const NS_INSTALL_REFUSED: &str = "uyuni-install-refused";
+const FQDN: &str = "server.example.com";
+const ADMIN_PASSWORD: &str = "install-admin-Pa55";
+
+/// What the node agent plays in the install namespaces: the image checks succeed (the
+/// migration's scenario); in NS_INSTALL_INTERRUPTED the database takes long to be ready, so
+/// that the run can be interrupted while it waits.
+pub(crate) fn add_scenarios(shared: &mut Scenario) {
+    let mut slow = scenarios::migration();
+    slow.deployments.insert(
+        "db".into(),
+        DeploymentScript {
+            ready_after_ms: Some(8_000),
+            ..DeploymentScript::default()
+        },
+    );
+    shared
+        .namespaces
+        .insert(NS_INSTALL_INTERRUPTED.into(), slow);
+}
+
+fn install(env: &RealEnv, extra: &[&str]) -> Output {
+    let mut args = vec!["install", FQDN];
+    args.extend_from_slice(extra);
+    env.command(&args)
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .output()
+        .expect("kubectl runs")
+}
+
+fn decoded(secret: &Value, key: &str) -> String {
+    use base64::Engine as _;
+    let b64 = secret["data"][key].as_str().unwrap_or_default();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .expect("base64"),
+    )
+    .expect("UTF-8")
+}
+
+/// Neither the administrator's password nor the generated database passwords were printed.
+fn assert_no_install_secret(env: &RealEnv, out: &Output) {
+    let (stdout, stderr) = text(out);
+    let mut secrets = vec![ADMIN_PASSWORD.to_owned()];
+    for name in [
+        "db-credentials",
+        "db-admin-credentials",
+        "reportdb-credentials",
+    ] {
+        let secret = env.get(&["secret", name, "-n", env.ns]);
+        secrets.push(decoded(&secret, "password"));
+    }
+    for secret in secrets {
+        assert!(
+            !stdout.contains(&secret) && !stderr.contains(&secret),
+            "a secret was printed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+    }
+}
+
+fn namespace_exists(env: &RealEnv, ns: &str) -> bool {
+    env.items(&["namespaces"])
+        .iter()
+        .any(|n| n["metadata"]["name"] == ns)
+}
+
+fn ours(env: &RealEnv) -> Vec<Value> {
+    env.items(&[
+        "secrets,configmaps,persistentvolumeclaims,deployments,jobs",
+        "-n",
+        env.ns,
+        "-l",
+        "app.kubernetes.io/managed-by=kubectl-uyuni",
+    ])
+}
+
+/// The README's install: a server-side dry run writes nothing; the install completes with a CA
+/// cert-manager generates (every Job Complete, every Deployment Available, every Certificate
+/// Ready, the CA ConfigMaps holding the generated CA, the database on var-pgsql18, the first
+/// start's secrets from Secrets); no secret is printed; a second run, without the password,
+/// plans nothing and writes nothing; another tag on the running server is refused.
+#[test]
+fn an_install_completes_with_a_generated_ca_and_a_second_run_plans_nothing() {
+    if !real_plane_or_skip("install on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_INSTALL);
+
+    let dry = install(&env, &["--dry-run=server"]);
+    assert!(dry.status.success(), "{}", both(&dry));
+    let (stdout, _) = text(&dry);
+    assert!(stdout.contains("Install of server.example.com"), "{stdout}");
+    assert!(!stdout.contains(ADMIN_PASSWORD), "{stdout}");
+    assert!(
+        !namespace_exists(&env, env.ns),
+        "the server-side dry run created namespace {}",
+        env.ns
+    );
+
+    let out = install(&env, &[]);
+    assert!(out.status.success(), "{}", both(&out));
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains("Uyuni server server.example.com installed")
+            && stdout.contains("get secret db-credentials"),
+        "{stdout}"
+    );
+    assert_no_install_secret(&env, &out);
+
+    let jobs = env.items(&["jobs", "-n", env.ns]);
+    let steps: Vec<&str> = jobs
+        .iter()
+        .filter_map(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"].as_str())
+        .collect();
+    assert!(
+        steps.contains(&"image-check-server") && steps.contains(&"image-check-db"),
+        "{steps:?}"
+    );
+    assert!(!steps.contains(&"data-sync"), "{steps:?}");
+    for job in &jobs {
+        assert_eq!(
+            condition(job, "Complete").as_deref(),
+            Some("True"),
+            "{:#}",
+            job["status"]
+        );
+    }
+    let deployments = env.items(&["deployments", "-n", env.ns]);
+    for name in ["db", "uyuni"] {
+        let d = deployments
+            .iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Deployment {name}"));
+        assert_eq!(
+            condition(d, "Available").as_deref(),
+            Some("True"),
+            "{name}: {:#}",
+            d["status"]
+        );
+        assert_eq!(
+            d["metadata"]["annotations"]["kubectl-uyuni.io/origin"], "install",
+            "{name}"
+        );
+    }
+    let db = env.get(&["deployment", "db", "-n", env.ns]);
+    assert!(claims_of(&db).contains(&"var-pgsql18".to_owned()));
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    let envs = server["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let var = |name: &str| envs.iter().find(|e| e["name"] == name).cloned();
+    let admin_pass = var("ADMIN_PASS").expect("ADMIN_PASS");
+    assert_eq!(
+        admin_pass["valueFrom"]["secretKeyRef"]["name"], "admin-credentials",
+        "{admin_pass:#}"
+    );
+    assert!(admin_pass.get("value").is_none(), "{admin_pass:#}");
+    assert_eq!(
+        var("UYUNI_HOSTNAME").expect("UYUNI_HOSTNAME")["value"],
+        FQDN
+    );
+
+    for name in ["uyuni-ca", "uyuni-cert", "db-cert"] {
+        let cert = env.get(&["certificates.cert-manager.io", name, "-n", env.ns]);
+        assert_eq!(condition(&cert, "Ready").as_deref(), Some("True"), "{name}");
+    }
+    let ca = env.get(&["certificates.cert-manager.io", "uyuni-ca", "-n", env.ns]);
+    assert_eq!(ca["spec"]["isCA"], true);
+    assert_eq!(ca["spec"]["subject"]["countries"][0], "DE");
+    let ca_secret = env.get(&["secret", "uyuni-ca", "-n", env.ns]);
+    let ca_pem = decoded(&ca_secret, "ca.crt");
+    assert!(ca_pem.contains("BEGIN CERTIFICATE"), "{ca_pem}");
+    for name in ["uyuni-ca", "db-ca"] {
+        let cm = env.get(&["configmap", name, "-n", env.ns]);
+        assert_eq!(
+            cm["data"]["ca.crt"].as_str(),
+            Some(ca_pem.as_str()),
+            "{name}"
+        );
+    }
+    let config = env.get(&["configmap", "uyuni-config", "-n", env.ns]);
+    assert_eq!(config["data"]["fqdn"], FQDN);
+    assert_eq!(config["data"]["db_name"], "susemanager");
+    let credentials = env.get(&["secret", "db-credentials", "-n", env.ns]);
+    assert_eq!(credentials["type"], "kubernetes.io/basic-auth");
+    assert_eq!(decoded(&credentials, "username"), "spacewalk");
+    let generated = decoded(&credentials, "password");
+    assert!(
+        generated.len() == 32 && generated.chars().all(|c| c.is_ascii_alphanumeric()),
+        "a generated password of 32 letters and digits"
+    );
+
+    // Again, without the administrator's password: its Secret is there.
+    let before = written_versions(&env);
+    let again = env
+        .command(&["install", FQDN])
+        .output()
+        .expect("kubectl runs");
+    let (_, stderr) = text(&again);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    assert_eq!(written_versions(&env), before, "the second run wrote");
+    assert_eq!(
+        decoded(
+            &env.get(&["secret", "db-credentials", "-n", env.ns]),
+            "password"
+        ),
+        generated,
+        "the generated password changed"
+    );
+
+    let refused = install(&env, &["--tag", "2025.10"]);
+    let (_, stderr) = text(&refused);
+    assert!(!refused.status.success(), "{}", both(&refused));
+    assert!(
+        stderr.contains("refused: this run would change the images of the server")
+            && stderr.contains("installed by this tool")
+            && stderr.contains("kubectl uyuni"),
+        "{stderr}"
+    );
+    assert_eq!(written_versions(&env), before, "the refused run wrote");
+}
+
+/// rke2 without cert-manager: without certificate files the install stops before writing
+/// anything; with them, it completes without any cert-manager object, the server's
+/// certificate written from the files, and a second run plans nothing.
+#[test]
+fn an_install_with_third_party_certificates_needs_no_cert_manager() {
+    if !real_plane_or_skip("install with third-party certificates") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::Rke2, false), NS_INSTALL_THIRD_PARTY);
+    let refused = env
+        .command(&["install", SOURCE])
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .output()
+        .expect("kubectl runs");
+    let (_, stderr) = text(&refused);
+    assert!(!refused.status.success(), "{}", both(&refused));
+    assert!(stderr.contains("cert-manager"), "{stderr}");
+    assert!(!namespace_exists(&env, env.ns), "the refused run wrote");
+
+    let (_dir, flags, key) = third_party_flags();
+    let mut args = vec!["install", SOURCE];
+    args.extend(flags.iter().map(String::as_str));
+    let out = env
+        .command(&args)
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    let (stdout, stderr) = text(&out);
+    assert!(!stdout.contains(key.trim()) && !stderr.contains(key.trim()));
+    assert_no_install_secret(&env, &out);
+    let cert = env.get(&["secret", "uyuni-cert", "-n", env.ns]);
+    assert_eq!(
+        cert["metadata"]["annotations"]["kubectl-uyuni.io/third-party-certificate"],
+        "true"
+    );
+    let deployments = env.items(&["deployments", "-n", env.ns]);
+    for d in &deployments {
+        assert_eq!(
+            condition(d, "Available").as_deref(),
+            Some("True"),
+            "{:#}",
+            d["status"]
+        );
+    }
+    let before = written_versions(&env);
+    let again = env
+        .command(&["install", SOURCE])
+        .output()
+        .expect("kubectl runs");
+    let (_, stderr) = text(&again);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    assert_eq!(written_versions(&env), before, "the second run wrote");
+}
+
+/// SIGINT while the install waits for the database: the message says how to resume, the
+/// lease is released, and the same command finishes the install.
+#[test]
+fn an_interrupted_install_resumes() {
+    if !real_plane_or_skip("an interrupted install") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_INSTALL_INTERRUPTED);
+    let child = env
+        .command(&["install", FQDN])
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    loop {
+        let db = env
+            .items(&["deployments", "-n", env.ns])
+            .into_iter()
+            .any(|d| d["metadata"]["name"] == "db");
+        if db {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the install never wrote Deployment db"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // kubectl execs its plugins, so the child's pid is the plugin's.
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(
+        stderr.contains("interrupted by SIGINT")
+            && stderr.contains(&format!("kubectl uyuni --kubeconfig"))
+            && stderr.contains(&format!("install {FQDN}")),
+        "{stderr}"
+    );
+    let again = env
+        .command(&["install", FQDN])
+        .output()
+        .expect("kubectl runs");
+    assert!(again.status.success(), "{}", both(&again));
+    let (stdout, _) = text(&again);
+    assert!(stdout.contains("installed"), "{stdout}");
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+}
+
+/// Bad input is refused with what to do and nothing written: no administrator password
+/// without a terminal, an invalid e-mail, FQDN or CA country, a server certificate without
+/// its key, a namespace that holds another server, claims the install did not create.
+#[test]
+fn an_install_refuses_bad_input_before_any_write() {
+    if !real_plane_or_skip("install's refusals") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_INSTALL_REFUSED);
+    let (_dir, flags, _) = third_party_flags();
+    let cert_only = vec!["--ssl-server-cert", flags[1].as_str()];
+    let cases: Vec<(Vec<&str>, bool, &str)> = vec![
+        (vec![], false, "--admin-password-file"),
+        (vec!["--email", "Admin <a@b.example.com>"], true, "--email"),
+        (vec!["--ssl-country", "DEU"], true, "--ssl-country"),
+        (cert_only, true, "--ssl-server-key"),
+    ];
+    for (extra, with_password, expected) in cases {
+        let mut args = vec!["install", FQDN];
+        args.extend(extra.iter().copied());
+        let mut command = env.command(&args);
+        if with_password {
+            command.env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD);
+        }
+        let out = command.output().expect("kubectl runs");
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{args:?}: {}", both(&out));
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(
+            !namespace_exists(&env, env.ns),
+            "{args:?} created the namespace"
+        );
+    }
+    let out = env
+        .command(&["install", "Not_A_Name"])
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .output()
+        .expect("kubectl runs");
+    assert!(!out.status.success());
+    assert!(
+        text(&out).1.contains("fully qualified domain name"),
+        "{}",
+        both(&out)
+    );
+
+    // Another server in the namespace, then a claim of someone else's.
+    let create = |args: &[&str]| {
+        let out = env.cluster.kubectl(args, "").expect("kubectl runs");
+        assert!(out.status.success(), "{}", both(&out));
+    };
+    create(&["create", "namespace", env.ns]);
+    create(&[
+        "create",
+        "deployment",
+        "uyuni",
+        "--image=registry.example.com/other:1",
+        "-n",
+        env.ns,
+    ]);
+    let out = install(&env, &[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        stderr.contains("holds a server already (Deployment uyuni)"),
+        "{stderr}"
+    );
+    assert!(ours(&env).is_empty(), "the refused run wrote");
+    create(&["delete", "deployment", "uyuni", "-n", env.ns]);
+    let claim = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "var-spacewalk", "namespace": env.ns},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}
+        }
+    });
+    let out = env
+        .cluster
+        .kubectl(&["apply", "-f", "-"], &claim.to_string())
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    let out = install(&env, &[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        stderr.contains("var-spacewalk") && stderr.contains("--reuse-volumes"),
+        "{stderr}"
+    );
+    assert!(ours(&env).is_empty(), "the refused run wrote");
+}
