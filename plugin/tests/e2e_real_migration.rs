@@ -13,6 +13,8 @@
 
 use crate::support;
 
+mod install;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -89,7 +91,7 @@ pub(crate) fn shared_scenario() -> Scenario {
         job.duration_ms = 8_000;
     }
     shared.namespaces.insert(NS_LEASE.into(), lease);
-    crate::e2e_install::add_scenarios(&mut shared);
+    install::add_scenarios(&mut shared);
     shared
 }
 

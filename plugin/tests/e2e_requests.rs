@@ -156,3 +156,123 @@ fn a_kind_whose_watch_is_refused_is_read_by_name_on_every_turn() {
     assert_eq!(n("LIST configmaps"), 1, "{by_resource:?}");
     assert_eq!(n("WATCH configmaps"), 1, "{by_resource:?}");
 }
+
+/// A full install with zero-length Jobs under `faults`: its requests in the namespace (and
+/// cluster-wide), and what it printed.
+fn install_counting(faults: Faults) -> (Vec<RequestRecord>, std::process::Output) {
+    let mut scenario = scenarios::migration();
+    for job in scenario.jobs.values_mut() {
+        job.duration_ms = 0;
+    }
+    scenario.faults = faults;
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    env.sim.clear_request_log();
+    let out = env
+        .kubectl()
+        .env("UYUNI_ADMIN_PASSWORD", "install-admin-Pa55")
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", NS, "install", "server.example.com"])
+        .output()
+        .expect("kubectl runs");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let log: Vec<RequestRecord> = env
+        .sim
+        .request_log()
+        .into_iter()
+        .filter(|r| r.namespace.as_deref().is_none_or(|n| n == NS))
+        .collect();
+    (log, out)
+}
+
+/// An install costs what issue 34 allows: a write per object, a create and a log stream per
+/// Job, one LIST and one WATCH per kind observed (the waits read the watches, at no request
+/// of their own), the permission reviews; no GET of an object before its write.
+#[test]
+fn a_full_install_costs_a_request_per_write_and_job_and_a_list_per_kind() {
+    let (log, _) = install_counting(Faults::default());
+    let (by_verb, by_resource) = counts(&log);
+    eprintln!("requests of a full install, by verb: {by_verb:?}");
+    for (k, n) in &by_resource {
+        eprintln!("  {n:5} {k}");
+    }
+    for (key, n) in &by_resource {
+        if let Some(resource) = key.strip_prefix("LIST ") {
+            assert!(*n <= 1, "{resource} listed {n} times: {by_resource:?}");
+        }
+        if let Some(resource) = key.strip_prefix("WATCH ") {
+            assert!(*n <= 1, "{resource} watched {n} times: {by_resource:?}");
+        }
+    }
+    // Every object the install writes, written once: 59 objects, 2 Jobs, the Lease (taken
+    // and released) and the permission reviews.
+    let writes = by_verb.get("CREATE/PATCH").copied().unwrap_or(0);
+    assert!(writes <= 59 + 2 + 3 + 6, "{writes} writes: {by_resource:?}");
+    // The GETs are the two Jobs' logs (a zero-length Job's log is reopened now and then), the
+    // recorded specification read before the parameters are made, the Lease before the first
+    // write, and the version of each Certificate's Secret once it is Ready (the next
+    // observation waits for its watch to show it): 3 Certificates.
+    let logs = by_resource.get("GET pods/log").copied().unwrap_or(0);
+    assert!(logs <= 6, "{logs} log requests: {by_resource:?}");
+    let gets = by_verb.get("GET").copied().unwrap_or(0);
+    assert!(gets - logs <= 1 + 1 + 3, "{gets} GETs: {by_resource:?}");
+    let secret_gets = by_resource.get("GET secrets").copied().unwrap_or(0);
+    assert!(
+        secret_gets <= 3,
+        "{secret_gets} Secret GETs: {by_resource:?}"
+    );
+    let total: usize = by_verb.values().sum();
+    assert!(total <= 130, "{total} requests: {by_verb:?}");
+}
+
+/// The faults only a fake server injects, over an install: a Secret's write answered 500, the
+/// server Deployment's 429 with Retry-After and a ConfigMap's 503, each once, and every watch
+/// event held back: the install goes through, each refused write sent again and accepted.
+#[test]
+fn an_install_goes_through_transient_api_errors() {
+    let once = |resource: &str, name: &str, status: u16| uyuni_testdata::FailOnce {
+        target: FaultTarget::new(Some(Verb::Patch), Some(resource), Some(name)),
+        status,
+        retry_after_seconds: 1,
+    };
+    let (log, out) = install_counting(Faults {
+        fail_once: vec![
+            once("secrets", "admin-credentials", 500),
+            once("deployments", "uyuni", 429),
+            once("configmaps", "uyuni-config", 503),
+        ],
+        watch_event_delay_ms: Some(50),
+        ..Faults::default()
+    });
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("installed"), "{stdout}");
+    for (resource, name, status) in [
+        ("secrets", "admin-credentials", 500),
+        ("deployments", "uyuni", 429),
+        ("configmaps", "uyuni-config", 503),
+    ] {
+        let writes: Vec<u16> = log
+            .iter()
+            .filter(|r| {
+                r.write
+                    && r.resource.as_deref() == Some(resource)
+                    && r.name.as_deref() == Some(name)
+            })
+            .map(|r| r.status)
+            .collect();
+        assert_eq!(
+            writes.first(),
+            Some(&status),
+            "{resource}/{name}: {writes:?}"
+        );
+        assert!(
+            writes.iter().skip(1).any(|s| (200..300).contains(s)),
+            "{resource}/{name} never accepted: {writes:?}"
+        );
+    }
+}

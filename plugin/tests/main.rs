@@ -10,7 +10,6 @@ mod completion;
 mod drive;
 mod dry_run;
 mod e2e;
-mod e2e_install;
 mod e2e_lease;
 mod e2e_migration;
 mod e2e_real_migration;

@@ -3,8 +3,8 @@
 //! fresh server with a CA generated through cert-manager, a second run that plans nothing, an
 //! image change refused; third-party certificates on a cluster without cert-manager; an
 //! interrupted install resumed; and bad input refused before any write. The clusters are the
-//! ones the migration tests share (`e2e_real_migration::config`), each test in a namespace of
-//! its own.
+//! ones the migration tests share (`super::config`), each test in a namespace of its own: a
+//! module of `e2e_real_migration`, so that its tests run in that process, on its clusters.
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use uyuni_testdata::{DeploymentScript, Flavour, Scenario, scenarios};
 
-use crate::e2e_real_migration::{
-    RealEnv, both, claims_of, condition, config, real_plane_or_skip, written_versions,
-};
+use super::{RealEnv, both, claims_of, condition, config, real_plane_or_skip, written_versions};
 use crate::support::{SOURCE, text, third_party_flags};
 
 const NS_INSTALL: &str = "uyuni-install";
