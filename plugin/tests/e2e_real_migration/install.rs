@@ -341,7 +341,7 @@ fn an_interrupted_install_resumes() {
     assert_eq!(out.status.code(), Some(130), "{}", both(&out));
     assert!(
         stderr.contains("interrupted by SIGINT")
-            && stderr.contains(&format!("kubectl uyuni --kubeconfig"))
+            && stderr.contains("kubectl uyuni --kubeconfig")
             && stderr.contains(&format!("install {FQDN}")),
         "{stderr}"
     );
