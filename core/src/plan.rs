@@ -400,6 +400,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     // The phase check is the planner's own (its phases, its errors); the others are decided in
     // `resolve`, except Pod Security, which builds the pods from the facts. Refused in this
     // order, before any write.
+    install::refuse_installed(ns, observed)?;
     crate::plan::phase::check(params, observed)?;
     crate::plan::phase::check_images(params, observed)?;
     let preflight = crate::resolve::preflight(params, observed);

@@ -332,3 +332,18 @@ fn install_refuses_bad_input() {
         assert!(error.contains(expected), "{expected:?} not in {error}");
     }
 }
+
+#[test]
+fn install_a_migration_into_an_installed_namespace_is_refused() {
+    let end = end_state();
+    let refused = uyuni_core::plan(&common::params(), &end).expect_err("refused");
+    assert!(
+        matches!(refused, PlanError::InstalledServerPresent { .. }),
+        "{refused}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("Migrate into another namespace")
+    );
+}

@@ -93,6 +93,11 @@ pub enum PlanError {
         "namespace {namespace} holds a server already ({found}), which this tool did not install: install refuses to write over it. Choose another namespace with -n, or, to manage that server, use the command that made it. Nothing was written"
     )]
     ServerPresent { namespace: String, found: String },
+    /// `migrate` on a namespace whose server `install` made.
+    #[error(
+        "namespace {namespace} holds a server this tool installed ({found}): a migration into it would replace that server's data with the source's. Migrate into another namespace with -n. Nothing was written"
+    )]
+    InstalledServerPresent { namespace: String, found: String },
     /// `install` on a namespace a migration writes to.
     #[error(
         "namespace {namespace} holds a migration ({found}): install refuses to write over it. Finish it with `kubectl uyuni migrate`, or choose another namespace with -n. Nothing was written"

@@ -29,6 +29,23 @@ fn installed_here(observed: &Observed, target: &ObjectRef) -> bool {
     })
 }
 
+/// Before any write of a migration: a namespace whose server this tool installed is not a
+/// migration's target (the data sync would replace the installed server's data).
+pub(super) fn refuse_installed(namespace: &str, observed: &Observed) -> Result<(), PlanError> {
+    let installed: Vec<String> = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter(|name| installed_here(observed, &ObjectRef::new(Kind::Deployment, *name)))
+        .map(|name| format!("Deployment {name}"))
+        .collect();
+    if installed.is_empty() {
+        return Ok(());
+    }
+    Err(PlanError::InstalledServerPresent {
+        namespace: namespace.to_owned(),
+        found: installed.join(" and "),
+    })
+}
+
 /// The claims an install writes: the specification's, the database's being `var-pgsql18`.
 fn claims(params: &InstallParams) -> Vec<String> {
     params.spec.volumes.iter().map(|v| v.name.clone()).collect()
