@@ -424,21 +424,39 @@ fn check_pods(
 /// Warning lines for `warn` and `audit` labels the migration's pods exceed: no refusal, the
 /// apiserver admits the pods and only warns or records.
 pub fn warnings(params: &MigrateParams, observed: &Observed) -> Vec<String> {
-    let ns = &params.namespace;
+    warnings_of(&params.namespace, observed, "the migration's pods", || {
+        pods(params)
+    })
+}
+
+/// [`warnings`] for an install's pods.
+pub fn install_warnings(params: &crate::params::InstallParams, observed: &Observed) -> Vec<String> {
+    let settings = crate::settings::ServerSettings::for_install(params);
+    warnings_of(&params.namespace, observed, "the install's pods", || {
+        install_pods(params, &settings)
+    })
+}
+
+fn warnings_of(
+    ns: &str,
+    observed: &Observed,
+    whose: &str,
+    pods: impl FnOnce() -> Vec<(String, PodSpec)>,
+) -> Vec<String> {
     let labelled = [WARN_LABEL, AUDIT_LABEL]
         .iter()
         .any(|l| namespace_label(observed, ns, l).is_some());
     if !labelled {
         return Vec::new();
     }
-    let (needed, reasons) = needed(params);
+    let (needed, reasons) = needed_by(pods());
     [(WARN_LABEL, "warns about"), (AUDIT_LABEL, "records in the audit log")]
         .into_iter()
         .filter_map(|(label, what)| {
             let value = namespace_label(observed, ns, label)?;
             (needed > Level::parse(value)).then(|| {
                 format!(
-                    "namespace {ns} has label {label}={value}: the apiserver {what} the migration's pods, which need PodSecurity level {} ({}); they are admitted all the same",
+                    "namespace {ns} has label {label}={value}: the apiserver {what} {whose}, which need PodSecurity level {} ({}); they are admitted all the same",
                     needed.name(),
                     reasons.join("; ")
                 )

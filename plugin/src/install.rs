@@ -438,6 +438,10 @@ impl crate::drive::Command for InstallCommand<'_> {
     fn warnings(&self, observed: &Observed) -> Vec<String> {
         uyuni_core::storage::unchecked_warning(observed)
             .into_iter()
+            .chain(uyuni_core::pod_security::install_warnings(
+                &self.params,
+                observed,
+            ))
             .collect()
     }
 

@@ -246,7 +246,7 @@ impl PlanError {
                 needed,
                 reasons,
             } => format!(
-                "namespace {namespace} enforces PodSecurity level {enforced} (label {label}={enforced}), which would reject the migration's pods: they need level {needed} ({}). Allow it with `{}`, then run again; or migrate into another namespace with -n. Nothing was written",
+                "namespace {namespace} enforces PodSecurity level {enforced} (label {label}={enforced}), which would reject the pods this run starts: they need level {needed} ({}). Allow it with `{}`, then run again; or use another namespace with -n. Nothing was written",
                 reasons.join("; "),
                 kubectl.cmd(
                     None,
