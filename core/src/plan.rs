@@ -8,34 +8,31 @@
 use k8s_openapi::api::batch::v1::Job;
 use serde::{Serialize, Serializer};
 
-use crate::builders::{data_sync, image_check, migration, namespace, spec};
+use crate::builders::{data_sync, namespace, spec};
 
-use crate::catalogue::names;
 use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::Observed;
-use crate::params::MigrateParams;
 
 mod database;
 mod error;
 pub mod install;
-pub mod phase;
+mod migrate;
 mod server;
 mod setup;
 mod steps;
-mod sync;
 mod tls;
 
 pub use error::{CertificateNames, PlanError};
-use setup::{pull_secret_step, pvc_steps, ssh_config_step, ssh_key_step};
+use migrate::IMAGE_CHECK_WAIT;
+pub use migrate::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP, phase, plan};
+use setup::pull_secret_step;
 pub use steps::differs;
 pub(crate) use steps::{
     apply_step, await_job_step, deployment_wait_step, done_step, job_label, job_name, job_step,
     keep_step, last_succeeded, run_job_step, wait_step,
 };
 pub use steps::{delete_step, purge_step};
-use sync::{IMAGE_CHECK_WAIT, sync_steps};
-pub use sync::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP};
 
 pub use server::{exposure_notes, reach_notes};
 pub use tls::GENERATED_CA_PLACEHOLDER;
@@ -215,31 +212,6 @@ impl Step {
     }
 }
 
-/// Every step after a complete final sync, planned from its data. Also run on the data of the
-/// prepare copy before the final sync, for its errors: a refusal then comes while the source
-/// still serves.
-pub(super) fn after_sync(
-    params: &MigrateParams,
-    observed: &Observed,
-    data: &crate::observed::ExtractedData,
-) -> Result<Vec<Step>, PlanError> {
-    // Decided before the first write after the sync, so that a run that cannot decide
-    // changes nothing.
-    let facts = crate::resolve::resolve(params, observed, data);
-    let tftp = facts.tftp.map_err(|_| PlanError::TftpNotRecorded {
-        job: data.job.clone(),
-    })?;
-    // The `db` pod mounts Secret `db-cert`: the TLS phase goes between the database's data
-    // and its service. Planned in this order so that a refused PostgreSQL version is the
-    // error reported, before a missing CA password.
-    let database = database::steps(params, observed, data, &facts)?;
-    let tls = tls::steps(params, observed, data, &facts)?;
-    let settings = crate::settings::ServerSettings::migrated(data);
-    Ok(end_state(
-        params, observed, &settings, &facts, tftp, database, tls,
-    ))
-}
-
 /// The server's end state, whichever command brings it there: the database's data made fit
 /// for the image (the command's data steps), TLS, the database's service part, then the
 /// server, its routes and its components. The `db` pod mounts Secret `db-cert`, so TLS comes
@@ -350,28 +322,6 @@ pub trait Planner: Clone {
     fn with_stand_in(&self, error: &PlanError) -> Option<Self>;
 }
 
-impl Planner for MigrateParams {
-    fn server(&self) -> &crate::params::ServerParams {
-        self
-    }
-    fn observation(&self) -> crate::observed::Observation {
-        crate::observed::observation(self)
-    }
-    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
-        plan(self, observed)
-    }
-    fn with_stand_in(&self, error: &PlanError) -> Option<Self> {
-        (*error == PlanError::CaPasswordNeeded && self.ca_password.is_none()).then(|| {
-            MigrateParams {
-                ca_password: Some(crate::secret::SecretString::new(
-                    crate::observed::PLACEHOLDER,
-                )),
-                ..self.clone()
-            }
-        })
-    }
-}
-
 impl Planner for crate::params::InstallParams {
     fn server(&self) -> &crate::params::ServerParams {
         self
@@ -391,102 +341,4 @@ impl Planner for crate::params::InstallParams {
             with
         })
     }
-}
-
-/// Plans `migrate` from what was observed.
-pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanError> {
-    let params = &*crate::resolve::in_effect(params, observed);
-    let ns = &params.namespace;
-    // The phase check is the planner's own (its phases, its errors); the others are decided in
-    // `resolve`, except Pod Security, which builds the pods from the facts. Refused in this
-    // order, before any write.
-    install::refuse_installed(ns, observed)?;
-    crate::plan::phase::check(params, observed)?;
-    crate::plan::phase::check_images(params, observed)?;
-    let preflight = crate::resolve::preflight(params, observed);
-    preflight
-        .cert_manager
-        .map_err(|_| PlanError::CertManagerMissing)?;
-    preflight.storage?;
-    crate::pod_security::check(params, observed).map_err(|r| PlanError::PodSecurity {
-        namespace: r.namespace,
-        enforced: r.enforced,
-        needed: r.needed,
-        reasons: r.reasons,
-    })?;
-    // The --ssl-* certificates' names, before any write while no copy has told the source's
-    // java.hostname; a --prepare run copies first and is checked on the copy's data.
-    if !params.prepare && !matches!(observed.extracted(), Ok(Some(d)) if !d.placeholder) {
-        let mut names = vec![params.source_fqdn.clone()];
-        let cnames = params
-            .spec
-            .tls
-            .cnames
-            .iter()
-            .filter(|c| **c != params.source_fqdn);
-        names.extend(cnames.cloned());
-        tls::check_file_names(
-            params,
-            &params.source_fqdn,
-            &names,
-            "Nothing was written",
-            tls::migrated_name_reason(&params.source_fqdn, true),
-        )?;
-    }
-    let mut steps = opening(params, observed, image_check::jobs(params))?;
-    steps.push(ssh_key_step(params, observed)?);
-    steps.push(ssh_config_step(params, observed)?);
-    steps.extend(pvc_steps(params, observed));
-    steps.push(apply_step(
-        "sync-service-account",
-        "ServiceAccount the data-sync Job runs as".into(),
-        Object::ServiceAccount(migration::service_account(ns)),
-        observed,
-    ));
-    steps.push(apply_step(
-        "sync-role",
-        format!(
-            "permission to get and patch Secret {} only",
-            names::MIGRATION_DATA_SECRET
-        ),
-        Object::Role(migration::role(ns)),
-        observed,
-    ));
-    steps.push(apply_step(
-        "sync-role-binding",
-        "grants that permission to the data-sync ServiceAccount".into(),
-        Object::RoleBinding(migration::role_binding(ns)),
-        observed,
-    ));
-    let data_target = ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET);
-    let data_description = "Secret the data-sync Job reports its findings in".to_owned();
-    if observed.objects.contains_key(&data_target) {
-        steps.push(keep_step(
-            "migration-data-secret",
-            data_description,
-            data_target,
-            "exists".into(),
-        ));
-    } else {
-        steps.push(apply_step(
-            "migration-data-secret",
-            data_description,
-            Object::Secret(migration::migration_data_secret(ns)),
-            observed,
-        ));
-    }
-    let sync = sync_steps(params, observed)?;
-    // The rest of the migration follows a complete final sync; --prepare stops after the copy.
-    let synced = sync.iter().all(|s| s.action == Action::None);
-    steps.extend(sync);
-    if synced
-        && !params.prepare
-        && let Ok(Some(data)) = observed.extracted()
-    {
-        steps.extend(after_sync(params, observed, &data)?);
-    }
-    Ok(Plan {
-        namespace: ns.clone(),
-        steps,
-    })
 }

@@ -1,7 +1,7 @@
 //! The core's integration tests, one binary: each file under `tests/` is a module of it (their
 //! test names start with the file's name; `unit` is a directory), so the core and its
 //! dependencies are linked into one test executable instead of one per file. `unit` holds the
-//! library's unit tests (`unit::plan_phase::…` for `src/plan/phase.rs`), which are not under
+//! library's unit tests (`unit::plan_phase::…` for `src/plan/migrate/phase.rs`), which are not under
 //! src/ so that the library is not compiled a second time in test mode. `scripts/run-tests.py`
 //! runs the modules as separate processes.
 

@@ -1,4 +1,4 @@
-//! The library's unit tests, one module per source file (`plan_phase` is `src/plan/phase.rs`),
+//! The library's unit tests, one module per source file (`plan_phase` is `src/plan/migrate/phase.rs`),
 //! with the same test names: they were `#[cfg(test)]` modules under src/, and are here so that
 //! the library is not compiled a second time in test mode (its `[lib]` is `test = false`). What
 //! they need of the library is public, items purely for them `#[doc(hidden)]`.

@@ -1,8 +1,9 @@
 //! The data-sync phase: the copy while the source serves, the final sync, the read-back of
 //! what it extracted.
 
-use super::{
-    Action, JobWait, Op, PlanError, Step, after_sync, await_job_step, done_step, job_label,
+use super::after_sync;
+use crate::plan::{
+    Action, JobWait, Op, PlanError, Step, await_job_step, done_step, job_label,
     job_name as job_name_of, run_job_step,
 };
 use k8s_openapi::api::batch::v1::Job;
@@ -17,7 +18,7 @@ use crate::params::MigrateParams;
 
 /// An image check takes seconds; the limit allows for pulling a large image over a slow link.
 /// Pods that cannot pull or start end the wait earlier, with the reason.
-pub(super) const IMAGE_CHECK_WAIT: JobWait = JobWait {
+pub(in crate::plan) const IMAGE_CHECK_WAIT: JobWait = JobWait {
     timeout_seconds: Some(1800),
     log_tail_lines: 10,
 };
@@ -259,7 +260,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
 }
 
 /// The data-sync step and the read-back of what it extracted.
-pub(super) fn sync_steps(
+pub(in crate::plan) fn sync_steps(
     params: &MigrateParams,
     observed: &Observed,
 ) -> Result<Vec<Step>, PlanError> {
