@@ -20,7 +20,10 @@ fn record(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn origin<'a>(m: &'a uyuni_core::record::Merged<uyuni_core::MigrateArgs>, flag: &str) -> Option<&'a Origin> {
+fn origin<'a>(
+    m: &'a uyuni_core::record::Merged<uyuni_core::MigrateArgs>,
+    flag: &str,
+) -> Option<&'a Origin> {
     m.settings
         .iter()
         .find(|s| s.flag == flag)

@@ -23,7 +23,10 @@ fn values(a: &Answer) -> Vec<&str> {
 #[test]
 fn subcommands_flags_and_values() {
     let top = ask(&[""]);
-    assert_eq!(values(&top), ["migrate", "install", "version", "completion"]);
+    assert_eq!(
+        values(&top),
+        ["migrate", "install", "version", "completion"]
+    );
     assert_eq!(top.directive, directive::NO_FILE_COMP);
     assert_eq!(values(&ask(&["ver"])), ["version"]);
     let flags = ask(&["migrate", "--"]);
