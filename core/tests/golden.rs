@@ -7,7 +7,8 @@
 use crate::common;
 
 use serde_json::Value;
-use uyuni_core::{plan, preview, render};
+use uyuni_core::plan::Planner;
+use uyuni_core::{Observed, plan, preview, render};
 use uyuni_testdata::golden::{GoldenDir, check_golden, extract_objects};
 
 fn pretty(json: &Value) -> String {
@@ -52,6 +53,20 @@ fn yaml_documents(stream: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `value` with each `(from, to)` of `redact` replaced in its strings.
+fn redacted(value: &mut Value, redact: &[(&str, &str)]) {
+    match value {
+        Value::String(s) => {
+            for (from, to) in redact {
+                *s = s.replace(from, to);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redacted(v, redact)),
+        Value::Object(map) => map.values_mut().for_each(|v| redacted(v, redact)),
+        _ => {}
+    }
+}
+
 /// The objects a human preview shows as created, with the target its diff header names.
 fn created_in_human_preview(diffs: &str) -> Vec<(String, Value)> {
     diffs
@@ -81,21 +96,41 @@ fn created_in_human_preview(diffs: &str) -> Vec<(String, Value)> {
 
 #[test]
 fn preview_for_an_empty_cluster() {
-    let params = common::params();
-    let observed = common::empty_cluster();
-    let preview = preview(&params, &observed).expect("preview");
-    let mut golden = GoldenDir::new("preview-empty-cluster");
+    check_preview(
+        "preview-empty-cluster",
+        &common::params(),
+        &common::empty_cluster(),
+        &[],
+    );
+}
+
+/// The golden of a whole preview from `observed`: the step list, `-o json`, one file per
+/// document of `-o yaml`, each checked against the creation diff the human preview shows of
+/// it (Secret values masked there). `redact`: strings that differ from one test run to the next
+/// (certificates issued per run), each replaced by a stable name wherever it occurs in a value.
+fn check_preview<P: Planner>(
+    scenario: &str,
+    params: &P,
+    observed: &Observed,
+    redact: &[(&str, &str)],
+) {
+    let observed = observed.clone();
+    let preview = preview(params, &observed).expect("preview");
+    let namespace = &params.server().namespace;
+    let mut golden = GoldenDir::new(scenario);
     let steps = render::steps_text(&preview.steps);
     golden.file("steps.txt", steps.clone());
     // `-o json`
-    let json = render::plan_json(&params.namespace, &preview.steps, &observed);
+    let mut json = render::plan_json(namespace, &preview.steps, &observed);
+    redacted(&mut json, redact);
     golden.file("plan.json", pretty(&json));
     // `-o yaml`: one file per document. A document reads back as itself, so its file (the
     // same renderer, scripts abbreviated) is what the stream holds.
     let mut documents = Vec::new();
     for (note, yaml) in yaml_documents(&render::manifests_yaml(&preview.steps, false)) {
-        let value: Value = serde_saphyr::from_str(&yaml).expect("YAML document");
+        let mut value: Value = serde_saphyr::from_str(&yaml).expect("YAML document");
         assert_eq!(render::to_yaml(&value), yaml, "reads back as itself");
+        redacted(&mut value, redact);
         golden.object(&value, |v| note.clone() + &render::to_yaml(v));
         documents.push((note, value));
     }
@@ -108,6 +143,7 @@ fn preview_for_an_empty_cluster() {
     let created = created_in_human_preview(diffs);
     assert_eq!(created.len(), documents.len());
     for ((target, mut shown), (note, document)) in created.into_iter().zip(documents) {
+        redacted(&mut shown, redact);
         let kind = document["kind"]
             .as_str()
             .expect("kind")
@@ -233,4 +269,53 @@ fn preview_after_the_sync_of_a_postgresql_16_server() {
     );
     let text = render::steps_text(&preview.steps) + "\n" + &plane.render();
     check_golden("preview-after-sync-pg16", "preview.txt", &text);
+}
+
+/// `install`'s plan from an empty cluster, with the CA generated through cert-manager.
+#[test]
+fn install_plan_for_an_empty_cluster_with_a_generated_ca() {
+    let params = crate::install::install_params();
+    let plan = params.plan(&common::empty_cluster()).expect("plan");
+    let mut json = serde_json::to_value(&plan).expect("json");
+    let objects = extract_objects(&mut json);
+    let mut golden = GoldenDir::new("plan-install-generated-ca");
+    golden.file("steps.txt", render::steps_text(&plan.steps));
+    golden.file("plan.json", pretty(&json));
+    for object in &objects {
+        golden.object(object, render::to_yaml);
+    }
+    golden.check();
+}
+
+/// `install`'s whole preview with the `--ssl-*` files of [`common::tls_chain`] (issued for
+/// [`common::SOURCE`], the name the server answers to here), on a cluster without cert-manager:
+/// third-party certificates do not need it.
+#[test]
+fn install_preview_with_third_party_certificates() {
+    let mut args = crate::install::install_args();
+    let tls = common::tls_chain();
+    let file = |path: &str, content: &str| {
+        Some(uyuni_core::params::FileInput {
+            path: path.to_owned(),
+            content: uyuni_core::secret::SecretString::new(content),
+        })
+    };
+    args.fqdn = common::SOURCE.into();
+    args.spec.ssl_server_cert = file("server.crt", &tls.cert);
+    args.spec.ssl_server_key = file("server.key", &tls.key);
+    args.spec.ssl_ca_root = file("ca.crt", &tls.root);
+    let params = uyuni_core::params::InstallParams::from_args(&args).expect("valid");
+    // The chain is issued anew by each test run: its PEM texts get stable names.
+    check_preview(
+        "preview-install-third-party",
+        &params,
+        &Observed::default(),
+        &[
+            (tls.root.as_str(), "<common::tls_chain() root CA>\n"),
+            (
+                tls.cert.as_str(),
+                "<common::tls_chain() server certificate>\n",
+            ),
+        ],
+    );
 }

@@ -14,6 +14,7 @@ mod database_scripts;
 mod golden;
 mod image_check_scripts;
 mod install;
+mod install_properties;
 mod layers;
 mod mirror;
 mod outage;

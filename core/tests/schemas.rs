@@ -1,7 +1,8 @@
 //! Every object the planner writes passes `kubernetes-validate --strict` (Kubernetes' official
 //! schemas, offline): the objects of the pure preview, before and after the data sync, for each
 //! flavour, TLS mode and PostgreSQL upgrade of the end-to-end matrix and each option that adds
-//! or shapes an object, checked in one run of the tool. The end-to-end tests write these very
+//! or shapes an object, and of `install`'s preview with a generated CA and with `--ssl-*` files,
+//! checked in one run of the tool. The end-to-end tests write these very
 //! objects (the same builders, applied as built); they check the cluster's side, this checks
 //! the shapes.
 
@@ -34,6 +35,8 @@ enum Tls {
     ThirdParty,
     /// The source's own third-party certificate, no CA key.
     SourceCertificate,
+    /// `install`: a new CA, generated through cert-manager.
+    GeneratedCa,
 }
 
 /// One case: what the cluster offers, the TLS mode, the source's PostgreSQL, and the options
@@ -90,6 +93,7 @@ fn args(case: &Case) -> MigrateArgs {
             args.spec.ssl_ca_root = file("ca.crt", &tls.root);
         }
         Tls::SourceCertificate => args.ssl_password = None,
+        Tls::GeneratedCa => unreachable!("a migration reuses or is given its certificates"),
     }
     if case.extras {
         args.spec.registry_user = Some("mirror-user".into());
@@ -169,6 +173,44 @@ fn after_sync(case: &Case, params: &MigrateParams) -> Observed {
     o
 }
 
+/// `install`'s cases: both TLS modes (a CA generated through cert-manager, `--ssl-*` files)
+/// on each flavour, and the options that add objects or fields once per TLS mode.
+const INSTALL_CASES: &[Case] = &[
+    case(Flavour::K3s, Tls::GeneratedCa, "18", false),
+    case(Flavour::Rke2, Tls::ThirdParty, "18", false),
+    case(Flavour::Plain, Tls::GeneratedCa, "18", false),
+    case(Flavour::Plain, Tls::ThirdParty, "18", false),
+    case(Flavour::K3s, Tls::ThirdParty, "18", true),
+    case(Flavour::Rke2, Tls::GeneratedCa, "18", true),
+];
+
+/// `install`'s parameters of a case: the fixture of `install.rs`, answering to the name the
+/// third-party chain was issued for; the extras add SCC credentials, registry credentials,
+/// the hub XML-RPC API, the attestation, TFTP on the host network and the ingress
+/// controller's configuration.
+fn install_params(case: &Case) -> uyuni_core::params::InstallParams {
+    let mut args = crate::install::install_args();
+    args.fqdn = common::SOURCE.into();
+    if matches!(case.tls, Tls::ThirdParty) {
+        let tls = common::tls_chain();
+        args.spec.ssl_server_cert = file("s.crt", &tls.cert);
+        args.spec.ssl_server_key = file("s.key", &tls.key);
+        args.spec.ssl_ca_root = file("ca.crt", &tls.root);
+    }
+    if case.extras {
+        args.scc_user = Some("scc-user".into());
+        args.scc_password = Some(SecretString::new("scc pass"));
+        args.spec.registry_user = Some("mirror-user".into());
+        args.spec.registry_password = Some(SecretString::new("mirror pass"));
+        args.spec.registry_host = Some("registry.example.com".into());
+        args.spec.hubxmlrpc_replicas = Some(1);
+        args.spec.coco_replicas = Some(1);
+        args.spec.tftp_host_network = Some(true);
+        args.spec.configure_ingress_controller = Some(true);
+    }
+    uyuni_core::params::InstallParams::from_args(&args).expect("valid install arguments")
+}
+
 /// The objects the steps of a preview write, as JSON documents of one YAML stream.
 fn written(steps: &[uyuni_core::Step]) -> Vec<String> {
     steps
@@ -199,6 +241,24 @@ fn every_object_of_every_case_passes_the_official_schemas() {
             case.flavour,
             case.tls,
             case.pg,
+            if case.extras { "-extras" } else { "" }
+        ));
+        std::fs::write(&path, new.join("\n---\n")).expect("write");
+        files.push(path);
+    }
+    // `install`'s cases: every object of its preview from the flavour's empty cluster.
+    for (i, case) in INSTALL_CASES.iter().enumerate() {
+        let params = install_params(case);
+        let run = preview(&params, &cluster(case)).expect("the install's preview");
+        let new: Vec<String> = written(&run.executed)
+            .into_iter()
+            .filter(|doc| seen.insert(doc.clone()))
+            .collect();
+        let path = dir.path().join(format!(
+            "{:02}-install-{:?}-{:?}{}.yaml",
+            CASES.len() + i,
+            case.flavour,
+            case.tls,
             if case.extras { "-extras" } else { "" }
         ));
         std::fs::write(&path, new.join("\n---\n")).expect("write");

@@ -51,6 +51,19 @@ fn migrate_help_is_unchanged() {
     uyuni_testdata::golden::check_golden("cli-migrate-help", "help.txt", &text);
 }
 
+/// `install --help` whole, for the same reason: it flattens the same shared groups as
+/// `migrate` beside its own.
+#[test]
+fn install_help_is_unchanged() {
+    let out = plugin()
+        .env("COLUMNS", "100")
+        .args(["install", "--help"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    uyuni_testdata::golden::check_golden("cli-install-help", "help.txt", &text);
+}
+
 #[test]
 fn version_prints_the_client_version() {
     plugin()
