@@ -69,6 +69,30 @@ pub const FLAGS: &[&str] = &[
     "mirror-claim",
 ];
 
+/// `install`'s own remembered flags: the first start's inputs, which a later run must not change
+/// behind the server's back (its setup ran with them), and the database users, whose Secrets
+/// are kept once written. Not remembered: the FQDN (the command's argument; a server that ran
+/// refuses another), passwords (secrets).
+pub const INSTALL_FLAGS: &[&str] = &[
+    "admin-login",
+    "admin-first-name",
+    "admin-last-name",
+    "organization",
+    "email",
+    "emailfrom",
+    "tz",
+    "debug-java",
+    "scc-user",
+    "db-user",
+    "db-admin-user",
+    "reportdb-user",
+    "ssl-country",
+    "ssl-state",
+    "ssl-city",
+    "ssl-org",
+    "ssl-ou",
+];
+
 /// Flags that exclude each other: when the first is given (with a value that means it is in
 /// use), a recorded second one is dropped instead of contradicting it, as the flag given is the
 /// user's latest word. A contradiction within the record itself stays an error.
@@ -95,7 +119,8 @@ fn in_use(key: &str, value: &str) -> bool {
 
 fn shape(key: &str) -> Shape {
     match key {
-        "tftp"
+        "debug-java"
+        | "tftp"
         | "tftp-host-network"
         | "server-privileged"
         | "server-super-privileged"
@@ -320,6 +345,16 @@ pub trait WithSpec: Clone {
     fn validate(&self) -> Result<Self::Params, ParamsError>;
     /// Sets the record the run writes on its parameters.
     fn set_record(params: &mut Self::Params, record: BTreeMap<String, String>);
+    /// The command's own remembered flags, beyond the specification's.
+    fn own_flags() -> &'static [&'static str] {
+        &[]
+    }
+    /// The value of one of [`WithSpec::own_flags`] as given; `None` when not given.
+    fn own_get(&self, _key: &str) -> Option<String> {
+        None
+    }
+    /// Sets one of [`WithSpec::own_flags`] from the record (checked by its shape).
+    fn own_set(&mut self, _key: &str, _value: String) {}
 }
 
 impl WithSpec for MigrateArgs {
@@ -364,6 +399,58 @@ impl WithSpec for crate::params::InstallArgs {
     fn set_record(params: &mut crate::params::InstallParams, record: BTreeMap<String, String>) {
         params.spec_record = record;
     }
+    fn own_flags() -> &'static [&'static str] {
+        INSTALL_FLAGS
+    }
+    fn own_get(&self, key: &str) -> Option<String> {
+        let s = &self.ssl_subject;
+        match key {
+            "admin-login" => self.admin_login.clone(),
+            "admin-first-name" => self.admin_first_name.clone(),
+            "admin-last-name" => self.admin_last_name.clone(),
+            "organization" => self.organization.clone(),
+            "email" => self.email.clone(),
+            "emailfrom" => self.mail_from.clone(),
+            "tz" => self.timezone.clone(),
+            "debug-java" => self.debug_java.map(|b| b.to_string()),
+            "scc-user" => self.scc_user.clone(),
+            "db-user" => self.db_user.clone(),
+            "db-admin-user" => self.db_admin_user.clone(),
+            "reportdb-user" => self.reportdb_user.clone(),
+            "ssl-country" => s.country.clone(),
+            "ssl-state" => s.state.clone(),
+            "ssl-city" => s.city.clone(),
+            "ssl-org" => s.org.clone(),
+            "ssl-ou" => s.ou.clone(),
+            _ => None,
+        }
+        .filter(|v| !v.is_empty())
+    }
+    fn own_set(&mut self, key: &str, value: String) {
+        let v = Some(value);
+        let s = &mut self.ssl_subject;
+        match key {
+            "admin-login" => self.admin_login = v,
+            "admin-first-name" => self.admin_first_name = v,
+            "admin-last-name" => self.admin_last_name = v,
+            "organization" => self.organization = v,
+            "email" => self.email = v,
+            "emailfrom" => self.mail_from = v,
+            "tz" => self.timezone = v,
+            "debug-java" => self.debug_java = v.map(|b| b == "true"),
+            "db-user" => self.db_user = v,
+            "db-admin-user" => self.db_admin_user = v,
+            "reportdb-user" => self.reportdb_user = v,
+            "ssl-country" => s.country = v,
+            "ssl-state" => s.state = v,
+            "ssl-city" => s.city = v,
+            "ssl-org" => s.org = v,
+            "ssl-ou" => s.ou = v,
+            // The SCC user comes with its password, which is not remembered: a remembered
+            // user alone is recorded, not applied (its Secret is kept once written).
+            _ => {}
+        }
+    }
 }
 
 fn edit_command<A: WithSpec>(args: &A) -> String {
@@ -395,21 +482,30 @@ pub fn merge<A: WithSpec>(
         .iter()
         .map(|(k, v)| (k.as_str(), v.trim()))
         .collect();
-    if let Some(key) = recorded.keys().find(|k| !FLAGS.contains(k)) {
+    let known = |k: &str| FLAGS.contains(&k) || INSTALL_FLAGS.contains(&k);
+    if let Some(key) = recorded.keys().find(|k| !known(k)) {
         return Err(RecordError::UnknownKey {
             namespace: given.namespace().to_owned(),
             key: (*key).to_owned(),
             edit: edit_command(&given),
         });
     }
+    let own = A::own_flags();
     let given_values: BTreeMap<&str, String> = FLAGS
         .iter()
         .filter_map(|k| Some((*k, get(given.spec(), k)?)))
+        .chain(own.iter().filter_map(|k| Some((*k, given.own_get(k)?))))
         .collect();
     let mut args = given.clone();
     let mut settings = Vec::new();
     let mut record = BTreeMap::new();
-    for &key in FLAGS {
+    // Another command's keys (install's, read by a migration): kept as they are.
+    for (key, value) in &recorded {
+        if !FLAGS.contains(key) && !own.contains(key) {
+            record.insert((*key).to_owned(), (*value).to_owned());
+        }
+    }
+    for &key in FLAGS.iter().chain(own) {
         let old = recorded.get(key).copied().filter(|v| !v.is_empty());
         let (value, origin) = match (given_values.get(key), old) {
             (Some(new), None) => (Some(new.clone()), Some(Origin::New)),
@@ -439,7 +535,11 @@ pub fn merge<A: WithSpec>(
                     None => {
                         let parsed =
                             parse(key, old).map_err(|p| invalid(&given, key, old, p.to_owned()))?;
-                        if key != "registry-user" {
+                        if own.contains(&key) {
+                            if key != "scc-user" {
+                                args.own_set(key, old.to_owned());
+                            }
+                        } else if key != "registry-user" {
                             set(args.spec_mut(), key, parsed);
                         }
                         (Some(old.to_owned()), Some(Origin::Remembered))

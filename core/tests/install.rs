@@ -25,29 +25,20 @@ pub fn install_args() -> InstallArgs {
         run_id: common::RUN_ID.into(),
         tool_version: "0.1.0".into(),
         fqdn: FQDN.into(),
-        admin_login: "admin".into(),
+        admin_login: None,
         admin_password: Some(SecretString::new(ADMIN_PASSWORD)),
-        admin_first_name: "Administrator".into(),
-        admin_last_name: "McAdmin".into(),
-        organization: "Example Org".into(),
-        email: "admin@example.com".into(),
-        mail_from: String::new(),
-        timezone: "Etc/UTC".into(),
-        db_user: "spacewalk".into(),
-        db_admin_user: "postgres".into(),
-        reportdb_user: "pythia_susemanager".into(),
+        admin_first_name: None,
+        admin_last_name: None,
+        organization: Some("Example Org".into()),
+        email: None,
+        mail_from: None,
+        timezone: None,
         generated: GeneratedPasswords {
             db: SecretString::new(GENERATED[0]),
             db_admin: SecretString::new(GENERATED[1]),
             report_db: SecretString::new(GENERATED[2]),
         },
-        ssl_subject: CaSubjectArgs {
-            country: "DE".into(),
-            state: "Bayern".into(),
-            city: "Nuernberg".into(),
-            org: "SUSE".into(),
-            ou: "SUSE".into(),
-        },
+        ssl_subject: CaSubjectArgs::default(),
         ..InstallArgs::default()
     }
 }
@@ -309,10 +300,16 @@ fn install_refuses_bad_input() {
     type Edit = fn(&mut InstallArgs);
     let cases: Vec<(Edit, &str)> = vec![
         (|a| a.fqdn = "not a name".into(), "fully qualified"),
-        (|a| a.email = "Admin <admin@example.com>".into(), "--email"),
-        (|a| a.ssl_subject.country = "DEU".into(), "--ssl-country"),
-        (|a| a.organization = "ab".into(), "--organization"),
-        (|a| a.db_user = "Space Walk".into(), "--db-user"),
+        (
+            |a| a.email = Some("Admin <admin@example.com>".into()),
+            "--email",
+        ),
+        (
+            |a| a.ssl_subject.country = Some("DEU".into()),
+            "--ssl-country",
+        ),
+        (|a| a.organization = Some("ab".into()), "--organization"),
+        (|a| a.db_user = Some("Space Walk".into()), "--db-user"),
         (
             |a| a.db_password = Some(SecretString::new("it's")),
             "single quote",
@@ -346,4 +343,72 @@ fn install_a_migration_into_an_installed_namespace_is_refused() {
             .to_string()
             .contains("Migrate into another namespace")
     );
+}
+
+#[test]
+fn install_a_rerun_with_another_fqdn_is_refused_once_the_server_exists() {
+    let end = end_state();
+    let mut args = install_args();
+    args.fqdn = "other.example.com".into();
+    let params = InstallParams::from_args(&args).expect("valid");
+    let refused = install::plan(&params, &end).expect_err("refused");
+    let PlanError::FqdnChange {
+        installed, same, ..
+    } = &refused
+    else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(installed, FQDN);
+    assert!(same.contains(&format!("install {FQDN}")), "{same}");
+    // Before the server Deployment exists, the name may still change.
+    assert!(install::plan(&params, &common::empty_cluster()).is_ok());
+}
+
+/// The recorded specification after a first install, as `effects::record` reads it back.
+fn recorded_after(args: InstallArgs) -> std::collections::BTreeMap<String, String> {
+    let (params, _) = uyuni_core::record::params(args, &Default::default()).expect("valid");
+    let end = preview(&params, &common::empty_cluster())
+        .expect("plans")
+        .end;
+    let Some(Object::ConfigMap(spec)) = end.get(Kind::ConfigMap, names::SERVER_SPEC_CONFIG_MAP)
+    else {
+        panic!("no recorded specification");
+    };
+    spec.data.clone().unwrap_or_default()
+}
+
+#[test]
+fn install_a_rerun_keeps_the_first_starts_inputs_it_recorded() {
+    let mut first = install_args();
+    first.organization = Some("First Org".into());
+    first.email = Some("ops@example.com".into());
+    first.timezone = Some("Europe/Berlin".into());
+    let recorded = recorded_after(first);
+    assert_eq!(
+        recorded.get("organization").map(String::as_str),
+        Some("First Org")
+    );
+    assert_eq!(
+        recorded.get("tz").map(String::as_str),
+        Some("Europe/Berlin")
+    );
+    // Run again without those flags: the recorded values, not the defaults.
+    let mut again = install_args();
+    again.organization = None;
+    again.email = None;
+    again.timezone = None;
+    let (params, settings) = uyuni_core::record::params(again, &recorded).expect("valid");
+    assert_eq!(params.organization, "First Org");
+    assert_eq!(params.email, "ops@example.com");
+    assert_eq!(params.timezone, "Europe/Berlin");
+    assert!(
+        settings
+            .iter()
+            .any(|s| s.flag == "organization" && s.origin == uyuni_core::record::Origin::Remembered),
+        "{settings:?}"
+    );
+    // A migration reading that record is not confused by install's keys.
+    let migrate =
+        uyuni_core::record::params(common::args_with_ssh(&common::private_key("k")), &recorded);
+    assert!(migrate.is_ok(), "{migrate:?}");
 }

@@ -467,44 +467,44 @@ pub struct InstallFlags {
     #[arg(long)]
     pub reuse_volumes: bool,
 
-    /// Login of the first administrator.
-    #[arg(long, default_value = "admin", value_name = "LOGIN", help_heading = ADMIN)]
-    pub admin_login: String,
+    /// Login of the first administrator [default: admin]. [remembered]
+    #[arg(long, value_name = "LOGIN", help_heading = ADMIN)]
+    pub admin_login: Option<String>,
 
     /// File holding the first administrator's password (first line); else
     /// UYUNI_ADMIN_PASSWORD, else asked on a terminal.
     #[arg(long, value_name = "FILE", help_heading = ADMIN)]
     pub admin_password_file: Option<PathBuf>,
 
-    /// The administrator's first name.
-    #[arg(long, default_value = "Administrator", value_name = "NAME", help_heading = ADMIN)]
-    pub admin_first_name: String,
+    /// The administrator's first name [default: Administrator]. [remembered]
+    #[arg(long, value_name = "NAME", help_heading = ADMIN)]
+    pub admin_first_name: Option<String>,
 
-    /// The administrator's last name.
-    #[arg(long, default_value = "McAdmin", value_name = "NAME", help_heading = ADMIN)]
-    pub admin_last_name: String,
+    /// The administrator's last name [default: McAdmin]. [remembered]
+    #[arg(long, value_name = "NAME", help_heading = ADMIN)]
+    pub admin_last_name: Option<String>,
 
-    /// The first organisation's name.
-    #[arg(long, default_value = "Organization", value_name = "NAME", help_heading = ADMIN)]
-    pub organization: String,
+    /// The first organisation's name [default: Organization]. [remembered]
+    #[arg(long, value_name = "NAME", help_heading = ADMIN)]
+    pub organization: Option<String>,
 
-    /// The administrator's e-mail address.
-    #[arg(long, default_value = "admin@example.com", value_name = "ADDRESS", help_heading = ADMIN)]
-    pub email: String,
+    /// The administrator's e-mail address [default: admin@example.com]. [remembered]
+    #[arg(long, value_name = "ADDRESS", help_heading = ADMIN)]
+    pub email: Option<String>,
 
-    /// The address the server's e-mails come from (default: --email).
+    /// The address the server's e-mails come from [default: --email]. [remembered]
     #[arg(long = "emailfrom", value_name = "ADDRESS", help_heading = ADMIN)]
     pub email_from: Option<String>,
 
-    /// The server's time zone.
-    #[arg(long, default_value = "Etc/UTC", value_name = "ZONE", help_heading = ADMIN)]
-    pub tz: String,
+    /// The server's time zone [default: Etc/UTC]. [remembered]
+    #[arg(long, value_name = "ZONE", help_heading = ADMIN)]
+    pub tz: Option<String>,
 
-    /// Expose the Java debugging ports.
-    #[arg(long, help_heading = ADMIN)]
-    pub debug_java: bool,
+    /// Expose the Java debugging ports. [remembered]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = ADMIN)]
+    pub debug_java: Option<bool>,
 
-    /// SCC organisation user, for mirroring SUSE products.
+    /// SCC organisation user, for mirroring SUSE products. [remembered]
     #[arg(long, value_name = "USER", help_heading = ADMIN)]
     pub scc_user: Option<String>,
 
@@ -512,49 +512,49 @@ pub struct InstallFlags {
     #[arg(long, value_name = "FILE", help_heading = ADMIN)]
     pub scc_password_file: Option<PathBuf>,
 
-    /// The server's database user.
-    #[arg(long, default_value = "spacewalk", value_name = "USER", help_heading = DATABASE)]
-    pub db_user: String,
+    /// The server's database user [default: spacewalk]. [remembered]
+    #[arg(long, value_name = "USER", help_heading = DATABASE)]
+    pub db_user: Option<String>,
 
     /// File holding its password; else UYUNI_DB_PASSWORD; else generated.
     #[arg(long, value_name = "FILE", help_heading = DATABASE)]
     pub db_password_file: Option<PathBuf>,
 
-    /// The PostgreSQL superuser.
-    #[arg(long, default_value = "postgres", value_name = "USER", help_heading = DATABASE)]
-    pub db_admin_user: String,
+    /// The PostgreSQL superuser [default: postgres]. [remembered]
+    #[arg(long, value_name = "USER", help_heading = DATABASE)]
+    pub db_admin_user: Option<String>,
 
     /// File holding its password; else UYUNI_DB_ADMIN_PASSWORD; else generated.
     #[arg(long, value_name = "FILE", help_heading = DATABASE)]
     pub db_admin_password_file: Option<PathBuf>,
 
-    /// The report database's user.
-    #[arg(long, default_value = "pythia_susemanager", value_name = "USER", help_heading = DATABASE)]
-    pub reportdb_user: String,
+    /// The report database's user [default: pythia_susemanager]. [remembered]
+    #[arg(long, value_name = "USER", help_heading = DATABASE)]
+    pub reportdb_user: Option<String>,
 
     /// File holding its password; else UYUNI_REPORTDB_PASSWORD; else generated.
     #[arg(long, value_name = "FILE", help_heading = DATABASE)]
     pub reportdb_password_file: Option<PathBuf>,
 
-    /// Two-letter country code of the generated CA.
-    #[arg(long, default_value = "DE", value_name = "CC", help_heading = CA)]
-    pub ssl_country: String,
+    /// Two-letter country code of the generated CA [default: DE]. [remembered]
+    #[arg(long, value_name = "CC", help_heading = CA)]
+    pub ssl_country: Option<String>,
 
-    /// State or province of the generated CA.
-    #[arg(long, default_value = "Bayern", value_name = "STATE", help_heading = CA)]
-    pub ssl_state: String,
+    /// State or province of the generated CA [default: Bayern]. [remembered]
+    #[arg(long, value_name = "STATE", help_heading = CA)]
+    pub ssl_state: Option<String>,
 
-    /// City of the generated CA.
-    #[arg(long, default_value = "Nuernberg", value_name = "CITY", help_heading = CA)]
-    pub ssl_city: String,
+    /// City of the generated CA [default: Nuernberg]. [remembered]
+    #[arg(long, value_name = "CITY", help_heading = CA)]
+    pub ssl_city: Option<String>,
 
-    /// Organisation of the generated CA.
-    #[arg(long, default_value = "SUSE", value_name = "ORG", help_heading = CA)]
-    pub ssl_org: String,
+    /// Organisation of the generated CA [default: SUSE]. [remembered]
+    #[arg(long, value_name = "ORG", help_heading = CA)]
+    pub ssl_org: Option<String>,
 
-    /// Organisational unit of the generated CA.
-    #[arg(long, default_value = "SUSE", value_name = "OU", help_heading = CA)]
-    pub ssl_ou: String,
+    /// Organisational unit of the generated CA [default: SUSE]. [remembered]
+    #[arg(long, value_name = "OU", help_heading = CA)]
+    pub ssl_ou: Option<String>,
 }
 
 /// What only a migration needs: the source, how to reach it, and the copy.
@@ -687,7 +687,8 @@ pub struct ServerSpecFlags {
     #[arg(long, value_name = "NAME=CLASS", help_heading = VOLUMES)]
     pub volume_class: Vec<String>,
 
-    /// Size of the database volume (var-pgsql) [default: 50Gi]. [remembered]
+    /// Size of the database volume (var-pgsql; a new server's var-pgsql18) [default: 50Gi].
+    /// [remembered]
     #[arg(long, value_name = "SIZE", help_heading = VOLUMES)]
     pub volumes_database_size: Option<String>,
 
@@ -708,7 +709,7 @@ pub struct ServerSpecFlags {
     pub volume_size: Vec<String>,
 
     /// Your PersistentVolumeClaim holding a local mirror: mounted at /mirror in the server
-    /// (MIRROR_PATH), where the migrated configuration points; never written. [remembered]
+    /// (MIRROR_PATH; where a migrated configuration points); never written. [remembered]
     #[arg(long, value_name = "CLAIM", help_heading = VOLUMES)]
     pub mirror_claim: Option<String>,
 
@@ -752,8 +753,8 @@ pub struct ServerSpecFlags {
     #[arg(long = "pgsql-tag", alias = "db-tag", value_name = "TAG", help_heading = IMAGE)]
     pub db_tag: Option<String>,
 
-    /// Image that upgrades the synced database to the PostgreSQL major of the database image
-    /// [default: uyuni/server-database-migration]. [remembered]
+    /// Image that upgrades a migrated database to the PostgreSQL major of the database image
+    /// (migrate only) [default: uyuni/server-database-migration]. [remembered]
     #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
     pub dbupgrade_image: Option<String>,
 
@@ -765,7 +766,8 @@ pub struct ServerSpecFlags {
     #[arg(long, value_name = "IMAGE", help_heading = IMAGE)]
     pub hubxmlrpc_image: Option<String>,
 
-    /// Replicas of the hub XML-RPC API [default: 1 if the source ran it, else 0]. [remembered]
+    /// Replicas of the hub XML-RPC API [default: migrate: 1 if the source ran it, else 0;
+    /// install: 0]. [remembered]
     #[arg(long, value_name = "N", help_heading = IMAGE)]
     pub hubxmlrpc_replicas: Option<u32>,
 
@@ -778,8 +780,9 @@ pub struct ServerSpecFlags {
     pub coco_replicas: Option<u32>,
 
     /// Deploy the TFTP server (Deployment and LoadBalancer Service tftp): --tftp or
-    /// --tftp=true deploys it, --tftp=false does not [default: as the source, whose
-    /// tftp.socket is checked by the data sync]. [remembered]
+    /// --tftp=true deploys it, --tftp=false does not [default: migrate: as the source, whose
+    /// tftp.socket is checked by the data sync; install: deployed, as in the official chart].
+    /// [remembered]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "TFTP")]
     pub tftp: Option<bool>,
 

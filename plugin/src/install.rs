@@ -95,7 +95,7 @@ fn args(
         admin_last_name: i.admin_last_name.clone(),
         organization: i.organization.clone(),
         email: i.email.clone(),
-        mail_from: i.email_from.clone().unwrap_or_default(),
+        mail_from: i.email_from.clone(),
         timezone: i.tz.clone(),
         debug_java: i.debug_java,
         scc_user: i.scc_user.clone(),

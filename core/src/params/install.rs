@@ -25,25 +25,27 @@ pub struct InstallArgs {
     pub spec: ServerSpecArgs,
     /// The name the server answers to.
     pub fqdn: String,
-    pub admin_login: String,
+    // The inputs below are `None` when not given: an earlier run's recorded value applies
+    // (`record`), else the default in [`defaults`].
+    pub admin_login: Option<String>,
     /// From a file, the environment or a prompt; `None`: not given (a re-run finds it in its
     /// Secret).
     pub admin_password: Option<SecretString>,
-    pub admin_first_name: String,
-    pub admin_last_name: String,
-    pub organization: String,
-    pub email: String,
-    /// Empty: `--email`.
-    pub mail_from: String,
-    pub timezone: String,
-    pub debug_java: bool,
+    pub admin_first_name: Option<String>,
+    pub admin_last_name: Option<String>,
+    pub organization: Option<String>,
+    pub email: Option<String>,
+    /// `None`: `--email`.
+    pub mail_from: Option<String>,
+    pub timezone: Option<String>,
+    pub debug_java: Option<bool>,
     pub scc_user: Option<String>,
     pub scc_password: Option<SecretString>,
-    pub db_user: String,
+    pub db_user: Option<String>,
     pub db_password: Option<SecretString>,
-    pub db_admin_user: String,
+    pub db_admin_user: Option<String>,
     pub db_admin_password: Option<SecretString>,
-    pub reportdb_user: String,
+    pub reportdb_user: Option<String>,
     pub reportdb_password: Option<SecretString>,
     /// Strong random passwords made by the caller (the core has no randomness): used for the
     /// database accounts whose password was not given, when their Secret does not exist yet.
@@ -64,11 +66,36 @@ pub struct GeneratedPasswords {
 /// (`shared/ssl/flags.go`: defaults DE, Bayern, Nuernberg, SUSE, SUSE).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CaSubjectArgs {
-    pub country: String,
-    pub state: String,
-    pub city: String,
-    pub org: String,
-    pub ou: String,
+    pub country: Option<String>,
+    pub state: Option<String>,
+    pub city: Option<String>,
+    pub org: Option<String>,
+    pub ou: Option<String>,
+}
+
+/// The defaults of install's inputs: mgradm install's (`mgradm/cmd/install/flags.go`,
+/// `mgradm/shared/utils/cmd_utils.go`, `shared/ssl/flags.go`, uyuni-tools @b6ad4452), the time
+/// zone the chart's (`timezone | default "Etc/UTC"`).
+pub mod defaults {
+    pub const ADMIN_LOGIN: &str = "admin";
+    pub const ADMIN_FIRST_NAME: &str = "Administrator";
+    pub const ADMIN_LAST_NAME: &str = "McAdmin";
+    pub const ORGANIZATION: &str = "Organization";
+    pub const EMAIL: &str = "admin@example.com";
+    pub const TIMEZONE: &str = "Etc/UTC";
+    pub const DB_USER: &str = "spacewalk";
+    pub const DB_ADMIN_USER: &str = "postgres";
+    pub const REPORTDB_USER: &str = "pythia_susemanager";
+    pub const SSL_COUNTRY: &str = "DE";
+    pub const SSL_STATE: &str = "Bayern";
+    pub const SSL_CITY: &str = "Nuernberg";
+    pub const SSL_ORG: &str = "SUSE";
+    pub const SSL_OU: &str = "SUSE";
+}
+
+/// `value`, or `default` when not given.
+fn or<'a>(value: &'a Option<String>, default: &'a str) -> &'a str {
+    value.as_deref().unwrap_or(default)
 }
 
 /// A generated CA's subject, checked against X.509's bounds (RFC 5280 upper bounds, as
@@ -235,7 +262,7 @@ impl CaSubject {
         Ok(CaSubject {
             country: bounded(
                 "--ssl-country",
-                &args.country,
+                or(&args.country, defaults::SSL_COUNTRY),
                 2,
                 2,
                 "a two-letter country code (ISO 3166), for example DE",
@@ -243,7 +270,7 @@ impl CaSubject {
             )?,
             state: bounded(
                 "--ssl-state",
-                &args.state,
+                or(&args.state, defaults::SSL_STATE),
                 1,
                 128,
                 "1 to 128 printable characters",
@@ -251,7 +278,7 @@ impl CaSubject {
             )?,
             city: bounded(
                 "--ssl-city",
-                &args.city,
+                or(&args.city, defaults::SSL_CITY),
                 1,
                 128,
                 "1 to 128 printable characters",
@@ -259,7 +286,7 @@ impl CaSubject {
             )?,
             org: bounded(
                 "--ssl-org",
-                &args.org,
+                or(&args.org, defaults::SSL_ORG),
                 1,
                 64,
                 "1 to 64 printable characters",
@@ -267,7 +294,7 @@ impl CaSubject {
             )?,
             ou: bounded(
                 "--ssl-ou",
-                &args.ou,
+                or(&args.ou, defaults::SSL_OU),
                 1,
                 64,
                 "1 to 64 printable characters",
@@ -308,7 +335,7 @@ impl InstallParams {
         }
         let admin_login = bounded(
             "--admin-login",
-            &args.admin_login,
+            or(&args.admin_login, defaults::ADMIN_LOGIN),
             1,
             64,
             "1 to 64 letters, digits, '.', '_' or '-' (mgradm's rule)",
@@ -322,11 +349,17 @@ impl InstallParams {
         }
         let name =
             |flag, v: &str| bounded(flag, v, 1, 64, "1 to 64 printable characters", printable);
-        let admin_first_name = name("--admin-first-name", &args.admin_first_name)?;
-        let admin_last_name = name("--admin-last-name", &args.admin_last_name)?;
+        let admin_first_name = name(
+            "--admin-first-name",
+            or(&args.admin_first_name, defaults::ADMIN_FIRST_NAME),
+        )?;
+        let admin_last_name = name(
+            "--admin-last-name",
+            or(&args.admin_last_name, defaults::ADMIN_LAST_NAME),
+        )?;
         let organization = bounded(
             "--organization",
-            &args.organization,
+            or(&args.organization, defaults::ORGANIZATION),
             3,
             128,
             "3 to 128 printable characters (mgradm's rule)",
@@ -334,18 +367,18 @@ impl InstallParams {
         )?;
         let email = bounded(
             "--email",
-            &args.email,
+            or(&args.email, defaults::EMAIL),
             3,
             128,
             "a bare e-mail address such as admin@example.com",
             is_email,
         )?;
-        let mail_from = if args.mail_from.trim().is_empty() {
+        let mail_from = if or(&args.mail_from, "").trim().is_empty() {
             email.clone()
         } else {
             bounded(
                 "--emailfrom",
-                &args.mail_from,
+                or(&args.mail_from, ""),
                 3,
                 128,
                 "a bare e-mail address such as notifications@example.com",
@@ -354,7 +387,7 @@ impl InstallParams {
         };
         let timezone = bounded(
             "--tz",
-            &args.timezone,
+            or(&args.timezone, defaults::TIMEZONE),
             1,
             64,
             "a time zone name such as Etc/UTC or Europe/Berlin",
@@ -411,21 +444,21 @@ impl InstallParams {
         let db = account(
             "--db-user",
             "the database password",
-            &args.db_user,
+            or(&args.db_user, defaults::DB_USER),
             &args.db_password,
             &args.generated.db,
         )?;
         let db_admin = account(
             "--db-admin-user",
             "the database administrator's password",
-            &args.db_admin_user,
+            or(&args.db_admin_user, defaults::DB_ADMIN_USER),
             &args.db_admin_password,
             &args.generated.db_admin,
         )?;
         let report_db = account(
             "--reportdb-user",
             "the report database password",
-            &args.reportdb_user,
+            or(&args.reportdb_user, defaults::REPORTDB_USER),
             &args.reportdb_password,
             &args.generated.report_db,
         )?;
@@ -440,7 +473,7 @@ impl InstallParams {
             email,
             mail_from,
             timezone,
-            debug_java: args.debug_java,
+            debug_java: args.debug_java.unwrap_or(false),
             scc,
             db,
             db_admin,

@@ -98,6 +98,16 @@ pub enum PlanError {
         "namespace {namespace} holds a server this tool installed ({found}): a migration into it would replace that server's data with the source's. Migrate into another namespace with -n. Nothing was written"
     )]
     InstalledServerPresent { namespace: String, found: String },
+    /// `install` again with another FQDN than the server was installed with.
+    #[error(
+        "refused: the server in namespace {namespace} was installed as {installed}, and this run names it {asked}. The image sets the server up under its name at the first start and does not rename it; to go on with the installed server, run `{same}`. Nothing was written"
+    )]
+    FqdnChange {
+        namespace: String,
+        installed: String,
+        asked: String,
+        same: String,
+    },
     /// `install` on a namespace a migration writes to.
     #[error(
         "namespace {namespace} holds a migration ({found}): install refuses to write over it. Finish it with `kubectl uyuni migrate`, or choose another namespace with -n. Nothing was written"

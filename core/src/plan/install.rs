@@ -103,6 +103,44 @@ fn check_namespace(params: &InstallParams, observed: &Observed) -> Result<(), Pl
     Ok(())
 }
 
+/// The name an installed server was set up with: `UYUNI_HOSTNAME` of its Deployment.
+fn installed_fqdn(observed: &Observed) -> Option<String> {
+    let target = ObjectRef::new(Kind::Deployment, names::SERVER_DEPLOYMENT);
+    if !installed_here(observed, &target) {
+        return None;
+    }
+    observed
+        .deployment(names::SERVER_DEPLOYMENT)?
+        .spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .first()?
+        .env
+        .as_ref()?
+        .iter()
+        .find(|e| e.name == "UYUNI_HOSTNAME")?
+        .value
+        .clone()
+}
+
+/// Before any write: once the server Deployment exists, its first start may have set the
+/// server up under its name; another name would restart it as a server it is not (the image
+/// does not rename itself).
+fn check_fqdn(params: &InstallParams, observed: &Observed) -> Result<(), PlanError> {
+    match installed_fqdn(observed) {
+        Some(installed) if installed != params.fqdn => Err(PlanError::FqdnChange {
+            namespace: params.namespace.clone(),
+            installed: installed.clone(),
+            asked: params.fqdn.clone(),
+            same: params.kubectl.install(Some(&params.namespace), &installed),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// A credential Secret: written once, with the password given or generated then, and kept
 /// from then on, whatever a later run is given or generates (the database was set up with
 /// the first one).
@@ -207,6 +245,7 @@ pub fn plan(params: &InstallParams, observed: &Observed) -> Result<Plan, PlanErr
     let ns = &params.namespace;
     // Refused in this order, before any write.
     check_namespace(params, observed)?;
+    check_fqdn(params, observed)?;
     super::phase::check_installed_images(params, observed)?;
     let facts = crate::resolve::install(params, observed);
     facts

@@ -118,7 +118,10 @@ fn an_install_completes_with_a_generated_ca_and_a_second_run_plans_nothing() {
         env.ns
     );
 
-    let out = install(&env, &[]);
+    let out = install(
+        &env,
+        &["--organization", "First Org", "--tz", "Europe/Berlin"],
+    );
     assert!(out.status.success(), "{}", both(&out));
     let (stdout, _) = text(&out);
     assert!(
@@ -212,7 +215,9 @@ fn an_install_completes_with_a_generated_ca_and_a_second_run_plans_nothing() {
         "a generated password of 32 letters and digits"
     );
 
-    // Again, without the administrator's password: its Secret is there.
+    assert_eq!(var("ORG_NAME").expect("ORG_NAME")["value"], "First Org");
+    // Again, without the administrator's password (its Secret is there) nor the first start's
+    // flags (remembered): nothing changes.
     let before = written_versions(&env);
     let again = env
         .command(&["install", FQDN])
@@ -230,6 +235,18 @@ fn an_install_completes_with_a_generated_ca_and_a_second_run_plans_nothing() {
         generated,
         "the generated password changed"
     );
+
+    let other = env
+        .command(&["install", "other.example.com"])
+        .output()
+        .expect("kubectl runs");
+    let (_, stderr) = text(&other);
+    assert!(!other.status.success(), "{}", both(&other));
+    assert!(
+        stderr.contains("was installed as server.example.com"),
+        "{stderr}"
+    );
+    assert_eq!(written_versions(&env), before, "the renaming run wrote");
 
     let refused = install(&env, &["--tag", "2025.10"]);
     let (_, stderr) = text(&refused);
