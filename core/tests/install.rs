@@ -412,3 +412,34 @@ fn install_a_rerun_keeps_the_first_starts_inputs_it_recorded() {
         uyuni_core::record::params(common::args_with_ssh(&common::private_key("k")), &recorded);
     assert!(migrate.is_ok(), "{migrate:?}");
 }
+
+#[test]
+fn install_reusing_a_database_without_its_credentials_is_refused() {
+    let mut observed = end_state();
+    // Claims another tool left (no install origin), without the database's Secrets.
+    observed.objects.retain(|target, _| {
+        target.kind == Kind::PersistentVolumeClaim || target.kind == Kind::Namespace
+    });
+    let claims: Vec<Object> = observed.objects.values().cloned().collect();
+    for object in claims {
+        if let Object::PersistentVolumeClaim(mut claim) = object {
+            claim.metadata.annotations = None;
+            observed.insert(Object::PersistentVolumeClaim(claim));
+        }
+    }
+    let mut args = install_args();
+    args.reuse_volumes = true;
+    let params = InstallParams::from_args(&args).expect("valid");
+    let refused = install::plan(&params, &observed).expect_err("refused");
+    let text = refused.to_string();
+    assert!(
+        text.contains("Secret db-credentials (--db-password-file)")
+            && text.contains("Secret db-admin-credentials"),
+        "{text}"
+    );
+    args.db_password = Some(SecretString::new("the-old-one"));
+    args.db_admin_password = Some(SecretString::new("the-old-admin"));
+    args.reportdb_password = Some(SecretString::new("the-old-report"));
+    let params = InstallParams::from_args(&args).expect("valid");
+    assert!(install::plan(&params, &observed).is_ok());
+}

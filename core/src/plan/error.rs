@@ -108,6 +108,16 @@ pub enum PlanError {
         asked: String,
         same: String,
     },
+    /// `install --reuse-volumes` on a database whose credential Secrets are gone.
+    #[error(
+        "--reuse-volumes: the database on claim {claim} in namespace {namespace} was set up with its accounts' passwords, and these are gone: {}. A password generated now would lock the server out of its database: give each with the flag named (or its UYUNI_* variable), or restore the Secret. Nothing was written",
+        missing.join(", ")
+    )]
+    ReusedDatabaseWithoutCredentials {
+        namespace: String,
+        claim: String,
+        missing: Vec<String>,
+    },
     /// `install` on a namespace a migration writes to.
     #[error(
         "namespace {namespace} holds a migration ({found}): install refuses to write over it. Finish it with `kubectl uyuni migrate`, or choose another namespace with -n. Nothing was written"

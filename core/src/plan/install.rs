@@ -141,6 +141,49 @@ fn check_fqdn(params: &InstallParams, observed: &Observed) -> Result<(), PlanErr
     }
 }
 
+/// Before any write: a database reused from a claim this tool's install did not create was
+/// set up with its accounts' passwords; a password generated now would lock the server out of
+/// it. Each account whose Secret is gone needs its password given. (A claim of an install of
+/// ours whose Secrets are gone is an install interrupted before it wrote them: its database
+/// was never started.)
+fn check_reused_credentials(params: &InstallParams, observed: &Observed) -> Result<(), PlanError> {
+    let claim = crate::volumes::upgraded_database_volume();
+    let target = ObjectRef::new(Kind::PersistentVolumeClaim, claim.clone());
+    if !params.reuse_volumes
+        || !observed.objects.contains_key(&target)
+        || installed_here(observed, &target)
+    {
+        return Ok(());
+    }
+    let missing: Vec<String> = [
+        (
+            names::DB_ADMIN_SECRET,
+            &params.db_admin,
+            "--db-admin-password-file",
+        ),
+        (names::DB_SECRET, &params.db, "--db-password-file"),
+        (
+            names::REPORTDB_SECRET,
+            &params.report_db,
+            "--reportdb-password-file",
+        ),
+    ]
+    .into_iter()
+    .filter(|(secret, account, _)| {
+        account.password.is_none() && !observed.contains(Kind::Secret, secret)
+    })
+    .map(|(secret, _, flag)| format!("Secret {secret} ({flag})"))
+    .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(PlanError::ReusedDatabaseWithoutCredentials {
+        namespace: params.namespace.clone(),
+        claim,
+        missing,
+    })
+}
+
 /// A credential Secret: written once, with the password given or generated then, and kept
 /// from then on, whatever a later run is given or generates (the database was set up with
 /// the first one).
@@ -246,6 +289,7 @@ pub fn plan(params: &InstallParams, observed: &Observed) -> Result<Plan, PlanErr
     // Refused in this order, before any write.
     check_namespace(params, observed)?;
     check_fqdn(params, observed)?;
+    check_reused_credentials(params, observed)?;
     super::phase::check_installed_images(params, observed)?;
     let facts = crate::resolve::install(params, observed);
     facts
