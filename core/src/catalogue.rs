@@ -29,6 +29,8 @@ pub mod names {
     /// The chart's ConfigMap of the server's name, e-mail and database endpoints
     /// (`containers/server-helm/templates/config.yaml`).
     pub const CONFIG_MAP: &str = "uyuni-config";
+    /// The replica counts `stop` recorded, which `start` scales back to.
+    pub const REPLICAS_CONFIG_MAP: &str = "uyuni-replicas";
     /// The self-signed issuer that signs a generated CA, and that CA's Certificate (whose
     /// Secret is [`CA_SECRET`]).
     pub const SELF_SIGNED_ISSUER: &str = "uyuni-root-issuer";

@@ -17,6 +17,7 @@ use crate::observed::Observed;
 mod database;
 mod error;
 pub mod install;
+pub mod lifecycle;
 mod migrate;
 mod server;
 mod setup;

@@ -16,6 +16,7 @@ mod image_check_scripts;
 mod install;
 mod install_properties;
 mod layers;
+mod lifecycle;
 mod mirror;
 mod outage;
 mod phases;

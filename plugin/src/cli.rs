@@ -161,6 +161,17 @@ pub enum Command {
     /// Flags marked [remembered] are recorded in ConfigMap uyuni-server-spec, as for migrate.
     #[command(after_help = INSTALL_EXAMPLES)]
     Install(Box<InstallCmd>),
+    /// Stop the server: scale it and its components to 0, the database last.
+    ///
+    /// Each Deployment's replica count is recorded first in ConfigMap uyuni-replicas, which
+    /// `start` scales back to. The data and every object stay. Stopping a serving server is
+    /// asked for on a terminal; --yes confirms it without one.
+    #[command(after_help = STOP_EXAMPLES)]
+    Stop(LifecycleCmd),
+    /// Start a stopped server: the database first, then the server and its components, each
+    /// back to the replica count it had before `stop`.
+    #[command(after_help = START_EXAMPLES)]
+    Start(LifecycleCmd),
     /// Print the client version and, when a server runs in the namespace, its images.
     ///
     /// Never fails because the cluster cannot be reached: the client version is printed and a
@@ -182,6 +193,13 @@ const INSTALL_EXAMPLES: &str = "Examples:
 
   # Read a generated database password afterwards
   kubectl -n uyuni get secret db-credentials -o jsonpath='{.data.password}' | base64 -d";
+
+const STOP_EXAMPLES: &str = "Examples:
+  kubectl uyuni -n uyuni stop --dry-run   # what would be scaled down, in which order
+  kubectl uyuni -n uyuni stop             # asks, then stops; --yes in a script";
+
+const START_EXAMPLES: &str = "Examples:
+  kubectl uyuni -n uyuni start            # the database first, then the server";
 
 const COMPLETION_HELP: &str = "Print a shell completion script (bash, zsh or fish).
 
@@ -429,6 +447,21 @@ pub struct MigrateCmd {
 
     #[command(flatten)]
     pub spec: ServerSpecFlags,
+
+    #[command(flatten)]
+    pub preview: PreviewFlags,
+}
+
+/// `stop` and `start`.
+#[derive(Debug, Args)]
+pub struct LifecycleCmd {
+    /// Confirm that stopping a serving server may start without asking (needed without a
+    /// terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    #[command(flatten)]
+    pub run: RunFlags,
 
     #[command(flatten)]
     pub preview: PreviewFlags,

@@ -9,6 +9,7 @@ pub mod completion;
 pub mod drive;
 pub mod dry_run;
 pub mod install;
+pub mod lifecycle;
 pub mod lock;
 pub mod migrate;
 pub mod output;
@@ -132,6 +133,31 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
                     let resume = move |ns: Option<&str>| {
                         again.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare)
                     };
+                    (
+                        kubectl,
+                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
+                    )
+                },
+                cli,
+            )
+            .await
+        }
+        Command::Stop(cmd) | Command::Start(cmd) => {
+            use uyuni_core::plan::lifecycle::Lifecycle;
+            let action = if matches!(&cli.command, Command::Stop(_)) {
+                Lifecycle::Stop
+            } else {
+                Lifecycle::Start
+            };
+            let run_lock = lock::RunLock::default();
+            let work = lifecycle::run(action, cmd, cli, reporter, &run_lock);
+            interruptible(
+                work,
+                &run_lock,
+                reporter,
+                || {
+                    let kubectl = cli.kube.kubectl_hint();
+                    let resume = move |ns: Option<&str>| lifecycle::again(action, cli, ns);
                     (
                         kubectl,
                         Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,

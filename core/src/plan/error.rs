@@ -118,6 +118,11 @@ pub enum PlanError {
         claim: String,
         missing: Vec<String>,
     },
+    /// `stop` or `start` where no server runs.
+    #[error(
+        "namespace {namespace} holds no server of kubectl-uyuni (no Deployment uyuni or db): install one with `kubectl uyuni install FQDN` or migrate one with `kubectl uyuni migrate SOURCE_FQDN`, or name the server's namespace with -n. Nothing was written"
+    )]
+    NoServer { namespace: String },
     /// `install` on a namespace a migration writes to.
     #[error(
         "namespace {namespace} holds a migration ({found}): install refuses to write over it. Finish it with `kubectl uyuni migrate`, or choose another namespace with -n. Nothing was written"

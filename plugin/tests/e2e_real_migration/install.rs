@@ -464,3 +464,77 @@ fn an_install_refuses_bad_input_before_any_write() {
     );
     assert!(ours(&env).is_empty(), "the refused run wrote");
 }
+
+const NS_LIFECYCLE: &str = "uyuni-lifecycle";
+
+fn replicas(env: &RealEnv) -> Vec<(String, i64)> {
+    let mut out: Vec<(String, i64)> = env
+        .items(&["deployments", "-n", env.ns])
+        .iter()
+        .map(|d| {
+            (
+                d["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                d["spec"]["replicas"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// stop and start on an installed server: without a terminal and without --yes the stop of a
+/// serving server is refused; with it every Deployment goes to 0, the database last, the
+/// counts recorded; a second stop plans nothing; start brings each back to its count, the
+/// Deployment controller's rollout Available again.
+#[test]
+fn stop_and_start_an_installed_server() {
+    if !real_plane_or_skip("stop and start") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_LIFECYCLE);
+    let out = install(&env, &["--hubxmlrpc-replicas", "2"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let running = replicas(&env);
+    assert!(
+        running.contains(&("hub-xmlrpc".to_owned(), 2)),
+        "{running:?}"
+    );
+
+    let refused = env.uyuni(&["stop"]);
+    assert!(!refused.status.success(), "{}", both(&refused));
+    assert!(text(&refused).1.contains("--yes"), "{}", both(&refused));
+    assert_eq!(replicas(&env), running, "the refused stop scaled");
+
+    let stopped = env.uyuni(&["stop", "--yes"]);
+    assert!(stopped.status.success(), "{}", both(&stopped));
+    assert!(
+        text(&stopped).0.contains("is stopped"),
+        "{}",
+        both(&stopped)
+    );
+    assert!(
+        replicas(&env).iter().all(|(_, n)| *n == 0),
+        "{:?}",
+        replicas(&env)
+    );
+    let recorded = env.get(&["configmap", "uyuni-replicas", "-n", env.ns]);
+    assert_eq!(recorded["data"]["hub-xmlrpc"], "2", "{recorded:#}");
+    let again = env.uyuni(&["stop", "--yes"]);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(text(&again).1.contains("Nothing to do"), "{}", both(&again));
+
+    let started = env.uyuni(&["start"]);
+    assert!(started.status.success(), "{}", both(&started));
+    assert_eq!(replicas(&env), running);
+    for d in env.items(&["deployments", "-n", env.ns]) {
+        assert_eq!(
+            condition(&d, "Available").as_deref(),
+            Some("True"),
+            "{:#}",
+            d["status"]
+        );
+    }
+}

@@ -25,7 +25,14 @@ fn subcommands_flags_and_values() {
     let top = ask(&[""]);
     assert_eq!(
         values(&top),
-        ["migrate", "install", "version", "completion"]
+        [
+            "migrate",
+            "install",
+            "stop",
+            "start",
+            "version",
+            "completion"
+        ]
     );
     assert_eq!(top.directive, directive::NO_FILE_COMP);
     assert_eq!(values(&ask(&["ver"])), ["version"]);

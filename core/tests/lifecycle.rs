@@ -1,0 +1,128 @@
+//! `stop` and `start`: every Deployment back at the count it had, the database stopped last
+//! and started first, an interrupted stop never recording a 0 it caused itself.
+
+use uyuni_core::catalogue::names;
+use uyuni_core::observed::desired_replicas;
+use uyuni_core::params::{InstallParams, ServerParams, ServerSpecArgs};
+use uyuni_core::plan::PlanError;
+use uyuni_core::plan::lifecycle::{self, Lifecycle, LifecycleParams};
+use uyuni_core::{Action, Observed, preview, simulate};
+
+use crate::common;
+
+fn params(action: Lifecycle) -> LifecycleParams {
+    LifecycleParams {
+        server: ServerParams::from_args(
+            common::NAMESPACE,
+            true,
+            &Default::default(),
+            common::RUN_ID,
+            "0.1.0",
+            &ServerSpecArgs::default(),
+        )
+        .expect("valid"),
+        action,
+    }
+}
+
+/// An installed server with two hub replicas and TFTP.
+fn installed() -> Observed {
+    let mut args = crate::install::install_args();
+    args.spec.hubxmlrpc_replicas = Some(2);
+    let install = InstallParams::from_args(&args).expect("valid");
+    preview(&install, &common::empty_cluster())
+        .expect("plans")
+        .end
+}
+
+fn replicas(o: &Observed) -> Vec<(String, i32)> {
+    lifecycle::ORDER
+        .iter()
+        .filter_map(|n| Some(((*n).to_owned(), desired_replicas(o.deployment(n)?))))
+        .collect()
+}
+
+fn scaled(p: &uyuni_core::Plan) -> Vec<(String, i32)> {
+    p.steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::Scale { name, replicas, .. } => Some((name.clone(), *replicas)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn lifecycle_stop_then_start_restores_every_replica_count() {
+    let running = installed();
+    let before = replicas(&running);
+    assert!(before.contains(&("hub-xmlrpc".to_owned(), 2)), "{before:?}");
+
+    let stop = params(Lifecycle::Stop);
+    let plan = lifecycle::plan(&stop, &running).expect("plans");
+    let order: Vec<String> = scaled(&plan).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        order.first().map(String::as_str),
+        Some(names::SERVER_DEPLOYMENT)
+    );
+    assert_eq!(order.last().map(String::as_str), Some(names::DB_DEPLOYMENT));
+    let stopped = preview(&stop, &running).expect("stops").end;
+    assert!(
+        replicas(&stopped).iter().all(|(_, n)| *n == 0),
+        "{:?}",
+        replicas(&stopped)
+    );
+    assert!(lifecycle::plan(&stop, &stopped).expect("plans").is_done());
+    assert!(!lifecycle::serving(&stopped));
+
+    let start = params(Lifecycle::Start);
+    let plan = lifecycle::plan(&start, &stopped).expect("plans");
+    assert_eq!(
+        scaled(&plan).first().map(|(n, _)| n.as_str()),
+        Some(names::DB_DEPLOYMENT),
+        "the database starts first"
+    );
+    let started = preview(&start, &stopped).expect("starts").end;
+    assert_eq!(replicas(&started), before);
+    assert!(lifecycle::plan(&start, &started).expect("plans").is_done());
+}
+
+#[test]
+fn lifecycle_an_interrupted_stop_keeps_the_counts_it_recorded() {
+    let running = installed();
+    let stop = params(Lifecycle::Stop);
+    // The record and the server's stop ran, then the run was interrupted.
+    let mut state = running.clone();
+    let plan = lifecycle::plan(&stop, &state).expect("plans");
+    for step in plan.steps.iter().take(2) {
+        state = simulate(&state, common::NAMESPACE, step);
+    }
+    assert_eq!(
+        desired_replicas(state.deployment(names::SERVER_DEPLOYMENT).expect("there")),
+        0
+    );
+    let stopped = preview(&stop, &state).expect("stops").end;
+    let recorded = lifecycle::recorded(&stopped);
+    assert_eq!(
+        recorded.get(names::SERVER_DEPLOYMENT),
+        Some(&1),
+        "{recorded:?}"
+    );
+    assert_eq!(
+        recorded.get(names::HUB_DEPLOYMENT),
+        Some(&2),
+        "{recorded:?}"
+    );
+    let started = preview(&params(Lifecycle::Start), &stopped)
+        .expect("starts")
+        .end;
+    assert_eq!(replicas(&started), replicas(&running));
+}
+
+#[test]
+fn lifecycle_without_a_server_is_refused() {
+    let refused =
+        lifecycle::plan(&params(Lifecycle::Start), &common::empty_cluster()).expect_err("refused");
+    assert!(matches!(refused, PlanError::NoServer { .. }), "{refused:?}");
+    assert!(refused.to_string().contains("kubectl uyuni install"));
+}

@@ -1,0 +1,228 @@
+//! `kubectl uyuni stop` and `start`: the drive loop with the lifecycle planner
+//! (`core::plan::lifecycle`); stopping a serving server is asked for first.
+
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use uyuni_core::Observed;
+use uyuni_core::params::{ServerParams, ServerSpecArgs};
+use uyuni_core::plan::lifecycle::{self, Lifecycle, LifecycleParams};
+use uyuni_core::plan::{Plan, PlanError, Planner};
+use uyuni_core::render;
+
+use crate::cli::{self, Cli, LifecycleCmd, OutputFormat};
+use crate::output::Reporter;
+use crate::{clock, connect};
+
+fn verb(action: Lifecycle) -> &'static str {
+    match action {
+        Lifecycle::Stop => "stop",
+        Lifecycle::Start => "start",
+    }
+}
+
+/// The connection flags of the run and the flags a repeated run needs.
+fn repeat_kubectl(action: Lifecycle, cli: &Cli) -> uyuni_core::kubectl::Kubectl {
+    let argv: Vec<String> = cli::normalize_args(std::env::args_os())
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    uyuni_core::kubectl::Kubectl {
+        migrate_flags: cli::repeat_flags_of(&argv, verb(action), ""),
+        ..cli.kube.kubectl_hint()
+    }
+}
+
+/// The command that runs `action` again with this run's connection.
+pub fn again(action: Lifecycle, cli: &Cli, namespace: Option<&str>) -> String {
+    let kubectl = repeat_kubectl(action, cli);
+    let mut args = verb(action).to_owned();
+    for flag in &kubectl.migrate_flags {
+        args.push(' ');
+        args.push_str(flag);
+    }
+    kubectl.uyuni(namespace, &args)
+}
+
+pub async fn run(
+    action: Lifecycle,
+    cmd: &LifecycleCmd,
+    cli: &Cli,
+    reporter: &Reporter,
+    run_lock: &crate::lock::RunLock,
+) -> Result<()> {
+    let conn = connect(&cli.kube).await?;
+    reporter.set_kubectl(cli.kube.kubectl_hint());
+    let server = ServerParams::from_args(
+        &conn.namespace,
+        true,
+        &repeat_kubectl(action, cli),
+        &clock::run_id(),
+        env!("CARGO_PKG_VERSION"),
+        &ServerSpecArgs::default(),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let params = LifecycleParams { server, action };
+    if cmd.preview.dry_run.is_some() {
+        let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;
+        let preview = uyuni_core::preview(&params, &observed)?;
+        let mut out = std::io::stdout().lock();
+        match cli.output {
+            OutputFormat::Human => {
+                writeln!(
+                    out,
+                    "Dry run: nothing is written. {} of the server in namespace {}:\n",
+                    if action == Lifecycle::Stop {
+                        "Stop"
+                    } else {
+                        "Start"
+                    },
+                    params.namespace
+                )?;
+                out.write_all(render::steps_text(&preview.steps).as_bytes())?;
+            }
+            _ => {
+                let document = render::plan_document(&params.namespace, &preview.steps, &observed);
+                crate::output::print_data(cli.output, &document, |_| String::new())?;
+            }
+        }
+        return Ok(());
+    }
+    let mut command = LifecycleCommand {
+        cmd,
+        cli,
+        params,
+        confirmed: cmd.yes,
+    };
+    let drive = crate::drive::Drive {
+        conn: &conn,
+        reporter,
+        run_lock,
+        barrier_timeout: None,
+    };
+    let observed = crate::drive::run(&mut command, &drive).await?;
+    let counts: Vec<(String, i32)> = lifecycle::ORDER
+        .iter()
+        .filter_map(|n| {
+            Some((
+                (*n).to_owned(),
+                uyuni_core::observed::desired_replicas(observed.deployment(n)?),
+            ))
+        })
+        .collect();
+    let result = LifecycleResult {
+        api_version: render::API_VERSION,
+        kind: "LifecycleResult",
+        namespace: command.params.namespace.clone(),
+        action: verb(action),
+        replicas: counts.iter().cloned().collect(),
+    };
+    crate::output::print_data(cli.output, &result, |r| {
+        let list = counts
+            .iter()
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match action {
+            Lifecycle::Stop => format!(
+                "The server in namespace {} is stopped (replicas: {list}); its data and the counts to start with are kept. Start it with `{}`.\n",
+                r.namespace,
+                again(Lifecycle::Start, cli, Some(&r.namespace))
+            ),
+            Lifecycle::Start => format!(
+                "The server in namespace {} runs (replicas: {list}).\n",
+                r.namespace
+            ),
+        }
+    })
+}
+
+/// What `stop` and `start` print on stdout at their end.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LifecycleResult {
+    api_version: &'static str,
+    kind: &'static str,
+    namespace: String,
+    action: &'static str,
+    replicas: std::collections::BTreeMap<String, i32>,
+}
+
+struct LifecycleCommand<'a> {
+    cmd: &'a LifecycleCmd,
+    cli: &'a Cli,
+    params: LifecycleParams,
+    /// Whether stopping a serving server may go on without asking.
+    confirmed: bool,
+}
+
+impl crate::drive::Command for LifecycleCommand<'_> {
+    fn namespace(&self) -> &str {
+        &self.params.namespace
+    }
+
+    fn observation(&self) -> uyuni_core::Observation {
+        self.params.observation()
+    }
+
+    fn first_observation(&mut self, observed: &Observed) {
+        // A server that does not serve is no outage to ask about.
+        if !lifecycle::serving(observed) {
+            self.confirmed = true;
+        }
+    }
+
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
+        self.params.plan(observed)
+    }
+
+    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
+        uyuni_core::preview::foreseen(&self.params, observed)
+    }
+
+    fn access_needed(
+        &self,
+        observed: &Observed,
+        foreseen: &[uyuni_core::Step],
+    ) -> Vec<uyuni_core::access::Access> {
+        uyuni_core::access::needed_by(&self.params, observed, foreseen)
+    }
+
+    fn writer(&self) -> crate::lock::Writer<'_> {
+        let params = &self.params;
+        crate::lock::Writer {
+            namespace: &params.namespace,
+            kubectl: &params.kubectl,
+            repeat: again(params.action, self.cli, Some(&params.namespace)),
+            run_id: &params.run_id,
+            as_user: self.cli.kube.as_user.as_deref(),
+            lease_duration_seconds: self.cmd.run.lease_duration_seconds,
+            force_unlock: self.cmd.run.force_unlock,
+        }
+    }
+
+    async fn before_step(
+        &mut self,
+        _plan: &Plan,
+        step: &uyuni_core::Step,
+        drive: &crate::drive::Drive<'_>,
+    ) -> Result<()> {
+        if self.confirmed || self.params.action != Lifecycle::Stop {
+            return Ok(());
+        }
+        // Only the first write asks: the run observed a serving server before it.
+        let ns = &self.params.namespace;
+        if !crate::migrate::interactive() {
+            bail!(
+                "stopping the server in namespace {ns} is an outage, and there is no terminal to ask whether it may start: pass --yes to confirm it. Nothing was stopped"
+            );
+        }
+        drive.take_lease(&self.writer(), step).await?;
+        drive.reporter.finish(true);
+        if !crate::migrate::confirm(&format!("Stop the server in namespace {ns} now? [y/N] ")) {
+            bail!("not confirmed: the server keeps running and nothing was stopped");
+        }
+        self.confirmed = true;
+        Ok(())
+    }
+}
