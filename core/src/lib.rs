@@ -8,7 +8,7 @@
 //! from the names up to the planner (`tests/layers.rs` keeps it so).
 //! - names and plain values: the [`catalogue`] of object names, components, step ids, in-pod
 //!   paths and data keys; [`labels`]; [`object`]; [`secret`] values and masking; [`shell`]
-//!   quoting; [`image`]s; PostgreSQL versions [`pg`]; the `kubectl` command lines printed for the
+//!   quoting; [`image`]s; PostgreSQL versions [`pg`]; release versions and the order of upgrades [`release`]; the `kubectl` command lines printed for the
 //!   user [`kubectl`]; [`permission`]s; the one-writer Lease [`lock`]; the [`volumes`] and
 //!   [`ports`] catalogues; SSH key checks [`ssh`]; certificate checks [`certs`];
 //! - what the user asked for, validated once: [`params`]; the flags earlier runs recorded
@@ -46,6 +46,7 @@ pub mod ports;
 pub mod preview;
 pub mod probe;
 pub mod record;
+pub mod release;
 pub mod render;
 pub mod resolve;
 pub mod scripts;

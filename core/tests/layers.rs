@@ -19,6 +19,8 @@ const LAYERS: &[&str] = &[
     "shell",
     "image",
     "pg",
+    // Release versions of the images and the order of upgrades.
+    "release",
     "kubectl",
     "permission",
     // The one-writer Lease: names, its builder and the decisions on it.

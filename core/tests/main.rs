@@ -23,6 +23,7 @@ mod phases;
 mod preflight;
 mod properties;
 mod registry;
+mod release;
 mod rerun_safety;
 mod safety_checks;
 mod schemas;
