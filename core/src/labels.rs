@@ -46,6 +46,10 @@ pub const DATA_SYNC_ANNOTATION: &str = "kubectl-uyuni.io/data-sync";
 pub const ORIGIN_ANNOTATION: &str = "kubectl-uyuni.io/origin";
 pub const ORIGIN_INSTALL: &str = "install";
 
+/// The pod template annotation `kubectl rollout restart` sets: a new value rolls every pod out
+/// again (kubernetes `staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go`).
+pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
+
 /// Selector matching everything the tool created.
 pub const MANAGED_SELECTOR: &str =
     "app.kubernetes.io/part-of=uyuni,app.kubernetes.io/managed-by=kubectl-uyuni";

@@ -58,6 +58,8 @@ pub enum Op {
     Wait,
     /// Change a Deployment's replicas.
     Scale,
+    /// Roll a Deployment's pods out again, as `kubectl rollout restart`.
+    Restart,
     /// Delete an object and wait until it is gone.
     Delete,
 }
@@ -106,11 +108,15 @@ pub enum Action {
     },
     /// Wait until the named Deployment is ready; pods that cannot start end the wait.
     WaitDeployment { name: String, wait: DeploymentWait },
-    /// Set the named Deployment's replicas and wait until it has that many pods.
+    /// Set the named Deployment's replicas and wait until it has that many pods; with
+    /// `restarted_at`, also set its pod template's `kubectl.kubernetes.io/restartedAt` to it
+    /// (`kubectl rollout restart`'s way), so that every pod is replaced.
     Scale {
         name: String,
         replicas: i32,
         wait: DeploymentWait,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        restarted_at: Option<String>,
     },
     /// Delete the object with this propagation, then wait until it is gone: a step that
     /// follows may rely on its absence (and, in the foreground, on that of its pods).

@@ -240,6 +240,7 @@ fn op_symbol(op: Op) -> &'static str {
         Op::Read => "← read     ",
         Op::Wait => "… wait     ",
         Op::Scale => "↕ scale    ",
+        Op::Restart => "⟳ restart  ",
         Op::Delete => "- delete   ",
     }
 }

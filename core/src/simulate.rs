@@ -126,11 +126,27 @@ pub fn simulate_in_place(observed: &mut Observed, namespace: &str, step: &Step) 
                 observed.insert(Object::Custom(o));
             }
         }
-        Action::Scale { name, replicas, .. } => {
+        Action::Scale {
+            name,
+            replicas,
+            restarted_at,
+            ..
+        } => {
             if let Some(Object::Deployment(d)) = observed.get(Kind::Deployment, name) {
                 let mut d = d.clone();
                 if let Some(spec) = d.spec.as_mut() {
                     spec.replicas = Some(*replicas);
+                    if let Some(at) = restarted_at {
+                        spec.template
+                            .metadata
+                            .get_or_insert_with(Default::default)
+                            .annotations
+                            .get_or_insert_with(Default::default)
+                            .insert(
+                                crate::labels::RESTARTED_AT_ANNOTATION.to_owned(),
+                                at.clone(),
+                            );
+                    }
                 }
                 observed.insert(Object::Deployment(ready(d)));
             }

@@ -126,3 +126,36 @@ fn lifecycle_without_a_server_is_refused() {
     assert!(matches!(refused, PlanError::NoServer { .. }), "{refused:?}");
     assert!(refused.to_string().contains("kubectl uyuni install"));
 }
+
+#[test]
+fn lifecycle_restart_rolls_the_server_out_again_and_leaves_the_database() {
+    let running = installed();
+    let restart = params(Lifecycle::Restart);
+    let plan = lifecycle::plan(&restart, &running).expect("plans");
+    let restarted: Vec<String> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::Scale {
+                name,
+                restarted_at: Some(at),
+                ..
+            } => {
+                assert_eq!(at, common::RUN_ID);
+                Some(name.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        restarted.contains(&names::SERVER_DEPLOYMENT.to_owned()),
+        "{restarted:?}"
+    );
+    assert!(
+        !restarted.contains(&names::DB_DEPLOYMENT.to_owned()),
+        "{restarted:?}"
+    );
+    let after = preview(&restart, &running).expect("restarts").end;
+    assert_eq!(replicas(&after), replicas(&running), "the counts stay");
+    assert!(lifecycle::plan(&restart, &after).expect("plans").is_done());
+}

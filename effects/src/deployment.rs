@@ -126,10 +126,16 @@ pub(crate) async fn await_ready(
 pub(crate) async fn scale(
     ctx: DeploymentWaitContext<'_>,
     replicas: i32,
+    restarted_at: Option<&str>,
 ) -> Result<Option<String>, EffectsError> {
     let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), ctx.namespace);
     let target = Target::named("deployment", ctx.deployment, Some(ctx.namespace));
-    let patch = serde_json::json!({"spec": {"replicas": replicas}});
+    let mut patch = serde_json::json!({"spec": {"replicas": replicas}});
+    if let Some(at) = restarted_at {
+        patch["spec"]["template"] = serde_json::json!({"metadata": {"annotations": {
+            uyuni_core::labels::RESTARTED_AT_ANNOTATION: at
+        }}});
+    }
     let params = PatchParams::default();
     let merge = Patch::Merge(&patch);
     let patched = with_retry(ctx.progress, Verb::Scale, &target, || {

@@ -114,9 +114,17 @@ pub async fn execute_step(
             name,
             replicas,
             wait,
+            restarted_at,
         } => {
             let version = scale(
-                client, namespace, step, name, *replicas, *wait, observer, progress,
+                client,
+                namespace,
+                step,
+                name,
+                (*replicas, restarted_at.as_deref()),
+                *wait,
+                observer,
+                progress,
             )
             .await?;
             Ok(Executed::of(
@@ -239,7 +247,7 @@ async fn scale(
     namespace: &str,
     step: &Step,
     name: &str,
-    replicas: i32,
+    (replicas, restarted_at): (i32, Option<&str>),
     wait: DeploymentWait,
     observer: Option<&Observer>,
     progress: &dyn Progress,
@@ -255,6 +263,7 @@ async fn scale(
             observer,
         },
         replicas,
+        restarted_at,
     )
     .await
 }

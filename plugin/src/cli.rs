@@ -172,6 +172,12 @@ pub enum Command {
     /// back to the replica count it had before `stop`.
     #[command(after_help = START_EXAMPLES)]
     Start(LifecycleCmd),
+    /// Restart the server and its components: every pod replaced, as `kubectl rollout
+    /// restart`, each waited for until ready; the database keeps running.
+    ///
+    /// Restarting a serving server is asked for on a terminal; --yes confirms it without one.
+    #[command(after_help = RESTART_EXAMPLES)]
+    Restart(LifecycleCmd),
     /// Print the client version and, when a server runs in the namespace, its images.
     ///
     /// Never fails because the cluster cannot be reached: the client version is printed and a
@@ -197,6 +203,9 @@ const INSTALL_EXAMPLES: &str = "Examples:
 const STOP_EXAMPLES: &str = "Examples:
   kubectl uyuni -n uyuni stop --dry-run   # what would be scaled down, in which order
   kubectl uyuni -n uyuni stop             # asks, then stops; --yes in a script";
+
+const RESTART_EXAMPLES: &str = "Examples:
+  kubectl uyuni -n uyuni restart --yes    # the server's pods replaced, the database untouched";
 
 const START_EXAMPLES: &str = "Examples:
   kubectl uyuni -n uyuni start            # the database first, then the server";

@@ -142,12 +142,12 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
             )
             .await
         }
-        Command::Stop(cmd) | Command::Start(cmd) => {
+        Command::Stop(cmd) | Command::Start(cmd) | Command::Restart(cmd) => {
             use uyuni_core::plan::lifecycle::Lifecycle;
-            let action = if matches!(&cli.command, Command::Stop(_)) {
-                Lifecycle::Stop
-            } else {
-                Lifecycle::Start
+            let action = match &cli.command {
+                Command::Stop(_) => Lifecycle::Stop,
+                Command::Restart(_) => Lifecycle::Restart,
+                _ => Lifecycle::Start,
             };
             let run_lock = lock::RunLock::default();
             let work = lifecycle::run(action, cmd, cli, reporter, &run_lock);

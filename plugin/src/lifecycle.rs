@@ -18,6 +18,7 @@ fn verb(action: Lifecycle) -> &'static str {
     match action {
         Lifecycle::Stop => "stop",
         Lifecycle::Start => "start",
+        Lifecycle::Restart => "restart",
     }
 }
 
@@ -72,10 +73,10 @@ pub async fn run(
                 writeln!(
                     out,
                     "Dry run: nothing is written. {} of the server in namespace {}:\n",
-                    if action == Lifecycle::Stop {
-                        "Stop"
-                    } else {
-                        "Start"
+                    match action {
+                        Lifecycle::Stop => "Stop",
+                        Lifecycle::Start => "Start",
+                        Lifecycle::Restart => "Restart",
                     },
                     params.namespace
                 )?;
@@ -131,6 +132,10 @@ pub async fn run(
             ),
             Lifecycle::Start => format!(
                 "The server in namespace {} runs (replicas: {list}).\n",
+                r.namespace
+            ),
+            Lifecycle::Restart => format!(
+                "The server in namespace {} was restarted (replicas: {list}).\n",
                 r.namespace
             ),
         }
@@ -207,19 +212,29 @@ impl crate::drive::Command for LifecycleCommand<'_> {
         step: &uyuni_core::Step,
         drive: &crate::drive::Drive<'_>,
     ) -> Result<()> {
-        if self.confirmed || self.params.action != Lifecycle::Stop {
+        if self.confirmed || self.params.action == Lifecycle::Start {
             return Ok(());
         }
+        let what = if self.params.action == Lifecycle::Stop {
+            "Stop"
+        } else {
+            "Restart"
+        };
         // Only the first write asks: the run observed a serving server before it.
         let ns = &self.params.namespace;
         if !crate::migrate::interactive() {
             bail!(
-                "stopping the server in namespace {ns} is an outage, and there is no terminal to ask whether it may start: pass --yes to confirm it. Nothing was stopped"
+                "{} the server in namespace {ns} is an outage, and there is no terminal to ask whether it may start: pass --yes to confirm it. Nothing was stopped",
+                if what == "Stop" {
+                    "stopping"
+                } else {
+                    "restarting"
+                }
             );
         }
         drive.take_lease(&self.writer(), step).await?;
         drive.reporter.finish(true);
-        if !crate::migrate::confirm(&format!("Stop the server in namespace {ns} now? [y/N] ")) {
+        if !crate::migrate::confirm(&format!("{what} the server in namespace {ns} now? [y/N] ")) {
             bail!("not confirmed: the server keeps running and nothing was stopped");
         }
         self.confirmed = true;

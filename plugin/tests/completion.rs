@@ -151,6 +151,7 @@ fn complete_lists_subcommands_flags_and_values() {
             "install",
             "stop",
             "start",
+            "restart",
             "version",
             "completion"
         ]

@@ -178,6 +178,7 @@ pub(super) fn steps(
                     name: name.to_owned(),
                     replicas: 0,
                     wait: STOP_WAIT,
+                    restarted_at: None,
                 },
             });
         }
@@ -202,6 +203,7 @@ pub(super) fn steps(
                     name: names::DB_DEPLOYMENT.to_owned(),
                     replicas: 0,
                     wait: STOP_WAIT,
+                    restarted_at: None,
                 },
             });
         } else {

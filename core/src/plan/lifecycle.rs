@@ -48,6 +48,9 @@ const START_WAIT: DeploymentWait = DeploymentWait {
 pub enum Lifecycle {
     Stop,
     Start,
+    /// Every pod of the server and its components replaced, as `kubectl rollout restart`;
+    /// the database keeps running.
+    Restart,
 }
 
 /// Validated parameters of `stop` and `start`.
@@ -129,12 +132,54 @@ fn scale_step(name: &str, replicas: i32, wait: DeploymentWait, observed: &Observ
             name: name.to_owned(),
             replicas,
             wait,
+            restarted_at: None,
         },
         target,
     }
 }
 
-/// Plans `stop` or `start` from what was observed.
+/// A rollout of Deployment `name` marked with `at` (the run's id): done once its pod template
+/// carries the mark and every replica is ready on it.
+fn restart_step(name: &str, at: &str, observed: &Observed) -> Option<Step> {
+    let live = observed.deployment(name)?;
+    let target = ObjectRef::new(Kind::Deployment, name);
+    let id = format!("restart-{name}");
+    let description = format!("restart Deployment {name} (every pod replaced)");
+    let replicas = desired_replicas(live);
+    if replicas == 0 {
+        return Some(keep_step(
+            &id,
+            description,
+            target,
+            "stopped; `start` starts it".into(),
+        ));
+    }
+    let marked = live
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.annotations.as_ref())
+        .and_then(|a| a.get(crate::labels::RESTARTED_AT_ANNOTATION))
+        .is_some_and(|v| v == at);
+    if marked && deployment_ready(live) {
+        return Some(keep_step(&id, description, target, "restarted".into()));
+    }
+    Some(Step {
+        id,
+        description,
+        op: Op::Restart,
+        reason: format!("{replicas} replica(s) running"),
+        action: Action::Scale {
+            name: name.to_owned(),
+            replicas,
+            wait: START_WAIT,
+            restarted_at: Some(at.to_owned()),
+        },
+        target,
+    })
+}
+
+/// Plans `stop`, `start` or `restart` from what was observed.
 pub fn plan(params: &LifecycleParams, observed: &Observed) -> Result<Plan, PlanError> {
     let ns = &params.namespace;
     let present: Vec<&str> = ORDER
@@ -176,6 +221,14 @@ pub fn plan(params: &LifecycleParams, observed: &Observed) -> Result<Plan, PlanE
             for name in &present {
                 steps.push(scale_step(name, 0, STOP_WAIT, observed));
             }
+        }
+        Lifecycle::Restart => {
+            steps.extend(
+                ORDER
+                    .into_iter()
+                    .filter(|n| *n != names::DB_DEPLOYMENT)
+                    .filter_map(|n| restart_step(n, &params.run_id, observed)),
+            );
         }
         Lifecycle::Start => {
             let count = |name: &str| {

@@ -485,7 +485,7 @@ fn replicas(env: &RealEnv) -> Vec<(String, i64)> {
     out
 }
 
-/// stop and start on an installed server: without a terminal and without --yes the stop of a
+/// stop, start and restart on an installed server: without a terminal and without --yes the stop of a
 /// serving server is refused; with it every Deployment goes to 0, the database last, the
 /// counts recorded; a second stop plans nothing; start brings each back to its count, the
 /// Deployment controller's rollout Available again.
@@ -528,6 +528,23 @@ fn stop_and_start_an_installed_server() {
 
     let started = env.uyuni(&["start"]);
     assert!(started.status.success(), "{}", both(&started));
+    assert_eq!(replicas(&env), running);
+
+    let restarted = env.uyuni(&["restart", "--yes"]);
+    assert!(restarted.status.success(), "{}", both(&restarted));
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    assert!(
+        server["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+            .is_string(),
+        "{:#}",
+        server["spec"]["template"]
+    );
+    let db = env.get(&["deployment", "db", "-n", env.ns]);
+    assert!(
+        db["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+            .is_null(),
+        "the database was restarted"
+    );
     assert_eq!(replicas(&env), running);
     for d in env.items(&["deployments", "-n", env.ns]) {
         assert_eq!(

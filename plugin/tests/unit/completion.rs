@@ -30,6 +30,7 @@ fn subcommands_flags_and_values() {
             "install",
             "stop",
             "start",
+            "restart",
             "version",
             "completion"
         ]
