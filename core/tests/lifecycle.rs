@@ -159,3 +159,35 @@ fn lifecycle_restart_rolls_the_server_out_again_and_leaves_the_database() {
     assert_eq!(replicas(&after), replicas(&running), "the counts stay");
     assert!(lifecycle::plan(&restart, &after).expect("plans").is_done());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Whatever the components' counts, and wherever a stop is interrupted, stop then start
+    /// brings every Deployment back to the count it had.
+    #[test]
+    fn lifecycle_stop_then_start_restores_any_counts(
+        hub in 0u32..3,
+        coco in 0u32..2,
+        tftp in proptest::bool::ANY,
+        cut in 0usize..8,
+    ) {
+        let mut args = crate::install::install_args();
+        args.spec.hubxmlrpc_replicas = Some(hub);
+        args.spec.coco_replicas = Some(coco);
+        args.spec.tftp = Some(tftp);
+        let install = InstallParams::from_args(&args).expect("valid");
+        let running = preview(&install, &common::empty_cluster()).expect("plans").end;
+        let stop = params(Lifecycle::Stop);
+        // A first stop interrupted after `cut` steps, then a stop run to its end.
+        let mut state = running.clone();
+        for _ in 0..cut {
+            let plan = lifecycle::plan(&stop, &state).expect("plans");
+            let Some(step) = plan.next_step() else { break };
+            state = simulate(&state, common::NAMESPACE, step);
+        }
+        let stopped = preview(&stop, &state).expect("stops").end;
+        proptest::prop_assert!(replicas(&stopped).iter().all(|(_, n)| *n == 0));
+        let started = preview(&params(Lifecycle::Start), &stopped).expect("starts").end;
+        proptest::prop_assert_eq!(replicas(&started), replicas(&running));
+    }
+}
