@@ -96,7 +96,7 @@ pub(crate) fn interactive() -> bool {
 /// no. The answer is read from stdin as the terminal's line discipline delivers it: console's
 /// `Term::read_line` reads key by key in raw mode, where Ctrl-D is just a character and the
 /// question would wait on.
-fn confirm(question: &str) -> bool {
+pub(crate) fn confirm(question: &str) -> bool {
     use std::io::{BufRead, Write};
     let mut stderr = std::io::stderr();
     if stderr

@@ -144,7 +144,10 @@ fn completion_help_says_how_to_install_the_completer() {
 #[test]
 fn complete_lists_subcommands_flags_and_values() {
     let (subs, directive) = answer(&complete(&[""], None));
-    assert_eq!(subs, ["migrate", "install", "version", "completion"]);
+    assert_eq!(
+        subs,
+        ["migrate", "install", "uninstall", "version", "completion"]
+    );
     assert_eq!(directive, ":4");
 
     let (flags, directive) = answer(&complete(&["migrate", "--"], None));

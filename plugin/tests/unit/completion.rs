@@ -25,7 +25,7 @@ fn subcommands_flags_and_values() {
     let top = ask(&[""]);
     assert_eq!(
         values(&top),
-        ["migrate", "install", "version", "completion"]
+        ["migrate", "install", "uninstall", "version", "completion"]
     );
     assert_eq!(top.directive, directive::NO_FILE_COMP);
     assert_eq!(values(&ask(&["ver"])), ["version"]);
