@@ -122,7 +122,12 @@ async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<b
                 )));
             }
             if let Some(input) = &access_line {
-                lines.push(Line::plain(format!("Permissions: {:?}", input.need)));
+                lines.push(Line::plain(format!(
+                    "{}: {}",
+                    input.name,
+                    crate::install::access_text(&input.need, input.how)
+                )));
+                lines.push(Line::plain(""));
             }
             lines.extend(render::diffs_lines(&steps, &observed, options));
             let text = crate::dry_run::paint(&lines, crate::dry_run::colours(cli.color));
