@@ -322,3 +322,39 @@ proptest! {
         }
     }
 }
+
+/// The ingress controller's HelmChartConfig in kube-system goes only when the tool wrote it,
+/// after the data; deleting it does not hold the namespace back, and the namespace goes last.
+#[test]
+fn uninstall_deletes_only_our_helm_chart_config() {
+    use uyuni_core::builders::ingress::helm_chart_config;
+    use uyuni_core::object::CustomKind;
+    let mut start = installed();
+    start.insert(Object::Custom(helm_chart_config(
+        names::TRAEFIK_CONFIG,
+        "ports: {}".into(),
+    )));
+    start.insert(foreign(Object::Custom(helm_chart_config(
+        names::NGINX_CONFIG,
+        "controller: {}".into(),
+    ))));
+    let params = uninstall_params(true, true);
+    let preview = preview(&params, &start).expect("plans");
+    let order: Vec<&ObjectRef> = preview.executed.iter().filter_map(deleted).collect();
+    let traefik = ObjectRef::new(
+        Kind::Custom(CustomKind::HelmChartConfig),
+        names::TRAEFIK_CONFIG,
+    );
+    let at = order
+        .iter()
+        .position(|t| **t == traefik)
+        .expect("ours deleted");
+    assert_eq!(order[at + 1].kind, Kind::Namespace, "{order:?}");
+    assert_eq!(at + 2, order.len());
+    assert!(order[..at].iter().all(|t| t.kind != Kind::Namespace));
+    assert!(preview.end.contains(
+        Kind::Custom(CustomKind::HelmChartConfig),
+        names::NGINX_CONFIG
+    ));
+    assert!(!preview.end.contains(Kind::Namespace, common::NAMESPACE));
+}
