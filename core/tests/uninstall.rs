@@ -137,7 +137,7 @@ fn uninstall_with_purge_and_the_namespace_leaves_nothing() {
 
 #[test]
 fn uninstall_of_a_namespace_with_nothing_of_ours_is_refused() {
-    let params = uninstall_params(true, true);
+    let params = uninstall_params(true, false);
     let mut observed = Observed::default();
     assert!(matches!(
         uninstall::check(&params, &Observed::default()),
@@ -159,6 +159,22 @@ fn uninstall_of_a_namespace_with_nothing_of_ours_is_refused() {
     assert!(
         error.to_string().contains("nothing to uninstall"),
         "{error}"
+    );
+    // What a purge without --delete-namespace leaves: the tool's namespace, which
+    // --delete-namespace then deletes, and only it (not when someone else's objects are
+    // in it).
+    let params = uninstall_params(true, true);
+    uninstall::check(&params, &observed).expect("the namespace is the tool's");
+    let kept = preview(&params, &observed).expect("plans");
+    assert!(kept.executed.is_empty(), "{:?}", kept.executed);
+    observed
+        .objects
+        .retain(|target, _| target.kind == Kind::Namespace);
+    let preview = preview(&params, &observed).expect("plans");
+    let deleted: Vec<&ObjectRef> = preview.executed.iter().filter_map(deleted).collect();
+    assert_eq!(
+        deleted,
+        [&ObjectRef::new(Kind::Namespace, common::NAMESPACE)]
     );
 }
 

@@ -76,14 +76,14 @@ fn rank(target: &ObjectRef) -> Option<(u8, usize)> {
     }
 }
 
-/// Before any write: the namespace holds something of the tool's. Checked once, at the start
-/// of a run (a finished purge leaves nothing, and the plan of what is left is then empty, not
-/// an error).
+/// Before any write: the namespace holds something of the tool's, or is the tool's and
+/// `--delete-namespace` asks for it (what a purge without it leaves). Checked once, at the
+/// start of a run (a finished purge leaves nothing, and the plan of what is left is then
+/// empty, not an error).
 pub fn check(params: &UninstallParams, observed: &Observed) -> Result<(), PlanError> {
-    let any = observed
-        .objects
-        .iter()
-        .any(|(target, object)| target.kind != Kind::Namespace && ours(object));
+    let any = observed.objects.iter().any(|(target, object)| {
+        (target.kind != Kind::Namespace || params.delete_namespace) && ours(object)
+    });
     if any {
         Ok(())
     } else {

@@ -165,6 +165,32 @@ fn an_uninstall_keeps_the_data_for_a_reinstall_and_a_purge_removes_it() {
     assert!(ours(&env).is_empty(), "{:?}", ours(&env));
     let claims = env.items(&["persistentvolumeclaims", "-n", env.ns]);
     assert!(claims.is_empty(), "{claims:#?}");
+    // The namespace the install created is left without --delete-namespace, and goes with it.
+    let namespace = |env: &RealEnv| {
+        env.items(&["namespaces"])
+            .into_iter()
+            .find(|n| n["metadata"]["name"] == env.ns)
+    };
+    let ns = namespace(&env).expect("the namespace is left");
+    assert_eq!(
+        ns["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "kubectl-uyuni"
+    );
+    let out = env.uyuni(&[
+        "uninstall",
+        "--purge-volumes",
+        "--delete-namespace",
+        "--yes",
+    ]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        text(&out)
+            .0
+            .contains(&format!("Namespace {} was deleted", env.ns)),
+        "{}",
+        both(&out)
+    );
+    assert!(namespace(&env).is_none(), "{:#?}", namespace(&env));
 }
 
 /// Each a clear error with nothing written: a namespace without anything of the tool's (absent,
