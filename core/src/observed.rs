@@ -98,6 +98,33 @@ pub fn install_observation(params: &crate::params::InstallParams) -> Observation
     observation
 }
 
+/// The observation of `uninstall`: every name `install` and `migrate` write (the union of
+/// their observations, every claim of the catalogue), and the Jobs of the managed selector.
+/// What it deletes of them is the planner's choice (only what carries the managed labels).
+pub fn uninstall_observation(params: &crate::params::UninstallParams) -> Observation {
+    let mut extra = vec![
+        ObjectRef::new(Kind::Secret, names::ADMIN_SECRET),
+        ObjectRef::new(Kind::Secret, names::SCC_SECRET),
+        ObjectRef::new(Kind::ConfigMap, names::CONFIG_MAP),
+        // The counts `stop` recorded.
+        ObjectRef::new(Kind::ConfigMap, names::REPLICAS_CONFIG_MAP),
+        ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::SELF_SIGNED_ISSUER),
+        ObjectRef::new(Kind::Custom(CustomKind::Certificate), names::CA_CERTIFICATE),
+    ];
+    extra.extend(
+        crate::volumes::CATALOGUE
+            .iter()
+            .map(|v| ObjectRef::new(Kind::PersistentVolumeClaim, v.name)),
+    );
+    let mut observation = server_observation(params, Vec::new());
+    for target in extra {
+        if !observation.named.contains(&target) {
+            observation.named.push(target);
+        }
+    }
+    observation
+}
+
 /// The objects of the server's end state and of a migration's opening, then `extra`.
 fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef>) -> Observation {
     let mut named = vec![

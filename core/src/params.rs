@@ -14,6 +14,8 @@ pub use install::{
     Account, CaSubject, CaSubjectArgs, GeneratedPasswords, InstallArgs, InstallParams,
     check_admin_password, is_email,
 };
+mod uninstall;
+pub use uninstall::UninstallParams;
 
 /// A file the user named on the command line, already read by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -23,6 +23,7 @@ mod server;
 mod setup;
 mod steps;
 mod tls;
+pub mod uninstall;
 
 pub use error::{CertificateNames, PlanError};
 use migrate::IMAGE_CHECK_WAIT;
@@ -33,7 +34,7 @@ pub(crate) use steps::{
     apply_step, await_job_step, deployment_wait_step, done_step, job_label, job_name, job_step,
     keep_step, last_succeeded, run_job_step, wait_step,
 };
-pub use steps::{delete_step, purge_step};
+pub use steps::{delete_step, holds_data, purge_step};
 
 pub use server::{exposure_notes, reach_notes};
 pub use tls::GENERATED_CA_PLACEHOLDER;
@@ -347,5 +348,20 @@ impl Planner for crate::params::InstallParams {
             ));
             with
         })
+    }
+}
+
+impl Planner for crate::params::UninstallParams {
+    fn server(&self) -> &crate::params::ServerParams {
+        self
+    }
+    fn observation(&self) -> crate::observed::Observation {
+        crate::observed::uninstall_observation(self)
+    }
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
+        uninstall::plan(self, observed)
+    }
+    fn with_stand_in(&self, _error: &PlanError) -> Option<Self> {
+        None
     }
 }

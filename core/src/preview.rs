@@ -66,6 +66,21 @@ pub fn preview<P: Planner>(params: &P, observed: &Observed) -> Result<Preview, P
     }
 }
 
+/// The preview's steps with the deletions in front: a deleted object is absent from the final
+/// plan, which [`Preview::steps`] follows, so a command that deletes (`uninstall`) shows its
+/// executed steps, then what its final plan keeps.
+pub fn steps_with_deletions(preview: &Preview) -> Vec<Step> {
+    let mut steps = preview.executed.clone();
+    steps.extend(
+        preview
+            .steps
+            .iter()
+            .filter(|s| !preview.executed.iter().any(|e| e.id == s.id))
+            .cloned(),
+    );
+    steps
+}
+
 /// The steps a run from `observed` would carry out, as far as they can be planned now: what
 /// the migrate loop shows as its step count and reviews the permissions of
 /// ([`crate::access::needed_by`]), from one planning pass. A missing CA password does not stop

@@ -319,3 +319,26 @@ fn install_preview_with_third_party_certificates() {
         ],
     );
 }
+
+/// `uninstall`'s whole preview from what an install leaves: the step list (deletions, then what
+/// is kept and why) and the human preview (each deletion as a diff of the live object, Secret
+/// values masked), without and with `--purge-volumes`.
+#[test]
+fn uninstall_previews_with_and_without_purge() {
+    let installed = crate::uninstall::installed();
+    for (scenario, purge) in [
+        ("preview-uninstall", false),
+        ("preview-uninstall-purge", true),
+    ] {
+        let params = crate::uninstall::uninstall_params(purge, purge);
+        let preview = preview(&params, &installed).expect("preview");
+        let steps = uyuni_core::preview::steps_with_deletions(&preview);
+        let mut golden = GoldenDir::new(scenario);
+        golden.file("steps.txt", render::steps_text(&steps));
+        golden.file(
+            "preview.txt",
+            render::human_preview(&steps, &installed, render::RenderOptions::default()),
+        );
+        golden.check();
+    }
+}

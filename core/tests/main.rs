@@ -33,4 +33,5 @@ mod server_spec;
 mod sync_plan;
 mod tftp_plan;
 mod tls;
+mod uninstall;
 mod unit;

@@ -161,6 +161,20 @@ pub enum Command {
     /// Flags marked [remembered] are recorded in ConfigMap uyuni-server-spec, as for migrate.
     #[command(after_help = INSTALL_EXAMPLES)]
     Install(Box<InstallCmd>),
+    /// Remove the Uyuni server this tool installed or migrated, keeping its data.
+    ///
+    /// Deletes, in dependency order and waiting until each is gone, every object of the
+    /// namespace that carries the label app.kubernetes.io/managed-by=kubectl-uyuni: the
+    /// Deployments (the server first, db last), Services, Ingresses and routes, cert-manager
+    /// objects, Jobs, ConfigMaps, RBAC objects and the Secrets that hold no data. Objects it
+    /// did not create are never touched.
+    ///
+    /// Keeps every PersistentVolumeClaim and the credential Secrets, and ends by listing them
+    /// with how to reinstall on them (install --reuse-volumes) or remove them. Removing a
+    /// serving server is asked for on a terminal (--yes without one). Run it again after an
+    /// interruption: it resumes where it stopped.
+    #[command(after_help = UNINSTALL_EXAMPLES)]
+    Uninstall(Box<UninstallCmd>),
     /// Stop the server: scale it and its components to 0, the database last.
     ///
     /// Each Deployment's replica count is recorded first in ConfigMap uyuni-replicas, which
@@ -209,6 +223,16 @@ const RESTART_EXAMPLES: &str = "Examples:
 
 const START_EXAMPLES: &str = "Examples:
   kubectl uyuni -n uyuni start            # the database first, then the server";
+const UNINSTALL_EXAMPLES: &str = "Examples:
+  # Preview every deletion, then remove the server and keep its data
+  kubectl uyuni -n uyuni uninstall --dry-run
+  kubectl uyuni -n uyuni uninstall
+
+  # Reinstall on the kept data
+  kubectl uyuni -n uyuni install uyuni.example.com --reuse-volumes
+
+  # Remove everything, the data and the namespace too, without a terminal
+  kubectl uyuni -n uyuni uninstall --purge-volumes --delete-namespace --yes";
 
 const COMPLETION_HELP: &str = "Print a shell completion script (bash, zsh or fish).
 
@@ -490,6 +514,42 @@ pub struct InstallCmd {
 
     #[command(flatten)]
     pub preview: PreviewFlags,
+}
+
+/// `uninstall`: its own inputs, how the run goes and what it shows.
+#[derive(Debug, Args)]
+pub struct UninstallCmd {
+    #[command(flatten)]
+    pub uninstall: UninstallFlags,
+
+    #[command(flatten)]
+    pub run: RunFlags,
+
+    #[command(flatten)]
+    pub preview: PreviewFlags,
+}
+
+/// What only `uninstall` asks.
+#[derive(Debug, Args)]
+pub struct UninstallFlags {
+    /// Also delete the PersistentVolumeClaims (the server's data, its database included) and
+    /// the credential Secrets. Lists each claim first and asks on a terminal; needs --yes
+    /// without one. The data cannot be recovered afterwards unless the volumes' reclaim policy
+    /// keeps them.
+    #[arg(long)]
+    pub purge_volumes: bool,
+
+    /// Delete the namespace too, last, when this tool created it (it carries its labels) and
+    /// nothing else is left in it. Needs --purge-volumes: deleting the namespace deletes the
+    /// claims in it.
+    #[arg(long, requires = "purge_volumes")]
+    pub delete_namespace: bool,
+
+    /// Confirm without asking that a serving server may be removed and, with
+    /// --purge-volumes, that its data may be deleted; needed where there is no terminal to ask
+    /// on, as in scripts.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 const ADMIN: &str = "Administrator and organisation";

@@ -262,7 +262,7 @@ async fn dry_run(cmd: &InstallCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
     Ok(!preview.executed.is_empty())
 }
 
-fn access_text(need: &uyuni_core::plan::phase::Need, how: &str) -> String {
+pub(crate) fn access_text(need: &uyuni_core::plan::phase::Need, how: &str) -> String {
     use uyuni_core::plan::phase::Need;
     match need {
         Need::Allowed(what) => format!("allowed ({what})"),

@@ -14,6 +14,7 @@ pub mod lock;
 pub mod migrate;
 pub mod output;
 pub mod source_probe;
+pub mod uninstall;
 pub mod version;
 
 use std::io::IsTerminal;
@@ -178,6 +179,33 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
                     let kubectl = install::repeat_kubectl(cmd, cli);
                     let again = kubectl.clone();
                     let resume = move |ns: Option<&str>| again.install(ns, &cmd.install.fqdn);
+                    (
+                        kubectl,
+                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
+                    )
+                },
+                cli,
+            )
+            .await
+        }
+        Command::Uninstall(cmd) => {
+            let run_lock = lock::RunLock::default();
+            let work = uninstall::run(cmd, cli, reporter, &run_lock);
+            interruptible(
+                work,
+                &run_lock,
+                reporter,
+                || {
+                    let kubectl = cli.kube.kubectl_hint();
+                    let again = kubectl.clone();
+                    let mut args = String::from("uninstall");
+                    if cmd.uninstall.purge_volumes {
+                        args.push_str(" --purge-volumes");
+                    }
+                    if cmd.uninstall.delete_namespace {
+                        args.push_str(" --delete-namespace");
+                    }
+                    let resume = move |ns: Option<&str>| again.uyuni(ns, &args);
                     (
                         kubectl,
                         Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,

@@ -64,6 +64,22 @@ fn install_help_is_unchanged() {
     uyuni_testdata::golden::check_golden("cli-install-help", "help.txt", &text);
 }
 
+/// `uninstall --help` whole: its own flags, the shared run and preview groups, its examples.
+#[test]
+fn uninstall_help_is_unchanged() {
+    let out = plugin()
+        .env("COLUMNS", "100")
+        .args(["uninstall", "--help"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("--purge-volumes") && text.contains("Examples:"),
+        "{text}"
+    );
+    uyuni_testdata::golden::check_golden("cli-uninstall-help", "help.txt", &text);
+}
+
 #[test]
 fn version_prints_the_client_version() {
     plugin()

@@ -204,6 +204,15 @@ pub enum PlanError {
     AccessDenied {
         missing: Vec<crate::permission::Access>,
     },
+    /// `uninstall` of a namespace that holds nothing with the tool's labels.
+    #[error(
+        "namespace {namespace} holds nothing kubectl-uyuni created (no object labelled {selector}): nothing to uninstall. Check the namespace (-n) and the context. Nothing was written",
+        selector = crate::labels::MANAGED_SELECTOR
+    )]
+    NothingToUninstall { namespace: String },
+    /// A planner asked to delete what only a purge deletes (a bug).
+    #[error(transparent)]
+    DataDeletionRefused(#[from] super::DataDeletionRefused),
 }
 
 impl PlanError {

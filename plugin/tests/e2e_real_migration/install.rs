@@ -546,6 +546,16 @@ fn stop_and_start_an_installed_server() {
         "the database was restarted"
     );
     assert_eq!(replicas(&env), running);
+
+    // What stop recorded goes with the rest of the tool's objects.
+    let removed = env.uyuni(&["uninstall", "--yes"]);
+    assert!(removed.status.success(), "{}", both(&removed));
+    assert!(
+        !env.items(&["configmaps", "-n", env.ns])
+            .iter()
+            .any(|c| c["metadata"]["name"] == "uyuni-replicas"),
+        "ConfigMap uyuni-replicas outlived the uninstall"
+    );
     for d in env.items(&["deployments", "-n", env.ns]) {
         assert_eq!(
             condition(&d, "Available").as_deref(),

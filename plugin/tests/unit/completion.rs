@@ -28,6 +28,7 @@ fn subcommands_flags_and_values() {
         [
             "migrate",
             "install",
+            "uninstall",
             "stop",
             "start",
             "restart",
