@@ -870,7 +870,7 @@ pub struct ServerSpecFlags {
 
     /// Replicas of the hub XML-RPC API [default: migrate: 1 if the source ran it, else 0;
     /// install: 0]. [remembered]
-    #[arg(long, value_name = "N", help_heading = IMAGE)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = IMAGE)]
     pub hubxmlrpc_replicas: Option<u32>,
 
     /// Confidential computing attestation image [default: uyuni/server-attestation]. [remembered]
@@ -878,7 +878,7 @@ pub struct ServerSpecFlags {
     pub coco_image: Option<String>,
 
     /// Replicas of the confidential computing attestation [default: 0]. [remembered]
-    #[arg(long, value_name = "N", help_heading = IMAGE)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = IMAGE)]
     pub coco_replicas: Option<u32>,
 
     /// Deploy the TFTP server (Deployment and LoadBalancer Service tftp): --tftp or

@@ -153,8 +153,7 @@ async fn start(
         &uyuni_effects::NoProgress,
     )
     .await?;
-    let (params, settings) =
-        uyuni_core::record::params(args, &recorded).map_err(|e| anyhow!("{e}"))?;
+    let (params, settings) = uyuni_core::record::params(args, &recorded)?;
     Ok((conn, params, settings))
 }
 

@@ -76,7 +76,9 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
     Ok(conn)
 }
 
-fn init_tracing(verbose: u8, quiet: bool) {
+/// The log lines on stderr, coloured only where the run's other output on stderr is (`--color`,
+/// a terminal, `NO_COLOR`): a redirected `-v` log holds no escape sequences.
+fn init_tracing(verbose: u8, quiet: bool, color: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error,kube_client=off",
         // kube-rs logs every failed request at ERROR; our own error says what failed and what
@@ -90,6 +92,7 @@ fn init_tracing(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(color)
         .with_target(false)
         .try_init();
 }
@@ -362,7 +365,15 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    init_tracing(cli.verbosity(), cli.quiet);
+    init_tracing(
+        cli.verbosity(),
+        cli.quiet,
+        output::use_color(
+            cli.color,
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        ),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -402,6 +413,15 @@ pub fn main() -> ExitCode {
             );
             match e.downcast_ref::<Interrupted>() {
                 Some(interrupted) => ExitCode::from(interrupted.signal.exit_code()),
+                // A value given on the command line that cannot be used: a usage error, as
+                // clap's own (README, "Exit codes").
+                None if e
+                    .downcast_ref::<uyuni_core::record::RecordError>()
+                    .is_some()
+                    || e.downcast_ref::<uyuni_core::ParamsError>().is_some() =>
+                {
+                    ExitCode::from(2)
+                }
                 None => ExitCode::FAILURE,
             }
         }

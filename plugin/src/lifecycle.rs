@@ -61,8 +61,7 @@ pub async fn run(
         &clock::run_id(),
         env!("CARGO_PKG_VERSION"),
         &ServerSpecArgs::default(),
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    )?;
     let params = LifecycleParams { server, action };
     if cmd.preview.dry_run.is_some() {
         let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;

@@ -124,3 +124,15 @@ fn an_unreadable_key_file_names_the_flag_and_path() {
             "--ssh-key-private /nonexistent/id",
         ));
 }
+
+#[test]
+fn a_negative_replica_count_is_an_invalid_value_not_an_unknown_flag() {
+    plugin()
+        .args(["migrate", "uyuni.example.com", "--hubxmlrpc-replicas", "-1"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("invalid value '-1'")
+                .and(predicate::str::contains("--hubxmlrpc-replicas")),
+        );
+}

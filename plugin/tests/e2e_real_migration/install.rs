@@ -397,9 +397,22 @@ fn an_install_refuses_bad_input_before_any_write() {
         if with_password {
             command.env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD);
         }
-        let out = command.output().expect("kubectl runs");
+        // A verbose run whose stderr is a file: its log lines carry no colour codes.
+        let out = command
+            .env_remove("NO_COLOR")
+            .arg("-vv")
+            .output()
+            .expect("kubectl runs");
         let (_, stderr) = text(&out);
         assert!(!out.status.success(), "{args:?}: {}", both(&out));
+        assert!(
+            stderr.contains("DEBUG"),
+            "{args:?}: no log lines in {stderr}"
+        );
+        assert!(
+            !stderr.contains('\u{1b}'),
+            "{args:?}: escape codes in {stderr}"
+        );
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert!(
             !namespace_exists(&env, env.ns),
@@ -411,7 +424,8 @@ fn an_install_refuses_bad_input_before_any_write() {
         .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
         .output()
         .expect("kubectl runs");
-    assert!(!out.status.success());
+    // A value that cannot be used is a usage error (README, "Exit codes").
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(
         text(&out).1.contains("fully qualified domain name"),
         "{}",
