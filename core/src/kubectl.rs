@@ -14,6 +14,11 @@ pub struct Kubectl {
     /// context then): a pasted command reaches the same cluster after `kubectl config
     /// use-context`.
     pub context: Option<String>,
+    /// The identity the run acted as (`--as`, `--as-group`): a hint pasted without it would
+    /// answer for the user's own identity (`kubectl auth can-i` says "yes" where the run was
+    /// refused).
+    pub as_user: Option<String>,
+    pub as_groups: Vec<String>,
     /// The `migrate` flags of the run that a repeated run needs (everything but the source,
     /// `--prepare`, `--yes`, `--dry-run` and the kubectl flags above), as given. They hold
     /// file paths, never secret values: secrets are not accepted in argv.
@@ -25,6 +30,8 @@ impl Kubectl {
     pub const BARE: Kubectl = Kubectl {
         kubeconfig: None,
         context: None,
+        as_user: None,
+        as_groups: Vec::new(),
         migrate_flags: Vec::new(),
     };
 
@@ -102,6 +109,14 @@ impl Kubectl {
         if let Some(context) = &self.context {
             out.push_str(" --context ");
             out.push_str(&shell_quote(context));
+        }
+        if let Some(user) = &self.as_user {
+            out.push_str(" --as ");
+            out.push_str(&shell_quote(user));
+        }
+        for group in &self.as_groups {
+            out.push_str(" --as-group ");
+            out.push_str(&shell_quote(group));
         }
         if let Some(ns) = namespace {
             out.push_str(" -n ");

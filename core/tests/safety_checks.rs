@@ -67,6 +67,7 @@ fn an_enforced_baseline_namespace_is_refused_before_any_write_with_the_label_fix
             kubeconfig: Some("/k".into()),
             context: Some("c".into()),
             migrate_flags: Vec::new(),
+            ..Default::default()
         };
         let text = err.render(&k);
         assert!(

@@ -297,6 +297,8 @@ impl KubeFlags {
                 .context
                 .clone()
                 .or_else(|| RESOLVED_CONTEXT.get().cloned()),
+            as_user: self.as_user.clone(),
+            as_groups: self.as_group.clone(),
             migrate_flags: Vec::new(),
         }
     }

@@ -16,6 +16,7 @@ fn only_denied_permissions_are_missing() {
         kubeconfig: None,
         context: Some("prod".into()),
         migrate_flags: Vec::new(),
+        ..Default::default()
     };
     let text = err.render(&k);
     assert!(

@@ -18,6 +18,7 @@ fn the_runs_flags_come_first_and_are_quoted_where_needed() {
         kubeconfig: Some("/home/me/my clusters/prod.yaml".into()),
         context: Some("prod-admin@prod".into()),
         migrate_flags: Vec::new(),
+        ..Default::default()
     };
     assert_eq!(
         k.cmd(Some("uyuni"), "get jobs"),
@@ -27,6 +28,7 @@ fn the_runs_flags_come_first_and_are_quoted_where_needed() {
         kubeconfig: None,
         context: Some("it's".into()),
         migrate_flags: Vec::new(),
+        ..Default::default()
     };
     assert_eq!(odd.cmd(None, ""), r"kubectl --context 'it'\''s'");
 }
@@ -42,6 +44,7 @@ fn plugin_commands_carry_the_connection_and_migrate_flags() {
             "--ssh-knownhosts".into(),
             "/my dir/kh".into(),
         ],
+        ..Default::default()
     };
     assert_eq!(
         k.migrate(Some("uyuni"), "src.example.com", true),
@@ -69,6 +72,7 @@ fn plan_errors_render_their_hints_with_the_flags() {
         kubeconfig: Some("/k".into()),
         context: Some("c".into()),
         migrate_flags: Vec::new(),
+        ..Default::default()
     };
     assert!(
         err.render(&k)
@@ -83,5 +87,25 @@ fn plan_errors_render_their_hints_with_the_flags() {
         gone.render(&k)
             .contains("`kubectl --kubeconfig /k --context c get namespace uyuni`"),
         "cluster-scoped: no -n"
+    );
+}
+
+#[test]
+fn hints_carry_the_identity_the_run_acted_as() {
+    let k = Kubectl {
+        context: Some("prod".into()),
+        as_user: Some("alice".into()),
+        as_groups: vec!["ops team".into()],
+        ..Default::default()
+    };
+    assert_eq!(
+        k.cmd(Some("uyuni"), "auth can-i get pods/log"),
+        "kubectl --context prod --as alice --as-group 'ops team' -n uyuni auth can-i get pods/log"
+    );
+    assert!(
+        k.uyuni(Some("uyuni"), "status")
+            .starts_with("kubectl uyuni --context prod --as alice --as-group 'ops team' -n uyuni"),
+        "{}",
+        k.uyuni(Some("uyuni"), "status")
     );
 }

@@ -158,6 +158,7 @@ fn the_refusal_names_the_holder_and_both_ways_on() {
         kubeconfig: None,
         context: Some("prod".into()),
         migrate_flags: Vec::new(),
+        ..Default::default()
     };
     let repeat = k.migrate(Some("uyuni"), "uyuni.example.com", false);
     let text = lock::refusal(&holder, "uyuni", at(20), &k, &repeat);
