@@ -14,6 +14,7 @@
 use crate::support;
 
 mod install;
+mod status;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
