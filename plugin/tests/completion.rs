@@ -144,7 +144,17 @@ fn completion_help_says_how_to_install_the_completer() {
 #[test]
 fn complete_lists_subcommands_flags_and_values() {
     let (subs, directive) = answer(&complete(&[""], None));
-    assert_eq!(subs, ["migrate", "install", "version", "completion"]);
+    assert_eq!(
+        subs,
+        [
+            "migrate",
+            "install",
+            "status",
+            "logs",
+            "version",
+            "completion"
+        ]
+    );
     assert_eq!(directive, ":4");
 
     let (flags, directive) = answer(&complete(&["migrate", "--"], None));
@@ -249,7 +259,7 @@ fn kubectl_completes_the_plugin_through_kubectl_complete_uyuni() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let top = run(&[""]);
-    for sub in ["migrate", "version", "completion"] {
+    for sub in ["migrate", "status", "logs", "version", "completion"] {
         assert!(
             top.lines().any(|l| l.starts_with(sub)),
             "{sub} missing:\n{top}"

@@ -25,7 +25,14 @@ fn subcommands_flags_and_values() {
     let top = ask(&[""]);
     assert_eq!(
         values(&top),
-        ["migrate", "install", "version", "completion"]
+        [
+            "migrate",
+            "install",
+            "status",
+            "logs",
+            "version",
+            "completion"
+        ]
     );
     assert_eq!(top.directive, directive::NO_FILE_COMP);
     assert_eq!(values(&ask(&["ver"])), ["version"]);
@@ -46,6 +53,10 @@ fn subcommands_flags_and_values() {
     assert_eq!(values(&ask(&["--namespace=d"])), ["--namespace=default"]);
     assert_eq!(values(&ask(&["-o", ""])), ["human", "json", "yaml"]);
     assert_eq!(values(&ask(&["completion", ""])), ["bash", "zsh", "fish"]);
+    assert_eq!(
+        values(&ask(&["logs", "--component", ""])),
+        ["server", "db", "tftp", "hub-xmlrpc", "coco"]
+    );
     assert_eq!(
         ask(&["migrate", "--ssh-key-private", ""]).directive,
         directive::DEFAULT
