@@ -238,6 +238,7 @@ pub struct Operation {
 #[serde(rename_all = "camelCase")]
 pub struct StepStatus {
     pub step: String,
+    /// Its newest Job's description.
     pub description: Option<String>,
     /// Its Jobs in that operation, oldest first.
     pub jobs: Vec<JobStatus>,
@@ -250,6 +251,9 @@ pub struct JobStatus {
     /// Its place among every attempt of the step, from 1 (the `--attempt` of `logs`).
     pub attempt: usize,
     pub state: JobState,
+    /// Its own `kubectl-uyuni.io/description` (a step's attempts may differ: a data sync's
+    /// copy while the source serves, then its final copy).
+    pub description: Option<String>,
     pub started: Option<String>,
     pub completed: Option<String>,
 }
@@ -580,6 +584,7 @@ fn job_status(observed: &Observed, job: &Job) -> JobStatus {
         t.map(|t| t.0.to_string())
     };
     JobStatus {
+        description: annotation(job, labels::DESCRIPTION_ANNOTATION),
         attempt,
         state: job_state(job),
         started: time(status.and_then(|s| s.start_time.as_ref())),
@@ -601,7 +606,10 @@ fn last_operation(observed: &Observed) -> Option<Operation> {
         let step = annotation(job, labels::STEP_ANNOTATION).unwrap_or_default();
         let status = job_status(observed, job);
         match steps.iter_mut().find(|s| s.step == step) {
-            Some(s) => s.jobs.push(status),
+            Some(s) => {
+                s.description.clone_from(&status.description);
+                s.jobs.push(status);
+            }
             None => steps.push(StepStatus {
                 description: annotation(job, labels::DESCRIPTION_ANNOTATION),
                 step,

@@ -306,7 +306,7 @@ pub fn human(s: &Status) -> String {
                     job.name.clone(),
                     job.attempt.to_string(),
                     format!("{:?}", job.state).to_lowercase(),
-                    step.description.clone().unwrap_or_default(),
+                    job.description.clone().unwrap_or_default(),
                 ]);
             }
         }

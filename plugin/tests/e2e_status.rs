@@ -1,0 +1,64 @@
+//! `status` and `logs` on the simulated cluster, for what only a fake server does on demand: a
+//! database that crash loops after a migration stopped on it, and transient API errors on the
+//! reads `status` makes (each retried, the report unchanged).
+
+use crate::support;
+
+use support::{Env, quick_migration, ssh_flags, text};
+use uyuni_testdata::{DeploymentScript, FailOnce, FaultTarget, Faults, SimConfig, Verb};
+
+#[test]
+fn a_crash_looping_database_is_reported_through_transient_errors() {
+    let mut scenario = quick_migration();
+    scenario
+        .deployments
+        .insert("db".into(), DeploymentScript::stuck("CrashLoopBackOff"));
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    assert!(!out.status.success(), "the migration waits on the database");
+
+    let once = |resource: &str, status: u16| FailOnce {
+        target: FaultTarget::new(Some(Verb::List), Some(resource), None),
+        status,
+        retry_after_seconds: 1,
+    };
+    env.sim.set_faults(Faults {
+        fail_once: vec![once("pods", 503), once("jobs", 500)],
+        ..Faults::default()
+    });
+    let out = env.uyuni(&["status", "--exit-code"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("NOT HEALTHY") && stdout.contains("crash looping"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("CrashLoopBackOff") && stdout.contains("Deployment db"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("Deployment db crash looping"), "{stderr}");
+
+    let out = env.uyuni(&["status", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let db = report["workloads"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["component"] == "db"))
+        .unwrap_or_else(|| panic!("no db: {report:#}"));
+    assert_eq!(db["state"], "crash-looping", "{db:#}");
+    assert!(db["restarts"].is_number(), "{db:#}");
+
+    // The data sync's log, read after the fact.
+    let out = env.uyuni(&["logs", "data-sync"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stdout.is_empty(), "no log:\n{stderr}");
+}
