@@ -661,8 +661,12 @@ pub fn report(namespace: &str, observed: &Observed, pods: &[Pod]) -> Status {
             _ => None,
         })
         .collect();
+    // Once Deployment `uyuni` exists the migration wrote its last object: a server stopped
+    // since (its phase falls back to the final sync's) is a stopped server, not a migration
+    // under way.
     let migration = match crate::plan::phase::phase(observed) {
         Phase::NotStarted | Phase::ServerRunning { .. } => None,
+        _ if observed.deployment(names::SERVER_DEPLOYMENT).is_some() => None,
         unfinished => Some(unfinished),
     };
     let last_operation = last_operation(observed);

@@ -346,3 +346,29 @@ fn logs_finds_a_steps_attempts_and_names_the_known_steps_otherwise() {
     assert_eq!(component_deployment("server"), Some("uyuni"));
     assert_eq!(component_deployment("coco"), Some("coco-attestation"));
 }
+
+#[test]
+fn a_stopped_migrated_server_is_stopped_not_a_migration_under_way() {
+    let (mut o, pods) = running();
+    let mut sync = job(
+        "uyuni-data-sync-1",
+        "data-sync",
+        "run-0",
+        "2025-12-31T10:00:00Z",
+        "Complete",
+    );
+    if let Object::Job(j) = &mut sync {
+        j.metadata
+            .annotations
+            .as_mut()
+            .expect("annotations")
+            .insert("kubectl-uyuni.io/sync-mode".into(), "final".into());
+    }
+    o.insert(sync);
+    assert_eq!(report(NS, &o, &pods).migration, None);
+    o.insert(deployment("uyuni", "server", 0, 0, "var-spacewalk"));
+    let status = report(NS, &o, &pods[..1]);
+    assert_eq!(status.migration, None);
+    let reasons: Vec<Reason> = status.problems.iter().map(|p| p.reason).collect();
+    assert_eq!(reasons, [Reason::Stopped]);
+}
