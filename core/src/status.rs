@@ -37,8 +37,9 @@ pub fn component_deployment(component: &str) -> Option<&'static str> {
 
 /// What `status` reads: the objects of the server's end state and of a migration or install
 /// opening, without Secrets, ServiceAccounts and RBAC (a read-only user may not read Secrets,
-/// and none of them says anything about health), every claim of the volume catalogue, and
-/// every Job of ours.
+/// and none of them says anything about health) and without the ingress controller's
+/// HelmChartConfig (in `kube-system`, which a namespace's user may not read), every claim of
+/// the volume catalogue, and every Job of ours.
 pub fn observation(namespace: &str) -> Observation {
     let mut observation = crate::observed::every_object(namespace);
     observation.named.retain(|t| {
@@ -50,6 +51,7 @@ pub fn observation(namespace: &str) -> Observation {
                 | Kind::RoleBinding
                 | Kind::Namespace
                 | Kind::ConfigMap
+                | Kind::Custom(CustomKind::HelmChartConfig | CustomKind::Middleware)
         )
     });
     observation

@@ -372,3 +372,34 @@ fn a_stopped_migrated_server_is_stopped_not_a_migration_under_way() {
     let reasons: Vec<Reason> = status.problems.iter().map(|p| p.reason).collect();
     assert_eq!(reasons, [Reason::Stopped]);
 }
+
+#[test]
+fn status_reads_nothing_a_namespaces_reader_may_not() {
+    use uyuni_core::object::{CustomKind, Kind};
+    let observation = uyuni_core::status::observation(NS);
+    for target in &observation.named {
+        assert!(
+            !matches!(
+                target.kind,
+                Kind::Secret
+                    | Kind::Namespace
+                    | Kind::Role
+                    | Kind::RoleBinding
+                    | Kind::Custom(CustomKind::HelmChartConfig)
+            ),
+            "{target:?}"
+        );
+    }
+    let claims = observation
+        .named
+        .iter()
+        .filter(|t| t.kind == Kind::PersistentVolumeClaim)
+        .count();
+    assert!(claims > 20, "{claims}");
+    assert!(
+        observation
+            .named
+            .iter()
+            .any(|t| t.kind == Kind::Custom(CustomKind::Certificate) && t.name == "uyuni-ca")
+    );
+}
