@@ -62,3 +62,65 @@ fn a_crash_looping_database_is_reported_through_transient_errors() {
     assert!(out.status.success(), "{stderr}");
     assert!(!stdout.is_empty(), "no log:\n{stderr}");
 }
+
+/// `logs STEP -f` started while the step's Job writes: it prints the lines written so far, then
+/// each as it comes, and ends when the container does.
+#[test]
+fn logs_follows_a_step_while_it_writes() {
+    let mut scenario = quick_migration();
+    let sync = scenario
+        .jobs
+        .get_mut("data-sync")
+        .expect("a data-sync script");
+    sync.duration_ms = 4_000;
+    sync.log.push("the last line of the copy".into());
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let mut args = vec!["uyuni".to_owned(), "--kubeconfig".to_owned()];
+    args.push(env.kubeconfig().display().to_string());
+    args.extend(["-n", support::NS, "migrate", support::SOURCE, "--prepare"].map(str::to_owned));
+    args.extend(ssh_flags());
+    let mut migrate = env
+        .kubectl()
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kubectl runs");
+
+    // The data sync's pod runs (a test may poll the simulated cluster; the plugin does not).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let running = env
+            .sim
+            .objects("v1", "Pod", Some(support::NS))
+            .iter()
+            .any(|p| {
+                // The data sync's pod carries no step label: its Job's name says it.
+                p["metadata"]["labels"]["job-name"]
+                    .as_str()
+                    .is_some_and(|j| j.starts_with("uyuni-data-sync"))
+                    && p["status"]["phase"] == "Running"
+            });
+        if running {
+            break;
+        }
+
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the data sync never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = env.uyuni(&["logs", "data-sync", "-f"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.trim_end().ends_with("the last line of the copy"),
+        "the follow ended before the container did:\n{stdout}"
+    );
+    let status = migrate.wait().expect("migrate ends");
+    assert!(status.success());
+}
