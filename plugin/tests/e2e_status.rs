@@ -55,6 +55,16 @@ fn a_crash_looping_database_is_reported_through_transient_errors() {
         .unwrap_or_else(|| panic!("no db: {report:#}"));
     assert_eq!(db["state"], "crash-looping", "{db:#}");
     assert!(db["restarts"].is_number(), "{db:#}");
+    // The migration's steps, with their Jobs, as the last operation.
+    let steps: Vec<&str> = report["lastOperation"]["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["step"].as_str())
+        .collect();
+    for step in ["image-check-server", "data-sync", "db-fixup", "db-upgrade"] {
+        assert!(steps.contains(&step), "{step} missing: {steps:?}");
+    }
 
     // The data sync's log, read after the fact.
     let out = env.uyuni(&["logs", "data-sync"]);
