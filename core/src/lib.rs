@@ -23,7 +23,7 @@
 //! - the planner, its steps and phases: [`plan`](mod@plan);
 //! - the pure model of each step's effect: [`simulate`](mod@simulate); the outage report [`outage`]; the
 //!   dry-run [`preview`](mod@preview); the permissions a plan needs [`access`]; printable output (YAML, diffs)
-//!   [`render`].
+//!   [`render`]; what `status` reports and which Jobs `logs` reads: [`status`].
 
 pub mod access;
 pub mod builders;
@@ -55,6 +55,7 @@ pub mod settings;
 pub mod shell;
 pub mod simulate;
 pub mod ssh;
+pub mod status;
 pub mod storage;
 pub mod sync_progress;
 pub mod verdict;

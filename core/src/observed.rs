@@ -127,8 +127,42 @@ pub fn uninstall_observation(params: &crate::params::UninstallParams) -> Observa
 
 /// The objects of the server's end state and of a migration's opening, then `extra`.
 fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef>) -> Observation {
+    let pull_secret = match &params.spec.pull_secret {
+        crate::params::PullSecret::Existing(name) => Some(name.as_str()),
+        _ => None,
+    };
+    let claims: Vec<String> = params
+        .spec
+        .mirror_claim
+        .iter()
+        .cloned()
+        .chain(params.spec.volumes.iter().map(|v| v.name.clone()))
+        .collect();
+    objects_observation(&params.namespace, pull_secret, &claims, extra)
+}
+
+/// Every object any command reads, the claims of the whole volume catalogue: what `status`
+/// starts from (it has no parameters to narrow it).
+pub fn every_object(namespace: &str) -> Observation {
+    let install_only = vec![
+        ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::SELF_SIGNED_ISSUER),
+        ObjectRef::new(Kind::Custom(CustomKind::Certificate), names::CA_CERTIFICATE),
+    ];
+    let claims: Vec<String> = crate::volumes::CATALOGUE
+        .iter()
+        .map(|v| v.name.to_owned())
+        .collect();
+    objects_observation(namespace, None, &claims, install_only)
+}
+
+fn objects_observation(
+    namespace: &str,
+    pull_secret: Option<&str>,
+    claims: &[String],
+    extra: Vec<ObjectRef>,
+) -> Observation {
     let mut named = vec![
-        ObjectRef::new(Kind::Namespace, params.namespace.clone()),
+        ObjectRef::new(Kind::Namespace, namespace.to_owned()),
         ObjectRef::new(Kind::ConfigMap, names::SERVER_SPEC_CONFIG_MAP),
         ObjectRef::new(Kind::Secret, names::SSH_KEY_SECRET),
         ObjectRef::new(Kind::ConfigMap, names::SSH_CONFIG_MAP),
@@ -138,18 +172,13 @@ fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef
         ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET),
         ObjectRef::new(Kind::Secret, names::REGISTRY_SECRET),
     ];
-    if let crate::params::PullSecret::Existing(name) = &params.spec.pull_secret {
-        named.push(ObjectRef::new(Kind::Secret, name.clone()));
-    }
-    if let Some(claim) = &params.spec.mirror_claim {
-        named.push(ObjectRef::new(Kind::PersistentVolumeClaim, claim.clone()));
+    if let Some(name) = pull_secret {
+        named.push(ObjectRef::new(Kind::Secret, name.to_owned()));
     }
     named.extend(
-        params
-            .spec
-            .volumes
+        claims
             .iter()
-            .map(|v| ObjectRef::new(Kind::PersistentVolumeClaim, v.name.clone())),
+            .map(|c| ObjectRef::new(Kind::PersistentVolumeClaim, c.clone())),
     );
     named.extend([
         ObjectRef::new(
@@ -224,7 +253,7 @@ fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef
     }
     named.extend(extra);
     Observation {
-        namespace: params.namespace.clone(),
+        namespace: namespace.to_owned(),
         named,
         job_selector: labels::MANAGED_SELECTOR.to_owned(),
         api_groups: vec![

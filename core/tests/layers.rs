@@ -58,6 +58,8 @@ const LAYERS: &[&str] = &[
     "preview",
     "access",
     "render",
+    // What `status` makes of a snapshot (it reads the migration's phase from the planner).
+    "status",
 ];
 
 fn src() -> PathBuf {

@@ -15,7 +15,8 @@
 //!   [`record`];
 //! - retries of transient API failures: [`retry`]; errors: [`error`]; progress events:
 //!   [`progress`];
-//! - the namespace's Lease, one writer at a time: [`lease`].
+//! - the namespace's Lease, one writer at a time: [`lease`];
+//! - the pods and container logs `status` and `logs` read: [`logs`].
 
 // Errors end a command and are built once; a larger `Err` costs nothing that matters, while
 // boxing every variant would make them clumsier to match on. (Big sources are boxed anyway.)
@@ -32,6 +33,7 @@ pub mod execute;
 pub mod inspect;
 pub mod job;
 pub mod lease;
+pub mod logs;
 pub mod observe;
 pub mod progress;
 pub mod record;

@@ -94,6 +94,9 @@ pub struct Observer {
     cache: Option<Cache>,
     expected: Vec<Expected>,
     barrier_timeout: Duration,
+    /// The watches' changes, marked seen when an observation starts: [`Observer::changed`]
+    /// then sees every change since the last observation began.
+    changes: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 /// A wait's view of the object it waits for in an observer's store, caught up with what the
@@ -113,6 +116,7 @@ impl Observer {
             cache: None,
             expected: Vec::new(),
             barrier_timeout: BARRIER_TIMEOUT,
+            changes: None,
         }
     }
 
@@ -236,6 +240,43 @@ impl Observer {
         }))
     }
 
+    /// The pods `selector` selects in the observation's namespace, from a watch the observer
+    /// keeps (started by the first call, which waits for its list); read directly when the
+    /// server refuses the watch. What `status --watch` reads beside each observation.
+    pub async fn pods(&self, selector: &str) -> Result<Vec<Pod>, EffectsError> {
+        let namespace = self.observation.namespace.clone();
+        let Some(cache) = self.cache.as_ref() else {
+            return crate::logs::pods(&self.client, &namespace, selector).await;
+        };
+        let scope = PodScope {
+            namespace: namespace.clone(),
+            labels: selector.to_owned(),
+        };
+        cache.watch_pods(&scope);
+        cache
+            .wait_until(Instant::now() + FIRST_LIST_TIMEOUT, |c| {
+                !matches!(c.read_pods(&scope, |_| ()), Sight::Unlisted)
+            })
+            .await;
+        match cache.read_pods(&scope, |pods| pods.values().cloned().collect()) {
+            Sight::Listed(pods) => Ok(pods),
+            Sight::Unlisted | Sight::Failed => {
+                crate::logs::pods(&self.client, &namespace, selector).await
+            }
+        }
+    }
+
+    /// Waits until a watch of the observer (its pods' included) sees a change: what
+    /// `status --watch` awaits between two reports. Returns at once before the first
+    /// observation, which starts the watches.
+    pub async fn changed(&mut self) {
+        let Some(changes) = self.changes.as_mut() else {
+            return;
+        };
+        // The sender lives as long as the cache: an error cannot happen while `self` lives.
+        let _ = changes.changed().await;
+    }
+
     /// The observation read.
     pub fn observation(&self) -> &Observation {
         &self.observation
@@ -270,6 +311,7 @@ impl Observer {
         if self.cache.is_none() {
             let scopes = self.scopes(&cluster);
             let cache = Cache::start(&self.client, scopes);
+            self.changes = Some(cache.changes());
             let listed = cache
                 .wait_until(Instant::now() + FIRST_LIST_TIMEOUT, Cache::listed)
                 .await;
@@ -281,6 +323,9 @@ impl Observer {
         }
         let expected = std::mem::take(&mut self.expected);
         let cache = self.cache.as_ref().expect("started above");
+        if let Some(changes) = self.changes.as_mut() {
+            changes.borrow_and_update();
+        }
         let waited = Instant::now();
         let held = cache
             .wait_until(waited + self.barrier_timeout, |c| {

@@ -192,6 +192,28 @@ pub enum Command {
     /// Restarting a serving server is asked for on a terminal; --yes confirms it without one.
     #[command(after_help = RESTART_EXAMPLES)]
     Restart(LifecycleCmd),
+    /// Tell whether the server in the namespace is healthy, on one screen.
+    ///
+    /// The server, the database and each component (ready replicas, image and release,
+    /// restarts, why a container waits), the claims (bound, capacity, the backup a PostgreSQL
+    /// upgrade keeps), the certificates (ready, not after, issuer), how the server is reached
+    /// (Ingress hosts, Traefik routes, the TFTP LoadBalancer's address), where an unfinished
+    /// migration stands, and the last operation's steps with their Jobs. -o json|yaml prints
+    /// the same, typed. Reads only.
+    ///
+    /// Exit codes with --exit-code: 0 healthy; 3 not healthy (the reasons on stderr); 4
+    /// nothing of kubectl-uyuni's in the namespace; 1 the cluster could not be read; 2 bad
+    /// usage. Without --exit-code, 0 whenever the report was printed.
+    #[command(after_help = STATUS_EXAMPLES)]
+    Status(StatusCmd),
+    /// Print the log of a step's Job, or of a component's pod.
+    ///
+    /// STEP is a step id as `status` and the progress of install and migrate show it
+    /// (image-check-server, data-sync, db-upgrade…): its latest attempt's log, or another
+    /// attempt's with --attempt N (from 1, oldest first), or every attempt's with
+    /// --all-attempts. Without STEP and --component: the steps that have logs. Reads only.
+    #[command(after_help = LOGS_EXAMPLES)]
+    Logs(LogsCmd),
     /// Print the client version and, when a server runs in the namespace, its images.
     ///
     /// Never fails because the cluster cannot be reached: the client version is printed and a
@@ -223,6 +245,7 @@ const RESTART_EXAMPLES: &str = "Examples:
 
 const START_EXAMPLES: &str = "Examples:
   kubectl uyuni -n uyuni start            # the database first, then the server";
+
 const UNINSTALL_EXAMPLES: &str = "Examples:
   # Preview every deletion, then remove the server and keep its data
   kubectl uyuni -n uyuni uninstall --dry-run
@@ -233,6 +256,30 @@ const UNINSTALL_EXAMPLES: &str = "Examples:
 
   # Remove everything, the data and the namespace too, without a terminal
   kubectl uyuni -n uyuni uninstall --purge-volumes --delete-namespace --yes";
+
+const STATUS_EXAMPLES: &str = "Examples:
+  # Is the server in namespace uyuni healthy?
+  kubectl uyuni -n uyuni status
+
+  # In a script or a probe: exit 3 when it is not healthy
+  kubectl uyuni -n uyuni status --exit-code >/dev/null || echo 'not healthy'
+
+  # Follow it while a migration runs (Ctrl-C to stop); the same as JSON
+  kubectl uyuni -n uyuni status -w
+  kubectl uyuni -n uyuni status -o json | jq '.problems'";
+
+const LOGS_EXAMPLES: &str = "Examples:
+  # The steps that have logs, then one step's latest log
+  kubectl uyuni -n uyuni logs
+  kubectl uyuni -n uyuni logs data-sync
+
+  # Every attempt of a retried step, or the first one only
+  kubectl uyuni -n uyuni logs db-fixup --all-attempts
+  kubectl uyuni -n uyuni logs db-fixup --attempt 1
+
+  # Follow the server's log, from the last 100 lines or the last 10 minutes
+  kubectl uyuni -n uyuni logs --component server -f --tail 100
+  kubectl uyuni -n uyuni logs --component db --since 10m --timestamps";
 
 const COMPLETION_HELP: &str = "Print a shell completion script (bash, zsh or fish).
 
@@ -259,6 +306,88 @@ kubectl's own completion must be loaded (`source <(kubectl completion bash)`).
 pub struct VersionCmd {
     /// The kubeconfig user (kubectl's --user; the same as --kube-user).
     #[arg(id = "version_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusCmd {
+    /// Exit non-zero when the server is not healthy: 3 not healthy, 4 nothing installed.
+    #[arg(long)]
+    pub exit_code: bool,
+
+    /// Print the report again whenever it changes, until Ctrl-C (from watches: no polling).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "status_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
+}
+
+/// A component whose pod `logs --component` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogComponent {
+    /// Deployment uyuni.
+    Server,
+    /// Deployment db.
+    Db,
+    /// Deployment tftp.
+    Tftp,
+    /// Deployment hub-xmlrpc.
+    HubXmlrpc,
+    /// Deployment coco-attestation.
+    Coco,
+}
+
+impl LogComponent {
+    /// The name `status` and the core give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogComponent::Server => "server",
+            LogComponent::Db => "db",
+            LogComponent::Tftp => "tftp",
+            LogComponent::HubXmlrpc => "hub-xmlrpc",
+            LogComponent::Coco => "coco",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct LogsCmd {
+    /// The step whose Job's log to print; none: list the steps that have logs.
+    #[arg(value_name = "STEP", conflicts_with = "component")]
+    pub step: Option<String>,
+
+    /// Which attempt of the step, from 1 (oldest first); default: the latest.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "all_attempts", requires = "step")]
+    pub attempt: Option<u32>,
+
+    /// Every attempt of the step, oldest first, each after a header line on stderr.
+    #[arg(long, requires = "step")]
+    pub all_attempts: bool,
+
+    /// The log of a component's pod instead of a step's.
+    #[arg(long, value_enum, value_name = "COMPONENT")]
+    pub component: Option<LogComponent>,
+
+    /// Keep printing the log as it is written, until the container ends or Ctrl-C.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+
+    /// Only the last N lines.
+    #[arg(long, value_name = "N")]
+    pub tail: Option<u32>,
+
+    /// Only lines newer than this: 30s, 10m, 2h, 1h30m.
+    #[arg(long, value_name = "DURATION")]
+    pub since: Option<String>,
+
+    /// Prefix each line with its time (RFC 3339).
+    #[arg(long)]
+    pub timestamps: bool,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "logs_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
     pub user: Option<String>,
 }
 
@@ -400,6 +529,8 @@ impl Cli {
     pub fn kube_user(&self) -> Result<Option<String>, String> {
         let after = match &self.command {
             Command::Version(v) => v.user.clone(),
+            Command::Status(v) => v.user.clone(),
+            Command::Logs(v) => v.user.clone(),
             _ => None,
         };
         if matches!(self.command, Command::Migrate(_)) && self.user_before_command.is_some() {

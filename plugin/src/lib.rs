@@ -11,9 +11,11 @@ pub mod dry_run;
 pub mod install;
 pub mod lifecycle;
 pub mod lock;
+pub mod logs;
 pub mod migrate;
 pub mod output;
 pub mod source_probe;
+pub mod status;
 pub mod uninstall;
 pub mod version;
 
@@ -118,6 +120,8 @@ async fn run(cli: Cli) -> Result<()> {
 async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
     match &cli.command {
         Command::Version(_) => version::run(&cli.kube, cli.output).await,
+        Command::Status(cmd) => status::run(cmd, cli).await,
+        Command::Logs(cmd) => logs::run(cmd, cli).await,
         Command::Completion(cmd) => {
             completion::print_script(cmd.shell);
             Ok(())
@@ -346,6 +350,22 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// A command that ends with an exit code of its own (`status --exit-code`), and the line that
+/// says why on stderr.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
 /// The plugin's `main`.
 pub fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -411,6 +431,9 @@ pub fn main() -> ExitCode {
                 output::paint("error:", "31", color),
                 output::error_chain_with(&e, &kubectl)
             );
+            if let Some(exit) = e.downcast_ref::<Exit>() {
+                return ExitCode::from(exit.code);
+            }
             match e.downcast_ref::<Interrupted>() {
                 Some(interrupted) => ExitCode::from(interrupted.signal.exit_code()),
                 // A value given on the command line that cannot be used: a usage error, as

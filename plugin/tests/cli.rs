@@ -136,3 +136,42 @@ fn a_negative_replica_count_is_an_invalid_value_not_an_unknown_flag() {
                 .and(predicate::str::contains("--hubxmlrpc-replicas")),
         );
 }
+
+#[test]
+fn status_and_logs_help_show_examples_and_the_exit_codes() {
+    plugin()
+        .args(["status", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("Examples:")
+                .and(predicate::str::contains("status --exit-code"))
+                .and(predicate::str::contains("3 not healthy")),
+        );
+    plugin().args(["logs", "--help"]).assert().success().stdout(
+        predicate::str::contains("Examples:")
+            .and(predicate::str::contains("logs db-fixup --all-attempts"))
+            .and(predicate::str::contains("--component server -f")),
+    );
+}
+
+#[test]
+fn logs_flags_are_checked_before_the_cluster_is_asked() {
+    // An attempt without a step, a step with a component: usage errors.
+    plugin().args(["logs", "--attempt", "1"]).assert().code(2);
+    plugin()
+        .args(["logs", "data-sync", "--component", "db"])
+        .assert()
+        .code(2);
+    plugin()
+        .args(["logs", "data-sync", "--attempt", "0"])
+        .assert()
+        .code(2);
+    // A duration kubectl would refuse, before any connection (none is configured here).
+    plugin()
+        .env("KUBECONFIG", "/nonexistent")
+        .args(["logs", "data-sync", "--since", "5y"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--since \"5y\" is not a duration"));
+}

@@ -153,6 +153,8 @@ fn complete_lists_subcommands_flags_and_values() {
             "stop",
             "start",
             "restart",
+            "status",
+            "logs",
             "version",
             "completion"
         ]
@@ -261,7 +263,7 @@ fn kubectl_completes_the_plugin_through_kubectl_complete_uyuni() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let top = run(&[""]);
-    for sub in ["migrate", "version", "completion"] {
+    for sub in ["migrate", "status", "logs", "version", "completion"] {
         assert!(
             top.lines().any(|l| l.starts_with(sub)),
             "{sub} missing:\n{top}"

@@ -14,6 +14,7 @@
 use crate::support;
 
 mod install;
+mod status;
 mod uninstall;
 
 use std::path::Path;

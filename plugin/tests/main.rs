@@ -17,6 +17,7 @@ mod e2e_remembered;
 mod e2e_requests;
 mod e2e_rerun;
 mod e2e_safety;
+mod e2e_status;
 mod global_flags;
 mod krew;
 mod modules;

@@ -29,6 +29,7 @@ mod scripts_database;
 mod secret;
 mod simulate;
 mod ssh;
+mod status;
 mod sync_progress;
 mod verdict;
 mod volumes;

@@ -56,6 +56,7 @@ fn rendered_hints_carry_the_runs_flags() {
         kubeconfig: Some("/k/config".into()),
         context: Some("prod".into()),
         migrate_flags: Vec::new(),
+        ..Default::default()
     };
     let err = forbidden_secret_get();
     let text = err.render(&k);

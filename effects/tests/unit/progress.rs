@@ -18,6 +18,7 @@ fn an_unfollowed_log_advises_kubectl_logs_with_the_runs_flags() {
         kubeconfig: Some("/k".into()),
         context: Some("c".into()),
         migrate_flags: Vec::new(),
+        ..Default::default()
     };
     assert!(
         event

@@ -32,6 +32,8 @@ fn subcommands_flags_and_values() {
             "stop",
             "start",
             "restart",
+            "status",
+            "logs",
             "version",
             "completion"
         ]
@@ -55,6 +57,10 @@ fn subcommands_flags_and_values() {
     assert_eq!(values(&ask(&["--namespace=d"])), ["--namespace=default"]);
     assert_eq!(values(&ask(&["-o", ""])), ["human", "json", "yaml"]);
     assert_eq!(values(&ask(&["completion", ""])), ["bash", "zsh", "fish"]);
+    assert_eq!(
+        values(&ask(&["logs", "--component", ""])),
+        ["server", "db", "tftp", "hub-xmlrpc", "coco"]
+    );
     assert_eq!(
         ask(&["migrate", "--ssh-key-private", ""]).directive,
         directive::DEFAULT

@@ -4,5 +4,7 @@ mod cli;
 mod clock;
 mod completion;
 mod dry_run;
+mod logs;
 mod output;
+mod status;
 mod version;

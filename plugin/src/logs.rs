@@ -1,0 +1,189 @@
+//! `kubectl uyuni logs`: the log of a step's Job (which Job an attempt means is the core's
+//! `status::step_jobs`), of a component's pod, or the list of the steps that have logs. The
+//! log goes to stdout as it arrives; headers between attempts go to stderr.
+
+use std::io::Write;
+
+use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::core::v1::Pod;
+use uyuni_core::labels::MANAGED_SELECTOR;
+use uyuni_core::status::{Attempts, StepLogs, component_deployment, deployment_pods, step_jobs};
+use uyuni_core::verdict::{current_pod, main_container};
+use uyuni_core::{Kind, ObjectRef};
+use uyuni_effects::logs::LogOptions;
+
+use crate::cli::{Cli, LogsCmd};
+use crate::output::print_data;
+
+/// `--since`: Go's duration syntax as kubectl takes it, in hours, minutes and seconds
+/// (`30s`, `10m`, `1h30m`); whole seconds.
+pub fn parse_since(text: &str) -> Result<i64> {
+    let bad = || anyhow!("--since {text:?} is not a duration such as 30s, 10m or 1h30m");
+    let mut total: i64 = 0;
+    let mut number = String::new();
+    let mut any = false;
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: i64 = number.parse().map_err(|_| bad())?;
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(bad()),
+        };
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+        number.clear();
+        any = true;
+    }
+    if !number.is_empty() || !any || total == 0 {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
+fn options(cmd: &LogsCmd) -> Result<LogOptions> {
+    Ok(LogOptions {
+        container: None,
+        follow: cmd.follow,
+        tail_lines: cmd.tail.map(i64::from),
+        since_seconds: cmd.since.as_deref().map(parse_since).transpose()?,
+        timestamps: cmd.timestamps,
+    })
+}
+
+pub async fn run(cmd: &LogsCmd, cli: &Cli) -> Result<()> {
+    let options = options(cmd)?;
+    let conn = crate::connect(&cli.kube).await?;
+    let client = &conn.client;
+    let ns = conn.namespace.as_str();
+    let mut observation = uyuni_core::status::jobs_observation(ns);
+    if let Some(component) = cmd.component {
+        let name = component_deployment(component.name())
+            .ok_or_else(|| anyhow!("no Deployment for component {}", component.name()))?;
+        observation
+            .named
+            .push(ObjectRef::new(Kind::Deployment, name));
+        let observed = uyuni_effects::observe(client, &observation)
+            .await
+            .with_context(|| format!("cannot read namespace {ns}"))?;
+        let Some(deployment) = observed.deployment(name) else {
+            bail!(
+                "Deployment {name} does not exist in namespace {ns}: {} is not deployed there (`kubectl uyuni -n {ns} status` shows what is)",
+                component.name()
+            );
+        };
+        let pods = uyuni_effects::logs::pods(client, ns, MANAGED_SELECTOR)
+            .await
+            .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
+        let pods = deployment_pods(deployment, &pods);
+        // The newest pod that runs, else the newest: `kubectl logs deployment/NAME` picks one
+        // pod too.
+        let running =
+            |p: &&&Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        let Some(pod) = pods.iter().find(running).or(pods.first()) else {
+            bail!(
+                "Deployment {name} has no pod in namespace {ns} (stopped, or not scheduled yet): no log to read; `kubectl uyuni -n {ns} status` says why"
+            );
+        };
+        return print_log(&conn, pod, &options).await;
+    }
+    let observed = uyuni_effects::observe(client, &observation)
+        .await
+        .with_context(|| format!("cannot read the Jobs of namespace {ns}"))?;
+    let Some(step) = &cmd.step else {
+        let steps = uyuni_core::status::steps(&observed);
+        return print_data(cli.output, &steps, |s| human_steps(ns, s));
+    };
+    let attempts = match (cmd.all_attempts, cmd.attempt) {
+        (true, _) => Attempts::All,
+        (false, Some(n)) => Attempts::Number(n as usize),
+        (false, None) => Attempts::Latest,
+    };
+    let jobs = step_jobs(ns, &observed, step, attempts)?;
+    let count = jobs.len();
+    for (i, job) in jobs.iter().enumerate() {
+        if count > 1 {
+            eprintln!(
+                "==> Job {} (attempt {}, {}) <==",
+                job.name,
+                job.attempt,
+                format!("{:?}", job.state).to_lowercase()
+            );
+        }
+        let pods = uyuni_effects::logs::job_pods(client, ns, &job.name)
+            .await
+            .with_context(|| format!("cannot read the pods of Job {}", job.name))?;
+        let Some(pod) = current_pod(&pods) else {
+            let why = format!(
+                "the pod of Job {} is gone (deleted, or never scheduled), and its log with it",
+                job.name
+            );
+            if count > 1 {
+                eprintln!("{why}");
+                continue;
+            }
+            bail!("{why}");
+        };
+        let mut options = options.clone();
+        // Only the newest attempt may still be written to.
+        options.follow = options.follow && i + 1 == count;
+        print_log(&conn, pod, &options).await?;
+    }
+    Ok(())
+}
+
+async fn print_log(
+    conn: &uyuni_effects::Connection,
+    pod: &Pod,
+    options: &LogOptions,
+) -> Result<()> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let options = LogOptions {
+        container: main_container(pod).map(str::to_owned),
+        ..options.clone()
+    };
+    let follow = options.follow;
+    let mut out = std::io::stdout().lock();
+    uyuni_effects::logs::read_log(&conn.client, &conn.namespace, &name, &options, |line| {
+        writeln!(out, "{line}")?;
+        if follow {
+            out.flush()?;
+        }
+        Ok(())
+    })
+    .await
+    .with_context(|| format!("cannot read the log of pod {name}"))?;
+    out.flush().context("cannot write to stdout")
+}
+
+fn human_steps(ns: &str, steps: &[StepLogs]) -> String {
+    if steps.is_empty() {
+        return format!(
+            "No step has run in namespace {ns}: install or migrate creates the Jobs whose logs this shows.\n"
+        );
+    }
+    let mut out = String::from("Steps with logs (`kubectl uyuni logs STEP`):\n");
+    let width = steps.iter().map(|s| s.step.len()).max().unwrap_or(0);
+    for s in steps {
+        let last = s.jobs.last();
+        out.push_str(&format!(
+            "  {:width$}  {} attempt(s), latest {} {}{}\n",
+            s.step,
+            s.jobs.len(),
+            last.map(|j| j.name.as_str()).unwrap_or("-"),
+            last.map(|j| format!("{:?}", j.state).to_lowercase())
+                .unwrap_or_default(),
+            s.description
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default(),
+        ));
+    }
+    out
+}

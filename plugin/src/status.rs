@@ -1,0 +1,324 @@
+//! `kubectl uyuni status`: one observation and the pods of our workloads, the core's report of
+//! them, printed for people or as data; `--exit-code` turns the verdict into the exit code and
+//! `-w` prints the report again whenever a watch sees a change.
+
+use anyhow::{Context, Result};
+use uyuni_core::labels::MANAGED_SELECTOR;
+use uyuni_core::status::{Problem, Reason, Status, WorkloadState, report};
+use uyuni_effects::{NoProgress, Observer};
+
+use crate::cli::{Cli, OutputFormat, StatusCmd};
+use crate::output::render_data;
+
+/// `--exit-code`'s code when the server is not healthy.
+pub const EXIT_UNHEALTHY: u8 = 3;
+/// `--exit-code`'s code when nothing of ours is in the namespace.
+pub const EXIT_NOT_INSTALLED: u8 = 4;
+
+pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
+    let conn = crate::connect(&cli.kube).await?;
+    let ns = conn.namespace.clone();
+    let observation = uyuni_core::status::observation(&ns);
+    if !cmd.watch {
+        let observed = uyuni_effects::observe(&conn.client, &observation)
+            .await
+            .with_context(|| format!("cannot read namespace {ns}"))?;
+        let pods = uyuni_effects::logs::pods(&conn.client, &ns, MANAGED_SELECTOR)
+            .await
+            .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
+        let status = report(&ns, &observed, &pods);
+        write(&render_data(cli.output, &status, human)?)?;
+        return verdict(cmd, &status);
+    }
+    let mut observer = Observer::new(conn.client.clone(), observation);
+    let mut last: Option<String> = None;
+    let mut status;
+    // One handler for the whole watch, so that a Ctrl-C between two reports is not lost.
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    loop {
+        let observed = observer
+            .observe(&NoProgress)
+            .await
+            .with_context(|| format!("cannot read namespace {ns}"))?;
+        let pods = observer
+            .pods(MANAGED_SELECTOR)
+            .await
+            .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
+        status = report(&ns, &observed, &pods);
+        let text = render_data(cli.output, &status, human)?;
+        if last.as_deref() != Some(text.as_str()) {
+            if last.is_some() {
+                write(separator(cli.output))?;
+            }
+            write(&text)?;
+            last = Some(text);
+        }
+        tokio::select! {
+            () = observer.changed() => {}
+            _ = &mut interrupted => break,
+        }
+    }
+    verdict(cmd, &status)
+}
+
+/// Between two reports of `-w`: a YAML document separator, nothing between JSON documents
+/// (a stream `jq` reads), a blank line for people.
+fn separator(format: OutputFormat) -> &'static str {
+    match format {
+        OutputFormat::Yaml => "---\n",
+        OutputFormat::Json => "",
+        OutputFormat::Human => "\n",
+    }
+}
+
+fn write(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")
+}
+
+/// The exit `--exit-code` asks for.
+fn verdict(cmd: &StatusCmd, status: &Status) -> Result<()> {
+    if !cmd.exit_code || status.healthy {
+        return Ok(());
+    }
+    let (code, message) = if status.installed {
+        (
+            EXIT_UNHEALTHY,
+            format!(
+                "the server in namespace {} is not healthy: {}",
+                status.namespace,
+                status
+                    .problems
+                    .iter()
+                    .map(problem_line)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )
+    } else {
+        (EXIT_NOT_INSTALLED, not_installed(&status.namespace))
+    };
+    Err(crate::Exit { code, message }.into())
+}
+
+fn not_installed(ns: &str) -> String {
+    format!(
+        "nothing of kubectl-uyuni's is in namespace {ns}: install a server with `kubectl uyuni -n {ns} install FQDN`, or migrate one with `kubectl uyuni -n {ns} migrate SOURCE_FQDN` (-n names another namespace)"
+    )
+}
+
+fn reason_word(reason: Reason) -> &'static str {
+    match reason {
+        Reason::NotInstalled => "not installed",
+        Reason::Missing => "missing",
+        Reason::Stopped => "stopped",
+        Reason::NotReady => "not ready",
+        Reason::CrashLooping => "crash looping",
+        Reason::CannotStart => "cannot start",
+        Reason::ClaimNotBound => "not bound",
+        Reason::CertificateNotReady => "not ready",
+        Reason::StepFailed => "failed",
+        Reason::MigrationUnfinished => "migration unfinished",
+    }
+}
+
+fn problem_line(p: &Problem) -> String {
+    format!("{} {}: {}", p.object, reason_word(p.reason), p.message)
+}
+
+/// Columns padded to their widest cell, two spaces apart, indented.
+fn table(rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            let w = cell.chars().count();
+            match widths.get_mut(i) {
+                Some(max) => *max = (*max).max(w),
+                None => widths.push(w),
+            }
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::from("  ");
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if i + 1 < row.len() {
+                let pad = widths[i] - cell.chars().count() + 2;
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn row(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|c| (*c).to_owned()).collect()
+}
+
+fn state_word(state: WorkloadState) -> &'static str {
+    match state {
+        WorkloadState::Ready => "ready",
+        WorkloadState::Stopped => "stopped",
+        WorkloadState::NotReady => "not ready",
+        WorkloadState::CrashLooping => "crash looping",
+        WorkloadState::CannotStart => "cannot start",
+    }
+}
+
+/// The report for people: the verdict and its reasons first, then each section that has
+/// something to show.
+pub fn human(s: &Status) -> String {
+    if !s.installed {
+        return format!("{}.\n", capitalise(&not_installed(&s.namespace)));
+    }
+    let mut out = if s.healthy {
+        format!("Namespace {}: healthy\n", s.namespace)
+    } else {
+        let mut text = format!("Namespace {}: NOT HEALTHY\n", s.namespace);
+        for p in &s.problems {
+            text.push_str(&format!("  - {}\n", problem_line(p)));
+        }
+        text
+    };
+    if !s.workloads.is_empty() {
+        out.push_str("\nWorkloads:\n");
+        let mut rows = vec![row(&[
+            "COMPONENT",
+            "DEPLOYMENT",
+            "STATE",
+            "READY",
+            "RESTARTS",
+            "IMAGE",
+        ])];
+        for w in &s.workloads {
+            rows.push(vec![
+                w.component.clone(),
+                w.deployment.clone(),
+                state_word(w.state).to_owned(),
+                format!("{}/{}", w.ready_replicas, w.desired_replicas),
+                w.restarts.to_string(),
+                w.image.clone().unwrap_or_else(|| "-".to_owned()),
+            ]);
+        }
+        out.push_str(&table(&rows));
+        for w in &s.workloads {
+            for p in &w.pods {
+                for wait in &p.waiting {
+                    out.push_str(&format!(
+                        "  pod {}: container {} waits: {}{}\n",
+                        p.name,
+                        wait.container,
+                        wait.reason,
+                        wait.message
+                            .as_deref()
+                            .map(|m| format!(" ({m})"))
+                            .unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    if !s.claims.is_empty() {
+        out.push_str("\nClaims:\n");
+        let mut rows = vec![row(&["NAME", "STATUS", "CAPACITY", "CLASS", "NOTE"])];
+        for c in &s.claims {
+            rows.push(vec![
+                c.name.clone(),
+                c.phase.clone().unwrap_or_else(|| "-".to_owned()),
+                c.capacity.clone().unwrap_or_else(|| "-".to_owned()),
+                c.storage_class.clone().unwrap_or_else(|| "-".to_owned()),
+                if c.upgrade_backup {
+                    "backup of the PostgreSQL upgrade".to_owned()
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+        out.push_str(&table(&rows));
+    }
+    if !s.certificates.is_empty() {
+        out.push_str("\nCertificates:\n");
+        let mut rows = vec![row(&["NAME", "READY", "NOT AFTER", "ISSUER"])];
+        for c in &s.certificates {
+            rows.push(vec![
+                c.name.clone(),
+                if c.ready { "yes" } else { "no" }.to_owned(),
+                c.not_after.clone().unwrap_or_else(|| "-".to_owned()),
+                c.issuer.clone().unwrap_or_else(|| "-".to_owned()),
+            ]);
+        }
+        out.push_str(&table(&rows));
+    }
+    let a = &s.access;
+    if !a.ingress_hosts.is_empty() || !a.routes.is_empty() || a.tftp.is_some() {
+        out.push_str("\nAccess:\n");
+        if !a.ingress_hosts.is_empty() {
+            out.push_str(&format!(
+                "  Ingress hosts: {}\n",
+                a.ingress_hosts.join(", ")
+            ));
+        }
+        for r in &a.routes {
+            out.push_str(&format!(
+                "  {} {}: entry points {}\n",
+                r.kind,
+                r.name,
+                r.entry_points.join(", ")
+            ));
+        }
+        if let Some(t) = &a.tftp {
+            let ty = t.service_type.as_deref().unwrap_or("ClusterIP");
+            let addr = if t.addresses.is_empty() {
+                match ty {
+                    "LoadBalancer" => "no address yet".to_owned(),
+                    _ => "no external address".to_owned(),
+                }
+            } else {
+                t.addresses.join(", ")
+            };
+            out.push_str(&format!("  TFTP: Service tftp ({ty}), {addr}\n"));
+        }
+    }
+    if let Some(phase) = &s.migration {
+        let text = serde_json::to_value(phase)
+            .ok()
+            .and_then(|v| v["phase"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        out.push_str(&format!("\nMigration: {text}\n"));
+    }
+    if let Some(op) = &s.last_operation {
+        match &op.run {
+            Some(run) => out.push_str(&format!("\nLast operation (run {run}):\n")),
+            None => out.push_str("\nLast operation:\n"),
+        }
+        let mut rows = vec![row(&["STEP", "JOB", "ATTEMPT", "STATE", "DESCRIPTION"])];
+        for step in &op.steps {
+            for job in &step.jobs {
+                rows.push(vec![
+                    step.step.clone(),
+                    job.name.clone(),
+                    job.attempt.to_string(),
+                    format!("{:?}", job.state).to_lowercase(),
+                    job.description.clone().unwrap_or_default(),
+                ]);
+            }
+        }
+        out.push_str(&table(&rows));
+    }
+    out
+}
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
