@@ -50,6 +50,11 @@ pub const ORIGIN_INSTALL: &str = "install";
 /// again (kubernetes `staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go`).
 pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
 
+/// Annotation on the ingress controller's HelmChartConfig in `kube-system`: the namespace of
+/// the server it was written for. `uninstall` deletes it only for that namespace's server
+/// (another server of the cluster may route through it).
+pub const FOR_NAMESPACE_ANNOTATION: &str = "kubectl-uyuni.io/for-namespace";
+
 /// Selector matching everything the tool created.
 pub const MANAGED_SELECTOR: &str =
     "app.kubernetes.io/part-of=uyuni,app.kubernetes.io/managed-by=kubectl-uyuni";

@@ -349,10 +349,12 @@ fn uninstall_deletes_only_our_helm_chart_config() {
     start.insert(Object::Custom(helm_chart_config(
         names::TRAEFIK_CONFIG,
         "ports: {}".into(),
+        common::NAMESPACE,
     )));
     start.insert(foreign(Object::Custom(helm_chart_config(
         names::NGINX_CONFIG,
         "controller: {}".into(),
+        common::NAMESPACE,
     ))));
     let params = uninstall_params(true, true);
     let preview = preview(&params, &start).expect("plans");
@@ -373,4 +375,29 @@ fn uninstall_deletes_only_our_helm_chart_config() {
         names::NGINX_CONFIG
     ));
     assert!(!preview.end.contains(Kind::Namespace, common::NAMESPACE));
+}
+
+/// A HelmChartConfig the tool wrote for another namespace's server (or before it recorded the
+/// namespace) is left: that server may route through it.
+#[test]
+fn uninstall_leaves_the_helm_chart_config_of_another_namespaces_server() {
+    use uyuni_core::builders::ingress::helm_chart_config;
+    use uyuni_core::object::CustomKind;
+    let mut start = installed();
+    start.insert(Object::Custom(helm_chart_config(
+        names::TRAEFIK_CONFIG,
+        "ports: {}".into(),
+        "another-server",
+    )));
+    let preview = preview(&uninstall_params(true, true), &start).expect("plans");
+    assert!(preview.end.contains(
+        Kind::Custom(CustomKind::HelmChartConfig),
+        names::TRAEFIK_CONFIG
+    ));
+    let step = preview
+        .steps
+        .iter()
+        .find(|s| s.target.kind == Kind::Custom(CustomKind::HelmChartConfig))
+        .expect("a step says why");
+    assert!(step.reason.contains("another namespace"), "{}", step.reason);
 }

@@ -245,10 +245,15 @@ pub fn nginx_values(namespace: &str, ports: &[PortDef]) -> String {
 }
 
 /// The controller's HelmChartConfig in kube-system.
-pub fn helm_chart_config(name: &str, values: String) -> CustomObject {
+pub fn helm_chart_config(name: &str, values: String, for_namespace: &str) -> CustomObject {
+    let mut metadata = meta(name, "kube-system", components::SERVER);
+    metadata.annotations = Some(BTreeMap::from([(
+        crate::labels::FOR_NAMESPACE_ANNOTATION.to_owned(),
+        for_namespace.to_owned(),
+    )]));
     CustomObject {
         kind: CustomKind::HelmChartConfig,
-        metadata: meta(name, "kube-system", components::SERVER),
+        metadata,
         spec: json!({"valuesContent": values}),
         status: None,
     }

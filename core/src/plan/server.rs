@@ -119,7 +119,7 @@ fn ingress_steps(params: &ServerParams, observed: &Observed, facts: &Facts) -> V
             steps.push(apply_step(
                 "ingress-controller-config",
                 description,
-                Object::Custom(ingress::helm_chart_config(name, values)),
+                Object::Custom(ingress::helm_chart_config(name, values, &params.namespace)),
                 observed,
             ));
         }

@@ -201,6 +201,25 @@ pub fn plan(params: &UninstallParams, observed: &Observed) -> Result<Plan, PlanE
             steps.push(keep_step(&id, description, target.clone(), NOT_OURS.into()));
             continue;
         }
+        if target.kind == Kind::Custom(CustomKind::HelmChartConfig)
+            && object
+                .metadata()
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(crate::labels::FOR_NAMESPACE_ANNOTATION))
+                != Some(ns)
+        {
+            steps.push(keep_step(
+                &id,
+                description,
+                target.clone(),
+                format!(
+                    "written for another namespace's server (annotation {}), which may route through it; left",
+                    crate::labels::FOR_NAMESPACE_ANNOTATION
+                ),
+            ));
+            continue;
+        }
         let step = if holds_data(target) {
             match &purge {
                 Some(purge) => purge_step(observed, target.clone(), description, purge),

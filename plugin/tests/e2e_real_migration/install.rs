@@ -579,3 +579,71 @@ fn stop_and_start_an_installed_server() {
         );
     }
 }
+
+const NS_CHAIN: &str = "uyuni-chain";
+
+/// The server's life as issue 36 tells it, on one namespace: install → status healthy (exit 0)
+/// → stop → status says stopped (exit 3) → start → status healthy → uninstall (the data kept) →
+/// install --reuse-volumes on it → uninstall --purge-volumes --delete-namespace: nothing of
+/// ours left.
+#[test]
+fn a_servers_life_install_status_stop_start_uninstall_reinstall_purge() {
+    if !real_plane_or_skip("a server's life on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_CHAIN);
+    let out = install(&env, &[]);
+    assert!(out.status.success(), "{}", both(&out));
+    let status = |expected: i32| {
+        let out = env.uyuni(&["status", "--exit-code"]);
+        assert_eq!(out.status.code(), Some(expected), "{}", both(&out));
+        out
+    };
+    status(0);
+
+    let out = env.uyuni(&["stop", "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let stopped = status(3);
+    assert!(text(&stopped).1.contains("stopped"), "{}", both(&stopped));
+
+    let out = env.uyuni(&["start"]);
+    assert!(out.status.success(), "{}", both(&out));
+    status(0);
+
+    let out = env.uyuni(&["uninstall", "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(
+        env.items(&["deployments", "-n", env.ns]).is_empty(),
+        "Deployments left after uninstall"
+    );
+    assert!(
+        env.items(&["persistentvolumeclaims", "-n", env.ns])
+            .iter()
+            .any(|c| c["metadata"]["name"] == "var-pgsql18"),
+        "the database claim was not kept"
+    );
+
+    let out = install(&env, &["--reuse-volumes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    status(0);
+
+    let out = env.uyuni(&[
+        "uninstall",
+        "--purge-volumes",
+        "--delete-namespace",
+        "--yes",
+    ]);
+    assert!(out.status.success(), "{}", both(&out));
+    let left: Vec<String> = env
+        .items(&[
+            "secrets,configmaps,persistentvolumeclaims,deployments,jobs,services",
+            "-n",
+            env.ns,
+            "-l",
+            "app.kubernetes.io/managed-by=kubectl-uyuni",
+        ])
+        .iter()
+        .map(|o| format!("{}/{}", o["kind"], o["metadata"]["name"]))
+        .collect();
+    assert!(left.is_empty(), "left after the purge: {left:?}");
+}
