@@ -57,9 +57,10 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
-    /// What `on_line` returned (stdout gone, for instance).
-    #[error(transparent)]
-    Write(std::io::Error),
+    /// What `on_line` returned (stdout gone, for instance). Its source is the `io::Error`
+    /// itself, so that the plugin sees a closed stdout (`… | head`) in the error's chain.
+    #[error("cannot write the log")]
+    Write(#[source] std::io::Error),
 }
 
 /// The log of `pod`'s container, handed to `on_line` line by line as it arrives; with

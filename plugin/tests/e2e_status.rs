@@ -71,6 +71,23 @@ fn a_crash_looping_database_is_reported_through_transient_errors() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(!stdout.is_empty(), "no log:\n{stderr}");
+
+    // Its reader gone before the first line (`… | head`): a quiet end, as kubectl's.
+    let mut child = env
+        .kubectl()
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", support::NS, "logs", "data-sync"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("ends");
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
 }
 
 /// `logs STEP -f` started while the step's Job writes: it prints the lines written so far, then
