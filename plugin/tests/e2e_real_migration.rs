@@ -214,8 +214,8 @@ pub(crate) fn real_plane_or_skip(what: &str) -> bool {
     true
 }
 
-/// What our field manager wrote, as (kind/name, resourceVersion): objects whose status no
-/// controller keeps updating once the migration is done.
+/// What our field manager wrote, as (kind/name, its managedFields entries): unchanged unless
+/// a run of ours wrote to the object.
 pub(crate) fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = env
         .items(&[
@@ -233,15 +233,37 @@ pub(crate) fn written_versions(env: &RealEnv) -> Vec<(String, String)> {
                     o["kind"].as_str().unwrap_or_default(),
                     o["metadata"]["name"].as_str().unwrap_or_default()
                 ),
-                o["metadata"]["resourceVersion"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
+                // What our field manager last wrote, not the resourceVersion: the PV
+                // controller binds a claim (annotations, volumeName, status) whenever its pod
+                // is scheduled, which is no write of ours.
+                ours_written(o),
             )
         })
         .collect();
     out.sort();
     out
+}
+
+/// The entries of `kubectl-uyuni`'s field managers in an object's managedFields: when it last
+/// wrote which fields (unchanged unless it wrote something).
+fn ours_written(object: &Value) -> String {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| {
+            m["manager"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("kubectl-uyuni"))
+        })
+        .map(|m| {
+            format!(
+                "{} {} {} {}",
+                m["manager"], m["operation"], m["time"], m["fieldsV1"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The README's migration, with the fixture's flags and `--configure-ingress-controller`, on
