@@ -26,6 +26,10 @@ pub enum SshProblem {
     )]
     HostMissing(String),
     #[error(
+        "holds no host key: the Job would refuse to connect to {0}. Add the source's with `ssh-keyscan {0} >> KNOWN_HOSTS`, check its fingerprint against the source's (`ssh-keygen -lf KNOWN_HOSTS`, and on the source `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`), then run again"
+    )]
+    KnownHostsEmpty(String),
+    #[error(
         "does not belong to the private key (the private key's public key is {private}, the one given is {public}); give the matching public key: `ssh-keygen -y -f PRIVATE_KEY` prints it"
     )]
     NotThePair { private: String, public: String },
@@ -198,7 +202,7 @@ pub fn check_known_hosts(content: &str, host: &str) -> Result<(), SshProblem> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
     if entries.is_empty() {
-        return Err(SshProblem::Empty);
+        return Err(SshProblem::KnownHostsEmpty(host.to_ascii_lowercase()));
     }
     let host = host.to_ascii_lowercase();
     for entry in entries {

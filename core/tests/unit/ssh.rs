@@ -191,8 +191,16 @@ fn known_hosts_must_name_the_source() {
         check_known_hosts("|1|abc=|def= ssh-ed25519 AAAA", "uyuni.example.com"),
         Ok(())
     );
+    let empty = check_known_hosts("\n# only comments\n", "Uyuni.Example.com");
     assert_eq!(
-        check_known_hosts("\n# only comments\n", "x"),
-        Err(SshProblem::Empty)
+        empty,
+        Err(SshProblem::KnownHostsEmpty("uyuni.example.com".into()))
+    );
+    // What to do next: the scan, and the fingerprint check.
+    let text = empty.expect_err("empty").to_string();
+    assert!(
+        text.contains("ssh-keyscan uyuni.example.com >> KNOWN_HOSTS")
+            && text.contains("ssh-keygen -lf"),
+        "{text}"
     );
 }
