@@ -430,6 +430,14 @@ pub enum ParamsError {
     },
     #[error("{flag}: {value:?} is not a storage size such as 10Gi or 500Mi")]
     Size { flag: String, value: String },
+    #[error(
+        "{flag}: {value:?} is larger than any volume Kubernetes can request (at most about 8Ei); give the size in Gi or Ti, for example 100Gi"
+    )]
+    SizeTooLarge { flag: String, value: String },
+    #[error(
+        "the database volume's size {0:?} is too small for PostgreSQL with the Uyuni schemas: give at least 1Gi with --volumes-database-size (the default is 50Gi). Nothing was written"
+    )]
+    DatabaseVolumeTooSmall(String),
     #[error("{flag}: {value:?} is not a valid StorageClass name")]
     StorageClass { flag: String, value: String },
     #[error("--ssl-cname {0:?} is not a DNS name")]
@@ -757,6 +765,50 @@ pub fn is_storage_quantity(s: &str) -> bool {
     })
 }
 
+/// The bytes a storage quantity stands for ([`is_storage_quantity`]'s forms); `None` when it
+/// is not one.
+pub fn storage_bytes(s: &str) -> Option<u128> {
+    if !is_storage_quantity(s) {
+        return None;
+    }
+    let factors: [(&str, u128); 12] = [
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+        ("Pi", 1 << 50),
+        ("Ei", 1 << 60),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+        ("T", 1_000_000_000_000),
+        ("P", 1_000_000_000_000_000),
+        ("E", 1_000_000_000_000_000_000),
+    ];
+    let (num, factor) = factors
+        .iter()
+        .find_map(|(suffix, f)| s.strip_suffix(suffix).map(|n| (n, *f)))
+        .unwrap_or((s, 1));
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    // At most 38 digits fit a u128; a longer number is larger than any volume anyway.
+    let int: u128 = int.parse().ok()?;
+    let bytes = int.checked_mul(factor)?;
+    // The fraction exactly: factor × digits / 10^len, at most 19 digits of it.
+    let digits: String = frac.chars().take(19).collect();
+    if digits.is_empty() {
+        return Some(bytes);
+    }
+    let numerator: u128 = digits.parse().ok()?;
+    let part = factor.checked_mul(numerator)? / 10u128.pow(digits.len() as u32);
+    bytes.checked_add(part)
+}
+
+/// The largest storage request Kubernetes takes: its quantities of bytes are 64-bit.
+const MAX_VOLUME_BYTES: u128 = i64::MAX as u128;
+/// The smallest database volume: PostgreSQL's cluster with the Uyuni schemas and their WAL
+/// take hundreds of MiB before any data.
+const MIN_DATABASE_BYTES: u128 = 1 << 30;
+
 fn split_pair<'a>(flag: &'static str, value: &'a str) -> Result<(&'a str, &'a str), ParamsError> {
     value
         .split_once('=')
@@ -808,15 +860,16 @@ fn resolve_volumes(args: &ServerSpecArgs) -> Result<Vec<VolumeClaim>, ParamsErro
             })
         }
     };
-    let check_size = |flag: &str, size: &str| {
-        if is_storage_quantity(size) {
-            Ok(())
-        } else {
-            Err(ParamsError::Size {
-                flag: flag.to_owned(),
-                value: size.to_owned(),
-            })
-        }
+    let check_size = |flag: &str, size: &str| match storage_bytes(size) {
+        Some(bytes) if bytes <= MAX_VOLUME_BYTES => Ok(()),
+        Some(_) => Err(ParamsError::SizeTooLarge {
+            flag: flag.to_owned(),
+            value: size.to_owned(),
+        }),
+        None => Err(ParamsError::Size {
+            flag: flag.to_owned(),
+            value: size.to_owned(),
+        }),
     };
     if let Some(class) = args
         .volumes_class
@@ -848,6 +901,11 @@ fn resolve_volumes(args: &ServerSpecArgs) -> Result<Vec<VolumeClaim>, ParamsErro
         known_volume("--volume-size", name)?;
         check_size("--volume-size", size)?;
         set(name, &mut |c| c.size = size.to_owned());
+    }
+    if let Some(db) = claims.iter().find(|c| c.name == volumes::DATABASE_VOLUME)
+        && storage_bytes(&db.size).is_some_and(|b| b < MIN_DATABASE_BYTES)
+    {
+        return Err(ParamsError::DatabaseVolumeTooSmall(db.size.clone()));
     }
     Ok(claims)
 }

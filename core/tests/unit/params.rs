@@ -358,3 +358,28 @@ fn the_server_runs_as_the_chart_confines_it_unless_asked_otherwise() {
         Err(ParamsError::SecurityName { .. })
     ));
 }
+
+#[test]
+fn volume_sizes_are_bounded() {
+    use uyuni_core::params::storage_bytes;
+    assert_eq!(storage_bytes("1.5Gi"), Some(3 << 29));
+    assert_eq!(storage_bytes("500M"), Some(500_000_000));
+    assert_eq!(storage_bytes("10Gi"), Some(10 << 30));
+    assert_eq!(storage_bytes("big"), None);
+    let with = |edit: fn(&mut MigrateArgs)| {
+        let mut a = args();
+        edit(&mut a);
+        MigrateParams::from_args(&a)
+    };
+    let tiny = with(|a| a.spec.named_sizes = vec![("volumes-database-size".into(), "5".into())])
+        .expect_err("a 5-byte database");
+    assert!(
+        matches!(tiny, ParamsError::DatabaseVolumeTooSmall(_)),
+        "{tiny:?}"
+    );
+    assert!(tiny.to_string().contains("at least 1Gi"));
+    let huge = with(|a| a.spec.volume_sizes = vec!["srv-www=999999999Ei".into()])
+        .expect_err("larger than int64 bytes");
+    assert!(matches!(huge, ParamsError::SizeTooLarge { .. }), "{huge:?}");
+    assert!(with(|a| a.spec.volume_sizes = vec!["var-pgsql=2Gi".into()]).is_ok());
+}
