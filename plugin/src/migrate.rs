@@ -336,8 +336,10 @@ fn summary(
     out.push_str(&format!("  TLS material:     {}\n", data.ssl_summary()));
     if params.prepare {
         out.push_str(&format!(
-            "\nThe source keeps serving. Repeat with --prepare to catch up, then run `kubectl uyuni migrate {}` without --prepare for the final copy (it asks before it stops the source's services; --yes in a script).\n",
-            params.source_fqdn
+            "\nThe source keeps serving. Repeat with --prepare to catch up, then run `{}` for the final copy (it asks before it stops the source's services; --yes in a script).\n",
+            params
+                .kubectl
+                .migrate(Some(&params.namespace), &params.source_fqdn, false)
         ));
     }
     out.push_str(&format!("\n{NOT_BUILT}\n"));

@@ -1281,6 +1281,14 @@ fn prepare_copies_only_and_a_plain_migrate_afterwards_goes_all_the_way() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("keeps serving"), "{stdout}");
+    // The final run's command, pasteable: with the namespace and the run's flags.
+    assert!(
+        stdout.contains("`kubectl uyuni --kubeconfig ")
+            && stdout.contains(&format!(
+                "-n {NS} migrate uyuni.example.com --ssh-key-private"
+            )),
+        "{stdout}"
+    );
     // What the final run's copy is bounded by: this copy's time, from the Job's status.
     assert!(stdout.contains("This copy took "), "{stdout}");
     assert!(
