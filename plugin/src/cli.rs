@@ -142,6 +142,7 @@ pub enum Command {
     /// that writes; every later run starts from them, and a flag given replaces its recorded
     /// value (a repeatable flag its whole list). A switch takes =false to turn a remembered
     /// one off, e.g. --tftp-host-network=false.
+    #[command(after_help = MIGRATE_EXAMPLES)]
     Migrate(Box<MigrateCmd>),
     /// Install a new Uyuni server in the cluster.
     ///
@@ -223,6 +224,21 @@ pub enum Command {
     #[command(long_about = COMPLETION_HELP)]
     Completion(CompletionCmd),
 }
+
+const MIGRATE_EXAMPLES: &str = "Examples:
+  # Review everything the migration would write, with the SSH material to the source
+  kubectl uyuni -n uyuni migrate uyuni.example.com --ssh-key-private ~/.ssh/id_migration \\
+      --ssh-key-public ~/.ssh/id_migration.pub --ssh-knownhosts ~/.ssh/known_hosts --dry-run
+
+  # Copy while the source keeps serving (repeat to catch up); the SSH material is kept
+  kubectl uyuni -n uyuni migrate uyuni.example.com --prepare
+
+  # The final copy: asks before it stops the source's services (--yes in a script)
+  kubectl uyuni -n uyuni migrate uyuni.example.com
+
+  # Where it stands, and a step's log
+  kubectl uyuni -n uyuni status
+  kubectl uyuni -n uyuni logs data-sync";
 
 const INSTALL_EXAMPLES: &str = "Examples:
   # Preview everything the install would write, then install (asks for the admin password)
