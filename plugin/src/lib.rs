@@ -327,6 +327,21 @@ impl Interrupted {
         );
         // The same run again, with the namespace the run resolved.
         let resume = format!("run `{}` to resume where it stopped", resume(ns));
+        // A final copy stopped the source's services, and they stay stopped: say so, with both
+        // ways on.
+        let outage = match (&cli.command, job.as_deref()) {
+            (Command::Migrate(cmd), Some(job))
+                if !cmd.migrate.prepare
+                    && job.starts_with(uyuni_core::catalogue::names::DATA_SYNC_JOB_PREFIX)
+                    && !job.contains("-prepare-") =>
+            {
+                format!(
+                    ". The services of {source} are stopped: the final copy stopped them, and they stay stopped while it runs and after; resuming finishes the migration, or, to serve from {source} again instead, run `spacewalk-service start` on it (a later migration then copies again what changed)",
+                    source = cmd.migrate.source
+                )
+            }
+            _ => String::new(),
+        };
         let message = match job {
             Some(job) => format!(
                 "interrupted by {}: Job {job} was already started and keeps running in the cluster; follow it with `{}` (all Jobs of the run: `{jobs}`); nothing was left half-written; {resume}, it waits for that Job",
@@ -338,6 +353,7 @@ impl Interrupted {
                 signal.name()
             ),
         };
+        let message = format!("{message}{outage}");
         Interrupted { signal, message }
     }
 }

@@ -821,3 +821,69 @@ fn hints_follow_the_context_each_run_resolved_after_use_context() {
         );
     }
 }
+
+/// Ctrl-C while the final copy runs: the message says that the source's services are stopped
+/// and stay so, with the two ways on (resume, or start them on the source).
+#[test]
+fn an_interrupted_final_copy_says_the_source_is_stopped() {
+    let mut scenario = quick_migration();
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        job.duration_ms = 6_000;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let created = env.sim.job_created_channel("data-sync");
+    let child = env
+        .kubectl()
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", NS, "migrate", SOURCE, "--yes"])
+        .args(ssh_flags())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The run copies while the source serves first, then makes the final copy.
+    let final_job = loop {
+        let job = created
+            .recv_timeout(Duration::from_secs(90))
+            .expect("a data-sync Job is created");
+        if !job.name.contains("-prepare-") {
+            break job;
+        }
+    };
+    let following = || {
+        env.sim.request_log().iter().any(|r| {
+            r.resource.as_deref() == Some("pods/log")
+                && r.name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(&final_job.name))
+        })
+    };
+    let start = std::time::Instant::now();
+    while !following() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the run never followed the final copy's log"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "The services of {SOURCE} are stopped: the final copy stopped them"
+        )) && stderr.contains("spacewalk-service start"),
+        "{stderr}"
+    );
+}
