@@ -104,6 +104,16 @@ pub fn reference(registry: &str, name: &str, tag: Option<&str>) -> Result<String
     Ok(full.to_ascii_lowercase())
 }
 
+/// The tag of an image reference (`registry/name:tag[@digest]`), if it has one; a port in
+/// the registry part is not a tag.
+pub fn tag(reference: &str) -> Option<String> {
+    let name = reference.split('@').next().unwrap_or(reference);
+    let last = name.rsplit('/').next().unwrap_or(name);
+    last.split_once(':')
+        .map(|(_, t)| t.to_owned())
+        .filter(|t| !t.is_empty())
+}
+
 /// The registry host of a full image reference (as [`reference()`] returns it): its first path
 /// segment when that names a host, else Docker Hub's.
 pub fn host(reference: &str) -> &str {

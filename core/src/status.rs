@@ -268,15 +268,6 @@ fn annotation(job: &Job, key: &str) -> Option<String> {
     job.metadata.annotations.as_ref()?.get(key).cloned()
 }
 
-/// The tag of an image reference (`host:5000/a/b:1.2@sha256:…` has tag `1.2`).
-pub fn image_tag(image: &str) -> Option<String> {
-    let name = image.split('@').next().unwrap_or(image);
-    let last = name.rsplit('/').next().unwrap_or(name);
-    last.split_once(':')
-        .map(|(_, t)| t.to_owned())
-        .filter(|t| !t.is_empty())
-}
-
 /// Whether the pod belongs to the Deployment: selected by its selector, and not a step's Job
 /// pod (those carry the step label).
 fn selected(deployment: &Deployment, pod: &Pod) -> bool {
@@ -378,7 +369,7 @@ fn workload(component: &str, deployment: &Deployment, pods: &[Pod]) -> Workload 
         state,
         desired_replicas: desired,
         ready_replicas: ready,
-        release: image.as_deref().and_then(image_tag),
+        release: image.as_deref().and_then(crate::image::tag),
         image,
         restarts: pods.iter().map(|p| p.restarts).sum(),
         pods,

@@ -61,16 +61,8 @@ pub struct ImageInfo {
 /// The tag and digest of an image reference: `host:5000/a/b:1.2@sha256:…` has tag `1.2`; the
 /// port of a registry host is not a tag.
 pub fn split_reference(image: &str) -> (Option<String>, Option<String>) {
-    let (name, digest) = match image.split_once('@') {
-        Some((n, d)) => (n, Some(d.to_owned())),
-        None => (image, None),
-    };
-    let last = name.rsplit('/').next().unwrap_or(name);
-    let tag = last
-        .split_once(':')
-        .map(|(_, t)| t.to_owned())
-        .filter(|t| !t.is_empty());
-    (tag, digest)
+    let digest = image.split_once('@').map(|(_, d)| d.to_owned());
+    (uyuni_core::image::tag(image), digest)
 }
 
 fn image_info(found: &[ComponentImage], component: &str) -> Option<ImageInfo> {
