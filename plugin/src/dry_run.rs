@@ -18,6 +18,37 @@ use crate::cli::{Cli, ColorChoice, DryRun, MigrateCmd, OutputFormat};
 use crate::output::Reporter;
 use crate::source_probe;
 
+/// A writing command's `--dry-run`, when asked: `preview` prints it and says whether anything
+/// would change. With `--exit-code` the process ends with `kubectl diff`'s codes (0 nothing to
+/// do, 1 changes planned, 2 errors; only the dry run ran, so nothing is left behind). `None`:
+/// no dry run was asked, the command runs.
+pub async fn when_asked<F>(
+    flags: &crate::cli::PreviewFlags,
+    cli: &Cli,
+    preview: impl FnOnce() -> F,
+) -> Option<Result<()>>
+where
+    F: std::future::Future<Output = Result<bool>>,
+{
+    flags.dry_run?;
+    let result = preview().await;
+    if !flags.exit_code {
+        return Some(result.map(|_| ()));
+    }
+    let code = match result {
+        Ok(false) => 0,
+        Ok(true) => 1,
+        Err(e) => {
+            eprintln!(
+                "error: {}",
+                crate::output::error_chain_with(&e, &cli.kube.kubectl_hint())
+            );
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
 /// Whether stdout gets colours.
 pub fn colours(choice: ColorChoice) -> bool {
     crate::output::use_color(

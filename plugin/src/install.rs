@@ -13,8 +13,9 @@ use uyuni_core::secret::SecretString;
 use uyuni_core::{Observed, PlanError};
 
 use crate::cli::{self, Cli, InstallCmd, OutputFormat};
-use crate::migrate::{password, prompt_secret, spec_args};
+use crate::migrate::spec_args;
 use crate::output::Reporter;
+use crate::prompt::{password, prompt_secret};
 use crate::{clock, connect};
 
 /// The environment variables that may hold install's passwords (mgradm's names: viper binds
@@ -279,7 +280,7 @@ fn admin_password_line(params: &InstallParams, observed: &Observed) -> String {
         format!("stored (Secret {})", names::ADMIN_SECRET)
     } else if params.admin_password.is_some() {
         "given".to_owned()
-    } else if crate::migrate::interactive() {
+    } else if crate::prompt::interactive() {
         "asked on this terminal before the first write".to_owned()
     } else {
         format!(
@@ -309,23 +310,10 @@ pub async fn run(
     if let Some(divisor) = cmd.run.retry_delay_divisor {
         uyuni_effects::retry::shorten_delays(divisor);
     }
-    if cmd.preview.dry_run.is_some() && cmd.preview.exit_code {
-        let code = match dry_run(cmd, cli, reporter).await {
-            Ok(false) => 0,
-            Ok(true) => 1,
-            Err(e) => {
-                eprintln!(
-                    "error: {}",
-                    crate::output::error_chain_with(&e, &cli.kube.kubectl_hint())
-                );
-                2
-            }
-        };
-        std::process::exit(code);
-    }
-    if cmd.preview.dry_run.is_some() {
-        dry_run(cmd, cli, reporter).await?;
-        return Ok(());
+    if let Some(done) =
+        crate::dry_run::when_asked(&cmd.preview, cli, || dry_run(cmd, cli, reporter)).await
+    {
+        return done;
     }
     let (conn, params, _) = start(cmd, cli, reporter).await?;
     let mut command = InstallCommand { cmd, cli, params };

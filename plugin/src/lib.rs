@@ -14,6 +14,7 @@ pub mod lock;
 pub mod logs;
 pub mod migrate;
 pub mod output;
+pub mod prompt;
 pub mod source_probe;
 pub mod status;
 pub mod uninstall;
@@ -128,27 +129,13 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
         }
         Command::Migrate(cmd) => {
             let run_lock = lock::RunLock::default();
+            // The same run again (same source, --prepare or not, same flags; never --yes: the
+            // outage stays the user's decision).
+            let kubectl = migrate::repeat_kubectl(cmd, cli);
+            let resume =
+                |ns: Option<&str>| kubectl.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare);
             let work = migrate::run(cmd, cli, reporter, &run_lock);
-            interruptible(
-                work,
-                &run_lock,
-                reporter,
-                || {
-                    // The same run again (same source, --prepare or not, same flags; never
-                    // --yes: the outage stays the user's decision).
-                    let kubectl = migrate::repeat_kubectl(cmd, cli);
-                    let again = kubectl.clone();
-                    let resume = move |ns: Option<&str>| {
-                        again.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare)
-                    };
-                    (
-                        kubectl,
-                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
-                    )
-                },
-                cli,
-            )
-            .await
+            interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
         Command::Stop(cmd) | Command::Start(cmd) | Command::Restart(cmd) => {
             use uyuni_core::plan::lifecycle::Lifecycle;
@@ -158,88 +145,45 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
                 _ => Lifecycle::Start,
             };
             let run_lock = lock::RunLock::default();
+            let kubectl = cli.kube.kubectl_hint();
+            let resume = |ns: Option<&str>| lifecycle::again(action, cli, ns);
             let work = lifecycle::run(action, cmd, cli, reporter, &run_lock);
-            interruptible(
-                work,
-                &run_lock,
-                reporter,
-                || {
-                    let kubectl = cli.kube.kubectl_hint();
-                    let resume = move |ns: Option<&str>| lifecycle::again(action, cli, ns);
-                    (
-                        kubectl,
-                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
-                    )
-                },
-                cli,
-            )
-            .await
+            interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
         Command::Install(cmd) => {
             let run_lock = lock::RunLock::default();
+            let kubectl = install::repeat_kubectl(cmd, cli);
+            let resume = |ns: Option<&str>| kubectl.install(ns, &cmd.install.fqdn);
             let work = install::run(cmd, cli, reporter, &run_lock);
-            interruptible(
-                work,
-                &run_lock,
-                reporter,
-                || {
-                    let kubectl = install::repeat_kubectl(cmd, cli);
-                    let again = kubectl.clone();
-                    let resume = move |ns: Option<&str>| again.install(ns, &cmd.install.fqdn);
-                    (
-                        kubectl,
-                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
-                    )
-                },
-                cli,
-            )
-            .await
+            interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
         Command::Uninstall(cmd) => {
             let run_lock = lock::RunLock::default();
+            let kubectl = cli.kube.kubectl_hint();
+            let mut args = String::from("uninstall");
+            if cmd.uninstall.purge_volumes {
+                args.push_str(" --purge-volumes");
+            }
+            if cmd.uninstall.delete_namespace {
+                args.push_str(" --delete-namespace");
+            }
+            let resume = |ns: Option<&str>| kubectl.uyuni(ns, &args);
             let work = uninstall::run(cmd, cli, reporter, &run_lock);
-            interruptible(
-                work,
-                &run_lock,
-                reporter,
-                || {
-                    let kubectl = cli.kube.kubectl_hint();
-                    let again = kubectl.clone();
-                    let mut args = String::from("uninstall");
-                    if cmd.uninstall.purge_volumes {
-                        args.push_str(" --purge-volumes");
-                    }
-                    if cmd.uninstall.delete_namespace {
-                        args.push_str(" --delete-namespace");
-                    }
-                    let resume = move |ns: Option<&str>| again.uyuni(ns, &args);
-                    (
-                        kubectl,
-                        Box::new(resume) as Box<dyn Fn(Option<&str>) -> String>,
-                    )
-                },
-                cli,
-            )
-            .await
+            interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
     }
 }
 
-/// The repeated command's connection flags, and the command line that resumes the run in a
-/// namespace.
-type Resume<'a> = (
-    uyuni_core::kubectl::Kubectl,
-    Box<dyn Fn(Option<&str>) -> String + 'a>,
-);
-
 /// Runs a command that writes until it ends or a signal stops it; releases the namespace's
 /// lease either way. Dropping `work` stops it at its next await point: an object being applied
-/// was sent whole or not at all (server-side apply), and a Job keeps running.
-async fn interruptible<'a>(
+/// was sent whole or not at all (server-side apply), and a Job keeps running. `kubectl`: the
+/// run's connection flags; `resume`: the command line that resumes the run in a namespace.
+async fn interruptible(
     work: impl std::future::Future<Output = Result<()>>,
     run_lock: &lock::RunLock,
     reporter: &output::Reporter,
-    resume: impl FnOnce() -> Resume<'a>,
+    kubectl: &uyuni_core::kubectl::Kubectl,
+    resume: impl Fn(Option<&str>) -> String,
     cli: &Cli,
 ) -> Result<()> {
     let outcome = tokio::select! {
@@ -251,10 +195,7 @@ async fn interruptible<'a>(
     run_lock.release(reporter).await;
     match outcome {
         Ok(result) => result,
-        Err(signal) => {
-            let (kubectl, resume) = resume();
-            Err(Interrupted::new(signal, &kubectl, &*resume, cli, reporter).into())
-        }
+        Err(signal) => Err(Interrupted::new(signal, kubectl, &resume, cli, reporter).into()),
     }
 }
 

@@ -45,6 +45,38 @@ pub fn again(action: Lifecycle, cli: &Cli, namespace: Option<&str>) -> String {
     kubectl.uyuni(namespace, &args)
 }
 
+/// `--dry-run`: the steps, in order; whether any would run.
+async fn dry_run(
+    conn: &uyuni_effects::Connection,
+    params: &LifecycleParams,
+    cli: &Cli,
+) -> Result<bool> {
+    let action = params.action;
+    let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;
+    let preview = uyuni_core::preview(params, &observed)?;
+    let mut out = std::io::stdout().lock();
+    match cli.output {
+        OutputFormat::Human => {
+            writeln!(
+                out,
+                "Dry run: nothing is written. {} of the server in namespace {}:\n",
+                match action {
+                    Lifecycle::Stop => "Stop",
+                    Lifecycle::Start => "Start",
+                    Lifecycle::Restart => "Restart",
+                },
+                params.namespace
+            )?;
+            out.write_all(render::steps_text(&preview.steps).as_bytes())?;
+        }
+        _ => {
+            let document = render::plan_document(&params.namespace, &preview.steps, &observed);
+            crate::output::print_data(cli.output, &document, |_| String::new())?;
+        }
+    }
+    Ok(!preview.executed.is_empty())
+}
+
 pub async fn run(
     action: Lifecycle,
     cmd: &LifecycleCmd,
@@ -63,30 +95,10 @@ pub async fn run(
         &ServerSpecArgs::default(),
     )?;
     let params = LifecycleParams { server, action };
-    if cmd.preview.dry_run.is_some() {
-        let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;
-        let preview = uyuni_core::preview(&params, &observed)?;
-        let mut out = std::io::stdout().lock();
-        match cli.output {
-            OutputFormat::Human => {
-                writeln!(
-                    out,
-                    "Dry run: nothing is written. {} of the server in namespace {}:\n",
-                    match action {
-                        Lifecycle::Stop => "Stop",
-                        Lifecycle::Start => "Start",
-                        Lifecycle::Restart => "Restart",
-                    },
-                    params.namespace
-                )?;
-                out.write_all(render::steps_text(&preview.steps).as_bytes())?;
-            }
-            _ => {
-                let document = render::plan_document(&params.namespace, &preview.steps, &observed);
-                crate::output::print_data(cli.output, &document, |_| String::new())?;
-            }
-        }
-        return Ok(());
+    if let Some(done) =
+        crate::dry_run::when_asked(&cmd.preview, cli, || dry_run(&conn, &params, cli)).await
+    {
+        return done;
     }
     let mut command = LifecycleCommand {
         cmd,
@@ -221,7 +233,7 @@ impl crate::drive::Command for LifecycleCommand<'_> {
         };
         // Only the first write asks: the run observed a serving server before it.
         let ns = &self.params.namespace;
-        if !crate::migrate::interactive() {
+        if !crate::prompt::interactive() {
             bail!(
                 "{} the server in namespace {ns} is an outage, and there is no terminal to ask whether it may start: pass --yes to confirm it. Nothing was stopped",
                 if what == "Stop" {
@@ -233,7 +245,7 @@ impl crate::drive::Command for LifecycleCommand<'_> {
         }
         drive.take_lease(&self.writer(), step).await?;
         drive.reporter.finish(true);
-        if !crate::migrate::confirm(&format!("{what} the server in namespace {ns} now? [y/N] ")) {
+        if !crate::prompt::confirm(&format!("{what} the server in namespace {ns} now? [y/N] ")) {
             bail!("not confirmed: the server keeps running and nothing was stopped");
         }
         self.confirmed = true;

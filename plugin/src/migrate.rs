@@ -12,6 +12,7 @@ use uyuni_core::{ExtractedData, MigrateArgs, MigrateParams, Observed};
 
 use crate::cli::{self, Cli, MigrateCmd};
 use crate::output::Reporter;
+use crate::prompt::{confirm, interactive, password, prompt_secret};
 use crate::{clock, connect};
 
 fn read_file(flag: &str, path: Option<&Path>) -> Result<Option<FileInput>> {
@@ -38,26 +39,6 @@ fn read_files(flag: &str, paths: &[std::path::PathBuf]) -> Result<Vec<FileInput>
 /// The environment variable that may hold the source CA's password.
 pub const SSL_PASSWORD_ENV: &str = "UYUNI_SSL_PASSWORD";
 
-/// A password from its file flag (the file's first line) or its environment variable; never
-/// from argv. `None` when neither is given.
-pub(crate) fn password(
-    flag: &str,
-    file: Option<&std::path::Path>,
-    env: &str,
-) -> Result<Option<SecretString>> {
-    if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {flag} {}: check the path", path.display()))?;
-        return Ok(Some(SecretString::new(
-            text.lines().next().unwrap_or_default(),
-        )));
-    }
-    Ok(std::env::var(env)
-        .ok()
-        .filter(|p| !p.is_empty())
-        .map(SecretString::new))
-}
-
 /// The CA password; `None`: ask on a terminal if the migration needs it.
 fn ssl_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
     password(
@@ -70,52 +51,6 @@ fn ssl_password(cmd: &MigrateCmd) -> Result<Option<SecretString>> {
 /// Asks for the CA password on the terminal, without echo; `None` when there is no terminal.
 fn prompt_ssl_password() -> Option<SecretString> {
     prompt_secret("Password of the source server's CA key: ")
-}
-
-/// Asks for a secret on the terminal, without echo; `None` when there is no terminal.
-pub(crate) fn prompt_secret(prompt: &str) -> Option<SecretString> {
-    use std::io::IsTerminal;
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let term = console::Term::stderr();
-    let _ = term.write_str(prompt);
-    term.read_secure_line()
-        .ok()
-        .filter(|p| !p.is_empty())
-        .map(SecretString::new)
-}
-
-/// Whether the user can be asked: stdin and stderr are terminals.
-pub(crate) fn interactive() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-}
-
-/// Asks a yes/no question on the terminal; only `y` or `yes` is a yes, end of file (Ctrl-D) a
-/// no. The answer is read from stdin as the terminal's line discipline delivers it: console's
-/// `Term::read_line` reads key by key in raw mode, where Ctrl-D is just a character and the
-/// question would wait on.
-pub(crate) fn confirm(question: &str) -> bool {
-    use std::io::{BufRead, Write};
-    let mut stderr = std::io::stderr();
-    if stderr
-        .write_all(question.as_bytes())
-        .and_then(|()| stderr.flush())
-        .is_err()
-    {
-        return false;
-    }
-    let mut answer = String::new();
-    match std::io::stdin().lock().read_line(&mut answer) {
-        Ok(0) => {
-            // End the question's line, which the terminal did not.
-            let _ = writeln!(stderr);
-            false
-        }
-        Ok(_) => matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
-        Err(_) => false,
-    }
 }
 
 /// The environment variable that may hold the registry password.
@@ -383,25 +318,10 @@ pub async fn run(
     if let Some(divisor) = cmd.run.retry_delay_divisor {
         uyuni_effects::retry::shorten_delays(divisor);
     }
-    if cmd.preview.dry_run.is_some() && cmd.preview.exit_code {
-        // `kubectl diff` codes: 0 nothing to do, 1 changes planned, 2 errors. Only the dry run
-        // runs here, so nothing is left behind by exiting directly.
-        let code = match dry_run(cmd, cli, reporter).await {
-            Ok(false) => 0,
-            Ok(true) => 1,
-            Err(e) => {
-                eprintln!(
-                    "error: {}",
-                    crate::output::error_chain_with(&e, &cli.kube.kubectl_hint())
-                );
-                2
-            }
-        };
-        std::process::exit(code);
-    }
-    if cmd.preview.dry_run.is_some() {
-        dry_run(cmd, cli, reporter).await?;
-        return Ok(());
+    if let Some(done) =
+        crate::dry_run::when_asked(&cmd.preview, cli, || dry_run(cmd, cli, reporter)).await
+    {
+        return done;
     }
     let (conn, params, _) = start(cmd, cli, reporter).await?;
     let mut command = MigrateCommand {

@@ -13,8 +13,8 @@ use uyuni_core::render::{self, Line, RenderOptions};
 use uyuni_core::{Kind, Observed, PlanError};
 
 use crate::cli::{Cli, OutputFormat, UninstallCmd};
-use crate::migrate::interactive;
 use crate::output::Reporter;
+use crate::prompt::interactive;
 use crate::{clock, connect};
 
 /// `kubectl uyuni uninstall FLAGS…` with the run's connection flags: the command that repeats
@@ -156,23 +156,10 @@ pub async fn run(
     if let Some(divisor) = cmd.run.retry_delay_divisor {
         uyuni_effects::retry::shorten_delays(divisor);
     }
-    if cmd.preview.dry_run.is_some() && cmd.preview.exit_code {
-        let code = match dry_run(cmd, cli, reporter).await {
-            Ok(false) => 0,
-            Ok(true) => 1,
-            Err(e) => {
-                eprintln!(
-                    "error: {}",
-                    crate::output::error_chain_with(&e, &cli.kube.kubectl_hint())
-                );
-                2
-            }
-        };
-        std::process::exit(code);
-    }
-    if cmd.preview.dry_run.is_some() {
-        dry_run(cmd, cli, reporter).await?;
-        return Ok(());
+    if let Some(done) =
+        crate::dry_run::when_asked(&cmd.preview, cli, || dry_run(cmd, cli, reporter)).await
+    {
+        return done;
     }
     let (conn, params) = start(cmd, cli, reporter).await?;
     let mut command = UninstallCommand {
@@ -409,7 +396,7 @@ impl crate::drive::Command for UninstallCommand<'_> {
                 self.claims.join("\n")
             );
         }
-        if !crate::migrate::confirm(&format!(
+        if !crate::prompt::confirm(&format!(
             "{} in namespace {} now? [y/N] ",
             capitalised(&what),
             self.params.namespace
