@@ -31,6 +31,9 @@ pub mod names {
     pub const CONFIG_MAP: &str = "uyuni-config";
     /// The replica counts `stop` recorded, which `start` scales back to.
     pub const REPLICAS_CONFIG_MAP: &str = "uyuni-replicas";
+    /// What an upgrade changes and how to go back: the images and replica counts before it,
+    /// the database's volumes and its backup (`plan::upgrade`).
+    pub const UPGRADE_CONFIG_MAP: &str = "uyuni-upgrade";
     /// The self-signed issuer that signs a generated CA, and that CA's Certificate (whose
     /// Secret is [`CA_SECRET`]).
     pub const SELF_SIGNED_ISSUER: &str = "uyuni-root-issuer";
@@ -75,6 +78,8 @@ pub mod names {
 /// Components, as the `app.kubernetes.io/component` label says them.
 pub mod components {
     pub const MIGRATION: &str = "migration";
+    /// The Jobs of an upgrade (inspections, the database's backup).
+    pub const UPGRADE: &str = "upgrade";
     pub const SERVER: &str = "server";
     pub const DB: &str = "db";
     pub const TLS: &str = "tls";
@@ -89,6 +94,15 @@ pub mod steps {
     pub const IMAGE_CHECK_SERVER: &str = "image-check-server";
     pub const IMAGE_CHECK_DB: &str = "image-check-db";
     pub const IMAGE_CHECK_DB_UPGRADE: &str = "image-check-db-upgrade";
+    /// The inspections of an upgrade: the images the server runs and the ones it is given.
+    pub const INSPECT_RUNNING_SERVER: &str = "inspect-running-server";
+    pub const INSPECT_RUNNING_DB: &str = "inspect-running-db";
+    pub const INSPECT_SERVER: &str = "inspect-server";
+    pub const INSPECT_DB: &str = "inspect-db";
+    /// The copy of the stopped database's directory an upgrade keeps as its way back.
+    pub const DB_BACKUP: &str = "db-backup";
+    /// A rollback's copy of that backup into the database's volume.
+    pub const DB_RESTORE: &str = "db-restore";
     pub const DATA_SYNC: &str = "data-sync";
     /// The copy a final run makes first while the source keeps serving.
     pub const PREPARE_SYNC: &str = "prepare-sync";
@@ -108,6 +122,10 @@ pub mod products {
     pub const MIGRATION_DATA: &str = "secret/uyuni-migration-data";
     /// Key `tls.key` of Secret `uyuni-ca`, the CA key decrypted in the cluster.
     pub const CA_KEY: &str = "secret/uyuni-ca/tls.key";
+    /// The report of an image inspection, in the Job's own annotation
+    /// ([`crate::labels::INSPECTION_ANNOTATION`]), copied there from its pod's termination
+    /// message by the run.
+    pub const INSPECTION: &str = "job/inspection";
 
     /// The name of the Secret a product is written into (`secret/NAME` or
     /// `secret/NAME/KEY`); `None` for anything else.

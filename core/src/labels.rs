@@ -30,6 +30,9 @@ pub const SYNC_MODE_ANNOTATION: &str = "kubectl-uyuni.io/sync-mode";
 pub const SOURCE_ANNOTATION: &str = "kubectl-uyuni.io/source";
 /// Annotation on Jobs: what the Job writes besides its status (`catalogue::products`).
 pub const PRODUCES_ANNOTATION: &str = "kubectl-uyuni.io/produces";
+/// An image inspection Job's report (`key=value` lines, [`crate::inspect`]), copied by the run
+/// from its pod's termination message onto the Job, so that it outlives the pod's status.
+pub const INSPECTION_ANNOTATION: &str = "kubectl-uyuni.io/inspection";
 /// Annotation on Jobs: the id of the run (invocation) that created them.
 pub const RUN_ANNOTATION: &str = "kubectl-uyuni.io/run";
 /// On a TLS Secret written from certificate files (`--ssl-*` or found on the source), not

@@ -8,7 +8,7 @@
 //! from the names up to the planner (`tests/layers.rs` keeps it so).
 //! - names and plain values: the [`catalogue`] of object names, components, step ids, in-pod
 //!   paths and data keys; [`labels`]; [`object`]; [`secret`] values and masking; [`shell`]
-//!   quoting; [`image`]s; PostgreSQL versions [`pg`]; release versions and the order of upgrades [`release`]; the `kubectl` command lines printed for the
+//!   quoting; [`image`]s; PostgreSQL versions [`pg`]; release versions and the order of upgrades [`release`]; what an image inspection reported [`inspect`]; the `kubectl` command lines printed for the
 //!   user [`kubectl`]; [`permission`]s; the one-writer Lease [`lock`]; the [`volumes`] and
 //!   [`ports`] catalogues; SSH key checks [`ssh`]; certificate checks [`certs`];
 //! - what the user asked for, validated once: [`params`]; the flags earlier runs recorded
@@ -31,6 +31,7 @@ pub mod catalogue;
 pub mod certs;
 pub mod dataplane;
 pub mod image;
+pub mod inspect;
 pub mod kubectl;
 pub mod labels;
 pub mod lock;

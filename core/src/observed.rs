@@ -125,6 +125,39 @@ pub fn uninstall_observation(params: &crate::params::UninstallParams) -> Observa
     observation
 }
 
+/// The observation of `upgrade`: install's, its record, and the database volumes an upgrade
+/// may write (the backup of each, and one per PostgreSQL major it may upgrade to).
+pub fn upgrade_observation(params: &crate::params::UpgradeParams) -> Observation {
+    let mut observation = install_observation(&params.install);
+    let mut extra = vec![ObjectRef::new(Kind::ConfigMap, names::UPGRADE_CONFIG_MAP)];
+    let base = crate::volumes::DATABASE_VOLUME;
+    let suffix = crate::volumes::BACKUP_SUFFIX;
+    extra.push(ObjectRef::new(Kind::PersistentVolumeClaim, base));
+    extra.push(ObjectRef::new(
+        Kind::PersistentVolumeClaim,
+        format!("{base}{suffix}"),
+    ));
+    for major in UPGRADE_MAJORS {
+        extra.push(ObjectRef::new(
+            Kind::PersistentVolumeClaim,
+            format!("{base}{major}"),
+        ));
+        extra.push(ObjectRef::new(
+            Kind::PersistentVolumeClaim,
+            format!("{base}{major}{suffix}"),
+        ));
+    }
+    for target in extra {
+        if !observation.named.contains(&target) {
+            observation.named.push(target);
+        }
+    }
+    observation
+}
+
+/// The PostgreSQL majors whose volumes an upgrade reads: today's and the next few.
+pub const UPGRADE_MAJORS: std::ops::RangeInclusive<u32> = 14..=30;
+
 /// The objects of the server's end state and of a migration's opening, then `extra`.
 fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef>) -> Observation {
     let pull_secret = match &params.spec.pull_secret {

@@ -15,7 +15,9 @@ pub use install::{
     check_admin_password, is_email,
 };
 mod uninstall;
+mod upgrade;
 pub use uninstall::UninstallParams;
+pub use upgrade::UpgradeParams;
 
 /// A file the user named on the command line, already read by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

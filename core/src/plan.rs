@@ -24,6 +24,7 @@ mod setup;
 mod steps;
 mod tls;
 pub mod uninstall;
+pub mod upgrade;
 
 pub use error::{CertificateNames, PlanError};
 use migrate::IMAGE_CHECK_WAIT;
@@ -248,6 +249,36 @@ fn opening(
     observed: &Observed,
     image_checks: Vec<Job>,
 ) -> Result<Vec<Step>, PlanError> {
+    // Before anything else is written: an image the command cannot use is refused (for a
+    // migration, while the source still serves).
+    let checks = image_checks
+        .into_iter()
+        .map(|job| job_step(observed, job, IMAGE_CHECK_WAIT))
+        .collect();
+    let mut steps = opening_checks(params, observed, checks)?;
+    steps.push(spec_record_step(params, observed));
+    Ok(steps)
+}
+
+/// The first write after the checks, so that every run that writes records the flags it ran
+/// with, even one that changes nothing else; and an image the checks refuse is not
+/// remembered.
+fn spec_record_step(params: &crate::params::ServerParams, observed: &Observed) -> Step {
+    apply_step(
+        "server-spec",
+        "the server's specification; later runs start from it".into(),
+        Object::ConfigMap(spec::server_spec(params)),
+        observed,
+    )
+}
+
+/// The opening up to the record of the specification: the namespace, the pull Secret, the
+/// user's mirror claim, then the command's `checks` (Job steps).
+fn opening_checks(
+    params: &crate::params::ServerParams,
+    observed: &Observed,
+    checks: Vec<Step>,
+) -> Result<Vec<Step>, PlanError> {
     let ns = &params.namespace;
     let mut steps = Vec::new();
 
@@ -296,22 +327,7 @@ fn opening(
             "exists; never written (--mirror-claim)".to_owned(),
         ));
     }
-    // Before anything else is written: an image the command cannot use is refused (for a
-    // migration, while the source still serves).
-    steps.extend(
-        image_checks
-            .into_iter()
-            .map(|job| job_step(observed, job, IMAGE_CHECK_WAIT)),
-    );
-    // The first write after the checks, so that every run that writes records the flags it
-    // ran with, even one that changes nothing else; and an image the checks refuse is not
-    // remembered.
-    steps.push(apply_step(
-        "server-spec",
-        "the server's specification; later runs start from it".into(),
-        Object::ConfigMap(spec::server_spec(params)),
-        observed,
-    ));
+    steps.extend(checks);
     Ok(steps)
 }
 

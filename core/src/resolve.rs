@@ -176,7 +176,9 @@ pub fn install(params: &InstallParams, observed: &Observed) -> Facts {
             hub: hub_replicas > 0,
         },
         pg: Ok(pg::Upgrade::NotNeeded),
-        db_claim: volumes::upgraded_database_volume(),
+        // Where `db` runs already, it stays: after an upgrade to a new PostgreSQL major, the
+        // volume named for it, not the one the install began with.
+        db_claim: live_db_claim(observed).unwrap_or_else(volumes::upgraded_database_volume),
         ingress: ingress(params, observed),
         preflight: Preflight {
             cert_manager: if served || !needs_cert_manager {
@@ -385,4 +387,23 @@ pub(crate) fn data_claim(upgrade: pg::Upgrade) -> String {
         pg::Upgrade::NotNeeded => volumes::DATABASE_VOLUME.to_owned(),
         pg::Upgrade::Needed { .. } | pg::Upgrade::Unknown => volumes::upgraded_database_volume(),
     }
+}
+
+/// The claim the `db` Deployment runs on (its volume [`volumes::DATABASE_VOLUME`]), when it
+/// exists.
+pub fn live_db_claim(observed: &Observed) -> Option<String> {
+    observed
+        .deployment(crate::catalogue::names::DB_DEPLOYMENT)?
+        .spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .volumes
+        .as_ref()?
+        .iter()
+        .find(|v| v.name == volumes::DATABASE_VOLUME)?
+        .persistent_volume_claim
+        .as_ref()
+        .map(|c| c.claim_name.clone())
 }

@@ -86,6 +86,16 @@ fn job_effect(observed: &mut Observed, namespace: &str, job: Job) {
         Some(products::MIGRATION_DATA) => {
             observed.insert(Object::Secret(placeholder_data(namespace, &name)));
         }
+        Some(products::INSPECTION) => {
+            if let Some(Object::Job(mut job)) = observed.get(Kind::Job, &name).cloned() {
+                // What the image is, known once the Job ran in the cluster.
+                job.metadata.annotations.get_or_insert_default().insert(
+                    crate::labels::INSPECTION_ANNOTATION.to_owned(),
+                    crate::inspect::PLACEHOLDER.to_owned(),
+                );
+                observed.insert(Object::Job(job));
+            }
+        }
         _ => {}
     }
 }

@@ -53,6 +53,8 @@ const fn server(name: &'static str, mount_path: &'static str, size: &'static str
 
 /// The claim of the synced PostgreSQL data.
 pub const DATABASE_VOLUME: &str = "var-pgsql";
+/// The suffix of an upgrade's backup of the database volume, after that volume's name.
+pub const BACKUP_SUFFIX: &str = "-backup";
 /// The claim of the migration Jobs' working directory.
 pub const MIGRATION_VOLUME: &str = "migration-data";
 

@@ -21,6 +21,8 @@ const LAYERS: &[&str] = &[
     "pg",
     // Release versions of the images and the order of upgrades.
     "release",
+    // What an image inspection reported.
+    "inspect",
     "kubectl",
     "permission",
     // The one-writer Lease: names, its builder and the decisions on it.

@@ -35,3 +35,5 @@ mod tftp_plan;
 mod tls;
 mod uninstall;
 mod unit;
+mod upgrade;
+mod upgrade_scripts;

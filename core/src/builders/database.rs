@@ -601,3 +601,115 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
         },
     )
 }
+
+/// The copy Job of an upgrade's backup or a rollback's restore (see [`scripts::render_copy`]):
+/// in the database image the server ran before the upgrade, as postgres, with the stopped
+/// database's volume and the backup volume. Its identity is what it copies (its script,
+/// environment and volumes): `of` names the images before the upgrade, so another upgrade
+/// takes a new backup, and a re-run of the same one does not copy again.
+pub fn copy_job(
+    params: &ServerParams,
+    mode: scripts::Copy,
+    image: &str,
+    db_claim: &str,
+    backup_claim: &str,
+    of: &str,
+) -> Job {
+    let (step, source, target, description) = match mode {
+        scripts::Copy::Backup => (
+            crate::catalogue::steps::DB_BACKUP,
+            db_claim,
+            backup_claim,
+            format!(
+                "copy the stopped database on volume {db_claim} into volume {backup_claim}, the way back if the upgrade fails"
+            ),
+        ),
+        scripts::Copy::Restore => (
+            crate::catalogue::steps::DB_RESTORE,
+            backup_claim,
+            db_claim,
+            format!("copy the backup on volume {backup_claim} back into volume {db_claim}"),
+        ),
+    };
+    script_job(
+        params,
+        &ScriptJob {
+            step,
+            description,
+            component: components::UPGRADE,
+            image,
+            script: scripts::render_copy(mode, of, ""),
+            claims: vec![
+                ClaimMount {
+                    claim: source,
+                    path: scripts::UPGRADE_SOURCE,
+                },
+                ClaimMount {
+                    claim: target,
+                    path: scripts::UPGRADE_TARGET,
+                },
+            ],
+            tmpfs_tmp: false,
+            env: Vec::new(),
+            extra_volumes: Vec::new(),
+            service_account: None,
+            security_context: Some(postgres_security_context()),
+            produces: None,
+            identity: Identity::Data,
+        },
+    )
+}
+
+/// The PostgreSQL major upgrade of an upgrade: the stopped database's volume as the source
+/// (only read: it stays as the way back), a new volume named for the new major as the target,
+/// in the `server-database-migration` image (images-today §D.3 step 4, on two claims as §E.1
+/// #4 has it).
+pub fn major_upgrade_job(
+    params: &ServerParams,
+    source_claim: &str,
+    target_claim: &str,
+    from: u32,
+    to: u32,
+) -> Job {
+    let mut claims = vec![
+        ClaimMount {
+            claim: source_claim,
+            path: scripts::UPGRADE_SOURCE,
+        },
+        ClaimMount {
+            claim: target_claim,
+            path: scripts::UPGRADE_TARGET,
+        },
+    ];
+    if params
+        .spec
+        .volumes
+        .iter()
+        .any(|v| v.name == "etc-sysconfig")
+    {
+        claims.push(ClaimMount {
+            claim: "etc-sysconfig",
+            path: "/etc/sysconfig",
+        });
+    }
+    script_job(
+        params,
+        &ScriptJob {
+            step: UPGRADE_STEP,
+            description: format!(
+                "upgrade the database from PostgreSQL {from} to {to} into {target_claim}; {source_claim} stays as the way back"
+            ),
+            component: components::DB,
+            image: &params.spec.image.database_upgrade,
+            script: scripts::render_upgrade_between(from, to, ""),
+            claims,
+            tmpfs_tmp: true,
+            env: Vec::new(),
+            extra_volumes: Vec::new(),
+            service_account: None,
+            security_context: None,
+            produces: None,
+            identity: Identity::Data,
+        },
+    )
+}

@@ -4,6 +4,7 @@
 pub mod data_sync;
 pub mod database;
 pub mod image_check;
+pub mod image_inspect;
 pub mod ingress;
 pub mod install;
 pub mod job;

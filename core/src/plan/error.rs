@@ -10,6 +10,35 @@ use crate::observed::ExtractError;
 pub enum PlanError {
     #[error("{}", self.render(&Kubectl::BARE))]
     NamespaceTerminating(String),
+    /// `upgrade` on a namespace with no server of this tool's. `install`: the command that
+    /// installs one.
+    #[error(
+        "namespace {namespace} has no Uyuni server to upgrade (Deployments uyuni and db): check the namespace (-n) and context; to install a server there, run `{install}`. Nothing was written"
+    )]
+    NoServerToUpgrade { namespace: String, install: String },
+    #[error(
+        "the server in namespace {namespace} was migrated, not installed, by this tool: `upgrade` of a migrated server is not built yet (it needs the migration's settings read back). Nothing was written"
+    )]
+    UpgradeOfMigratedServer { namespace: String },
+    /// The release order or the PostgreSQL majors forbid the upgrade.
+    #[error(
+        "upgrade refused in namespace {namespace}: {reason}. Nothing of the server was changed"
+    )]
+    UpgradeRefused { namespace: String, reason: String },
+    #[error(
+        "the inspection of image {image} in namespace {namespace} did not tell {missing}: it is not a server or database image this tool can upgrade to. Check the image flags (--image/--tag, --db-image/--pgsql-tag). Nothing of the server was changed"
+    )]
+    InspectionIncomplete {
+        namespace: String,
+        image: String,
+        missing: String,
+    },
+    /// An earlier upgrade has not reached its images, and this run asks for others.
+    #[error(
+        "an upgrade to {to} in namespace {namespace} has not finished (ConfigMap {cm}): run `kubectl uyuni upgrade` with the same image flags to finish it first. Nothing was written",
+        cm = names::UPGRADE_CONFIG_MAP
+    )]
+    UpgradeUnfinished { namespace: String, to: String },
     #[error("Secret {secret} was not found in namespace {namespace} and no SSH key was given: pass --ssh-key-private and --ssh-key-public (a key pair without passphrase that can log in to the source), or create the Secret with keys `key` and `key.pub`", secret = names::SSH_KEY_SECRET)]
     SshKeyMissing { namespace: String },
     #[error("ConfigMap {cm} was not found in namespace {namespace} and no known_hosts file was given: pass --ssh-knownhosts (and optionally --ssh-config), or create the ConfigMap with keys `known_hosts` and `config`", cm = names::SSH_CONFIG_MAP)]

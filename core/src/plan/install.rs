@@ -19,7 +19,7 @@ use crate::params::InstallParams;
 use crate::settings::ServerSettings;
 
 /// Whether an object carries the install origin ([`labels::ORIGIN_ANNOTATION`]).
-fn installed_here(observed: &Observed, target: &ObjectRef) -> bool {
+pub(super) fn installed_here(observed: &Observed, target: &ObjectRef) -> bool {
     observed.objects.get(target).is_some_and(|o| {
         o.metadata()
             .annotations
@@ -291,7 +291,40 @@ pub fn plan(params: &InstallParams, observed: &Observed) -> Result<Plan, PlanErr
     check_fqdn(params, observed)?;
     check_reused_credentials(params, observed)?;
     super::phase::check_installed_images(params, observed)?;
-    let facts = crate::resolve::install(params, observed);
+    let prepared = prepare(params, observed, None)?;
+    let mut steps = super::opening(
+        params,
+        observed,
+        crate::builders::image_check::install_jobs(params),
+    )?;
+    steps.extend(body(params, observed, prepared)?);
+    Ok(Plan {
+        namespace: ns.clone(),
+        steps,
+    })
+}
+
+/// What install's body is planned from, decided before any write: the facts, the settings,
+/// the TLS steps and the TFTP decision.
+pub(super) struct Prepared {
+    facts: crate::resolve::Facts,
+    settings: ServerSettings,
+    tls: Vec<Step>,
+    tftp: crate::resolve::TftpDecision,
+}
+
+/// Decides what the body needs, refusing what cannot be (cert-manager missing, storage, Pod
+/// Security) before any write. `db_claim`: the database's volume an upgrade puts it on, instead
+/// of the one it runs on.
+pub(super) fn prepare(
+    params: &InstallParams,
+    observed: &Observed,
+    db_claim: Option<String>,
+) -> Result<Prepared, PlanError> {
+    let mut facts = crate::resolve::install(params, observed);
+    if let Some(claim) = db_claim {
+        facts.db_claim = claim;
+    }
     facts
         .preflight
         .cert_manager
@@ -310,17 +343,32 @@ pub fn plan(params: &InstallParams, observed: &Observed) -> Result<Plan, PlanErr
     let tftp = facts
         .tftp
         .map_err(|_| PlanError::TftpNotRecorded { job: String::new() })?;
+    Ok(Prepared {
+        facts,
+        settings,
+        tls,
+        tftp,
+    })
+}
 
-    let mut steps = super::opening(
-        params,
-        observed,
-        crate::builders::image_check::install_jobs(params),
-    )?;
-    steps.extend(
-        super::setup::pvc_steps(params, observed)
-            .into_iter()
-            .map(mark_installed),
-    );
+/// Everything after the opening: the claims, the credentials and `uyuni-config`, then the end
+/// state on a database the image sets up at its first start.
+pub(super) fn body(
+    params: &InstallParams,
+    observed: &Observed,
+    prepared: Prepared,
+) -> Result<Vec<Step>, PlanError> {
+    let ns = &params.namespace;
+    let Prepared {
+        facts,
+        settings,
+        tls,
+        tftp,
+    } = prepared;
+    let mut steps: Vec<Step> = super::setup::pvc_steps(params, observed)
+        .into_iter()
+        .map(mark_installed)
+        .collect();
     let mut credentials = database_credentials(params, observed);
     credentials.extend(setup_credentials(params, observed)?);
     credentials.push(apply_step(
@@ -355,10 +403,7 @@ pub fn plan(params: &InstallParams, observed: &Observed) -> Result<Plan, PlanErr
     steps.extend(super::end_state(
         params, observed, &settings, &facts, tftp, database, tls,
     ));
-    Ok(Plan {
-        namespace: ns.clone(),
-        steps,
-    })
+    Ok(steps)
 }
 
 /// A claim this install creates carries the install origin, so that a later run knows it

@@ -30,7 +30,7 @@ pub const ORDER: [&str; 5] = [
 ];
 
 /// Stopping waits for pods to go: their grace periods (the server's is 300 s).
-const STOP_WAIT: DeploymentWait = DeploymentWait {
+pub(super) const STOP_WAIT: DeploymentWait = DeploymentWait {
     timeout_seconds: Some(900),
     unschedulable_grace_seconds: UNSCHEDULABLE_GRACE_SECONDS,
     log_tail_lines: 0,
@@ -95,7 +95,12 @@ pub fn replicas_config_map(namespace: &str, counts: &BTreeMap<String, i32>) -> C
     }
 }
 
-fn scale_step(name: &str, replicas: i32, wait: DeploymentWait, observed: &Observed) -> Step {
+pub(super) fn scale_step(
+    name: &str,
+    replicas: i32,
+    wait: DeploymentWait,
+    observed: &Observed,
+) -> Step {
     let target = ObjectRef::new(Kind::Deployment, name);
     let description = if replicas == 0 {
         format!("stop Deployment {name}")

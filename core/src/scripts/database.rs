@@ -99,6 +99,55 @@ pub fn render_fixup(expected_major: Option<u32>, local_root: &str) -> JobScript 
     )
 }
 
+/// The copy of the stopped database's directory: an upgrade's backup, or a rollback's restore
+/// (`core/scripts/db-copy.sh`).
+pub const COPY_SCRIPT: &str = include_str!("../../scripts/db-copy.sh");
+
+/// The file that marks a complete backup, in its top directory.
+pub const BACKUP_MARKER: &str = ".kubectl-uyuni-backup";
+
+/// Which way the copy goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copy {
+    /// The database's volume into the backup; `of` says what it is a backup of.
+    Backup,
+    /// The backup into the database's volume.
+    Restore,
+}
+
+/// The copy script with its parameters: `of`, what a backup is of (the images before the
+/// upgrade), written into its marker.
+pub fn render_copy(mode: Copy, of: &str, local_root: &str) -> JobScript {
+    let mut env = vec![
+        (
+            "MODE",
+            match mode {
+                Copy::Backup => "backup",
+                Copy::Restore => "restore",
+            }
+            .to_owned(),
+        ),
+        ("BACKUP_MARKER", BACKUP_MARKER.to_owned()),
+    ];
+    if mode == Copy::Backup {
+        env.push(("BACKUP_OF", of.to_owned()));
+    }
+    JobScript::new(COPY_SCRIPT, env, local_root)
+}
+
+/// The PostgreSQL major upgrade from `from` to `to` (see [`render_upgrade`]), for an upgrade of
+/// the images to a new PostgreSQL major.
+pub fn render_upgrade_between(from: u32, to: u32, local_root: &str) -> JobScript {
+    JobScript::new(
+        UPGRADE_SCRIPT,
+        vec![
+            ("FROM_MAJOR", from.to_string()),
+            ("TO_MAJOR", to.to_string()),
+        ],
+        local_root,
+    )
+}
+
 /// The PostgreSQL major upgrade from `from` to [`pg::TARGET_MAJOR`], run as root in the
 /// `server-database-migration` image: the target volume is emptied first (a re-run starts
 /// over), `pg_upgrade` copies (no `--link`), and the source is only read: it stays as the backup.

@@ -10,6 +10,7 @@
 pub mod data_sync;
 pub mod database;
 pub mod image_check;
+pub mod image_inspect;
 pub mod tls;
 
 pub use crate::catalogue::data_keys;

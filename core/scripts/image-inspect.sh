@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The inspection of an image (core/src/scripts/image_inspect.rs), for `upgrade`: runs inside the
+# image for a few seconds, reads files and the environment only, and reports what the image is
+# as `key=value` lines, on its log and in its container's termination message
+# (/dev/termination-log, which the kubelet copies into the pod's status), where the tool reads
+# them back. Keys (the reference's §8.1, uyuni-tools' shared/utils/serverinspector.go and
+# dbinspector.go, with its R fixes):
+#   product       uyuni or suse-manager: the release file the image has
+#   release       the product's release: the third word of the line with "Uyuni release" in
+#                 /etc/*release, or the digits and dots after the first "(" of
+#                 /etc/susemanager-release
+#   pg_major      PG_MAJOR of the image's environment, else the major of `postgres --version`
+# A key the image does not tell is left out.
+#
+# Parameters, set by the Job spec; none of them is a secret:
+#   IMAGE              the image inspected, for messages
+#   TERMINATION_LOG    where the report goes besides the log (the kubelet's default path)
+#   LOCAL_ROOT         prefix of every path: empty in a Job, a directory in tests
+# and PG_MAJOR, when the image sets it.
+# shellcheck source-path=SCRIPTDIR
+
+# In a Job, lib.sh comes first in the same text; run as a file, the script loads it.
+if ! declare -F conf_set >/dev/null; then
+  # shellcheck source=lib.sh
+  . "${BASH_SOURCE[0]%/*}/lib.sh"
+fi
+
+set -uo pipefail
+ROOT=${LOCAL_ROOT-}
+ROOT=${ROOT%/}
+: "${IMAGE:?IMAGE is not set}"
+: "${TERMINATION_LOG:?TERMINATION_LOG is not set}"
+
+report=()
+release=''
+for f in "$ROOT"/etc/*release; do
+  [ -f "$f" ] || continue
+  line=$(grep -m1 'Uyuni release' "$f" 2>/dev/null || true)
+  if [ -n "$line" ]; then
+    read -r _ _ release _ <<<"$line"
+    report+=("product=uyuni" "release=$release")
+    break
+  fi
+done
+if [ -z "$release" ] && [ -f "$ROOT/etc/susemanager-release" ]; then
+  line=$(head -n1 "$ROOT/etc/susemanager-release")
+  if [[ $line =~ \(([0-9.]+) ]]; then
+    report+=("product=suse-manager" "release=${BASH_REMATCH[1]}")
+  fi
+fi
+major=${PG_MAJOR:-}
+if [ -z "$major" ] && command -v postgres >/dev/null 2>&1; then
+  version=$(postgres --version 2>/dev/null || true)
+  if [[ $version =~ \)\ ([0-9]+) ]]; then major=${BASH_REMATCH[1]}; fi
+fi
+major=${major%%.*}
+[ -n "$major" ] && report+=("pg_major=$major")
+
+echo "Inspected $IMAGE:"
+: >"$ROOT$TERMINATION_LOG"
+if [ "${#report[@]}" -gt 0 ]; then
+  printf '%s\n' "${report[@]}" | tee "$ROOT$TERMINATION_LOG"
+else
+  echo "(the image tells neither a release nor a PostgreSQL version)"
+fi

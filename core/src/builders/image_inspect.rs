@@ -1,0 +1,75 @@
+//! The image inspections of an upgrade: one short Job per image, as the image checks of a
+//! migration (`image_check`), each reporting what the image is ([`crate::inspect`]). The images
+//! the server runs are inspected too, not read from a record: an installation of an earlier
+//! version of this tool has none, and the image is the truth (the reference's §8.2 and
+//! uyuni-tools `4e934486`: inspect the image of the existing Deployment, which works when the
+//! server is stopped).
+
+use k8s_openapi::api::batch::v1::Job;
+
+use crate::builders::job::{Identity, ScriptJob, script_job};
+use crate::catalogue::{components, products, steps};
+use crate::params::ServerParams;
+use crate::scripts::image_inspect;
+
+/// Which image a Job inspects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    RunningServer,
+    RunningDatabase,
+    Server,
+    Database,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [
+        Role::RunningServer,
+        Role::RunningDatabase,
+        Role::Server,
+        Role::Database,
+    ];
+
+    pub fn step(self) -> &'static str {
+        match self {
+            Role::RunningServer => steps::INSPECT_RUNNING_SERVER,
+            Role::RunningDatabase => steps::INSPECT_RUNNING_DB,
+            Role::Server => steps::INSPECT_SERVER,
+            Role::Database => steps::INSPECT_DB,
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Role::RunningServer => "the server image the server runs",
+            Role::RunningDatabase => "the database image the server runs",
+            Role::Server => "the server image to upgrade to",
+            Role::Database => "the database image to upgrade to",
+        }
+    }
+}
+
+/// The inspection Job of `image` in its `role`. Its identity is its whole spec: another image
+/// is another inspection.
+pub fn job(params: &ServerParams, role: Role, image: &str) -> Job {
+    script_job(
+        params,
+        &ScriptJob {
+            step: role.step(),
+            description: format!(
+                "inspect {} ({image}): its release and PostgreSQL version",
+                role.what()
+            ),
+            component: components::UPGRADE,
+            image,
+            script: image_inspect::render(image, ""),
+            claims: Vec::new(),
+            tmpfs_tmp: false,
+            env: Vec::new(),
+            extra_volumes: Vec::new(),
+            service_account: None,
+            security_context: None,
+            produces: Some(products::INSPECTION),
+            identity: Identity::Spec,
+        },
+    )
+}

@@ -1,0 +1,719 @@
+//! `upgrade`'s plan: a server this tool installed, moved to new images with its data kept and a
+//! way back (images-today §D.3, mgradm's podman `Upgrade`, on Kubernetes).
+//!
+//! 1. The opening every command shares, up to its checks; the checks are the inspections of the
+//!    images the server runs and of the ones asked for ([`crate::builders::image_inspect`]).
+//!    Nothing more is planned until every report is in: the release order and the PostgreSQL
+//!    majors decide the rest, and a refused upgrade (a downgrade, another product, a skipped
+//!    release, an older PostgreSQL) has written nothing of the server's.
+//! 2. The record of the specification, then ConfigMap `uyuni-upgrade`: the images and replica
+//!    counts before the upgrade, the database's volumes and its backup, written once per
+//!    upgrade before any image changes.
+//! 3. The outage: the database's consumers scaled to 0, then `db` (the §D.3 order), while an
+//!    image still differs or a data step is pending.
+//! 4. The data: without a major change, a copy of the stopped database into a backup volume
+//!    (unless `--no-backup`); with one, `pg_upgrade` into a new volume named for the new major,
+//!    the old volume left as it was.
+//! 5. Install's own end state on the new images (and the new volume): `db`, wait, the server,
+//!    its components; the Deployments come back with their replica counts.
+//!
+//! A re-run goes on where a run stopped: the record names what the upgrade began from, a data
+//! step whose Job succeeded is done, and one whose data `db` runs on already is never run
+//! again.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use super::{Action, Plan, PlanError, Step, apply_step, install, job_step, keep_step};
+use crate::builders::{database, image_inspect, meta, pvc};
+use crate::catalogue::{components, names};
+use crate::inspect::Inspection;
+use crate::labels;
+use crate::object::{Kind, Object, ObjectRef};
+use crate::observed::{Observed, desired_replicas, job_state};
+use crate::params::UpgradeParams;
+use crate::plan::{JobWait, Op};
+use crate::volumes::{self, VolumeClaim, VolumeRole};
+
+/// An inspection runs for seconds; the limit allows for pulling the image.
+const INSPECT_WAIT: JobWait = JobWait {
+    timeout_seconds: Some(1800),
+    log_tail_lines: 20,
+};
+/// The backup copies the whole database: its time grows with the data.
+const COPY_WAIT: JobWait = JobWait {
+    timeout_seconds: None,
+    log_tail_lines: 20,
+};
+/// `pg_upgrade` copies the whole database too.
+const MAJOR_UPGRADE_WAIT: JobWait = JobWait {
+    timeout_seconds: None,
+    log_tail_lines: 30,
+};
+
+/// The Deployments an upgrade moves to new images, consumers of the database first.
+pub const DEPLOYMENTS: [&str; 5] = super::lifecycle::ORDER;
+
+pub use crate::volumes::BACKUP_SUFFIX;
+
+/// The image of a Deployment's first container, as it runs now.
+pub fn live_image(observed: &Observed, name: &str) -> Option<String> {
+    observed
+        .deployment(name)?
+        .spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .first()?
+        .image
+        .clone()
+}
+
+/// The image `params` asks for on Deployment `name`.
+fn target_image<'a>(params: &'a UpgradeParams, name: &str) -> &'a str {
+    let images = &params.spec.image;
+    match name {
+        names::SERVER_DEPLOYMENT => &images.server,
+        names::DB_DEPLOYMENT => &images.database,
+        names::HUB_DEPLOYMENT => &images.hub_xmlrpc,
+        names::COCO_DEPLOYMENT => &images.coco,
+        _ => &images.tftp,
+    }
+}
+
+/// ConfigMap `uyuni-upgrade`: what an upgrade began from and goes to. Read back by later runs
+/// (to go on with the same upgrade) and by a rollback.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct UpgradeRecord {
+    /// Image by Deployment, before the upgrade.
+    pub from: BTreeMap<String, String>,
+    /// Image by Deployment, asked for.
+    pub to: BTreeMap<String, String>,
+    /// Replica count by Deployment, before the upgrade.
+    pub replicas: BTreeMap<String, i32>,
+    pub release_from: String,
+    pub release_to: String,
+    pub pg_major_from: u32,
+    pub pg_major_to: u32,
+    /// The database's volume before the upgrade, and after it.
+    pub db_claim_from: String,
+    pub db_claim_to: String,
+    /// The copy of the database taken before the images changed; empty without one.
+    pub backup_claim: String,
+    /// The run that began the upgrade.
+    pub run: String,
+}
+
+impl UpgradeRecord {
+    /// The record in the cluster, if any; `None` also for one this version cannot read (it is
+    /// then replaced only when its upgrade is complete, never silently).
+    pub fn read(observed: &Observed) -> Option<UpgradeRecord> {
+        let data = observed
+            .config_map(names::UPGRADE_CONFIG_MAP)?
+            .data
+            .as_ref()?;
+        let mut record = UpgradeRecord::default();
+        for (key, value) in data {
+            if let Some(name) = key.strip_prefix("from.") {
+                record.from.insert(name.to_owned(), value.clone());
+            } else if let Some(name) = key.strip_prefix("to.") {
+                record.to.insert(name.to_owned(), value.clone());
+            } else if let Some(name) = key.strip_prefix("replicas.") {
+                record
+                    .replicas
+                    .insert(name.to_owned(), value.parse().unwrap_or(1));
+            }
+        }
+        let text = |key: &str| data.get(key).cloned().unwrap_or_default();
+        record.release_from = text("release-from");
+        record.release_to = text("release-to");
+        record.pg_major_from = text("pg-major-from").parse().unwrap_or(0);
+        record.pg_major_to = text("pg-major-to").parse().unwrap_or(0);
+        record.db_claim_from = text("db-claim-from");
+        record.db_claim_to = text("db-claim-to");
+        record.backup_claim = text("backup-claim");
+        record.run = text("run");
+        Some(record)
+    }
+
+    /// The ConfigMap of this record.
+    pub fn config_map(&self, namespace: &str) -> ConfigMap {
+        let mut data = BTreeMap::new();
+        for (name, image) in &self.from {
+            data.insert(format!("from.{name}"), image.clone());
+        }
+        for (name, image) in &self.to {
+            data.insert(format!("to.{name}"), image.clone());
+        }
+        for (name, count) in &self.replicas {
+            data.insert(format!("replicas.{name}"), count.to_string());
+        }
+        for (key, value) in [
+            ("release-from", self.release_from.clone()),
+            ("release-to", self.release_to.clone()),
+            ("pg-major-from", self.pg_major_from.to_string()),
+            ("pg-major-to", self.pg_major_to.to_string()),
+            ("db-claim-from", self.db_claim_from.clone()),
+            ("db-claim-to", self.db_claim_to.clone()),
+            ("backup-claim", self.backup_claim.clone()),
+            ("run", self.run.clone()),
+        ] {
+            data.insert(key.to_owned(), value);
+        }
+        ConfigMap {
+            metadata: meta(names::UPGRADE_CONFIG_MAP, namespace, components::UPGRADE),
+            data: Some(data),
+            ..ConfigMap::default()
+        }
+    }
+
+    /// Whether every Deployment the record names runs the image it goes to: the upgrade is
+    /// complete as far as the images go.
+    fn reached(&self, observed: &Observed) -> bool {
+        self.to
+            .iter()
+            .all(|(name, image)| live_image(observed, name).is_none_or(|live| live == *image))
+    }
+}
+
+/// The Job step of an inspection: done once its Job succeeded and the report is on it; a
+/// succeeded Job whose report was not copied yet (a run interrupted between the two) is awaited
+/// again, which copies it.
+fn inspect_step(
+    observed: &Observed,
+    role: image_inspect::Role,
+    image: &str,
+    params: &UpgradeParams,
+) -> Step {
+    let step = job_step(
+        observed,
+        image_inspect::job(params, role, image),
+        INSPECT_WAIT,
+    );
+    if step.op != Op::Done {
+        return step;
+    }
+    let Some(Object::Job(job)) = observed.objects.get(&step.target) else {
+        return step;
+    };
+    if report_of(job).is_some() {
+        return step;
+    }
+    let name = step.target.name.clone();
+    Step {
+        op: Op::AwaitJob,
+        reason: format!("Job {name} succeeded; its report is read from its pod"),
+        action: Action::AwaitJob {
+            name,
+            wait: INSPECT_WAIT,
+        },
+        ..step
+    }
+}
+
+/// The report a run copied onto an inspection Job.
+fn report_of(job: &k8s_openapi::api::batch::v1::Job) -> Option<Inspection> {
+    job.metadata
+        .annotations
+        .as_ref()?
+        .get(labels::INSPECTION_ANNOTATION)
+        .map(|text| Inspection::parse(text))
+}
+
+/// The reports of the four inspections, once every one is in.
+struct Reports {
+    running_server: Inspection,
+    running_db: Inspection,
+    server: Inspection,
+    db: Inspection,
+}
+
+/// The one upgrade the reports allow: the releases and the PostgreSQL majors.
+struct Decision {
+    release_from: String,
+    release_to: String,
+    pg_from: u32,
+    pg_to: u32,
+}
+
+fn missing(namespace: &str, image: &str, what: &str) -> PlanError {
+    PlanError::InspectionIncomplete {
+        namespace: namespace.to_owned(),
+        image: image.to_owned(),
+        missing: what.to_owned(),
+    }
+}
+
+/// Before any write of the server's: the release order (no downgrade, no other product, no
+/// skipped release) and the PostgreSQL majors (never older). A dry run's stand-in reports
+/// decide nothing: the same release and major are assumed, and the preview says so.
+fn decide(
+    params: &UpgradeParams,
+    from: &BTreeMap<String, String>,
+    reports: &Reports,
+) -> Result<Decision, PlanError> {
+    let ns = &params.namespace;
+    let server_from = from
+        .get(names::SERVER_DEPLOYMENT)
+        .cloned()
+        .unwrap_or_default();
+    let db_from = from.get(names::DB_DEPLOYMENT).cloned().unwrap_or_default();
+    let images = &params.spec.image;
+    let placeholder = [
+        &reports.running_server,
+        &reports.running_db,
+        &reports.server,
+        &reports.db,
+    ]
+    .iter()
+    .any(|r| r.placeholder);
+    if placeholder {
+        let major = reports
+            .running_db
+            .pg_major
+            .or(reports.db.pg_major)
+            .unwrap_or(crate::pg::TARGET_MAJOR);
+        return Ok(Decision {
+            release_from: "(known once the inspection has run)".to_owned(),
+            release_to: "(known once the inspection has run)".to_owned(),
+            pg_from: major,
+            pg_to: major,
+        });
+    }
+    let release = |report: &Inspection,
+                   image: &str|
+     -> Result<(crate::inspect::Product, crate::release::Release), PlanError> {
+        let product = report.product.ok_or_else(|| {
+            missing(
+                ns,
+                image,
+                "the product and release (no Uyuni or SUSE Multi-Linux Manager release file)",
+            )
+        })?;
+        let text = report
+            .release
+            .clone()
+            .ok_or_else(|| missing(ns, image, "the release"))?;
+        let parsed = crate::release::Release::parse(&text)
+            .map_err(|e| missing(ns, image, &format!("a release this tool can order: {e}")))?;
+        Ok((product, parsed))
+    };
+    let (product_from, release_from) = release(&reports.running_server, &server_from)?;
+    let (product_to, release_to) = release(&reports.server, &images.server)?;
+    if product_from != product_to {
+        return Err(PlanError::UpgradeRefused {
+            namespace: ns.clone(),
+            reason: format!(
+                "the server runs {} {} ({server_from}) and {} is {} {}: an upgrade does not switch products",
+                product_from.name(),
+                release_from.text,
+                images.server,
+                product_to.name(),
+                release_to.text
+            ),
+        });
+    }
+    crate::release::check_upgrade(&release_from, &release_to).map_err(|refusal| {
+        PlanError::UpgradeRefused {
+            namespace: ns.clone(),
+            reason: format!(
+                "{refusal} (the server runs {server_from}; asked for {})",
+                images.server
+            ),
+        }
+    })?;
+    let pg_from = reports
+        .running_db
+        .pg_major
+        .ok_or_else(|| missing(ns, &db_from, "its PostgreSQL version"))?;
+    let pg_to = reports
+        .db
+        .pg_major
+        .ok_or_else(|| missing(ns, &images.database, "its PostgreSQL version"))?;
+    if pg_to < pg_from {
+        return Err(PlanError::UpgradeRefused {
+            namespace: ns.clone(),
+            reason: format!(
+                "the database runs PostgreSQL {pg_from} ({db_from}) and {} is PostgreSQL {pg_to}: PostgreSQL cannot start on data of a newer major; use a database image of PostgreSQL {pg_from} or newer (--db-image/--pgsql-tag)",
+                images.database
+            ),
+        });
+    }
+    Ok(Decision {
+        release_from: release_from.text,
+        release_to: release_to.text,
+        pg_from,
+        pg_to,
+    })
+}
+
+/// A claim for the upgrade's data: the size and class of the database's volume now.
+fn claim_like(observed: &Observed, namespace: &str, name: &str, like: &str) -> VolumeClaim {
+    let live = match observed.get(Kind::PersistentVolumeClaim, like) {
+        Some(Object::PersistentVolumeClaim(c)) => c.spec.clone(),
+        _ => None,
+    };
+    let size = live
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage"))
+        .map(|q| q.0.clone())
+        .unwrap_or_else(|| "50Gi".to_owned());
+    let _ = namespace;
+    VolumeClaim {
+        name: name.to_owned(),
+        mount_path: crate::scripts::database::UPGRADE_TARGET.to_owned(),
+        size,
+        storage_class: live.and_then(|s| s.storage_class_name),
+        role: VolumeRole::Database,
+    }
+}
+
+/// A claim step that keeps what exists (a claim is never recreated).
+fn claim_step(
+    observed: &Observed,
+    namespace: &str,
+    claim: &VolumeClaim,
+    description: String,
+) -> Step {
+    let id = format!("pvc-{}", claim.name);
+    let target = ObjectRef::new(Kind::PersistentVolumeClaim, claim.name.clone());
+    if observed.objects.contains_key(&target) {
+        return keep_step(
+            &id,
+            description,
+            target,
+            "exists; never recreated, never deleted".into(),
+        );
+    }
+    apply_step(
+        &id,
+        description,
+        Object::PersistentVolumeClaim(pvc::pvc(namespace, claim)),
+        observed,
+    )
+}
+
+/// A data step whose data `db` runs on already: never carried out again.
+fn settled(step: Step, reason: String) -> Step {
+    if !matches!(step.action, Action::RunJob { .. } | Action::AwaitJob { .. }) {
+        return step;
+    }
+    Step {
+        op: Op::Unchanged,
+        target: ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT),
+        reason,
+        action: Action::None,
+        ..step
+    }
+}
+
+/// Plans `upgrade` from what was observed.
+pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanError> {
+    let owned;
+    let params = {
+        let in_effect = crate::resolve::in_effect(&params.install, observed);
+        owned = UpgradeParams {
+            install: in_effect.into_owned(),
+            backup: params.backup,
+        };
+        &owned
+    };
+    let ns = &params.namespace;
+    // The server: installed by this tool, both Deployments present.
+    let present: Vec<&str> = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .filter(|name| observed.deployment(name).is_some())
+        .collect();
+    if present.len() < 2 {
+        return Err(PlanError::NoServerToUpgrade {
+            namespace: ns.clone(),
+            install: params.kubectl.install(Some(ns), &params.install.fqdn),
+        });
+    }
+    for name in present {
+        if !install::installed_here(observed, &ObjectRef::new(Kind::Deployment, name)) {
+            return Err(PlanError::UpgradeOfMigratedServer {
+                namespace: ns.clone(),
+            });
+        }
+    }
+    // What the upgrade began from: the record's, when it is this upgrade's; otherwise what
+    // runs now. Another upgrade that has not reached its images is refused.
+    let target: BTreeMap<String, String> = DEPLOYMENTS
+        .iter()
+        .filter(|name| observed.deployment(name).is_some() || **name == names::SERVER_DEPLOYMENT)
+        .map(|name| ((*name).to_owned(), target_image(params, name).to_owned()))
+        .collect();
+    let record = UpgradeRecord::read(observed);
+    let continuing = record.as_ref().filter(|r| {
+        r.to.iter()
+            .all(|(name, image)| target.get(name).is_none_or(|t| t == image))
+    });
+    if let Some(r) = &record
+        && continuing.is_none()
+        && !r.reached(observed)
+    {
+        return Err(PlanError::UpgradeUnfinished {
+            namespace: ns.clone(),
+            to: r
+                .to
+                .get(names::SERVER_DEPLOYMENT)
+                .cloned()
+                .unwrap_or_default(),
+        });
+    }
+    let from: BTreeMap<String, String> = match continuing {
+        Some(r) => r.from.clone(),
+        None => DEPLOYMENTS
+            .iter()
+            .filter_map(|name| Some(((*name).to_owned(), live_image(observed, name)?)))
+            .collect(),
+    };
+    let from_image = |name: &str| from.get(name).cloned().unwrap_or_default();
+
+    // The inspections: nothing more is planned until every report is in.
+    let images = &params.spec.image;
+    let inspections = [
+        (
+            image_inspect::Role::RunningServer,
+            from_image(names::SERVER_DEPLOYMENT),
+        ),
+        (
+            image_inspect::Role::RunningDatabase,
+            from_image(names::DB_DEPLOYMENT),
+        ),
+        (image_inspect::Role::Server, images.server.clone()),
+        (image_inspect::Role::Database, images.database.clone()),
+    ];
+    let checks: Vec<Step> = inspections
+        .iter()
+        .map(|(role, image)| inspect_step(observed, *role, image, params))
+        .collect();
+    let reports: Vec<Option<Inspection>> = checks
+        .iter()
+        .map(
+            |step| match (&step.action, observed.objects.get(&step.target)) {
+                (Action::None, Some(Object::Job(job)))
+                    if job_state(job) == crate::observed::JobState::Succeeded =>
+                {
+                    report_of(job)
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    let mut steps = super::opening_checks(params, observed, checks)?;
+    let [
+        Some(running_server),
+        Some(running_db),
+        Some(server),
+        Some(db),
+    ]: [Option<Inspection>; 4] = reports.try_into().unwrap_or([None, None, None, None])
+    else {
+        return Ok(Plan {
+            namespace: ns.clone(),
+            steps,
+        });
+    };
+    let decision = decide(
+        params,
+        &from,
+        &Reports {
+            running_server,
+            running_db,
+            server,
+            db,
+        },
+    )?;
+
+    // Where the data goes.
+    let db_claim_from = match continuing {
+        Some(r) if !r.db_claim_from.is_empty() => r.db_claim_from.clone(),
+        _ => crate::resolve::live_db_claim(observed)
+            .unwrap_or_else(volumes::upgraded_database_volume),
+    };
+    let major = decision.pg_to > decision.pg_from;
+    let db_claim_to = if major {
+        format!("{}{}", volumes::DATABASE_VOLUME, decision.pg_to)
+    } else {
+        db_claim_from.clone()
+    };
+    let backup_claim = if major || !params.backup {
+        String::new()
+    } else {
+        format!("{db_claim_from}{BACKUP_SUFFIX}")
+    };
+
+    steps.push(super::spec_record_step(params, observed));
+    let record_step_id = "upgrade-record";
+    let record_description = format!(
+        "ConfigMap {}: the images and replica counts before the upgrade, and the database's way back",
+        names::UPGRADE_CONFIG_MAP
+    );
+    match continuing {
+        Some(_) => steps.push(keep_step(
+            record_step_id,
+            record_description,
+            ObjectRef::new(Kind::ConfigMap, names::UPGRADE_CONFIG_MAP),
+            "this upgrade's; kept as it began".into(),
+        )),
+        None => {
+            let record = UpgradeRecord {
+                from: from.clone(),
+                to: target.clone(),
+                replicas: DEPLOYMENTS
+                    .iter()
+                    .filter_map(|name| {
+                        Some((
+                            (*name).to_owned(),
+                            desired_replicas(observed.deployment(name)?),
+                        ))
+                    })
+                    .collect(),
+                release_from: decision.release_from.clone(),
+                release_to: decision.release_to.clone(),
+                pg_major_from: decision.pg_from,
+                pg_major_to: decision.pg_to,
+                db_claim_from: db_claim_from.clone(),
+                db_claim_to: db_claim_to.clone(),
+                backup_claim: backup_claim.clone(),
+                run: params.run_id.clone(),
+            };
+            // Nothing to upgrade: the record of an earlier upgrade stays as it is.
+            let nothing = target
+                .iter()
+                .all(|(name, image)| live_image(observed, name).is_none_or(|live| live == *image));
+            if nothing {
+                steps.push(keep_step(
+                    record_step_id,
+                    record_description,
+                    ObjectRef::new(Kind::ConfigMap, names::UPGRADE_CONFIG_MAP),
+                    "every Deployment runs the images asked for: nothing to upgrade".into(),
+                ));
+            } else {
+                steps.push(apply_step(
+                    record_step_id,
+                    record_description,
+                    Object::ConfigMap(record.config_map(ns)),
+                    observed,
+                ));
+            }
+        }
+    }
+
+    // The data, planned first to know whether the database must stop for it.
+    let db_image = live_image(observed, names::DB_DEPLOYMENT).unwrap_or_default();
+    let db_upgraded = db_image == images.database
+        && crate::resolve::live_db_claim(observed).as_deref() == Some(db_claim_to.as_str());
+    let mut data = Vec::new();
+    if major {
+        let claim = claim_like(observed, ns, &db_claim_to, &db_claim_from);
+        data.push(claim_step(
+            observed,
+            ns,
+            &claim,
+            format!(
+                "volume {db_claim_to} for the database upgraded to PostgreSQL {}",
+                decision.pg_to
+            ),
+        ));
+        let job = database::major_upgrade_job(
+            params,
+            &db_claim_from,
+            &db_claim_to,
+            decision.pg_from,
+            decision.pg_to,
+        );
+        let step = job_step(observed, job, MAJOR_UPGRADE_WAIT);
+        data.push(if db_upgraded {
+            settled(
+                step,
+                format!("not run: Deployment db runs on {db_claim_to} already"),
+            )
+        } else {
+            step
+        });
+    } else if !backup_claim.is_empty() {
+        let claim = claim_like(observed, ns, &backup_claim, &db_claim_from);
+        data.push(claim_step(
+            observed,
+            ns,
+            &claim,
+            format!("volume {backup_claim} for a copy of the database before the upgrade"),
+        ));
+        let of = format!(
+            "{} and {}",
+            from_image(names::SERVER_DEPLOYMENT),
+            from_image(names::DB_DEPLOYMENT)
+        );
+        let job = database::copy_job(
+            params,
+            crate::scripts::database::Copy::Backup,
+            &from_image(names::DB_DEPLOYMENT),
+            &db_claim_from,
+            &backup_claim,
+            &of,
+        );
+        let step = job_step(observed, job, COPY_WAIT);
+        data.push(if db_image == images.database {
+            settled(step, "not run: Deployment db runs the new image already; its data is no longer the one before the upgrade".into())
+        } else {
+            step
+        });
+    }
+    let pending = data.iter().any(|s| s.action != Action::None);
+
+    // The outage: consumers first, then `db`, while an image differs or data steps are pending.
+    let db_differs = db_image != images.database || !db_upgraded && major;
+    for name in DEPLOYMENTS {
+        let Some(live) = observed.deployment(name) else {
+            continue;
+        };
+        let own_differs = live_image(observed, name).as_deref() != Some(target_image(params, name));
+        let stop = if name == names::DB_DEPLOYMENT {
+            pending || db_differs
+        } else if name == names::TFTP_DEPLOYMENT {
+            own_differs
+        } else {
+            pending || db_differs || own_differs
+        };
+        let _ = live;
+        if stop {
+            steps.push(super::lifecycle::scale_step(
+                name,
+                0,
+                super::lifecycle::STOP_WAIT,
+                observed,
+            ));
+        }
+    }
+    steps.extend(data);
+
+    // The end state on the new images, as install plans it.
+    let prepared = install::prepare(&params.install, observed, Some(db_claim_to))?;
+    steps.extend(install::body(&params.install, observed, prepared)?);
+    Ok(Plan {
+        namespace: ns.clone(),
+        steps,
+    })
+}
+
+impl super::Planner for UpgradeParams {
+    fn server(&self) -> &crate::params::ServerParams {
+        self
+    }
+    fn observation(&self) -> crate::observed::Observation {
+        crate::observed::upgrade_observation(self)
+    }
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
+        plan(self, observed)
+    }
+    fn with_stand_in(&self, _error: &PlanError) -> Option<Self> {
+        None
+    }
+}

@@ -1,0 +1,358 @@
+//! `upgrade`'s plan on an installed server: the inspections first, the refusals before any
+//! write of the server's, the backup or the PostgreSQL major upgrade before any image changes,
+//! install's end state on the new images, and nothing planned once it is done.
+
+use uyuni_core::catalogue::names;
+use uyuni_core::labels;
+use uyuni_core::object::{Kind, ObjectRef};
+use uyuni_core::params::{InstallParams, UpgradeParams};
+use uyuni_core::plan::upgrade::{UpgradeRecord, live_image};
+use uyuni_core::plan::{PlanError, Planner};
+use uyuni_core::{Action, Object, Observed, preview};
+
+use crate::common;
+use crate::install::install_args;
+
+const FROM: &str = "2025.10";
+const TO: &str = "2026.04";
+
+fn installed_with_tag(tag: &str) -> InstallParams {
+    let mut args = install_args();
+    args.spec.tag = Some(tag.to_owned());
+    InstallParams::from_args(&args).expect("valid install arguments")
+}
+
+/// A server installed with `FROM`, as the install's preview leaves it.
+fn installed() -> Observed {
+    preview(&installed_with_tag(FROM), &common::empty_cluster())
+        .expect("install plans")
+        .end
+}
+
+fn upgrade_to(tag: &str) -> UpgradeParams {
+    let mut install = installed_with_tag(tag);
+    install.run_id = "20261204120000".to_owned();
+    UpgradeParams {
+        install,
+        backup: true,
+    }
+}
+
+/// What the inspection Job of `image` reports: the release its tag names, and PostgreSQL
+/// `pg_major(image)` for a database image.
+fn report(image: &str, pg_major: &dyn Fn(&str) -> u32) -> String {
+    let tag = image.rsplit(':').next().unwrap_or_default();
+    if image.contains("postgresql") {
+        format!("pg_major={}\n", pg_major(image))
+    } else {
+        format!("product=uyuni\nrelease={tag}\n")
+    }
+}
+
+/// Runs `params`' plan step by step on the simulated cluster, the inspection Jobs reporting
+/// what `pg_major` says of database images; returns the steps carried out and the end.
+fn run(
+    params: &UpgradeParams,
+    start: &Observed,
+    pg_major: &dyn Fn(&str) -> u32,
+) -> Result<(Vec<uyuni_core::Step>, Observed), PlanError> {
+    let mut observed = start.clone();
+    let mut executed = Vec::new();
+    for _ in 0..200 {
+        let plan = params.plan(&observed)?;
+        let Some(step) = plan.next_step().cloned() else {
+            return Ok((executed, observed));
+        };
+        observed = uyuni_core::simulate::simulate(&observed, &params.namespace, &step);
+        if let Action::RunJob { job, .. } = &step.action
+            && step.id.starts_with("inspect-")
+        {
+            let image = job
+                .spec
+                .as_ref()
+                .expect("spec")
+                .template
+                .spec
+                .as_ref()
+                .expect("pod")
+                .containers[0]
+                .image
+                .clone()
+                .expect("image");
+            if let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
+            {
+                job.metadata.annotations.get_or_insert_default().insert(
+                    labels::INSPECTION_ANNOTATION.to_owned(),
+                    report(&image, pg_major),
+                );
+                observed.insert(Object::Job(job));
+            }
+        }
+        executed.push(step);
+    }
+    panic!("the upgrade did not converge in 200 steps");
+}
+
+fn ids(steps: &[uyuni_core::Step]) -> Vec<&str> {
+    steps.iter().map(|s| s.id.as_str()).collect()
+}
+
+fn position(ids: &[&str], id: &str) -> usize {
+    ids.iter()
+        .position(|s| *s == id)
+        .unwrap_or_else(|| panic!("{id} missing from {ids:?}"))
+}
+
+fn same_major(_: &str) -> u32 {
+    18
+}
+
+/// An install run with the new tag afterwards changes neither Deployment (its own image checks
+/// of the new images aside).
+fn assert_install_keeps(end: &Observed) {
+    let install = installed_with_tag(TO).plan(end).expect("install plans");
+    for id in ["db-deployment", "server-deployment"] {
+        let step = install.steps.iter().find(|s| s.id == id).expect("planned");
+        assert_eq!(step.action, Action::None, "{id}: {}", step.reason);
+    }
+}
+
+fn claim_of(observed: &Observed) -> Option<String> {
+    uyuni_core::resolve::live_db_claim(observed)
+}
+
+#[test]
+fn an_upgrade_without_a_major_change_keeps_a_backup_before_any_image_changes() {
+    let start = installed();
+    let params = upgrade_to(TO);
+    let (steps, end) = run(&params, &start, &same_major).expect("upgrades");
+    let done = ids(&steps);
+    for id in [
+        "inspect-running-server",
+        "inspect-running-db",
+        "inspect-server",
+        "inspect-db",
+    ] {
+        assert!(
+            position(&done, id) < position(&done, "upgrade-record"),
+            "{id} after the first write: {done:?}"
+        );
+    }
+    assert!(position(&done, "upgrade-record") < position(&done, "scale-uyuni"));
+    assert!(position(&done, "scale-uyuni") < position(&done, "scale-db"));
+    assert!(position(&done, "scale-db") < position(&done, "db-backup"));
+    assert!(position(&done, "db-backup") < position(&done, "db-deployment"));
+    assert!(position(&done, "db-ready") < position(&done, "server-deployment"));
+    for name in [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT] {
+        let image = live_image(&end, name).expect("image");
+        assert!(image.ends_with(&format!(":{TO}")), "{name} runs {image}");
+    }
+    assert_eq!(claim_of(&end).as_deref(), Some("var-pgsql18"));
+    let record = UpgradeRecord::read(&end).expect("the upgrade is recorded");
+    assert!(record.from[names::SERVER_DEPLOYMENT].ends_with(FROM));
+    assert!(record.to[names::SERVER_DEPLOYMENT].ends_with(TO));
+    assert_eq!(record.backup_claim, "var-pgsql18-backup");
+    assert_eq!(record.release_from, FROM);
+    assert_eq!(record.release_to, TO);
+    // The backup Job copies the database's volume into the backup volume, in the image the
+    // database ran before.
+    let backup = steps.iter().find(|s| s.id == "db-backup").expect("backup");
+    let Action::RunJob { job, .. } = &backup.action else {
+        panic!("not a Job")
+    };
+    let pod = job
+        .spec
+        .as_ref()
+        .expect("spec")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod");
+    assert!(
+        pod.containers[0]
+            .image
+            .as_deref()
+            .is_some_and(|i| i.ends_with(FROM))
+    );
+    let claims: Vec<&str> = pod
+        .volumes
+        .iter()
+        .flatten()
+        .filter_map(|v| {
+            v.persistent_volume_claim
+                .as_ref()
+                .map(|c| c.claim_name.as_str())
+        })
+        .collect();
+    assert_eq!(claims, ["var-pgsql18", "var-pgsql18-backup"]);
+    // Done: a re-run plans nothing, and so does install with the new tag.
+    let again = params.plan(&end).expect("plans again");
+    assert!(again.is_done(), "{:?}", again.next_step());
+    assert_install_keeps(&end);
+}
+
+#[test]
+fn an_upgrade_to_a_new_postgresql_major_keeps_the_old_volume_untouched() {
+    let start = installed();
+    let params = upgrade_to(TO);
+    let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };
+    let (steps, end) = run(&params, &start, &major).expect("upgrades");
+    let done = ids(&steps);
+    assert!(position(&done, "scale-db") < position(&done, "pvc-var-pgsql19"));
+    assert!(position(&done, "pvc-var-pgsql19") < position(&done, "db-upgrade"));
+    assert!(position(&done, "db-upgrade") < position(&done, "db-deployment"));
+    assert!(!done.contains(&"db-backup"), "{done:?}");
+    assert_eq!(claim_of(&end).as_deref(), Some("var-pgsql19"));
+    // The old volume is neither written nor deleted.
+    for step in &steps {
+        let writes_old = step.target == ObjectRef::new(Kind::PersistentVolumeClaim, "var-pgsql18");
+        assert!(!writes_old, "{step:?}");
+    }
+    assert_eq!(
+        end.get(Kind::PersistentVolumeClaim, "var-pgsql18"),
+        start.get(Kind::PersistentVolumeClaim, "var-pgsql18")
+    );
+    let upgrade = steps
+        .iter()
+        .find(|s| s.id == "db-upgrade")
+        .expect("upgrade");
+    let Action::RunJob { job, .. } = &upgrade.action else {
+        panic!("not a Job")
+    };
+    let env = job
+        .spec
+        .as_ref()
+        .expect("spec")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod")
+        .containers[0]
+        .env
+        .clone()
+        .unwrap_or_default();
+    let value = |name: &str| {
+        env.iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+    };
+    assert_eq!(value("FROM_MAJOR").as_deref(), Some("18"));
+    assert_eq!(value("TO_MAJOR").as_deref(), Some("19"));
+    let again = params.plan(&end).expect("plans again");
+    assert!(again.is_done(), "{:?}", again.next_step());
+    // A later install run keeps the database on the upgraded volume.
+    assert_install_keeps(&end);
+}
+
+/// The steps before the refusal: only the inspection Jobs were written.
+fn refused(params: &UpgradeParams, pg_major: &dyn Fn(&str) -> u32) -> PlanError {
+    let start = installed();
+    run(params, &start, pg_major).expect_err("refused")
+}
+
+#[test]
+fn a_downgrade_is_refused_naming_both_releases() {
+    let start = installed();
+    let (_, upgraded) = run(&upgrade_to(TO), &start, &same_major).expect("upgrades");
+    let err = run(&upgrade_to(FROM), &upgraded, &same_major).expect_err("refused");
+    let text = err.to_string();
+    assert!(matches!(err, PlanError::UpgradeRefused { .. }), "{err:?}");
+    assert!(text.contains(FROM) && text.contains(TO), "{text}");
+}
+
+#[test]
+fn an_older_postgresql_and_an_unreadable_release_are_refused_before_any_write() {
+    let older = |image: &str| if image.ends_with(TO) { 16 } else { 18 };
+    let err = refused(&upgrade_to(TO), &older);
+    assert!(
+        err.to_string().contains("PostgreSQL 18") && err.to_string().contains("PostgreSQL 16"),
+        "{err}"
+    );
+    let err = refused(&upgrade_to("latest"), &same_major);
+    assert!(
+        matches!(err, PlanError::InspectionIncomplete { .. }),
+        "{err:?}"
+    );
+    // Refused after the inspections only: the plan before the refusal wrote Jobs, nothing else.
+    let start = installed();
+    let params = upgrade_to(TO);
+    let plan = params.plan(&start).expect("plans the inspections");
+    for step in &plan.steps {
+        if let Some(object) = step.action.object() {
+            assert!(
+                matches!(object, Object::Job(_)),
+                "{} writes {:?}",
+                step.id,
+                object.object_ref()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_namespace_without_a_server_is_refused() {
+    let err = upgrade_to(TO)
+        .plan(&common::empty_cluster())
+        .expect_err("refused");
+    assert!(
+        matches!(err, PlanError::NoServerToUpgrade { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("install server.example.com"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_interrupted_upgrade_goes_on_and_another_target_is_refused_meanwhile() {
+    let start = installed();
+    let params = upgrade_to(TO);
+    let (steps, _) = run(&params, &start, &same_major).expect("upgrades");
+    // Stop right after the database moved to the new image.
+    let mut observed = start.clone();
+    let mut copy = params.clone();
+    copy.backup = true;
+    for step in &steps {
+        observed = uyuni_core::simulate::simulate(&observed, &params.namespace, step);
+        if step.id.starts_with("inspect-")
+            && let Action::RunJob { job, .. } = &step.action
+        {
+            let image = job
+                .spec
+                .as_ref()
+                .expect("spec")
+                .template
+                .spec
+                .as_ref()
+                .expect("pod")
+                .containers[0]
+                .image
+                .clone()
+                .expect("image");
+            if let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
+            {
+                job.metadata.annotations.get_or_insert_default().insert(
+                    labels::INSPECTION_ANNOTATION.to_owned(),
+                    report(&image, &same_major),
+                );
+                observed.insert(Object::Job(job));
+            }
+        }
+        if step.id == "db-deployment" {
+            break;
+        }
+    }
+    // Another target while this upgrade is unfinished: refused.
+    let err = upgrade_to("2026.10").plan(&observed).expect_err("refused");
+    assert!(
+        matches!(err, PlanError::UpgradeUnfinished { .. }),
+        "{err:?}"
+    );
+    // The same one goes on: the backup is not taken again (the database runs the new image).
+    let (rest, end) = run(&copy, &observed, &same_major).expect("goes on");
+    let rest_ids = ids(&rest);
+    assert!(!rest_ids.contains(&"db-backup"), "{rest_ids:?}");
+    assert!(rest_ids.contains(&"server-deployment"), "{rest_ids:?}");
+    assert!(params.plan(&end).expect("plans").is_done());
+}
