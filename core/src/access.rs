@@ -108,7 +108,15 @@ fn step_needs(step: &Step, namespace: &str) -> Vec<Access> {
             out.push(Access::new("create", "batch", "jobs", Some(namespace)));
             out
         }
-        Action::AwaitJob { .. } => wait_reads("batch", "jobs", namespace),
+        Action::AwaitJob { .. } => {
+            let mut out = wait_reads("batch", "jobs", namespace);
+            // An inspection's report is copied onto its Job once it ended
+            // (`effects::execute`).
+            if step.id.starts_with("inspect-") {
+                out.push(Access::new("patch", "batch", "jobs", Some(namespace)));
+            }
+            out
+        }
         Action::Scale { .. } => {
             let mut out = wait_reads("apps", "deployments", namespace);
             out.push(Access::new("patch", "apps", "deployments", Some(namespace)));

@@ -22,6 +22,8 @@ pub enum Verb {
     Log,
     /// Changing a Deployment's replicas (a merge patch).
     Scale,
+    /// Writing an annotation (a merge patch).
+    Annotate,
     Delete,
 }
 
@@ -32,7 +34,7 @@ impl Verb {
             Verb::Get | Verb::Log => "get",
             Verb::List => "list",
             Verb::Watch => "watch",
-            Verb::Apply | Verb::Scale => "patch",
+            Verb::Apply | Verb::Scale | Verb::Annotate => "patch",
             Verb::Delete => "delete",
         }
     }
@@ -47,6 +49,7 @@ impl fmt::Display for Verb {
             Verb::Apply => "apply",
             Verb::Log => "read the log of",
             Verb::Scale => "scale",
+            Verb::Annotate => "annotate",
             Verb::Delete => "delete",
         })
     }
@@ -193,6 +196,12 @@ pub enum EffectsError {
         reason: String,
         /// The last lines of the Job's log (the Job's own output: scripts never print secrets).
         log_tail: Vec<String>,
+    },
+    #[error("{}", self.render(&Kubectl::BARE))]
+    InspectionReportMissing {
+        step: String,
+        job: String,
+        namespace: String,
     },
     #[error("{}", self.render(&Kubectl::BARE))]
     PodCannotStart {
@@ -379,6 +388,14 @@ impl EffectsError {
                 reason,
                 log_tail,
             } => job_failed(k, step, job, namespace, reason, log_tail),
+            EffectsError::InspectionReportMissing {
+                step,
+                job,
+                namespace,
+            } => format!(
+                "step {step}: Job {job} in namespace {namespace} succeeded, but no pod of it holds its report any more (the report is its container's termination message): delete the Job (`{}`) and run again; the inspection runs anew",
+                k.cmd(Some(namespace), &format!("delete job {job}"))
+            ),
             EffectsError::PodCannotStart {
                 step,
                 job,

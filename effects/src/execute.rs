@@ -98,7 +98,7 @@ pub async fn execute_step(
             );
             executed
                 .versions
-                .extend(produced(client, namespace, job.as_ref(), progress).await?);
+                .extend(produced(client, namespace, &step.id, job.as_ref(), progress).await?);
             Ok(executed)
         }
         Action::WaitDeployment { name, wait } => {
@@ -339,7 +339,7 @@ async fn run_job(
     );
     executed
         .versions
-        .extend(produced(client, ns, ended.as_ref(), progress).await?);
+        .extend(produced(client, ns, &step.id, ended.as_ref(), progress).await?);
     Ok(executed)
 }
 
@@ -350,6 +350,7 @@ async fn run_job(
 async fn produced(
     client: &kube::Client,
     namespace: &str,
+    step: &str,
     job: Option<&Job>,
     progress: &dyn Progress,
 ) -> Result<Option<Version>, EffectsError> {
@@ -359,6 +360,13 @@ async fn produced(
     else {
         return Ok(None);
     };
+    if product == uyuni_core::catalogue::products::INSPECTION
+        && let Some(job) = job
+    {
+        return copy_inspection(client, namespace, step, job, progress)
+            .await
+            .map(Some);
+    }
     let Some(name) = uyuni_core::catalogue::products::secret(product) else {
         tracing::debug!(%product, "a product that is not a Secret is not read");
         return Ok(None);
@@ -393,4 +401,65 @@ async fn secret_version(
             namespace: Some(namespace.to_owned()),
             resource_version,
         }))
+}
+
+/// An inspection Job's report: the termination message of its pod's container (the kubelet
+/// copies the file at `terminationMessagePath` there, k8s.io/api core/v1 `ContainerStateTerminated`
+/// `Message`), copied onto the Job as an annotation, where it outlives the pod's status and
+/// every later observation reads it. Returns the Job's version after the patch.
+async fn copy_inspection(
+    client: &kube::Client,
+    namespace: &str,
+    step: &str,
+    job: &Job,
+    progress: &dyn Progress,
+) -> Result<Version, EffectsError> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{ListParams, Patch, PatchParams};
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), namespace);
+    let selector = format!("job-name={name}");
+    let list = ListParams::default().labels(&selector);
+    let what = Target::named("pods", &selector, Some(namespace));
+    let listed = crate::retry::with_retry(progress, Verb::List, &what, || pods.list(&list)).await?;
+    let report = listed
+        .items
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+        .find_map(|p| {
+            p.status
+                .as_ref()?
+                .container_statuses
+                .as_ref()?
+                .first()?
+                .state
+                .as_ref()?
+                .terminated
+                .as_ref()
+                .map(|t| t.message.clone().unwrap_or_default())
+        })
+        .ok_or_else(|| EffectsError::InspectionReportMissing {
+            step: step.to_owned(),
+            job: name.clone(),
+            namespace: namespace.to_owned(),
+        })?;
+    let jobs: kube::Api<Job> = kube::Api::namespaced(client.clone(), namespace);
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        uyuni_core::labels::INSPECTION_ANNOTATION: report,
+    }}});
+    let params = PatchParams {
+        field_manager: Some(uyuni_core::labels::FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    let merge = Patch::Merge(&patch);
+    let target = Target::named("job", &name, Some(namespace));
+    let patched = crate::retry::with_retry(progress, Verb::Annotate, &target, || {
+        jobs.patch(&name, &params, &merge)
+    })
+    .await?;
+    Ok(Version {
+        target: ObjectRef::new(Kind::Job, name),
+        namespace: Some(namespace.to_owned()),
+        resource_version: patched.metadata.resource_version.unwrap_or_default(),
+    })
 }

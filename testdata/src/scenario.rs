@@ -24,6 +24,7 @@
 //!           atMs: 1500         # optional: when (after the pod runs); default just before the end
 //!           createIfMissing: false   # default false: a missing Secret fails the Job, as
 //!                                    # `kubectl patch` in the real script would
+//!     terminationMessage: "release=$IMAGE_TAG"   # on success; $IMAGE, $IMAGE_TAG replaced (node agent)
 //!     laterAttempts: []        # scripts for the 2nd, 3rd… Job of the same step (the last repeats)
 //! deployments:                 # keyed by Deployment name
 //!   uyuni:
@@ -178,6 +179,10 @@ pub struct JobScript {
     /// log follower's memory on a huge log; `uyuni-sim` only (the node agent ignores it).
     pub log_bytes: u64,
     pub side_effects: Vec<SideEffect>,
+    /// The container's termination message when it succeeds (what a script writes to
+    /// `/dev/termination-log`): `$IMAGE` is replaced by the container's image, `$IMAGE_TAG` by
+    /// its tag (`latest` without one). Node agent only.
+    pub termination_message: Option<String>,
     /// Scripts for the second, third… Job created for the same step; the last one repeats.
     pub later_attempts: Vec<JobScript>,
 }
@@ -193,8 +198,20 @@ impl Default for JobScript {
             log: Vec::new(),
             log_bytes: 0,
             side_effects: Vec::new(),
+            termination_message: None,
             later_attempts: Vec::new(),
         }
+    }
+}
+
+/// The tag of an image reference: what follows the last `:` after the last `/`; `latest`
+/// without one (a digest reference has none either).
+pub fn image_tag(image: &str) -> &str {
+    let name = image.rsplit('/').next().unwrap_or(image);
+    let name = name.split('@').next().unwrap_or(name);
+    match name.rsplit_once(':') {
+        Some((_, tag)) if !tag.is_empty() => tag,
+        _ => "latest",
     }
 }
 

@@ -138,6 +138,35 @@ pub fn migration() -> Scenario {
             .jobs
             .insert(step.to_string(), JobScript::succeed(150, &[line]));
     }
+    // An upgrade's inspections: a server image is Uyuni of the release its tag names, a
+    // database image PostgreSQL 18 (a namespace's scenario sets another major).
+    for (step, report) in [
+        (
+            "inspect-running-server",
+            "product=uyuni\nrelease=$IMAGE_TAG\n",
+        ),
+        ("inspect-server", "product=uyuni\nrelease=$IMAGE_TAG\n"),
+        ("inspect-running-db", "pg_major=18\n"),
+        ("inspect-db", "pg_major=18\n"),
+    ] {
+        let mut script = JobScript::succeed(
+            150,
+            &["Inspected the image; its report is in the termination message"],
+        );
+        script.termination_message = Some(report.to_string());
+        scenario.jobs.insert(step.to_string(), script);
+    }
+    scenario.jobs.insert(
+        "db-backup".to_string(),
+        JobScript::succeed(
+            500,
+            &[
+                "Copying the database (PostgreSQL 18) into the backup volume",
+                "Copied 2097152 KiB",
+                "DONE",
+            ],
+        ),
+    );
     scenario.jobs.insert(
         "db-fixup".to_string(),
         JobScript::succeed(

@@ -749,12 +749,22 @@ impl Player {
                         self.logs.finish(&view.namespace, &view.name, c);
                     }
                     let succeeded = outcome == JobOutcome::Succeed;
+                    // What the script wrote to its termination log, which the kubelet copies
+                    // into the container's terminated state.
+                    let message = script
+                        .termination_message
+                        .as_ref()
+                        .filter(|_| succeeded)
+                        .map(|m| {
+                            m.replace("$IMAGE_TAG", crate::scenario::image_tag(&image))
+                                .replace("$IMAGE", &image)
+                        });
                     let state = State::Terminated {
                         exit_code: if succeeded { 0 } else { exit_code },
                         reason: if succeeded { "Completed" } else { "Error" }.to_owned(),
                         started_at,
                         finished_at: now_rfc3339(),
-                        message: None,
+                        message,
                     };
                     if !succeeded && restarts_on_failure {
                         // Back-off, then the same script again (kubelet waits 10 s, doubling;
