@@ -66,6 +66,17 @@ impl Kubectl {
         self.uyuni(namespace, &args)
     }
 
+    /// The `kubectl uyuni upgrade FLAGS…` that repeats an upgrade, with its connection and
+    /// repeated flags (held in `migrate_flags`).
+    pub fn upgrade(&self, namespace: Option<&str>) -> String {
+        let mut args = "upgrade".to_owned();
+        for flag in &self.migrate_flags {
+            args.push(' ');
+            args.push_str(&shell_quote(flag));
+        }
+        self.uyuni(namespace, &args)
+    }
+
     /// The `kubectl uyuni install FQDN FLAGS…` that repeats an install, with its connection
     /// and repeated flags (held in `migrate_flags`, whichever command made them).
     pub fn install(&self, namespace: Option<&str>, fqdn: &str) -> String {

@@ -27,3 +27,27 @@ pub async fn server_spec(
     .await?;
     Ok(found.and_then(|c| c.data).unwrap_or_default())
 }
+
+/// The name an installed server was set up with: `UYUNI_HOSTNAME` of Deployment `uyuni`'s
+/// container in `namespace`; `None` when there is no such Deployment or variable.
+pub async fn installed_fqdn(
+    client: &kube::Client,
+    namespace: &str,
+    progress: &dyn Progress,
+) -> Result<Option<String>, EffectsError> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use uyuni_core::catalogue::names::SERVER_DEPLOYMENT;
+    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let target = Target::named("deployment", SERVER_DEPLOYMENT, Some(namespace));
+    let found = with_retry(progress, Verb::Get, &target, || {
+        api.get_opt(SERVER_DEPLOYMENT)
+    })
+    .await?;
+    Ok(found
+        .and_then(|d| d.spec)
+        .and_then(|s| s.template.spec)
+        .and_then(|p| p.containers.into_iter().next())
+        .and_then(|c| c.env)
+        .and_then(|env| env.into_iter().find(|e| e.name == "UYUNI_HOSTNAME"))
+        .and_then(|e| e.value))
+}

@@ -162,6 +162,23 @@ pub enum Command {
     /// Flags marked [remembered] are recorded in ConfigMap uyuni-server-spec, as for migrate.
     #[command(after_help = INSTALL_EXAMPLES)]
     Install(Box<InstallCmd>),
+    /// Upgrade a server this tool installed to new images, keeping a way back.
+    ///
+    /// Inspects the images the server runs and the ones given in short Jobs (release, product,
+    /// PostgreSQL version) and refuses, before changing anything of the server, a downgrade, a
+    /// switch between Uyuni and SUSE Multi-Linux Manager, a skipped release or an older
+    /// PostgreSQL. Then records the images and replica counts before the upgrade in ConfigMap
+    /// uyuni-upgrade, stops the server and its components and the database (an outage, asked
+    /// for on a terminal; --yes without one), keeps the database: a copy into volume
+    /// <database volume>-backup (unless --no-backup), or with a new PostgreSQL major a
+    /// pg_upgrade into a new volume var-pgsql<major> with the old one left as it was; then rolls
+    /// the database, the server and its components to the new images and waits until they
+    /// are ready. Only the image flags given change; the rest of the specification is the
+    /// remembered one. Run it again after an interruption: it goes on where it stopped.
+    ///
+    /// Not built yet: upgrading a migrated server, and --rollback.
+    #[command(after_help = UPGRADE_EXAMPLES)]
+    Upgrade(Box<UpgradeCmd>),
     /// Remove the Uyuni server this tool installed or migrated, keeping its data.
     ///
     /// Deletes, in dependency order and waiting until each is gone, every object of the
@@ -251,6 +268,17 @@ const INSTALL_EXAMPLES: &str = "Examples:
 
   # Read a generated database password afterwards
   kubectl -n uyuni get secret db-credentials -o jsonpath='{.data.password}' | base64 -d";
+
+const UPGRADE_EXAMPLES: &str = "Examples:
+  # Preview: the inspections, the outage, the backup and every object that changes
+  kubectl uyuni -n uyuni upgrade --tag 2026.04 --dry-run
+
+  # Upgrade (asks before stopping the server; --yes in a script)
+  kubectl uyuni -n uyuni upgrade --tag 2026.04
+
+  # Afterwards: the new images, and the record of what the upgrade began from
+  kubectl uyuni -n uyuni status
+  kubectl -n uyuni get configmap uyuni-upgrade -o yaml";
 
 const STOP_EXAMPLES: &str = "Examples:
   kubectl uyuni -n uyuni stop --dry-run   # what would be scaled down, in which order
@@ -654,6 +682,31 @@ pub struct LifecycleCmd {
 pub struct InstallCmd {
     #[command(flatten)]
     pub install: InstallFlags,
+
+    #[command(flatten)]
+    pub run: RunFlags,
+
+    #[command(flatten)]
+    pub spec: ServerSpecFlags,
+
+    #[command(flatten)]
+    pub preview: PreviewFlags,
+}
+
+/// `upgrade`: its own inputs, then the groups of the server's specification (the image flags
+/// are what an upgrade changes).
+#[derive(Debug, Args)]
+pub struct UpgradeCmd {
+    /// Do not copy the database before the images change. Without a PostgreSQL major change
+    /// that copy is the only way back to the images before the upgrade: the new server image
+    /// updates the database's schema at its start, which the old one cannot run on.
+    #[arg(long)]
+    pub no_backup: bool,
+
+    /// Confirm without asking that the server may be stopped for the upgrade (needed without a
+    /// terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 
     #[command(flatten)]
     pub run: RunFlags,

@@ -18,6 +18,7 @@ pub mod prompt;
 pub mod source_probe;
 pub mod status;
 pub mod uninstall;
+pub mod upgrade;
 pub mod version;
 
 use std::io::IsTerminal;
@@ -155,6 +156,13 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
             let kubectl = install::repeat_kubectl(cmd, cli);
             let resume = |ns: Option<&str>| kubectl.install(ns, &cmd.install.fqdn);
             let work = install::run(cmd, cli, reporter, &run_lock);
+            interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
+        }
+        Command::Upgrade(cmd) => {
+            let run_lock = lock::RunLock::default();
+            let kubectl = upgrade::repeat_kubectl(cmd, cli);
+            let resume = |ns: Option<&str>| kubectl.upgrade(ns);
+            let work = upgrade::run(cmd, cli, reporter, &run_lock);
             interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
         Command::Uninstall(cmd) => {

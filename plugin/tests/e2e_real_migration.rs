@@ -16,6 +16,7 @@ use crate::support;
 mod install;
 mod status;
 mod uninstall;
+mod upgrade;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -94,6 +95,7 @@ pub(crate) fn shared_scenario() -> Scenario {
     }
     shared.namespaces.insert(NS_LEASE.into(), lease);
     install::add_scenarios(&mut shared);
+    upgrade::add_scenarios(&mut shared);
     shared
 }
 

@@ -432,7 +432,7 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     if present.len() < 2 {
         return Err(PlanError::NoServerToUpgrade {
             namespace: ns.clone(),
-            install: params.kubectl.install(Some(ns), &params.install.fqdn),
+            install: params.kubectl.install(Some(ns), "FQDN"),
         });
     }
     for name in present {

@@ -1,0 +1,389 @@
+//! `kubectl uyuni upgrade`: the installed server's remembered inputs and the image flags →
+//! validated parameters → the drive loop (`drive.rs`) with upgrade's planner and its one
+//! question (the outage), or the pure preview with `--dry-run`.
+
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use uyuni_core::catalogue::names;
+use uyuni_core::params::{GeneratedPasswords, InstallArgs, UpgradeParams};
+use uyuni_core::plan::{Plan, Planner};
+use uyuni_core::render::{self, Line, RenderOptions};
+use uyuni_core::{Observed, PlanError};
+
+use crate::cli::{self, Cli, OutputFormat, UpgradeCmd};
+use crate::install::generate_password;
+use crate::migrate::spec_args;
+use crate::output::Reporter;
+use crate::{clock, connect};
+
+/// The connection flags of the run and the `upgrade` flags a repeated run needs.
+pub fn repeat_kubectl(cmd: &UpgradeCmd, cli: &Cli) -> uyuni_core::kubectl::Kubectl {
+    let _ = cmd;
+    let argv: Vec<String> = cli::normalize_args(std::env::args_os())
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    uyuni_core::kubectl::Kubectl {
+        migrate_flags: cli::repeat_flags_of(&argv, "upgrade", "")
+            .into_iter()
+            .filter(|f| f != "--yes" && f != "-y")
+            .collect(),
+        ..cli.kube.kubectl_hint()
+    }
+}
+
+/// Connects, reads the recorded specification and the server's name, and validates the flags
+/// into parameters.
+async fn start(
+    cmd: &UpgradeCmd,
+    cli: &Cli,
+    reporter: &Reporter,
+) -> Result<(
+    uyuni_effects::Connection,
+    UpgradeParams,
+    Vec<uyuni_core::record::Setting>,
+)> {
+    let conn = connect(&cli.kube).await?;
+    reporter.set_kubectl(cli.kube.kubectl_hint());
+    // The name the server was set up with; a stand-in where there is no server: the planner
+    // then refuses, naming the namespace.
+    let fqdn = uyuni_effects::record::installed_fqdn(
+        &conn.client,
+        &conn.namespace,
+        &uyuni_effects::NoProgress,
+    )
+    .await?
+    .unwrap_or_else(|| "server.invalid".to_owned());
+    let args = InstallArgs {
+        namespace_explicit: conn.namespace_explicit,
+        kubectl: repeat_kubectl(cmd, cli),
+        namespace: conn.namespace.clone(),
+        run_id: clock::run_id(),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        spec: spec_args(&cmd.spec)?,
+        fqdn,
+        // Kept in their Secrets since the install: never generated anew, never asked for.
+        generated: GeneratedPasswords {
+            db: generate_password()?,
+            db_admin: generate_password()?,
+            report_db: generate_password()?,
+        },
+        ..InstallArgs::default()
+    };
+    let recorded = uyuni_effects::record::server_spec(
+        &conn.client,
+        &conn.namespace,
+        &uyuni_effects::NoProgress,
+    )
+    .await?;
+    let (install, settings) = uyuni_core::record::params(args, &recorded)?;
+    Ok((
+        conn,
+        UpgradeParams {
+            install,
+            backup: !cmd.no_backup,
+        },
+        settings,
+    ))
+}
+
+/// `--dry-run`: observe, preview, print. Returns whether anything would change.
+async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
+    let (conn, mut params, remembered) = start(cmd, cli, reporter).await?;
+    let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;
+    params.run_id = clock::run_id_unused_in(&observed);
+    let (preview, assumption) = uyuni_core::preview::dry_run_preview(&params, &observed)?;
+    if let Some(a) = &assumption {
+        reporter.warn(&format!("{}.\n{}", a.refused, a.assumed));
+    }
+    let observed = assumption.as_ref().map_or(&observed, |a| &a.observed);
+    let needed = uyuni_core::access::needed_by(&params, observed, &preview.executed);
+    if let Some((needed, answers)) = crate::drive::review_access(&conn, needed, reporter).await
+        && let Err(e) = uyuni_core::access::check(&needed, &answers)
+    {
+        reporter.warn(&e.to_string());
+    }
+    let checks = match cmd.preview.dry_run {
+        Some(cli::DryRun::Server) => Some(
+            crate::dry_run::server_checks(
+                &conn,
+                &params.namespace,
+                observed,
+                &preview.steps,
+                reporter,
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+    let options = RenderOptions {
+        context: cmd.preview.diff_context,
+        show_secrets: cmd.preview.show_secrets,
+    };
+    let mut stdout = std::io::stdout().lock();
+    match cli.output {
+        OutputFormat::Yaml => stdout.write_all(
+            render::manifests_yaml(&preview.steps, cmd.preview.show_secrets).as_bytes(),
+        )?,
+        OutputFormat::Json => {
+            let document = UpgradePreview {
+                plan: render::plan_document(&params.namespace, &preview.steps, observed),
+                remembered: &remembered,
+                execution: render::execution(&preview.executed),
+            };
+            serde_json::to_writer_pretty(&mut stdout, &document)?;
+            writeln!(stdout)?;
+        }
+        OutputFormat::Human => {
+            let mut lines = vec![
+                Line::plain(format!(
+                    "Dry run: nothing is written. Upgrade of the server in namespace {} to {}:",
+                    params.namespace, params.spec.image.server
+                )),
+                Line::plain(""),
+            ];
+            lines.push(Line::plain(outage_line(&preview.executed)));
+            lines.push(Line::plain(
+                "The releases and PostgreSQL versions are known once the inspection Jobs have run; this preview assumes an upgrade without a PostgreSQL major change.",
+            ));
+            lines.push(Line::plain(""));
+            lines.extend(render::steps_lines(&preview.steps));
+            lines.push(Line::plain(""));
+            lines.extend(render::plain_lines(&uyuni_core::record::render(
+                &remembered,
+            )));
+            if let Some(checks) = &checks {
+                lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
+            }
+            lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            let text = crate::dry_run::paint(&lines, crate::dry_run::colours(cli.color));
+            stdout.write_all(text.as_bytes())?;
+        }
+    }
+    stdout.flush()?;
+    crate::dry_run::refuse_rejected(checks.as_deref())?;
+    Ok(!preview.executed.is_empty())
+}
+
+/// The outage the steps carry out: from the first scale to 0 until the server is ready again.
+fn outage_line(executed: &[uyuni_core::Step]) -> String {
+    let first = executed
+        .iter()
+        .position(|s| matches!(s.action, uyuni_core::Action::Scale { replicas: 0, .. }));
+    let ready = executed.iter().rposition(|s| s.id == "server-ready");
+    match (first, ready) {
+        (Some(first), Some(ready)) => format!(
+            "Outage: the server is down from step {} ({}) until step {} ({}).",
+            first + 1,
+            executed[first].description,
+            ready + 1,
+            executed[ready].description
+        ),
+        (Some(first), None) => format!(
+            "Outage: the server is down from step {} ({}).",
+            first + 1,
+            executed[first].description
+        ),
+        _ => "Outage: none (no Deployment is stopped).".to_owned(),
+    }
+}
+
+/// What `upgrade --dry-run -o json` prints.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UpgradePreview<'a> {
+    #[serde(flatten)]
+    plan: render::PlanDocument,
+    remembered: &'a [uyuni_core::record::Setting],
+    execution: Vec<render::ExecutedStep>,
+}
+
+pub async fn run(
+    cmd: &UpgradeCmd,
+    cli: &Cli,
+    reporter: &Reporter,
+    run_lock: &crate::lock::RunLock,
+) -> Result<()> {
+    if let Some(divisor) = cmd.run.retry_delay_divisor {
+        uyuni_effects::retry::shorten_delays(divisor);
+    }
+    if let Some(done) =
+        crate::dry_run::when_asked(&cmd.preview, cli, || dry_run(cmd, cli, reporter)).await
+    {
+        return done;
+    }
+    let (conn, params, _) = start(cmd, cli, reporter).await?;
+    let mut command = UpgradeCommand {
+        cmd,
+        cli,
+        params,
+        confirmed: cmd.yes,
+    };
+    let drive = crate::drive::Drive {
+        conn: &conn,
+        reporter,
+        run_lock,
+        barrier_timeout: cmd
+            .run
+            .watch_barrier_timeout_ms
+            .map(std::time::Duration::from_millis),
+    };
+    let observed = crate::drive::run(&mut command, &drive).await?;
+    let params = command.params;
+    let record = uyuni_core::plan::upgrade::UpgradeRecord::read(&observed);
+    let result = UpgradeResult {
+        api_version: uyuni_core::render::API_VERSION,
+        kind: "UpgradeResult",
+        namespace: params.namespace.clone(),
+        images: uyuni_core::plan::upgrade::DEPLOYMENTS
+            .iter()
+            .filter_map(|name| {
+                Some((
+                    (*name).to_owned(),
+                    uyuni_core::plan::upgrade::live_image(&observed, name)?,
+                ))
+            })
+            .collect(),
+        release_from: record.as_ref().map(|r| r.release_from.clone()),
+        release_to: record.as_ref().map(|r| r.release_to.clone()),
+        database_volume: uyuni_core::resolve::live_db_claim(&observed).unwrap_or_default(),
+        backup_volume: record
+            .as_ref()
+            .map(|r| r.backup_claim.clone())
+            .filter(|c| !c.is_empty()),
+        previous_volume: record
+            .as_ref()
+            .filter(|r| r.db_claim_from != r.db_claim_to)
+            .map(|r| r.db_claim_from.clone()),
+    };
+    crate::output::print_data(cli.output, &result, |r| {
+        let mut text = format!(
+            "Uyuni server in namespace {} runs {}.\n",
+            r.namespace,
+            r.images
+                .get(names::SERVER_DEPLOYMENT)
+                .map_or("", String::as_str)
+        );
+        if let (Some(from), Some(to)) = (&r.release_from, &r.release_to) {
+            text.push_str(&format!("  Release:          {from} → {to}\n"));
+        }
+        text.push_str(&format!("  Database volume:  {}\n", r.database_volume));
+        if let Some(backup) = &r.backup_volume {
+            text.push_str(&format!(
+                "  Way back:         volume {backup}, a copy of the database before the upgrade (ConfigMap {} records the images before it)\n",
+                names::UPGRADE_CONFIG_MAP
+            ));
+        }
+        if let Some(previous) = &r.previous_volume {
+            text.push_str(&format!(
+                "  Way back:         volume {previous}, the database before the PostgreSQL upgrade, left as it was\n"
+            ));
+        }
+        text
+    })
+}
+
+/// What `upgrade` prints on stdout at its end.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UpgradeResult {
+    api_version: &'static str,
+    kind: &'static str,
+    namespace: String,
+    /// Image by Deployment, as they run now.
+    images: std::collections::BTreeMap<String, String>,
+    release_from: Option<String>,
+    release_to: Option<String>,
+    database_volume: String,
+    backup_volume: Option<String>,
+    previous_volume: Option<String>,
+}
+
+/// `upgrade` in the drive loop: its planner, and the outage asked for before the first
+/// Deployment is stopped.
+struct UpgradeCommand<'a> {
+    cmd: &'a UpgradeCmd,
+    cli: &'a Cli,
+    params: UpgradeParams,
+    confirmed: bool,
+}
+
+impl crate::drive::Command for UpgradeCommand<'_> {
+    fn namespace(&self) -> &str {
+        &self.params.namespace
+    }
+
+    fn observation(&self) -> uyuni_core::Observation {
+        self.params.observation()
+    }
+
+    fn first_observation(&mut self, observed: &Observed) {
+        self.params.run_id = clock::run_id_unused_in(observed);
+    }
+
+    fn warnings(&self, observed: &Observed) -> Vec<String> {
+        uyuni_core::storage::unchecked_warning(observed)
+            .into_iter()
+            .collect()
+    }
+
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
+        self.params.plan(observed)
+    }
+
+    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
+        uyuni_core::preview::foreseen(&self.params, observed)
+    }
+
+    fn access_needed(
+        &self,
+        observed: &Observed,
+        foreseen: &[uyuni_core::Step],
+    ) -> Vec<uyuni_core::access::Access> {
+        uyuni_core::access::needed_by(&self.params, observed, foreseen)
+    }
+
+    fn writer(&self) -> crate::lock::Writer<'_> {
+        let params = &self.params;
+        crate::lock::Writer {
+            namespace: &params.namespace,
+            kubectl: &params.kubectl,
+            repeat: params.kubectl.upgrade(Some(&params.namespace)),
+            run_id: &params.run_id,
+            as_user: self.cli.kube.as_user.as_deref(),
+            lease_duration_seconds: self.cmd.run.lease_duration_seconds,
+            force_unlock: self.cmd.run.force_unlock,
+        }
+    }
+
+    async fn before_step(
+        &mut self,
+        _plan: &Plan,
+        step: &uyuni_core::Step,
+        drive: &crate::drive::Drive<'_>,
+    ) -> Result<()> {
+        let stops = matches!(step.action, uyuni_core::Action::Scale { replicas: 0, .. });
+        if self.confirmed || !stops {
+            return Ok(());
+        }
+        let ns = &self.params.namespace;
+        if !crate::prompt::interactive() {
+            bail!(
+                "the upgrade stops the server in namespace {ns} (an outage until the new images are ready), and there is no terminal to ask whether it may: pass --yes to confirm it. The inspections ran; nothing of the server was changed"
+            );
+        }
+        drive.take_lease(&self.writer(), step).await?;
+        drive.reporter.finish(true);
+        if !crate::prompt::confirm(&format!(
+            "Stop the server in namespace {ns} for the upgrade to {} now? It is down until the new images are ready. [y/N] ",
+            self.params.spec.image.server
+        )) {
+            bail!(
+                "not confirmed: the server keeps running on its images; nothing of it was changed"
+            );
+        }
+        self.confirmed = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! `kubectl uyuni upgrade` against the real control plane, our node agent playing the pods (the
+//! scenario's inspections report the release a tag names, and PostgreSQL 18 unless a
+//! namespace's scenario says otherwise): install 2025.10, upgrade to 2026.04 with a backup of
+//! the database, a second run that plans nothing, a downgrade refused; and an upgrade to a new
+//! PostgreSQL major into a new volume, the old one left as it was.
+
+use std::process::Output;
+
+use serde_json::Value;
+use uyuni_testdata::{Flavour, Scenario, scenarios};
+
+use super::{RealEnv, both, condition, config, real_plane_or_skip};
+use crate::support::text;
+
+const NS_UPGRADE: &str = "uyuni-upgrade";
+const NS_UPGRADE_MAJOR: &str = "uyuni-upgrade-major";
+const FQDN: &str = "upgrade.example.com";
+const FROM: &str = "2025.10";
+const TO: &str = "2026.04";
+
+/// In NS_UPGRADE_MAJOR the database images to upgrade to are PostgreSQL 19.
+pub(crate) fn add_scenarios(shared: &mut Scenario) {
+    let mut major = scenarios::migration();
+    if let Some(script) = major.jobs.get_mut("inspect-db") {
+        script.termination_message = Some("pg_major=19\n".to_owned());
+    }
+    shared.namespaces.insert(NS_UPGRADE_MAJOR.into(), major);
+}
+
+fn install(env: &RealEnv) {
+    let out = env
+        .command(&["install", FQDN, "--tag", FROM])
+        .env("UYUNI_ADMIN_PASSWORD", "upgrade-admin-Pa55")
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+}
+
+fn image(env: &RealEnv, deployment: &str) -> String {
+    let d = env.get(&["deployment", deployment, "-n", env.ns]);
+    d["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn jobs_of(env: &RealEnv, step: &str) -> Vec<Value> {
+    env.items(&[
+        "jobs",
+        "-n",
+        env.ns,
+        "-l",
+        &format!("kubectl-uyuni.io/step={step}"),
+    ])
+}
+
+fn claims(env: &RealEnv) -> Vec<String> {
+    env.items(&["persistentvolumeclaims", "-n", env.ns])
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn upgrade(env: &RealEnv, extra: &[&str]) -> Output {
+    let mut args = vec!["upgrade"];
+    args.extend_from_slice(extra);
+    env.uyuni(&args)
+}
+
+/// The README's upgrade: a dry run writes nothing; without a terminal and without --yes the
+/// run refuses before the outage (the inspections ran, nothing of the server changed); with
+/// --yes the server and the database run 2026.04, the database was copied into
+/// var-pgsql18-backup first, ConfigMap uyuni-upgrade records what it began from; a second run
+/// plans nothing; a downgrade is refused naming both releases.
+#[test]
+fn an_installed_server_upgrades_with_a_backup_and_a_second_run_plans_nothing() {
+    if !real_plane_or_skip("upgrade on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE);
+    install(&env);
+    assert!(image(&env, "uyuni").ends_with(FROM));
+
+    let dry = upgrade(&env, &["--tag", TO, "--dry-run"]);
+    assert!(dry.status.success(), "{}", both(&dry));
+    let (stdout, _) = text(&dry);
+    assert!(
+        stdout.contains("Outage: the server is down from step"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("db-backup"), "{stdout}");
+    assert!(
+        jobs_of(&env, "inspect-server").is_empty(),
+        "the dry run created a Job"
+    );
+
+    let refused = upgrade(&env, &["--tag", TO]);
+    assert!(!refused.status.success(), "{}", both(&refused));
+    let (_, stderr) = text(&refused);
+    assert!(stderr.contains("pass --yes"), "{stderr}");
+    assert!(
+        image(&env, "uyuni").ends_with(FROM),
+        "the refused run changed the server"
+    );
+
+    let out = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains(&format!("{FROM} → {TO}")), "{stdout}");
+    for deployment in ["uyuni", "db"] {
+        assert!(image(&env, deployment).ends_with(TO), "{deployment}");
+        let d = env.get(&["deployment", deployment, "-n", env.ns]);
+        assert_eq!(condition(&d, "Available").as_deref(), Some("True"), "{d:#}");
+        assert_eq!(d["spec"]["replicas"], 1);
+    }
+    let inspected = jobs_of(&env, "inspect-server");
+    assert_eq!(inspected.len(), 1);
+    let report = inspected[0]["metadata"]["annotations"]["kubectl-uyuni.io/inspection"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(report.contains(&format!("release={TO}")), "{report}");
+    let backup = jobs_of(&env, "db-backup");
+    assert_eq!(backup.len(), 1);
+    assert_eq!(condition(&backup[0], "Complete").as_deref(), Some("True"));
+    assert!(claims(&env).contains(&"var-pgsql18-backup".to_owned()));
+    let record = env.get(&["configmap", "uyuni-upgrade", "-n", env.ns]);
+    assert!(
+        record["data"]["from.uyuni"]
+            .as_str()
+            .is_some_and(|i| i.ends_with(FROM)),
+        "{record:#}"
+    );
+    assert_eq!(record["data"]["backup-claim"], "var-pgsql18-backup");
+
+    let again = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(again.status.success(), "{}", both(&again));
+    let (_, stderr) = text(&again);
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    assert_eq!(jobs_of(&env, "db-backup").len(), 1, "the backup ran again");
+
+    let down = upgrade(&env, &["--tag", FROM, "--yes"]);
+    assert!(!down.status.success(), "{}", both(&down));
+    let (_, stderr) = text(&down);
+    assert!(
+        stderr.contains("downgrade") && stderr.contains(FROM) && stderr.contains(TO),
+        "{stderr}"
+    );
+    assert!(
+        image(&env, "uyuni").ends_with(TO),
+        "the refused downgrade changed the server"
+    );
+}
+
+/// A new PostgreSQL major: pg_upgrade into var-pgsql19, `db` on it, var-pgsql18 kept; no
+/// backup copy (the old volume is the way back); a second run plans nothing.
+#[test]
+fn an_upgrade_to_a_new_postgresql_major_moves_the_database_to_a_new_volume() {
+    if !real_plane_or_skip("upgrade with a PostgreSQL major change on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE_MAJOR);
+    install(&env);
+    let out = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let upgraded = jobs_of(&env, "db-upgrade");
+    assert_eq!(upgraded.len(), 1);
+    assert_eq!(condition(&upgraded[0], "Complete").as_deref(), Some("True"));
+    assert!(jobs_of(&env, "db-backup").is_empty());
+    let db = env.get(&["deployment", "db", "-n", env.ns]);
+    let volumes = db["spec"]["template"]["spec"]["volumes"].to_string();
+    assert!(volumes.contains("var-pgsql19"), "{volumes}");
+    let names = claims(&env);
+    assert!(
+        names.contains(&"var-pgsql18".to_owned()) && names.contains(&"var-pgsql19".to_owned()),
+        "{names:?}"
+    );
+    let again = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(again.status.success(), "{}", both(&again));
+    let (_, stderr) = text(&again);
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+}
