@@ -697,6 +697,13 @@ pub struct InstallCmd {
 /// are what an upgrade changes).
 #[derive(Debug, Args)]
 pub struct UpgradeCmd {
+    /// Return to the images ConfigMap uyuni-upgrade recorded before the last upgrade, on the
+    /// data kept then: the backup copied back into the database's volume, or the database's
+    /// volume before a PostgreSQL major upgrade. Everything written since the upgrade began is
+    /// lost; asked for on a terminal (--yes without one). The image flags are not read.
+    #[arg(long)]
+    pub rollback: bool,
+
     /// Do not copy the database before the images change. Without a PostgreSQL major change
     /// that copy is the only way back to the images before the upgrade: the new server image
     /// updates the database's schema at its start, which the old one cannot run on.

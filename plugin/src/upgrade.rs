@@ -83,6 +83,7 @@ async fn start(
         UpgradeParams {
             install,
             backup: !cmd.no_backup,
+            rollback: cmd.rollback,
         },
         settings,
     ))
@@ -368,6 +369,22 @@ impl crate::drive::Command for UpgradeCommand<'_> {
             return Ok(());
         }
         let ns = &self.params.namespace;
+        if self.params.rollback {
+            if !crate::prompt::interactive() {
+                bail!(
+                    "the rollback stops the server in namespace {ns} and returns it to the data kept when the upgrade began: everything written since is lost. There is no terminal to ask whether it may: pass --yes to confirm it. Nothing was changed"
+                );
+            }
+            drive.take_lease(&self.writer(), step).await?;
+            drive.reporter.finish(true);
+            if !crate::prompt::confirm(&format!(
+                "Roll the server in namespace {ns} back to the images before the upgrade? It stops, and everything written since the upgrade began is lost. [y/N] "
+            )) {
+                bail!("not confirmed: the server keeps running on its images; nothing was changed");
+            }
+            self.confirmed = true;
+            return Ok(());
+        }
         if !crate::prompt::interactive() {
             bail!(
                 "the upgrade stops the server in namespace {ns} (an outage until the new images are ready), and there is no terminal to ask whether it may: pass --yes to confirm it. The inspections ran; nothing of the server was changed"

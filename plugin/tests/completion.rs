@@ -149,6 +149,7 @@ fn complete_lists_subcommands_flags_and_values() {
         [
             "migrate",
             "install",
+            "upgrade",
             "uninstall",
             "stop",
             "start",

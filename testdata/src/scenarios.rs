@@ -168,6 +168,17 @@ pub fn migration() -> Scenario {
         ),
     );
     scenario.jobs.insert(
+        "db-restore".to_string(),
+        JobScript::succeed(
+            500,
+            &[
+                "Restoring the database from the backup of the images before the upgrade",
+                "Copied 2097152 KiB",
+                "DONE",
+            ],
+        ),
+    );
+    scenario.jobs.insert(
         "db-fixup".to_string(),
         JobScript::succeed(
             300,

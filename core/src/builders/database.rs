@@ -602,6 +602,9 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
     )
 }
 
+/// The run that began the upgrade a copy Job belongs to: part of its identity.
+pub const UPGRADE_RUN_ENV: &str = "UYUNI_UPGRADE_RUN";
+
 /// The copy Job of an upgrade's backup or a rollback's restore (see [`scripts::render_copy`]):
 /// in the database image the server ran before the upgrade, as postgres, with the stopped
 /// database's volume and the backup volume. Its identity is what it copies (its script,
@@ -614,6 +617,7 @@ pub fn copy_job(
     db_claim: &str,
     backup_claim: &str,
     of: &str,
+    upgrade_run: &str,
 ) -> Job {
     let (step, source, target, description) = match mode {
         scripts::Copy::Backup => (
@@ -650,7 +654,7 @@ pub fn copy_job(
                 },
             ],
             tmpfs_tmp: false,
-            env: Vec::new(),
+            env: vec![env(UPGRADE_RUN_ENV, upgrade_run)],
             extra_volumes: Vec::new(),
             service_account: None,
             security_context: Some(postgres_security_context()),

@@ -16,6 +16,8 @@ pub struct UpgradeParams {
     /// Without a PostgreSQL major change it is the only way back; with one, the old volume is
     /// kept whatever this says.
     pub backup: bool,
+    /// `--rollback`: back to the images ConfigMap `uyuni-upgrade` recorded, on the data kept.
+    pub rollback: bool,
 }
 
 impl std::ops::Deref for UpgradeParams {

@@ -33,6 +33,8 @@ pub enum PlanError {
         image: String,
         missing: String,
     },
+    #[error("nothing to roll back in namespace {namespace}: {why}. Nothing was written")]
+    NothingToRollBack { namespace: String, why: String },
     /// An earlier upgrade has not reached its images, and this run asks for others.
     #[error(
         "an upgrade to {to} in namespace {namespace} has not finished (ConfigMap {cm}): run `kubectl uyuni upgrade` with the same image flags to finish it first. Nothing was written",
@@ -97,7 +99,7 @@ pub enum PlanError {
     /// upgrade. `changes`: each Deployment with its image now and the one asked for; `same`:
     /// the run without its image flags.
     #[error(
-        "refused: this run would change the images of the server in namespace {namespace}, which runs on its data ({running}): {changes}. Changing them is an upgrade: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. `kubectl uyuni upgrade` will do it with a copy of the database kept; it is not built yet. To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
+        "refused: this run would change the images of the server in namespace {namespace}, which runs on its data ({running}): {changes}. Changing them is an upgrade: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. `kubectl uyuni upgrade` with the same image flags does it with a copy of the database kept (for a server this tool installed; for a migrated server it is not built yet). To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
     )]
     ImageChangeOnRunningServer {
         namespace: String,

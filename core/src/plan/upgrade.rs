@@ -105,6 +105,10 @@ pub struct UpgradeRecord {
     pub backup_claim: String,
     /// The run that began the upgrade.
     pub run: String,
+    /// ConfigMap `uyuni-server-spec`'s data before the upgrade: what a rollback records again.
+    pub spec: BTreeMap<String, String>,
+    /// The run of the rollback that returned to `from`; empty while the upgrade stands.
+    pub rolled_back: String,
 }
 
 impl UpgradeRecord {
@@ -121,6 +125,8 @@ impl UpgradeRecord {
                 record.from.insert(name.to_owned(), value.clone());
             } else if let Some(name) = key.strip_prefix("to.") {
                 record.to.insert(name.to_owned(), value.clone());
+            } else if let Some(flag) = key.strip_prefix("spec.") {
+                record.spec.insert(flag.to_owned(), value.clone());
             } else if let Some(name) = key.strip_prefix("replicas.") {
                 record
                     .replicas
@@ -136,6 +142,7 @@ impl UpgradeRecord {
         record.db_claim_to = text("db-claim-to");
         record.backup_claim = text("backup-claim");
         record.run = text("run");
+        record.rolled_back = text("rolled-back");
         Some(record)
     }
 
@@ -151,6 +158,9 @@ impl UpgradeRecord {
         for (name, count) in &self.replicas {
             data.insert(format!("replicas.{name}"), count.to_string());
         }
+        for (flag, value) in &self.spec {
+            data.insert(format!("spec.{flag}"), value.clone());
+        }
         for (key, value) in [
             ("release-from", self.release_from.clone()),
             ("release-to", self.release_to.clone()),
@@ -162,6 +172,9 @@ impl UpgradeRecord {
             ("run", self.run.clone()),
         ] {
             data.insert(key.to_owned(), value);
+        }
+        if !self.rolled_back.is_empty() {
+            data.insert("rolled-back".to_owned(), self.rolled_back.clone());
         }
         ConfigMap {
             metadata: meta(names::UPGRADE_CONFIG_MAP, namespace, components::UPGRADE),
@@ -420,9 +433,13 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
         owned = UpgradeParams {
             install: in_effect.into_owned(),
             backup: params.backup,
+            rollback: params.rollback,
         };
         &owned
     };
+    if params.rollback {
+        return rollback(params, observed);
+    }
     let ns = &params.namespace;
     // The server: installed by this tool, both Deployments present.
     let present: Vec<&str> = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
@@ -450,12 +467,16 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
         .map(|name| ((*name).to_owned(), target_image(params, name).to_owned()))
         .collect();
     let record = UpgradeRecord::read(observed);
+    // A record a rollback closed is no upgrade to go on with.
     let continuing = record.as_ref().filter(|r| {
-        r.to.iter()
-            .all(|(name, image)| target.get(name).is_none_or(|t| t == image))
+        r.rolled_back.is_empty()
+            && r.to
+                .iter()
+                .all(|(name, image)| target.get(name).is_none_or(|t| t == image))
     });
     if let Some(r) = &record
         && continuing.is_none()
+        && r.rolled_back.is_empty()
         && !r.reached(observed)
     {
         return Err(PlanError::UpgradeUnfinished {
@@ -538,6 +559,9 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
             .unwrap_or_else(volumes::upgraded_database_volume),
     };
     let major = decision.pg_to > decision.pg_from;
+    // The run that began this upgrade: part of its data Jobs' identity, so that a later
+    // upgrade (after a rollback, from the same images) copies anew.
+    let upgrade_run = continuing.map_or_else(|| params.run_id.clone(), |r| r.run.clone());
     let db_claim_to = if major {
         format!("{}{}", volumes::DATABASE_VOLUME, decision.pg_to)
     } else {
@@ -549,7 +573,8 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
         format!("{db_claim_from}{BACKUP_SUFFIX}")
     };
 
-    steps.push(super::spec_record_step(params, observed));
+    // The record first, while ConfigMap uyuni-server-spec still holds the flags before the
+    // upgrade; then the new flags.
     let record_step_id = "upgrade-record";
     let record_description = format!(
         "ConfigMap {}: the images and replica counts before the upgrade, and the database's way back",
@@ -583,6 +608,11 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
                 db_claim_to: db_claim_to.clone(),
                 backup_claim: backup_claim.clone(),
                 run: params.run_id.clone(),
+                spec: observed
+                    .config_map(names::SERVER_SPEC_CONFIG_MAP)
+                    .and_then(|c| c.data.clone())
+                    .unwrap_or_default(),
+                rolled_back: String::new(),
             };
             // Nothing to upgrade: the record of an earlier upgrade stays as it is.
             let nothing = target
@@ -605,6 +635,8 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
             }
         }
     }
+
+    steps.push(super::spec_record_step(params, observed));
 
     // The data, planned first to know whether the database must stop for it.
     let db_image = live_image(observed, names::DB_DEPLOYMENT).unwrap_or_default();
@@ -658,6 +690,7 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
             &db_claim_from,
             &backup_claim,
             &of,
+            &upgrade_run,
         );
         let step = job_step(observed, job, COPY_WAIT);
         data.push(if db_image == images.database {
@@ -697,6 +730,126 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     // The end state on the new images, as install plans it.
     let prepared = install::prepare(&params.install, observed, Some(db_claim_to))?;
     steps.extend(install::body(&params.install, observed, prepared)?);
+    Ok(Plan {
+        namespace: ns.clone(),
+        steps,
+    })
+}
+
+/// Plans `upgrade --rollback`: back to the images the record names as `from`, on the data kept
+/// (the backup restored, or the volume before the PostgreSQL major upgrade), the specification
+/// as it was recorded then; the record marked as rolled back last. Never an image the record
+/// does not name, never a claim deleted.
+fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanError> {
+    let ns = &params.namespace;
+    let Some(record) = UpgradeRecord::read(observed).filter(|r| !r.from.is_empty()) else {
+        return Err(PlanError::NothingToRollBack {
+            namespace: ns.clone(),
+            why: format!(
+                "there is no ConfigMap {} of an upgrade",
+                names::UPGRADE_CONFIG_MAP
+            ),
+        });
+    };
+    let major = record.db_claim_from != record.db_claim_to;
+    if !major && record.backup_claim.is_empty() {
+        return Err(PlanError::NothingToRollBack {
+            namespace: ns.clone(),
+            why: "the upgrade kept no copy of the database (--no-backup), and the old images cannot run on the schema the new server updated".to_owned(),
+        });
+    }
+    // The parameters of the end state before the upgrade: its images and its specification.
+    let mut back = params.clone();
+    back.rollback = false;
+    {
+        let images = &mut back.install.server.spec.image;
+        for (name, image) in &record.from {
+            let slot = match name.as_str() {
+                names::SERVER_DEPLOYMENT => &mut images.server,
+                names::DB_DEPLOYMENT => &mut images.database,
+                names::HUB_DEPLOYMENT => &mut images.hub_xmlrpc,
+                names::COCO_DEPLOYMENT => &mut images.coco,
+                names::TFTP_DEPLOYMENT => &mut images.tftp,
+                _ => continue,
+            };
+            slot.clone_from(image);
+        }
+        back.install.server.spec_record = record.spec.clone();
+    }
+    let back = &back;
+    let mut steps = super::opening_checks(back, observed, Vec::new())?;
+    steps.push(super::spec_record_step(back, observed));
+
+    let db_image = live_image(observed, names::DB_DEPLOYMENT).unwrap_or_default();
+    let from_db = record
+        .from
+        .get(names::DB_DEPLOYMENT)
+        .cloned()
+        .unwrap_or_default();
+    let mut data = Vec::new();
+    if !major {
+        let job = database::copy_job(
+            back,
+            crate::scripts::database::Copy::Restore,
+            &from_db,
+            &record.db_claim_from,
+            &record.backup_claim,
+            "",
+            &record.run,
+        );
+        let step = job_step(observed, job, COPY_WAIT);
+        data.push(if db_image == from_db {
+            settled(step, "not run: Deployment db runs the image before the upgrade again, on the restored data".into())
+        } else {
+            step
+        });
+    }
+    let pending = data.iter().any(|s| s.action != Action::None);
+    let db_differs = db_image != from_db
+        || crate::resolve::live_db_claim(observed).as_deref()
+            != Some(record.db_claim_from.as_str());
+    for name in DEPLOYMENTS {
+        if observed.deployment(name).is_none() {
+            continue;
+        }
+        let own_differs = live_image(observed, name) != record.from.get(name).cloned();
+        let stop = if name == names::DB_DEPLOYMENT {
+            pending || db_differs
+        } else if name == names::TFTP_DEPLOYMENT {
+            own_differs
+        } else {
+            pending || db_differs || own_differs
+        };
+        if stop {
+            steps.push(super::lifecycle::scale_step(
+                name,
+                0,
+                super::lifecycle::STOP_WAIT,
+                observed,
+            ));
+        }
+    }
+    steps.extend(data);
+    let prepared = install::prepare(&back.install, observed, Some(record.db_claim_from.clone()))?;
+    steps.extend(install::body(&back.install, observed, prepared)?);
+    // Last: the record says the upgrade was undone, so that a later upgrade begins anew.
+    let closed = UpgradeRecord {
+        rolled_back: if record.rolled_back.is_empty() {
+            params.run_id.clone()
+        } else {
+            record.rolled_back.clone()
+        },
+        ..record
+    };
+    steps.push(apply_step(
+        "upgrade-record",
+        format!(
+            "ConfigMap {}: the upgrade marked as rolled back",
+            names::UPGRADE_CONFIG_MAP
+        ),
+        Object::ConfigMap(closed.config_map(ns)),
+        observed,
+    ));
     Ok(Plan {
         namespace: ns.clone(),
         steps,

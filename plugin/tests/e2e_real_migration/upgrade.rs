@@ -1,7 +1,7 @@
 //! `kubectl uyuni upgrade` against the real control plane, our node agent playing the pods (the
 //! scenario's inspections report the release a tag names, and PostgreSQL 18 unless a
 //! namespace's scenario says otherwise): install 2025.10, upgrade to 2026.04 with a backup of
-//! the database, a second run that plans nothing, a downgrade refused; and an upgrade to a new
+//! the database, a second run that plans nothing, a downgrade refused, the rollback; and an upgrade to a new
 //! PostgreSQL major into a new volume, the old one left as it was.
 
 use std::process::Output;
@@ -149,6 +149,26 @@ fn an_installed_server_upgrades_with_a_backup_and_a_second_run_plans_nothing() {
         image(&env, "uyuni").ends_with(TO),
         "the refused downgrade changed the server"
     );
+
+    // The way back: the backup restored, the images before the upgrade, the record closed.
+    let back = upgrade(&env, &["--rollback", "--yes"]);
+    assert!(back.status.success(), "{}", both(&back));
+    for deployment in ["uyuni", "db"] {
+        assert!(image(&env, deployment).ends_with(FROM), "{deployment}");
+        let d = env.get(&["deployment", deployment, "-n", env.ns]);
+        assert_eq!(condition(&d, "Available").as_deref(), Some("True"), "{d:#}");
+    }
+    let restore = jobs_of(&env, "db-restore");
+    assert_eq!(restore.len(), 1);
+    assert_eq!(condition(&restore[0], "Complete").as_deref(), Some("True"));
+    let record = env.get(&["configmap", "uyuni-upgrade", "-n", env.ns]);
+    assert!(record["data"]["rolled-back"].is_string(), "{record:#}");
+    assert!(
+        claims(&env).contains(&"var-pgsql18-backup".to_owned()),
+        "the backup was deleted"
+    );
+    let spec = env.get(&["configmap", "uyuni-server-spec", "-n", env.ns]);
+    assert_eq!(spec["data"]["tag"], FROM, "{spec:#}");
 }
 
 /// A new PostgreSQL major: pg_upgrade into var-pgsql19, `db` on it, var-pgsql18 kept; no

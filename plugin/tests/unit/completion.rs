@@ -28,6 +28,7 @@ fn subcommands_flags_and_values() {
         [
             "migrate",
             "install",
+            "upgrade",
             "uninstall",
             "stop",
             "start",
