@@ -234,7 +234,35 @@ fn golden_markers_parse() {
     assert_eq!(golden_marker("<!-- a comment -->"), None);
 }
 
-/// Every `docs/….md` or `CONTRIBUTING.md` a document names exists.
+/// The anchor GitHub gives a heading: lower case, punctuation but `-` and `_` dropped, spaces
+/// as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a document's headings (outside fenced blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|l| {
+            if l.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            !fenced
+        })
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|l| anchor(l.trim_start_matches('#')))
+        .collect()
+}
+
+/// Every relative `.md` page a document links to exists, and so does the heading its `#anchor`
+/// names.
 #[test]
 fn linked_pages_exist() {
     let root = root();
@@ -242,24 +270,50 @@ fn linked_pages_exist() {
     for (doc, text) in documents() {
         let base = Path::new(&doc).parent().unwrap_or(Path::new(""));
         for (i, line) in text.lines().enumerate() {
-            // Markdown links: ](target) with a relative .md target.
+            // Markdown links: ](target) with a relative target.
             for part in line.split("](").skip(1) {
                 let target = part.split(')').next().unwrap_or("");
-                let file = target.split('#').next().unwrap_or("");
-                if file.ends_with(".md")
-                    && !file.contains("://")
-                    && !root.join(base).join(file).exists()
-                {
-                    missing.push(format!("{doc}:{}: {target}", i + 1));
+                if target.contains("://") {
+                    continue;
+                }
+                let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+                let page = if file.is_empty() {
+                    text.clone()
+                } else if file.ends_with(".md") {
+                    match fs::read_to_string(root.join(base).join(file)) {
+                        Ok(page) => page,
+                        Err(_) => {
+                            missing.push(format!("{doc}:{}: {target}", i + 1));
+                            continue;
+                        }
+                    }
+                } else {
+                    if !root.join(base).join(file).exists() {
+                        missing.push(format!("{doc}:{}: {target}", i + 1));
+                    }
+                    continue;
+                };
+                if !fragment.is_empty() && !anchors(&page).iter().any(|a| a == fragment) {
+                    missing.push(format!("{doc}:{}: {target} (no such heading)", i + 1));
                 }
             }
         }
     }
     assert!(
         missing.is_empty(),
-        "links to missing pages:\n{}",
+        "links to missing pages or headings:\n{}",
         missing.join("\n")
     );
+}
+
+#[test]
+fn anchors_are_githubs() {
+    assert_eq!(
+        anchor(" A re-run starts from the record"),
+        "a-re-run-starts-from-the-record"
+    );
+    assert_eq!(anchor(" The outage, measured"), "the-outage-measured");
+    assert_eq!(anchor(" Formats (`-o json|yaml`)"), "formats--o-jsonyaml");
 }
 
 /// The words of a `kubectl uyuni …` command line: up to a comment, a pipe or the next command.
