@@ -464,7 +464,7 @@ pub fn json_changes(old: &Value, new: &Value) -> Vec<Change> {
 pub const API_VERSION: &str = "kubectl-uyuni.io/v1alpha1";
 
 /// The plan as structured data (`-o json`): steps with their op, target, reason and the JSON
-/// pointers each write changes. Field names are stable (README, "Dry run").
+/// pointers each write changes. Field names are stable (docs/dry-run.md).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanDocument {

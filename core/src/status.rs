@@ -67,7 +67,7 @@ pub fn jobs_observation(namespace: &str) -> Observation {
     }
 }
 
-/// The whole report. Field names are stable (see the README).
+/// The whole report. Field names are stable (see docs/output.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {

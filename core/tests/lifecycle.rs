@@ -191,3 +191,16 @@ proptest::proptest! {
         proptest::prop_assert_eq!(replicas(&started), replicas(&running));
     }
 }
+
+/// The step lists `stop --dry-run` and then `start --dry-run` print for an installed server
+/// with two hub replicas: the samples in docs/lifecycle.md (the docs test compares them).
+#[test]
+fn lifecycle_stop_and_start_previews_are_unchanged() {
+    let running = installed();
+    let stop = preview(&params(Lifecycle::Stop), &running).expect("plans");
+    let start = preview(&params(Lifecycle::Start), &stop.end).expect("plans");
+    let mut golden = uyuni_testdata::golden::GoldenDir::new("preview-stop-start");
+    golden.file("stop.txt", uyuni_core::render::steps_text(&stop.steps));
+    golden.file("start.txt", uyuni_core::render::steps_text(&start.steps));
+    golden.check();
+}

@@ -435,7 +435,7 @@ fn the_database_steps_are_identified_by_what_they_do_to_the_data() {
 
 #[test]
 fn a_new_final_sync_after_the_documented_reset_runs_the_database_steps_again() {
-    // README "To copy from the source again": stop db and uyuni, delete the final sync Job,
+    // docs/phases.md, "To copy from the source again": stop db and uyuni, delete the final sync Job,
     // run again. The Deployments then carry the old sync's annotation: the new data is not
     // theirs yet, and its database steps run.
     let (params, end) = finished();

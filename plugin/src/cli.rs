@@ -109,7 +109,7 @@ pub struct KubeFlags {
 pub enum OutputFormat {
     /// For people.
     Human,
-    /// JSON, stable field names (see the README).
+    /// JSON, stable field names (see docs/output.md).
     Json,
     /// YAML; for --dry-run, the intended manifests as a stream `kubectl apply -f -` accepts.
     Yaml,

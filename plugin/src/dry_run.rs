@@ -89,7 +89,7 @@ pub(crate) struct ServerCheck {
 }
 
 /// What `--dry-run -o json` prints: the plan document with the preview's sections beside its
-/// fields (README, "Dry run"; field names are stable, `apiVersion` says which set).
+/// fields (docs/dry-run.md; field names are stable, `apiVersion` says which set).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DryRunDocument<'a> {

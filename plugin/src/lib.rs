@@ -402,7 +402,7 @@ pub fn main() -> ExitCode {
             match e.downcast_ref::<Interrupted>() {
                 Some(interrupted) => ExitCode::from(interrupted.signal.exit_code()),
                 // A value given on the command line that cannot be used: a usage error, as
-                // clap's own (README, "Exit codes").
+                // clap's own (docs/output.md, "Exit codes").
                 None if e
                     .downcast_ref::<uyuni_core::record::RecordError>()
                     .is_some()

@@ -14,7 +14,7 @@ use crate::output::{error_chain, print_data};
 /// How long the whole cluster lookup may take when --request-timeout does not say.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What `version -o json|yaml` prints. Field names are stable (see the README).
+/// What `version -o json|yaml` prints. Field names are stable (see docs/output.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {

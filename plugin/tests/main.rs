@@ -7,6 +7,7 @@ mod support;
 
 mod cli;
 mod completion;
+mod docs;
 mod drive;
 mod dry_run;
 mod e2e;

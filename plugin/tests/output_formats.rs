@@ -9,7 +9,7 @@ use assert_cmd::Command;
 use serde_json::{Value, json};
 use uyuni_testdata::{SimCluster, SimConfig, scenarios};
 
-/// The field set of every document (README "Output formats").
+/// The field set of every document (docs/output.md).
 const API_VERSION: &str = "kubectl-uyuni.io/v1alpha1";
 
 fn plugin(home: &std::path::Path) -> Command {
@@ -70,7 +70,7 @@ fn parse(out: &Output, format: &str) -> Value {
     }
 }
 
-/// The documented field names (README "Output formats").
+/// The documented field names (docs/output.md).
 fn assert_version_shape(v: &Value) {
     assert_eq!(v["apiVersion"], API_VERSION);
     assert_eq!(v["kind"], "Version");

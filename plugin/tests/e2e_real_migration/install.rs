@@ -424,7 +424,7 @@ fn an_install_refuses_bad_input_before_any_write() {
         .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
         .output()
         .expect("kubectl runs");
-    // A value that cannot be used is a usage error (README, "Exit codes").
+    // A value that cannot be used is a usage error (docs/output.md, "Exit codes").
     assert_eq!(out.status.code(), Some(2), "{}", both(&out));
     assert!(
         text(&out).1.contains("fully qualified domain name"),
