@@ -441,3 +441,24 @@ fn a_rollback_after_a_major_upgrade_returns_to_the_old_volume_and_without_a_back
         "{err:?}"
     );
 }
+
+/// The steps an upgrade carries out, with and without a PostgreSQL major change, and a
+/// rollback's, as the dry run and the progress show them.
+#[test]
+fn upgrade_and_rollback_steps_are_as_recorded() {
+    let start = installed();
+    let params = upgrade_to(TO);
+    let (same, upgraded) = run(&params, &start, &same_major).expect("upgrades");
+    let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };
+    let (to_19, _) = run(&params, &start, &major).expect("upgrades");
+    let (back, _) = run(&rollback_of(&params), &upgraded, &same_major).expect("rolls back");
+    let mut golden = uyuni_testdata::golden::GoldenDir::new("upgrade-steps");
+    for (name, steps) in [
+        ("same-major.txt", &same),
+        ("major.txt", &to_19),
+        ("rollback.txt", &back),
+    ] {
+        golden.file(name, uyuni_core::render::steps_text(steps));
+    }
+    golden.check();
+}

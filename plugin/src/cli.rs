@@ -176,7 +176,8 @@ pub enum Command {
     /// are ready. Only the image flags given change; the rest of the specification is the
     /// remembered one. Run it again after an interruption: it goes on where it stopped.
     ///
-    /// Not built yet: upgrading a migrated server, and --rollback.
+    /// --rollback returns to the images before the upgrade on the data kept then. Not built yet:
+    /// upgrading a migrated server.
     #[command(after_help = UPGRADE_EXAMPLES)]
     Upgrade(Box<UpgradeCmd>),
     /// Remove the Uyuni server this tool installed or migrated, keeping its data.

@@ -64,6 +64,20 @@ fn install_help_is_unchanged() {
     uyuni_testdata::golden::check_golden("cli-install-help", "help.txt", &text);
 }
 
+/// `upgrade --help` whole: what it does, --rollback and --no-backup, the image flags, its
+/// examples.
+#[test]
+fn upgrade_help_is_unchanged() {
+    let out = plugin()
+        .env("COLUMNS", "100")
+        .args(["upgrade", "--help"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("Examples:") && text.contains("--rollback"), "{text}");
+    uyuni_testdata::golden::check_golden("cli-upgrade-help", "help.txt", &text);
+}
+
 /// `uninstall --help` whole: its own flags, the shared run and preview groups, its examples.
 #[test]
 fn uninstall_help_is_unchanged() {
