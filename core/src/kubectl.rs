@@ -143,7 +143,7 @@ impl Kubectl {
 
 /// `value` as one shell word: as it is when it holds only characters no shell treats
 /// specially (hints stay readable), otherwise quoted as the Job scripts quote.
-fn shell_quote(value: &str) -> String {
+pub fn shell_quote(value: &str) -> String {
     let plain = !value.is_empty()
         && value
             .chars()

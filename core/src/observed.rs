@@ -128,7 +128,10 @@ pub fn uninstall_observation(params: &crate::params::UninstallParams) -> Observa
 /// The observation of `upgrade`: install's, its record, and the database volumes an upgrade
 /// may write (the backup of each, and one per PostgreSQL major it may upgrade to).
 pub fn upgrade_observation(params: &crate::params::UpgradeParams) -> Observation {
-    let mut observation = install_observation(&params.install);
+    let mut observation = match &params.origin {
+        crate::params::Origin::Installed(p) => install_observation(p),
+        crate::params::Origin::Migrated(p) => observation(p),
+    };
     let mut extra = vec![ObjectRef::new(Kind::ConfigMap, names::UPGRADE_CONFIG_MAP)];
     let base = crate::volumes::DATABASE_VOLUME;
     let suffix = crate::volumes::BACKUP_SUFFIX;

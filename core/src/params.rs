@@ -17,7 +17,7 @@ pub use install::{
 mod uninstall;
 mod upgrade;
 pub use uninstall::UninstallParams;
-pub use upgrade::UpgradeParams;
+pub use upgrade::{Origin, UpgradeParams};
 
 /// A file the user named on the command line, already read by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

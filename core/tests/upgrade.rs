@@ -5,7 +5,7 @@
 use uyuni_core::catalogue::names;
 use uyuni_core::labels;
 use uyuni_core::object::{Kind, ObjectRef};
-use uyuni_core::params::{InstallParams, UpgradeParams};
+use uyuni_core::params::{InstallParams, MigrateArgs, MigrateParams, Origin, UpgradeParams};
 use uyuni_core::plan::upgrade::{UpgradeRecord, live_image};
 use uyuni_core::plan::{PlanError, Planner};
 use uyuni_core::{Action, Object, Observed, preview};
@@ -33,7 +33,7 @@ fn upgrade_to(tag: &str) -> UpgradeParams {
     let mut install = installed_with_tag(tag);
     install.run_id = "20261204120000".to_owned();
     UpgradeParams {
-        install,
+        origin: Origin::Installed(install),
         backup: true,
         rollback: false,
     }
@@ -407,7 +407,7 @@ fn a_rollback_restores_the_backup_and_the_recorded_images_only() {
     assert!(again.is_done(), "{:?}", again.next_step());
     // A new upgrade after it takes a new backup.
     let mut again = upgrade_to(TO);
-    again.install.run_id = "20261204130000".to_owned();
+    again.run_id = "20261204130000".to_owned();
     let (steps, _) = run(&again, &end, &same_major).expect("upgrades again");
     assert!(ids(&steps).contains(&"db-backup"), "{:?}", ids(&steps));
 }
@@ -461,4 +461,63 @@ fn upgrade_and_rollback_steps_are_as_recorded() {
         golden.file(name, uyuni_core::render::steps_text(steps));
     }
     golden.check();
+}
+
+fn migrated_with_tag(tag: Option<&str>) -> MigrateParams {
+    let mut args: MigrateArgs = common::args_with_ssh(&common::private_key("fixture-private-key"));
+    args.spec.tag = tag.map(str::to_owned);
+    MigrateParams::from_args(&args).expect("valid")
+}
+
+/// A migrated server upgrades on migrate's own end state; an unfinished migration is refused.
+#[test]
+fn a_migrated_server_upgrades_on_migrates_end_state_and_an_unfinished_one_is_refused() {
+    let migrated = migrated_with_tag(Some(FROM));
+    let start = common::after_migration(&migrated);
+    let mut target = migrated_with_tag(Some(TO));
+    target.run_id = "20261204120000".to_owned();
+    // The migration's run had the source's key; an upgrade gives none and reuses the Secret.
+    target.ssh_key = None;
+    target.ssh_config = None;
+    let params = UpgradeParams {
+        origin: Origin::Migrated(target),
+        backup: true,
+        rollback: false,
+    };
+    let (steps, end) = run(&params, &start, &same_major).expect("upgrades");
+    let done = ids(&steps);
+    assert!(
+        position(&done, "db-backup") < position(&done, "db-deployment"),
+        "{done:?}"
+    );
+    for name in [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT] {
+        assert!(
+            live_image(&end, name).is_some_and(|i| i.ends_with(TO)),
+            "{name}"
+        );
+    }
+    // No data step of the migration ran again.
+    for id in [
+        "data-sync",
+        "db-fixup",
+        "db-upgrade",
+        "db-passwords",
+        "db-migration-sql",
+        "ca-key",
+    ] {
+        assert!(!done.contains(&id), "{id} ran again: {done:?}");
+    }
+    assert!(params.plan(&end).expect("plans").is_done());
+
+    let err = params
+        .plan(&common::after_sync(&migrated))
+        .expect_err("refused");
+    assert!(
+        matches!(err, PlanError::MigrationUnfinished { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("migrate uyuni.example.com"),
+        "{err}"
+    );
 }

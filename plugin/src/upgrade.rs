@@ -6,10 +6,11 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 use uyuni_core::catalogue::names;
-use uyuni_core::params::{GeneratedPasswords, InstallArgs, UpgradeParams};
+use uyuni_core::params::{GeneratedPasswords, InstallArgs, MigrateArgs, Origin, UpgradeParams};
 use uyuni_core::plan::{Plan, Planner};
 use uyuni_core::render::{self, Line, RenderOptions};
 use uyuni_core::{Observed, PlanError};
+use uyuni_effects::record::ServerOrigin;
 
 use crate::cli::{self, Cli, OutputFormat, UpgradeCmd};
 use crate::install::generate_password;
@@ -46,42 +47,68 @@ async fn start(
 )> {
     let conn = connect(&cli.kube).await?;
     reporter.set_kubectl(cli.kube.kubectl_hint());
-    // The name the server was set up with; a stand-in where there is no server: the planner
-    // then refuses, naming the namespace.
-    let fqdn = uyuni_effects::record::installed_fqdn(
+    let origin = uyuni_effects::record::server_origin(
         &conn.client,
         &conn.namespace,
         &uyuni_effects::NoProgress,
     )
-    .await?
-    .unwrap_or_else(|| "server.invalid".to_owned());
-    let args = InstallArgs {
-        namespace_explicit: conn.namespace_explicit,
-        kubectl: repeat_kubectl(cmd, cli),
-        namespace: conn.namespace.clone(),
-        run_id: clock::run_id(),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        spec: spec_args(&cmd.spec)?,
-        fqdn,
-        // Kept in their Secrets since the install: never generated anew, never asked for.
-        generated: GeneratedPasswords {
-            db: generate_password()?,
-            db_admin: generate_password()?,
-            report_db: generate_password()?,
-        },
-        ..InstallArgs::default()
-    };
+    .await?;
     let recorded = uyuni_effects::record::server_spec(
         &conn.client,
         &conn.namespace,
         &uyuni_effects::NoProgress,
     )
     .await?;
-    let (install, settings) = uyuni_core::record::params(args, &recorded)?;
+    let kubectl = repeat_kubectl(cmd, cli);
+    let spec = spec_args(&cmd.spec)?;
+    let (origin, settings) = match origin {
+        ServerOrigin::Migrated { source } => {
+            let args = MigrateArgs {
+                namespace_explicit: conn.namespace_explicit,
+                kubectl,
+                namespace: conn.namespace.clone(),
+                source_fqdn: source,
+                ssh_user: "root".to_owned(),
+                run_id: clock::run_id(),
+                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+                spec,
+                ..MigrateArgs::default()
+            };
+            let (params, settings) = uyuni_core::record::params(args, &recorded)?;
+            (Origin::Migrated(params), settings)
+        }
+        other => {
+            // Where there is no server, a stand-in name: the planner refuses, naming the
+            // namespace.
+            let fqdn = match other {
+                ServerOrigin::Installed { fqdn } if !fqdn.is_empty() => fqdn,
+                _ => "server.invalid".to_owned(),
+            };
+            let args = InstallArgs {
+                namespace_explicit: conn.namespace_explicit,
+                kubectl,
+                namespace: conn.namespace.clone(),
+                run_id: clock::run_id(),
+                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+                spec,
+                fqdn,
+                // Kept in their Secrets since the install: never generated anew, never asked
+                // for.
+                generated: GeneratedPasswords {
+                    db: generate_password()?,
+                    db_admin: generate_password()?,
+                    report_db: generate_password()?,
+                },
+                ..InstallArgs::default()
+            };
+            let (params, settings) = uyuni_core::record::params(args, &recorded)?;
+            (Origin::Installed(params), settings)
+        }
+    };
     Ok((
         conn,
         UpgradeParams {
-            install,
+            origin,
             backup: !cmd.no_backup,
             rollback: cmd.rollback,
         },

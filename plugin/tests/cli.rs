@@ -74,7 +74,10 @@ fn upgrade_help_is_unchanged() {
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(text.contains("Examples:") && text.contains("--rollback"), "{text}");
+    assert!(
+        text.contains("Examples:") && text.contains("--rollback"),
+        "{text}"
+    );
     uyuni_testdata::golden::check_golden("cli-upgrade-help", "help.txt", &text);
 }
 

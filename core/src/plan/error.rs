@@ -17,9 +17,14 @@ pub enum PlanError {
     )]
     NoServerToUpgrade { namespace: String, install: String },
     #[error(
-        "the server in namespace {namespace} was migrated, not installed, by this tool: `upgrade` of a migrated server is not built yet (it needs the migration's settings read back). Nothing was written"
+        "the server in namespace {namespace} changed while the upgrade was planned (its Deployments no longer carry the origin this run read): run the upgrade again. Nothing was written"
     )]
-    UpgradeOfMigratedServer { namespace: String },
+    UpgradeOriginChanged { namespace: String },
+    /// `upgrade` of a migration that has not finished. `finish`: the command that finishes it.
+    #[error(
+        "the migration in namespace {namespace} has not finished (the server does not run on the data of its final sync yet): an upgrade comes after it. Finish it with `{finish}`, then upgrade. Nothing was written"
+    )]
+    MigrationUnfinished { namespace: String, finish: String },
     /// The release order or the PostgreSQL majors forbid the upgrade.
     #[error(
         "upgrade refused in namespace {namespace}: {reason}. Nothing of the server was changed"

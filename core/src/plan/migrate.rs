@@ -51,10 +51,14 @@ pub(in crate::plan) fn after_sync(
     params: &MigrateParams,
     observed: &Observed,
     data: &crate::observed::ExtractedData,
+    db_claim: Option<String>,
 ) -> Result<Vec<Step>, PlanError> {
     // Decided before the first write after the sync, so that a run that cannot decide
     // changes nothing.
-    let facts = crate::resolve::resolve(params, observed, data);
+    let mut facts = crate::resolve::resolve(params, observed, data);
+    if let Some(claim) = db_claim {
+        facts.db_claim = claim;
+    }
     let tftp = facts.tftp.map_err(|_| PlanError::TftpNotRecorded {
         job: data.job.clone(),
     })?;
@@ -110,7 +114,23 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         )?;
     }
     let mut steps = opening(params, observed, image_check::jobs(params))?;
-    steps.push(ssh_key_step(params, observed)?);
+    steps.extend(body(params, observed, None)?);
+    Ok(Plan {
+        namespace: ns.clone(),
+        steps,
+    })
+}
+
+/// Everything after the opening: the SSH material, the claims, the data sync and, after a
+/// complete final sync, the database, TLS and the end state. `db_claim`: the database's
+/// volume an upgrade puts it on, instead of the one the migration chose.
+pub(in crate::plan) fn body(
+    params: &MigrateParams,
+    observed: &Observed,
+    db_claim: Option<String>,
+) -> Result<Vec<Step>, PlanError> {
+    let ns = &params.namespace;
+    let mut steps = vec![ssh_key_step(params, observed)?];
     steps.push(ssh_config_step(params, observed)?);
     steps.extend(pvc_steps(params, observed));
     steps.push(apply_step(
@@ -159,10 +179,7 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
         && !params.prepare
         && let Ok(Some(data)) = observed.extracted()
     {
-        steps.extend(after_sync(params, observed, &data)?);
+        steps.extend(after_sync(params, observed, &data, db_claim)?);
     }
-    Ok(Plan {
-        namespace: ns.clone(),
-        steps,
-    })
+    Ok(steps)
 }

@@ -32,7 +32,7 @@ use crate::inspect::Inspection;
 use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::{Observed, desired_replicas, job_state};
-use crate::params::UpgradeParams;
+use crate::params::{Origin, UpgradeParams};
 use crate::plan::{JobWait, Op};
 use crate::volumes::{self, VolumeClaim, VolumeRole};
 
@@ -425,23 +425,63 @@ fn settled(step: Step, reason: String) -> Step {
     }
 }
 
+/// Before any write: the server is the one its origin says, and a migrated one has finished
+/// its migration (the server runs on the data of its final sync).
+fn check_origin(params: &UpgradeParams, observed: &Observed) -> Result<(), PlanError> {
+    let ns = &params.namespace;
+    match &params.origin {
+        Origin::Installed(_) => {
+            for name in [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT] {
+                if observed.deployment(name).is_some()
+                    && !install::installed_here(observed, &ObjectRef::new(Kind::Deployment, name))
+                {
+                    return Err(PlanError::UpgradeOriginChanged {
+                        namespace: ns.clone(),
+                    });
+                }
+            }
+            Ok(())
+        }
+        Origin::Migrated(p) => {
+            if super::phase::data_taken_over(observed).is_some() {
+                return Ok(());
+            }
+            Err(PlanError::MigrationUnfinished {
+                namespace: ns.clone(),
+                finish: p.kubectl.uyuni(
+                    Some(ns),
+                    &format!("migrate {}", crate::kubectl::shell_quote(&p.source_fqdn)),
+                ),
+            })
+        }
+    }
+}
+
+/// The end state on the images of `params`, with the database on `db_claim`, as the command
+/// that made the server plans it.
+fn end_state_steps(
+    params: &UpgradeParams,
+    observed: &Observed,
+    db_claim: String,
+) -> Result<Vec<Step>, PlanError> {
+    match &params.origin {
+        Origin::Installed(p) => {
+            let prepared = install::prepare(p, observed, Some(db_claim))?;
+            install::body(p, observed, prepared)
+        }
+        Origin::Migrated(p) => super::migrate::body(p, observed, Some(db_claim)),
+    }
+}
+
 /// Plans `upgrade` from what was observed.
 pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanError> {
-    let owned;
-    let params = {
-        let in_effect = crate::resolve::in_effect(&params.install, observed);
-        owned = UpgradeParams {
-            install: in_effect.into_owned(),
-            backup: params.backup,
-            rollback: params.rollback,
-        };
-        &owned
-    };
+    let params = &*crate::resolve::in_effect(params, observed);
     if params.rollback {
         return rollback(params, observed);
     }
     let ns = &params.namespace;
-    // The server: installed by this tool, both Deployments present.
+    check_origin(params, observed)?;
+    // The server: both Deployments present.
     let present: Vec<&str> = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
         .into_iter()
         .filter(|name| observed.deployment(name).is_some())
@@ -451,13 +491,6 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
             namespace: ns.clone(),
             install: params.kubectl.install(Some(ns), "FQDN"),
         });
-    }
-    for name in present {
-        if !install::installed_here(observed, &ObjectRef::new(Kind::Deployment, name)) {
-            return Err(PlanError::UpgradeOfMigratedServer {
-                namespace: ns.clone(),
-            });
-        }
     }
     // What the upgrade began from: the record's, when it is this upgrade's; otherwise what
     // runs now. Another upgrade that has not reached its images is refused.
@@ -727,9 +760,8 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     }
     steps.extend(data);
 
-    // The end state on the new images, as install plans it.
-    let prepared = install::prepare(&params.install, observed, Some(db_claim_to))?;
-    steps.extend(install::body(&params.install, observed, prepared)?);
+    // The end state on the new images, as the server's origin plans it.
+    steps.extend(end_state_steps(params, observed, db_claim_to)?);
     Ok(Plan {
         namespace: ns.clone(),
         steps,
@@ -762,7 +794,7 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     let mut back = params.clone();
     back.rollback = false;
     {
-        let images = &mut back.install.server.spec.image;
+        let images = &mut back.spec.image;
         for (name, image) in &record.from {
             let slot = match name.as_str() {
                 names::SERVER_DEPLOYMENT => &mut images.server,
@@ -774,7 +806,7 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
             };
             slot.clone_from(image);
         }
-        back.install.server.spec_record = record.spec.clone();
+        back.spec_record = record.spec.clone();
     }
     let back = &back;
     let mut steps = super::opening_checks(back, observed, Vec::new())?;
@@ -830,8 +862,11 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
         }
     }
     steps.extend(data);
-    let prepared = install::prepare(&back.install, observed, Some(record.db_claim_from.clone()))?;
-    steps.extend(install::body(&back.install, observed, prepared)?);
+    steps.extend(end_state_steps(
+        back,
+        observed,
+        record.db_claim_from.clone(),
+    )?);
     // Last: the record says the upgrade was undone, so that a later upgrade begins anew.
     let closed = UpgradeRecord {
         rolled_back: if record.rolled_back.is_empty() {

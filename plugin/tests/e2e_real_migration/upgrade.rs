@@ -4,16 +4,19 @@
 //! the database, a second run that plans nothing, a downgrade refused, the rollback; and an upgrade to a new
 //! PostgreSQL major into a new volume, the old one left as it was.
 
-use std::process::Output;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use uyuni_testdata::{Flavour, Scenario, scenarios};
 
 use super::{RealEnv, both, condition, config, real_plane_or_skip};
-use crate::support::text;
+use crate::support::{SOURCE, ssh_flags, text};
 
 const NS_UPGRADE: &str = "uyuni-upgrade";
 const NS_UPGRADE_MAJOR: &str = "uyuni-upgrade-major";
+const NS_UPGRADE_MIGRATED: &str = "uyuni-upgrade-migrated";
+const NS_UPGRADE_FAILING: &str = "uyuni-upgrade-failing";
 const FQDN: &str = "upgrade.example.com";
 const FROM: &str = "2025.10";
 const TO: &str = "2026.04";
@@ -25,6 +28,15 @@ pub(crate) fn add_scenarios(shared: &mut Scenario) {
         script.termination_message = Some("pg_major=19\n".to_owned());
     }
     shared.namespaces.insert(NS_UPGRADE_MAJOR.into(), major);
+    // In NS_UPGRADE_FAILING the backup fails once, then takes long enough to be interrupted.
+    let mut failing = scenarios::migration();
+    let mut slow = failing.jobs.get("db-backup").cloned().unwrap_or_default();
+    slow.duration_ms = 6_000;
+    let mut fail_once =
+        uyuni_testdata::JobScript::fail(1, &["ERROR: the target volume has 10 KiB free"]);
+    fail_once.later_attempts = vec![slow];
+    failing.jobs.insert("db-backup".into(), fail_once);
+    shared.namespaces.insert(NS_UPGRADE_FAILING.into(), failing);
 }
 
 fn install(env: &RealEnv) {
@@ -198,4 +210,99 @@ fn an_upgrade_to_a_new_postgresql_major_moves_the_database_to_a_new_volume() {
     assert!(again.status.success(), "{}", both(&again));
     let (_, stderr) = text(&again);
     assert!(stderr.contains("Nothing to do"), "{stderr}");
+}
+
+/// A migrated server upgrades on migrate's end state: no data step of the migration runs again,
+/// the database is copied first, and a second run plans nothing.
+#[test]
+fn a_migrated_server_upgrades_and_no_migration_step_runs_again() {
+    if !real_plane_or_skip("upgrade of a migrated server on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE_MIGRATED);
+    // Before the migration has run: refused, naming the command that finishes it.
+    let early = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(!early.status.success(), "{}", both(&early));
+    let mut args = vec!["migrate", SOURCE, "--yes", "--tag", FROM];
+    let ssh = ssh_flags();
+    args.extend(ssh.iter().map(String::as_str));
+    let out = env.uyuni(&args);
+    assert!(out.status.success(), "{}", both(&out));
+    let fixups = jobs_of(&env, "db-fixup").len();
+    let syncs = jobs_of(&env, "data-sync").len();
+
+    let out = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    for deployment in ["uyuni", "db"] {
+        assert!(image(&env, deployment).ends_with(TO), "{deployment}");
+    }
+    assert_eq!(
+        jobs_of(&env, "db-fixup").len(),
+        fixups,
+        "the fix-up ran again"
+    );
+    assert_eq!(jobs_of(&env, "data-sync").len(), syncs, "a data sync ran again");
+    assert_eq!(jobs_of(&env, "db-backup").len(), 1);
+    let again = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(again.status.success(), "{}", both(&again));
+    let (_, stderr) = text(&again);
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+}
+
+/// A failed backup ends the run with the step, the Job and its log, the server stopped and its
+/// images unchanged; the next run retries it as a new Job, is interrupted during it (SIGINT:
+/// how to resume is said), and the one after completes with exactly one successful backup.
+#[test]
+fn a_failed_then_interrupted_upgrade_completes_when_run_again() {
+    if !real_plane_or_skip("a failed and interrupted upgrade on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE_FAILING);
+    install(&env);
+    let failed = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(!failed.status.success(), "{}", both(&failed));
+    let (_, stderr) = text(&failed);
+    assert!(
+        stderr.contains("db-backup") && stderr.contains("10 KiB free"),
+        "{stderr}"
+    );
+    assert!(
+        image(&env, "uyuni").ends_with(FROM),
+        "the images changed after a failed backup"
+    );
+    assert!(image(&env, "db").ends_with(FROM));
+
+    let child = env
+        .command(&["upgrade", "--tag", TO, "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while jobs_of(&env, "db-backup").len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no second backup Job"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(stderr.contains("upgrade --tag"), "{stderr}");
+
+    let done = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(done.status.success(), "{}", both(&done));
+    assert!(image(&env, "uyuni").ends_with(TO));
+    let backups = jobs_of(&env, "db-backup");
+    let complete = backups
+        .iter()
+        .filter(|j| condition(j, "Complete").as_deref() == Some("True"))
+        .count();
+    assert_eq!((backups.len(), complete), (2, 1), "{backups:#?}");
 }

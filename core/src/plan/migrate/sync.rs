@@ -207,7 +207,7 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
         Some(data) => {
             // Every input a later step needs, checked by the very planning of those steps on
             // the prepare copy's data: a missing one is refused now, while the source serves.
-            after_sync(params, observed, &data)?;
+            after_sync(params, observed, &data, None)?;
             if let Some(p) = observed
                 .jobs_for_step(data_sync::STEP_ID)
                 .into_iter()
