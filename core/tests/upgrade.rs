@@ -33,7 +33,7 @@ fn upgrade_to(tag: &str) -> UpgradeParams {
     let mut install = installed_with_tag(tag);
     install.run_id = "20261204120000".to_owned();
     UpgradeParams {
-        origin: Origin::Installed(install),
+        origin: Origin::Installed(Box::new(install)),
         backup: true,
         rollback: false,
     }
@@ -480,7 +480,7 @@ fn a_migrated_server_upgrades_on_migrates_end_state_and_an_unfinished_one_is_ref
     target.ssh_key = None;
     target.ssh_config = None;
     let params = UpgradeParams {
-        origin: Origin::Migrated(target),
+        origin: Origin::Migrated(Box::new(target)),
         backup: true,
         rollback: false,
     };

@@ -75,7 +75,7 @@ async fn start(
                 ..MigrateArgs::default()
             };
             let (params, settings) = uyuni_core::record::params(args, &recorded)?;
-            (Origin::Migrated(params), settings)
+            (Origin::Migrated(Box::new(params)), settings)
         }
         other => {
             // Where there is no server, a stand-in name: the planner refuses, naming the
@@ -102,7 +102,7 @@ async fn start(
                 ..InstallArgs::default()
             };
             let (params, settings) = uyuni_core::record::params(args, &recorded)?;
-            (Origin::Installed(params), settings)
+            (Origin::Installed(Box::new(params)), settings)
         }
     };
     Ok((

@@ -11,8 +11,8 @@ use super::{InstallParams, MigrateParams, ServerParams};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "origin")]
 pub enum Origin {
-    Installed(InstallParams),
-    Migrated(MigrateParams),
+    Installed(Box<InstallParams>),
+    Migrated(Box<MigrateParams>),
 }
 
 /// Validated parameters of `upgrade`.
