@@ -521,3 +521,90 @@ fn a_migrated_server_upgrades_on_migrates_end_state_and_an_unfinished_one_is_ref
         "{err}"
     );
 }
+
+/// The new image on `db` or `uyuni`, written by this step.
+fn sets_new_image(step: &uyuni_core::Step) -> bool {
+    match step.action.object() {
+        Some(Object::Deployment(d)) => {
+            let name = d.metadata.name.clone().unwrap_or_default();
+            (name == names::SERVER_DEPLOYMENT || name == names::DB_DEPLOYMENT)
+                && d.spec
+                    .as_ref()
+                    .and_then(|s| s.template.spec.as_ref())
+                    .and_then(|p| p.containers[0].image.clone())
+                    .is_some_and(|i| i.ends_with(TO))
+        }
+        _ => false,
+    }
+}
+
+fn succeeded(observed: &Observed, step: &str) -> bool {
+    observed
+        .jobs_for_step(step)
+        .iter()
+        .any(|j| uyuni_core::observed::job_state(j) == uyuni_core::observed::JobState::Succeeded)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Whatever the major change, the backup choice and which attempts of the data Job fail:
+    /// no plan sets `db` or the server to a new image before the database's data step
+    /// succeeded, no plan deletes anything (the old volume and the backup stay), and the
+    /// upgrade still ends with the new images once an attempt succeeds.
+    #[test]
+    fn no_new_image_before_the_data_step_and_nothing_deleted(
+        major in proptest::bool::ANY,
+        backup in proptest::bool::ANY,
+        failures in 0usize..3,
+    ) {
+        let start = installed();
+        let mut params = upgrade_to(TO);
+        params.backup = backup;
+        let pg = move |image: &str| if major && image.ends_with(TO) { 19 } else { 18 };
+        let data_step = match (major, backup) {
+            (true, _) => Some("db-upgrade"),
+            (false, true) => Some("db-backup"),
+            (false, false) => None,
+        };
+        let mut observed = start.clone();
+        let mut failed = 0;
+        let mut done = false;
+        for _ in 0..200 {
+            let plan = params.plan(&observed).expect("plans");
+            for step in &plan.steps {
+                proptest::prop_assert!(!matches!(step.action, Action::Delete { .. }), "{} deletes", step.id);
+            }
+            let Some(step) = plan.next_step().cloned() else {
+                done = true;
+                break;
+            };
+            if sets_new_image(&step) && let Some(data) = data_step {
+                proptest::prop_assert!(succeeded(&observed, data), "{} before {data} succeeded", step.id);
+            }
+            if Some(step.id.as_str()) == data_step && failed < failures {
+                // This attempt fails: the Job as the cluster would show it.
+                if let Action::RunJob { job, .. } = &step.action {
+                    observed.insert(Object::Job(common::finished((**job).clone(), false)));
+                    failed += 1;
+                    continue;
+                }
+            }
+            observed = uyuni_core::simulate::simulate(&observed, &params.namespace, &step);
+            if let Action::RunJob { job, .. } = &step.action
+                && step.id.starts_with("inspect-")
+            {
+                let image = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).and_then(|p| p.containers[0].image.clone()).unwrap_or_default();
+                if let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned() {
+                    job.metadata.annotations.get_or_insert_default().insert(
+                        labels::INSPECTION_ANNOTATION.to_owned(),
+                        report(&image, &pg),
+                    );
+                    observed.insert(Object::Job(job));
+                }
+            }
+        }
+        proptest::prop_assert!(done, "did not converge");
+        proptest::prop_assert!(live_image(&observed, names::DB_DEPLOYMENT).is_some_and(|i| i.ends_with(TO)));
+        proptest::prop_assert!(observed.contains(Kind::PersistentVolumeClaim, "var-pgsql18"));
+    }
+}

@@ -241,7 +241,11 @@ fn a_migrated_server_upgrades_and_no_migration_step_runs_again() {
         fixups,
         "the fix-up ran again"
     );
-    assert_eq!(jobs_of(&env, "data-sync").len(), syncs, "a data sync ran again");
+    assert_eq!(
+        jobs_of(&env, "data-sync").len(),
+        syncs,
+        "a data sync ran again"
+    );
     assert_eq!(jobs_of(&env, "db-backup").len(), 1);
     let again = upgrade(&env, &["--tag", TO, "--yes"]);
     assert!(again.status.success(), "{}", both(&again));
