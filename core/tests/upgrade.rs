@@ -608,3 +608,55 @@ proptest::proptest! {
         proptest::prop_assert!(observed.contains(Kind::PersistentVolumeClaim, "var-pgsql18"));
     }
 }
+
+/// A rollback after an upgrade whose backup failed (the database never ran the new image):
+/// no restore, the server started again on its images.
+#[test]
+fn a_rollback_after_a_failed_backup_starts_the_server_on_its_images() {
+    let start = installed();
+    let params = upgrade_to(TO);
+    let (steps, _) = run(&params, &start, &same_major).expect("upgrades");
+    let mut observed = start.clone();
+    for step in &steps {
+        if step.id == "db-backup" {
+            if let Action::RunJob { job, .. } = &step.action {
+                observed.insert(Object::Job(common::finished((**job).clone(), false)));
+            }
+            break;
+        }
+        observed = uyuni_core::simulate::simulate(&observed, &params.namespace, step);
+        if step.id.starts_with("inspect-")
+            && let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
+        {
+            let image = job
+                .spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+                .and_then(|p| p.containers[0].image.clone())
+                .unwrap_or_default();
+            job.metadata.annotations.get_or_insert_default().insert(
+                labels::INSPECTION_ANNOTATION.to_owned(),
+                report(&image, &same_major),
+            );
+            observed.insert(Object::Job(job));
+        }
+    }
+    assert_eq!(
+        observed
+            .deployment(names::SERVER_DEPLOYMENT)
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.replicas),
+        Some(0)
+    );
+    let (back, end) = run(&rollback_of(&params), &observed, &same_major).expect("rolls back");
+    let done = ids(&back);
+    assert!(!done.contains(&"db-restore"), "{done:?}");
+    assert!(done.contains(&"server-deployment"), "{done:?}");
+    assert!(live_image(&end, names::SERVER_DEPLOYMENT).is_some_and(|i| i.ends_with(FROM)));
+    assert_eq!(
+        end.deployment(names::SERVER_DEPLOYMENT)
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.replicas),
+        Some(1)
+    );
+}

@@ -247,6 +247,7 @@ pub async fn run(
         cli,
         params,
         confirmed: cmd.yes,
+        stopped: false,
     };
     let drive = crate::drive::Drive {
         conn: &conn,
@@ -257,7 +258,29 @@ pub async fn run(
             .watch_barrier_timeout_ms
             .map(std::time::Duration::from_millis),
     };
-    let observed = crate::drive::run(&mut command, &drive).await?;
+    let observed = match crate::drive::run(&mut command, &drive).await {
+        Ok(observed) => observed,
+        Err(error) => {
+            if command.stopped {
+                let params = &command.params;
+                let ns = Some(params.namespace.as_str());
+                let again = params.kubectl.upgrade(ns);
+                let back = if params.rollback {
+                    String::new()
+                } else {
+                    format!(
+                        ", or `{}` to start it again on the images it ran before (the backup is restored only if the database ran the new image)",
+                        params.kubectl.uyuni(ns, "upgrade --rollback")
+                    )
+                };
+                reporter.warn(&format!(
+                    "the server in namespace {} is stopped for the upgrade. Run `{again}` again once the cause is fixed: it goes on where it stopped{back}",
+                    params.namespace
+                ));
+            }
+            return Err(error);
+        }
+    };
     let params = command.params;
     let record = uyuni_core::plan::upgrade::UpgradeRecord::read(&observed);
     let result = UpgradeResult {
@@ -335,6 +358,8 @@ struct UpgradeCommand<'a> {
     cli: &'a Cli,
     params: UpgradeParams,
     confirmed: bool,
+    /// A Deployment was stopped by this run: a failure after it leaves the server down.
+    stopped: bool,
 }
 
 impl crate::drive::Command for UpgradeCommand<'_> {
@@ -392,6 +417,7 @@ impl crate::drive::Command for UpgradeCommand<'_> {
         drive: &crate::drive::Drive<'_>,
     ) -> Result<()> {
         let stops = matches!(step.action, uyuni_core::Action::Scale { replicas: 0, .. });
+        self.stopped |= stops;
         if self.confirmed || !stops {
             return Ok(());
         }

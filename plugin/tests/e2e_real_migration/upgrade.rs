@@ -267,7 +267,10 @@ fn a_failed_then_interrupted_upgrade_completes_when_run_again() {
     assert!(!failed.status.success(), "{}", both(&failed));
     let (_, stderr) = text(&failed);
     assert!(
-        stderr.contains("db-backup") && stderr.contains("10 KiB free"),
+        stderr.contains("db-backup")
+            && stderr.contains("10 KiB free")
+            && stderr.contains("is stopped for the upgrade")
+            && stderr.contains("upgrade --rollback"),
         "{stderr}"
     );
     assert!(
