@@ -54,6 +54,11 @@ pub fn observation(namespace: &str) -> Observation {
                 | Kind::Custom(CustomKind::HelmChartConfig | CustomKind::Middleware)
         )
     });
+    // The record of the last upgrade.
+    observation.named.push(crate::object::ObjectRef::new(
+        Kind::ConfigMap,
+        names::UPGRADE_CONFIG_MAP,
+    ));
     observation
 }
 
@@ -90,6 +95,44 @@ pub struct Status {
     pub migration: Option<Phase>,
     /// The steps of the newest run that created Jobs.
     pub last_operation: Option<Operation>,
+    /// The last upgrade, as ConfigMap `uyuni-upgrade` records it; `None` when there was none.
+    pub upgrade: Option<Upgrade>,
+}
+
+/// The last upgrade: from which release to which, where it stands, and its way back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Upgrade {
+    pub release_from: String,
+    pub release_to: String,
+    /// `complete` (every Deployment runs the images it went to), `unfinished`, or
+    /// `rolled-back`.
+    pub state: &'static str,
+    /// The copy of the database taken before it, if any.
+    pub backup_claim: Option<String>,
+    /// The database's volume before a PostgreSQL major upgrade, left as it was.
+    pub previous_claim: Option<String>,
+}
+
+fn upgrade(observed: &Observed) -> Option<Upgrade> {
+    let record = crate::plan::upgrade::UpgradeRecord::read(observed)?;
+    let reached = record.to.iter().all(|(name, image)| {
+        crate::plan::upgrade::live_image(observed, name).is_none_or(|live| live == *image)
+    });
+    Some(Upgrade {
+        state: if !record.rolled_back.is_empty() {
+            "rolled-back"
+        } else if reached {
+            "complete"
+        } else {
+            "unfinished"
+        },
+        backup_claim: Some(record.backup_claim.clone()).filter(|c| !c.is_empty()),
+        previous_claim: Some(record.db_claim_from.clone())
+            .filter(|c| !c.is_empty() && *c != record.db_claim_to),
+        release_from: record.release_from,
+        release_to: record.release_to,
+    })
 }
 
 /// Why the server is not healthy, one per object at fault.
@@ -124,6 +167,8 @@ pub enum Reason {
     StepFailed,
     /// A migration was started and is not finished.
     MigrationUnfinished,
+    /// An upgrade was started and its images are not all running.
+    UpgradeUnfinished,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -723,6 +768,17 @@ pub fn report(namespace: &str, observed: &Observed, pods: &[Pod]) -> Status {
             message: "cert-manager has not issued it (or it expired)".to_owned(),
         });
     }
+    let upgrade = upgrade(observed);
+    if let Some(u) = upgrade.as_ref().filter(|u| u.state == "unfinished") {
+        problems.push(Problem {
+            reason: Reason::UpgradeUnfinished,
+            object: format!("ConfigMap {}", names::UPGRADE_CONFIG_MAP),
+            message: format!(
+                "the upgrade from {} to {} has not finished: run `kubectl uyuni upgrade` with the same image flags to go on, or with --rollback",
+                u.release_from, u.release_to
+            ),
+        });
+    }
     if let Some(op) = &last_operation {
         for step in &op.steps {
             if let Some(last) = observed.attempts(&step.step).all().last()
@@ -752,6 +808,7 @@ pub fn report(namespace: &str, observed: &Observed, pods: &[Pod]) -> Status {
         access: access(observed),
         migration,
         last_operation,
+        upgrade,
     }
 }
 

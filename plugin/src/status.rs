@@ -123,6 +123,7 @@ fn reason_word(reason: Reason) -> &'static str {
         Reason::CertificateNotReady => "not ready",
         Reason::StepFailed => "failed",
         Reason::MigrationUnfinished => "migration unfinished",
+        Reason::UpgradeUnfinished => "upgrade unfinished",
     }
 }
 
@@ -292,6 +293,19 @@ pub fn human(s: &Status) -> String {
             .and_then(|v| v["phase"].as_str().map(str::to_owned))
             .unwrap_or_default();
         out.push_str(&format!("\nMigration: {text}\n"));
+    }
+    if let Some(u) = &s.upgrade {
+        out.push_str(&format!(
+            "\nUpgrade: {} → {} ({})",
+            u.release_from, u.release_to, u.state
+        ));
+        if let Some(backup) = &u.backup_claim {
+            out.push_str(&format!("; backup on {backup}"));
+        }
+        if let Some(previous) = &u.previous_claim {
+            out.push_str(&format!("; the database before it on {previous}"));
+        }
+        out.push('\n');
     }
     if let Some(op) = &s.last_operation {
         match &op.run {

@@ -247,6 +247,19 @@ fn a_migrated_server_upgrades_and_no_migration_step_runs_again() {
         "a data sync ran again"
     );
     assert_eq!(jobs_of(&env, "db-backup").len(), 1);
+    let status = env.uyuni(&["status", "-o", "json"]);
+    let report: Value = serde_json::from_slice(&status.stdout).expect("JSON");
+    assert_eq!(report["upgrade"]["state"], "complete", "{report:#}");
+    assert_eq!(report["upgrade"]["releaseTo"], TO, "{report:#}");
+    let server = report["workloads"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["component"] == "server"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        server.to_string().contains(&format!("server:{TO}")),
+        "{server:#}"
+    );
     let again = upgrade(&env, &["--tag", TO, "--yes"]);
     assert!(again.status.success(), "{}", both(&again));
     let (_, stderr) = text(&again);
