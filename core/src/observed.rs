@@ -116,6 +116,8 @@ pub fn uninstall_observation(params: &crate::params::UninstallParams) -> Observa
             .iter()
             .map(|v| ObjectRef::new(Kind::PersistentVolumeClaim, v.name)),
     );
+    // An upgrade's record, backups and newer database volumes.
+    extra.extend(upgrade_objects());
     let mut observation = server_observation(params, Vec::new());
     for target in extra {
         if !observation.named.contains(&target) {
@@ -132,6 +134,17 @@ pub fn upgrade_observation(params: &crate::params::UpgradeParams) -> Observation
         crate::params::Origin::Installed(p) => install_observation(p),
         crate::params::Origin::Migrated(p) => observation(p),
     };
+    for target in upgrade_objects() {
+        if !observation.named.contains(&target) {
+            observation.named.push(target);
+        }
+    }
+    observation
+}
+
+/// What an upgrade writes besides the server's objects: its record, and the database volumes
+/// (the backup of each, and one per PostgreSQL major it may upgrade to).
+pub fn upgrade_objects() -> Vec<ObjectRef> {
     let mut extra = vec![ObjectRef::new(Kind::ConfigMap, names::UPGRADE_CONFIG_MAP)];
     let base = crate::volumes::DATABASE_VOLUME;
     let suffix = crate::volumes::BACKUP_SUFFIX;
@@ -150,12 +163,7 @@ pub fn upgrade_observation(params: &crate::params::UpgradeParams) -> Observation
             format!("{base}{major}{suffix}"),
         ));
     }
-    for target in extra {
-        if !observation.named.contains(&target) {
-            observation.named.push(target);
-        }
-    }
-    observation
+    extra
 }
 
 /// The PostgreSQL majors whose volumes an upgrade reads: today's and the next few.

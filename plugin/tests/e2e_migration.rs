@@ -357,7 +357,7 @@ fn rerun_with_changed_flags(env: &Env) {
     assert!(
         stderr.contains("refused: this run would change the images of the server")
             && stderr.contains("Deployment uyuni runs registry.opensuse.org/uyuni/server:latest, this run asks for registry.opensuse.org/uyuni/server:2025.10")
-            && stderr.contains("`kubectl uyuni upgrade` will do it")
+            && stderr.contains("Run `kubectl uyuni upgrade` with the same image flags")
             && stderr.contains("migrate uyuni.example.com --compress`"),
         "{stderr}"
     );

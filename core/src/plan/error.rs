@@ -104,7 +104,7 @@ pub enum PlanError {
     /// upgrade. `changes`: each Deployment with its image now and the one asked for; `same`:
     /// the run without its image flags.
     #[error(
-        "refused: this run would change the images of the server in namespace {namespace}, which runs on its data ({running}): {changes}. Changing them is an upgrade: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. `kubectl uyuni upgrade` with the same image flags does it with a copy of the database kept (for a server this tool installed; for a migrated server it is not built yet). To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
+        "refused: this run would change the images of the server in namespace {namespace}, which runs on its data ({running}): {changes}. Changing them is an upgrade: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. Run `kubectl uyuni upgrade` with the same image flags to do it: it inspects the images, keeps a copy of the database and can roll back. To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
     )]
     ImageChangeOnRunningServer {
         namespace: String,

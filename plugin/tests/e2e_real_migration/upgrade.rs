@@ -181,6 +181,20 @@ fn an_installed_server_upgrades_with_a_backup_and_a_second_run_plans_nothing() {
     );
     let spec = env.get(&["configmap", "uyuni-server-spec", "-n", env.ns]);
     assert_eq!(spec["data"]["tag"], FROM, "{spec:#}");
+
+    // Uninstall removes the record and keeps the backup with the other volumes, naming it.
+    let gone = env.uyuni(&["uninstall", "--yes"]);
+    assert!(gone.status.success(), "{}", both(&gone));
+    let (stdout, _) = text(&gone);
+    assert!(stdout.contains("var-pgsql18-backup"), "{stdout}");
+    let configmaps = env.items(&["configmaps", "-n", env.ns]);
+    assert!(
+        !configmaps
+            .iter()
+            .any(|c| c["metadata"]["name"] == "uyuni-upgrade"),
+        "the upgrade's record stayed"
+    );
+    assert!(claims(&env).contains(&"var-pgsql18-backup".to_owned()));
 }
 
 /// A new PostgreSQL major: pg_upgrade into var-pgsql19, `db` on it, var-pgsql18 kept; no
