@@ -1169,6 +1169,11 @@ pub struct PreviewFlags {
     #[arg(long, requires = "dry_run", help_heading = OUTPUT)]
     pub show_secrets: bool,
 
+    /// With --dry-run: the summary, the outage and the steps only, without the diffs of the
+    /// objects.
+    #[arg(long, requires = "dry_run", help_heading = OUTPUT)]
+    pub summary: bool,
+
     /// Lines of context around each change in --dry-run diffs.
     #[arg(short = 'C', long = "diff-context", default_value_t = 3, value_name = "N", help_heading = OUTPUT)]
     pub diff_context: usize,

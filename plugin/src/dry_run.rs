@@ -257,18 +257,24 @@ pub async fn run(
                 )),
                 Line::plain(""),
             ];
-            lines.extend(render::steps_lines(&preview.steps));
-            lines.push(Line::plain(""));
-            lines.extend(render::plain_lines(&plane.render()));
+            // What a reader needs first: the summary and the outage; then the steps, the data
+            // plane and the rest; the diffs last (none with --summary).
+            lines.push(Line::plain(render::summary(&preview.steps)));
             lines.push(Line::plain(""));
             lines.extend(render::plain_lines(&safety.render(&params.source_fqdn)));
             lines.extend(render::plain_lines(&confirmation(cmd, &safety)));
+            lines.push(Line::plain(""));
+            lines.extend(render::steps_lines(&preview.steps));
+            lines.push(Line::plain(""));
+            lines.extend(render::plain_lines(&plane.render()));
             lines.push(Line::plain(""));
             lines.extend(render::plain_lines(&uyuni_core::record::render(remembered)));
             if let Some(checks) = &checks {
                 lines.extend(render::plain_lines(&server_text(checks)));
             }
-            lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            if !cmd.preview.summary {
+                lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            }
             lines.push(Line::plain(""));
             lines.push(Line::plain(format!(
                 "Values only a step can know are shown as \"{}\".",

@@ -224,6 +224,8 @@ async fn dry_run(cmd: &InstallCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
                     params.fqdn, params.namespace
                 )),
                 Line::plain(""),
+                Line::plain(render::summary(&preview.steps)),
+                Line::plain(""),
             ];
             lines.extend(render::steps_lines(&preview.steps));
             lines.push(Line::plain(""));
@@ -247,7 +249,9 @@ async fn dry_run(cmd: &InstallCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
             if let Some(checks) = &checks {
                 lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
             }
-            lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            if !cmd.preview.summary {
+                lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            }
             lines.push(Line::plain(""));
             lines.push(Line::plain(format!(
                 "Values only a step can know are shown as \"{}\".",

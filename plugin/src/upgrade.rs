@@ -171,6 +171,7 @@ async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
                 )),
                 Line::plain(""),
             ];
+            lines.push(Line::plain(render::summary(&preview.steps)));
             lines.push(Line::plain(outage_line(&preview.executed)));
             lines.push(Line::plain(
                 "The releases and PostgreSQL versions are known once the inspection Jobs have run; this preview assumes an upgrade without a PostgreSQL major change.",
@@ -184,7 +185,9 @@ async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
             if let Some(checks) = &checks {
                 lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
             }
-            lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            if !cmd.preview.summary {
+                lines.extend(render::diffs_lines(&preview.steps, observed, options));
+            }
             let text = crate::dry_run::paint(&lines, crate::dry_run::colours(cli.color));
             stdout.write_all(text.as_bytes())?;
         }

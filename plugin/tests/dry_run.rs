@@ -140,6 +140,42 @@ fn human_output_shows_the_data_plane_and_warns_about_small_volumes() {
     );
 }
 
+/// The summary and the outage come first, before the step list and the diffs; --summary
+/// leaves the diffs out.
+#[test]
+fn the_summary_and_the_outage_come_first_and_summary_alone_has_no_diffs() {
+    let env = env();
+    let full = stdout(&migrate(&env, &["--dry-run"]));
+    let at = |text: &str, what: &str| {
+        text.find(what)
+            .unwrap_or_else(|| panic!("{what:?} missing from:\n{text}"))
+    };
+    let summary = at(&full, "Plan: ");
+    let outage = at(&full, "Outage");
+    let first_step = at(&full, "  1. ");
+    let diffs = at(&full, "--- ");
+    assert!(
+        summary < outage && outage < first_step && first_step < diffs,
+        "{full}"
+    );
+    assert!(
+        summary < 300,
+        "the summary is not on the first lines:\n{full}"
+    );
+    let short = stdout(&migrate(&env, &["--dry-run", "--summary"]));
+    assert!(
+        short.contains("Plan: ") && short.contains("  1. "),
+        "{short}"
+    );
+    assert!(!short.contains("--- "), "diffs with --summary:\n{short}");
+    assert!(
+        short.len() * 4 < full.len(),
+        "{} vs {}",
+        short.len(),
+        full.len()
+    );
+}
+
 #[test]
 fn exit_code_follows_kubectl_diff() {
     let env = env();
