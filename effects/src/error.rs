@@ -174,6 +174,15 @@ pub enum EffectsError {
         #[source]
         source: Box<kube::Error>,
     },
+    /// The API server could not be connected to, and never answered since the client was made.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    Unreachable {
+        server: String,
+        /// `None`: no kubeconfig context (the flags, or the pod's service account).
+        context: Option<String>,
+        attempts: u32,
+        reason: String,
+    },
     /// A watch ended with an error that re-watching does not cure.
     #[error("{}", self.render(&Kubectl::BARE))]
     Watch {
@@ -362,6 +371,24 @@ impl EffectsError {
                 api_reason(source),
                 api_hint(k, *verb, target, source)
             ),
+            EffectsError::Unreachable {
+                server,
+                context,
+                attempts,
+                reason,
+            } => format!(
+                "cannot reach the API server {server}{}: {reason} ({attempts} attempts); check the address and that the server is up (`{}`), or choose another context (`{}`)",
+                match context {
+                    Some(c) => format!(" of context {c}"),
+                    None => String::new(),
+                },
+                k.cmd(None, "cluster-info"),
+                Kubectl {
+                    context: None,
+                    ..k.clone()
+                }
+                .cmd(None, "config get-contexts"),
+            ),
             EffectsError::Watch {
                 verb,
                 target,
@@ -549,11 +576,24 @@ fn api_hint(k: &Kubectl, verb: Verb, target: &Target, err: &kube::Error) -> Stri
         target.resource.as_str()
     };
     match code {
+        401 if k.token => "the token given with --token was refused: check that it is the whole token and has not expired or been revoked".to_owned(),
         401 => format!("your credentials were refused: log in again or check the user in your kubeconfig (`{}`)", k.cmd(None, "config view --minify")),
-        403 => format!(
-            "you are not allowed to: check with `{}`",
-            k.cmd(target.namespace.as_deref(), &format!("auth can-i {} {resource}", verb.rbac()))
-        ),
+        403 => {
+            // The object by name where there is one: a Role may grant some names only.
+            let object = match (&target.name, verb) {
+                (Some(name), v) if v != Verb::Log => format!("{resource}/{name}"),
+                _ => resource.to_owned(),
+            };
+            format!(
+                "you may not {} {}: check with `{}`, and ask a cluster administrator for the permission (a Role or ClusterRole bound to your user); if that says yes, an admission policy refused it, as the server's message says",
+                verb.rbac(),
+                match &target.namespace {
+                    Some(ns) => format!("{resource} in namespace {ns}"),
+                    None => format!("{resource} (cluster-wide)"),
+                },
+                k.cmd(target.namespace.as_deref(), &format!("auth can-i {} {object}", verb.rbac()))
+            )
+        }
         404 => "it does not exist (or its API is not served by this cluster)".to_owned(),
         409 => "someone else changed it at the same time: run the command again".to_owned(),
         422 | 400 => "the API server rejected the object; this is likely a bug in kubectl-uyuni, please report it with the message above".to_owned(),

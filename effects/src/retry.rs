@@ -11,7 +11,8 @@
 //! of the step's wait, in the plan). A dry run sends no request, so it has no retry to show.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::error::{EffectsError, Target, Verb};
@@ -25,6 +26,106 @@ const FIRST_DELAY: Duration = Duration::from_millis(100);
 pub const MAX_DELAY: Duration = Duration::from_secs(5);
 /// A server asking for more than this is treated as asking for this: the user is waiting.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Tries of a request that cannot connect to an API server that has not answered once since
+/// [`connect`](crate::connect()): an address that refuses or does not resolve at the start of a
+/// run is a wrong address or a server that is down, which waiting 11 s does not cure; once it
+/// has answered, a refused connection is a restart, retried on the whole schedule.
+pub const UNREACHED_ATTEMPTS: u32 = 3;
+
+/// The API server this process's client talks to, as the error that it cannot be reached
+/// names it, and whether it answered yet. One client per process: the plugin's.
+struct Endpoint {
+    server: String,
+    context: Option<String>,
+}
+
+static ENDPOINT: Mutex<Option<Endpoint>> = Mutex::new(None);
+static ANSWERED: AtomicBool = AtomicBool::new(false);
+
+/// Records where the client points; the server has not answered it yet.
+pub(crate) fn set_endpoint(server: String, context: Option<String>) {
+    if let Ok(mut e) = ENDPOINT.lock() {
+        *e = Some(Endpoint { server, context });
+    }
+    ANSWERED.store(false, Ordering::Relaxed);
+}
+
+/// The server answered a request (any HTTP answer, an error status included).
+pub(crate) fn note_answer<T>(result: &Result<T, kube::Error>) {
+    if matches!(result, Ok(_) | Err(kube::Error::Api(_))) {
+        ANSWERED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The server answered (a watch's event).
+pub(crate) fn note_answered() {
+    ANSWERED.store(true, Ordering::Relaxed);
+}
+
+/// The error for a request that could not connect, if the server never answered and
+/// `attempt` tries are enough to say so: the address and context, and the cause.
+pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsError> {
+    if attempt < UNREACHED_ATTEMPTS || ANSWERED.load(Ordering::Relaxed) || !is_connect_error(err) {
+        return None;
+    }
+    let endpoint = ENDPOINT.lock().ok()?;
+    let endpoint = endpoint.as_ref()?;
+    Some(EffectsError::Unreachable {
+        server: endpoint.server.clone(),
+        context: endpoint.context.clone(),
+        attempts: attempt,
+        reason: connect_reason(err),
+    })
+}
+
+/// The request never reached a server: the connection was refused, the name did not resolve,
+/// the address is unreachable, or connecting timed out (hyper's "client error (Connect)").
+pub fn is_connect_error(err: &kube::Error) -> bool {
+    let kube::Error::Service(source) = err else {
+        return false;
+    };
+    let refused = any_io_error(source.as_ref(), &|io| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused
+                | std::io::ErrorKind::HostUnreachable
+                | std::io::ErrorKind::NetworkUnreachable
+                | std::io::ErrorKind::AddrNotAvailable
+        )
+    });
+    let mut chain: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+    let mut connect = false;
+    while let Some(e) = chain {
+        connect |= e.to_string().contains("(Connect)");
+        chain = e.source();
+    }
+    refused || (connect && !is_permanent_transport_error(source.as_ref()))
+}
+
+/// Why a connection failed, in a few words: "connection refused", or the resolver's message.
+fn connect_reason(err: &kube::Error) -> String {
+    let kube::Error::Service(source) = err else {
+        return err.to_string();
+    };
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+    while let Some(e) = current {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+                std::io::ErrorKind::TimedOut => "connecting timed out".to_owned(),
+                std::io::ErrorKind::HostUnreachable => "no route to host".to_owned(),
+                std::io::ErrorKind::NetworkUnreachable => "network unreachable".to_owned(),
+                _ => match io.get_ref() {
+                    Some(inner) => inner.to_string(),
+                    None => io.to_string(),
+                },
+            };
+        }
+        current = e.source();
+    }
+    crate::error::api_reason(err)
+}
 
 /// What to do about a failed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,10 +271,15 @@ where
 {
     let mut attempt = 1;
     loop {
-        let err = match request().await {
+        let result = request().await;
+        note_answer(&result);
+        let err = match result {
             Ok(value) => return Ok(value),
             Err(err) => err,
         };
+        if let Some(unreachable) = unreachable(&err, attempt) {
+            return Err(unreachable);
+        }
         let disposition = classify(&err);
         if disposition == Disposition::Fail || attempt >= MAX_ATTEMPTS {
             return Err(EffectsError::Api {

@@ -77,6 +77,7 @@ where
             match self.stream.next().await {
                 Some(Ok(event)) => {
                     self.failures = 0;
+                    retry::note_answered();
                     return Ok(event);
                 }
                 Some(Err(watcher::Error::WatchFailed(err))) if retry::is_timeout(&err) => {
@@ -86,6 +87,12 @@ where
                 }
                 Some(Err(err)) => {
                     self.failures += 1;
+                    if let watcher::Error::InitialListFailed(e)
+                    | watcher::Error::WatchStartFailed(e) = &err
+                        && let Some(unreachable) = retry::unreachable(e, self.failures)
+                    {
+                        return Err(unreachable);
+                    }
                     let disposition = classify_watch(&err);
                     if disposition == Disposition::Fail || self.failures >= MAX_ATTEMPTS {
                         return Err(EffectsError::Watch {

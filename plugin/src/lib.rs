@@ -20,38 +20,13 @@ pub mod status;
 pub mod uninstall;
 pub mod version;
 
+use anyhow::{Context, Result};
+use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::Duration;
-
-use anyhow::{Context, Result, anyhow};
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, KubeFlags};
-
-/// Parses kubectl's duration syntax for --request-timeout: `0`, `30`, `30s`, `2m`, `1h`.
-fn parse_duration(value: &str) -> Result<Option<Duration>> {
-    let value = value.trim();
-    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => value.split_at(i),
-        None => (value, "s"),
-    };
-    let n: u64 = number.parse().map_err(|_| {
-        anyhow!("--request-timeout {value:?} is not a duration such as 30s, 2m or 1h")
-    })?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => {
-            return Err(anyhow!(
-                "--request-timeout {value:?} is not a duration such as 30s, 2m or 1h"
-            ));
-        }
-    };
-    Ok((secs > 0).then(|| Duration::from_secs(secs)))
-}
 
 pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
     let opts = uyuni_effects::ClientOptions {
@@ -61,12 +36,10 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
         user: kube.user.clone(),
         namespace: kube.namespace.clone(),
         insecure_skip_tls_verify: kube.insecure_skip_tls_verify,
-        request_timeout: kube
-            .request_timeout
-            .as_deref()
-            .map(parse_duration)
-            .transpose()?
-            .flatten(),
+        request_timeout: kube.request_timeout.filter(|t| !t.is_zero()),
+        server: kube.server.clone(),
+        token: kube.token.as_ref().map(|t| t.expose().to_owned()),
+        certificate_authority: kube.certificate_authority.clone(),
         impersonate: kube.as_user.clone(),
         impersonate_groups: kube.as_group.clone(),
     };
@@ -83,10 +56,10 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
 /// a terminal, `NO_COLOR`): a redirected `-v` log holds no escape sequences.
 fn init_tracing(verbose: u8, quiet: bool, color: bool) {
     let default = match (quiet, verbose) {
-        (true, _) => "error,kube_client=off",
+        (true, _) => "error,kube_client=off,rustls_platform_verifier=off",
         // kube-rs logs every failed request at ERROR; our own error says what failed and what
         // to do, so its line is only noise unless asked for with -v.
-        (false, 0) => "warn,kube_client=off",
+        (false, 0) => "warn,kube_client=off,rustls_platform_verifier=off",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",
@@ -383,11 +356,11 @@ pub fn main() -> ExitCode {
                 std::io::stderr().is_terminal(),
                 std::env::var_os("NO_COLOR").as_deref(),
             );
-            eprintln!(
-                "{} {}",
-                output::paint("error:", "31", color),
-                output::error_chain_with(&e, &kubectl)
-            );
+            let message = output::error_chain_with(&e, &kubectl);
+            eprintln!("{} {message}", output::paint("error:", "31", color));
+            if message.contains(uyuni_core::kubectl::TOKEN_PLACEHOLDER) {
+                eprintln!("note: {}", uyuni_core::kubectl::TOKEN_NOTE);
+            }
             if let Some(exit) = e.downcast_ref::<Exit>() {
                 return ExitCode::from(exit.code);
             }

@@ -746,9 +746,17 @@ pub fn error_chain(err: &anyhow::Error) -> String {
 
 /// [`error_chain`], with the `kubectl` commands the errors advise carrying the run's flags.
 pub fn error_chain_with(err: &anyhow::Error, kubectl: &uyuni_core::kubectl::Kubectl) -> String {
+    // An API server that cannot be reached is the whole story, whatever was being read.
+    if let Some(e) = err.chain().find_map(|c| {
+        c.downcast_ref::<uyuni_effects::EffectsError>()
+            .filter(|e| matches!(e, uyuni_effects::EffectsError::Unreachable { .. }))
+    }) {
+        return e.render(kubectl);
+    }
     let mut out = String::new();
     for cause in err.chain() {
-        let text = if let Some(e) = cause.downcast_ref::<uyuni_effects::EffectsError>() {
+        let effects = cause.downcast_ref::<uyuni_effects::EffectsError>();
+        let text = if let Some(e) = effects {
             e.render(kubectl)
         } else if let Some(e) = cause.downcast_ref::<uyuni_core::PlanError>() {
             e.render(kubectl)
@@ -762,6 +770,11 @@ pub fn error_chain_with(err: &anyhow::Error, kubectl: &uyuni_core::kubectl::Kube
             out.push_str(": ");
         }
         out.push_str(&text);
+        // Its message already has the server's words; below it are kube's own errors, whose
+        // text is a debug dump (`Status { … }`) and no advice.
+        if effects.is_some() {
+            break;
+        }
     }
     out
 }

@@ -302,7 +302,26 @@ fn request_timeout_and_insecure_flags_are_accepted() {
         None,
     );
     assert_eq!(server_tag(&v), "a-1.0");
-    let (v, stderr) = env.version(&["--kubeconfig", merged, "--request-timeout", "soon"], None);
-    assert_eq!(v["cluster"]["reachable"], false);
+    // kubectl's forms: seconds alone, Go durations, 0 for none.
+    for timeout in ["0", "30", "1m", "2h", "1h30m", "1.5s"] {
+        let (v, _) = env.version(
+            &["--kubeconfig", merged, "--request-timeout", timeout],
+            None,
+        );
+        assert_eq!(server_tag(&v), "a-1.0", "--request-timeout {timeout}");
+    }
+    // A value that is no duration is a usage error, as kubectl's.
+    let out = env.kubectl_uyuni(
+        &[
+            "--kubeconfig",
+            merged,
+            "--request-timeout",
+            "soon",
+            "version",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--request-timeout"), "{stderr}");
 }
