@@ -182,6 +182,8 @@ pub enum EffectsError {
         context: Option<String>,
         attempts: u32,
         reason: String,
+        /// The connection failed its TLS checks: the server's certificate was not accepted.
+        tls: bool,
     },
     /// A watch ended with an error that re-watching does not cure.
     #[error("{}", self.render(&Kubectl::BARE))]
@@ -374,14 +376,23 @@ impl EffectsError {
             EffectsError::Unreachable {
                 server,
                 context,
+                reason,
+                tls: true,
+                ..
+            } => format!(
+                "cannot reach the API server {server}{}: its certificate was not accepted ({reason}); pass the CA that signed it with --certificate-authority FILE, or fix the cluster's certificate-authority in the kubeconfig (`{}`)",
+                of_context(context.as_deref()),
+                k.cmd(None, "config view --minify"),
+            ),
+            EffectsError::Unreachable {
+                server,
+                context,
                 attempts,
                 reason,
+                tls: false,
             } => format!(
                 "cannot reach the API server {server}{}: {reason} ({attempts} attempts); check the address and that the server is up (`{}`), or choose another context (`{}`)",
-                match context {
-                    Some(c) => format!(" of context {c}"),
-                    None => String::new(),
-                },
+                of_context(context.as_deref()),
                 k.cmd(None, "cluster-info"),
                 Kubectl {
                     context: None,
@@ -510,6 +521,18 @@ impl EffectsError {
             | EffectsError::MalformedObject { .. } => self.to_string(),
         }
     }
+}
+
+fn of_context(context: Option<&str>) -> String {
+    match context {
+        Some(c) => format!(" of context {c}"),
+        None => String::new(),
+    }
+}
+
+/// The innermost cause of `err`, or its own text: what a TLS failure comes down to.
+pub(crate) fn root_cause_text(err: &kube::Error) -> String {
+    root_cause(err).unwrap_or_else(|| err.to_string())
 }
 
 fn known_list(what: &str, names: &[String]) -> String {

@@ -65,8 +65,13 @@ pub(crate) fn note_answered() {
 
 /// The error for a request that could not connect, if the server never answered and
 /// `attempt` tries are enough to say so: the address and context, and the cause.
+/// A certificate the client does not accept says so at the first try: it is not retried.
 pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsError> {
-    if attempt < UNREACHED_ATTEMPTS || ANSWERED.load(Ordering::Relaxed) || !is_connect_error(err) {
+    if ANSWERED.load(Ordering::Relaxed) {
+        return None;
+    }
+    let tls = matches!(err, kube::Error::Service(s) if is_permanent_transport_error(s.as_ref()));
+    if !tls && (attempt < UNREACHED_ATTEMPTS || !is_connect_error(err)) {
         return None;
     }
     let endpoint = ENDPOINT.lock().ok()?;
@@ -75,7 +80,12 @@ pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsErro
         server: endpoint.server.clone(),
         context: endpoint.context.clone(),
         attempts: attempt,
-        reason: connect_reason(err),
+        reason: if tls {
+            crate::error::root_cause_text(err)
+        } else {
+            connect_reason(err)
+        },
+        tls,
     })
 }
 

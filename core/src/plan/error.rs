@@ -292,7 +292,7 @@ impl PlanError {
                 label = crate::pod_security::ENFORCE_LABEL,
             ),
             PlanError::AccessDenied { missing } => format!(
-                "you may not make every request this migration makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
+                "you may not make every request this run makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
                 missing
                     .iter()
                     .map(|a| format!("{} (`{}`)", a.describe(), a.can_i(kubectl)))
