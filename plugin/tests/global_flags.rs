@@ -713,3 +713,34 @@ fn a_refused_request_names_it_and_every_can_i_carries_the_runs_identity() {
     );
     assert_no_debug("preflight", &stderr);
 }
+
+#[test]
+fn status_hints_carry_the_connection_flags() {
+    let env = Env::new();
+    let merged = env.file("merged.yaml");
+    let merged = merged.to_str().expect("utf-8 path");
+    let out = env.kubectl_uyuni(
+        &[
+            "--kubeconfig",
+            merged,
+            "--context",
+            "a",
+            "--cluster",
+            "a",
+            "-n",
+            "empty",
+            "status",
+            "--user",
+            "a-admin",
+        ],
+        None,
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "`kubectl uyuni --kubeconfig {merged} --context a --cluster a --kube-user a-admin -n empty install FQDN`"
+        )),
+        "{stdout}"
+    );
+}
