@@ -551,8 +551,9 @@ fn attempts_note(attempts: u32) -> String {
     }
 }
 
-/// The API server's own words, without kube's debug dump of the whole Status.
-pub(crate) fn api_reason(err: &kube::Error) -> String {
+/// The API server's own words, without kube's debug dump of the whole Status: what a message
+/// shows of a `kube::Error` (whose `Display` ends in `Status { … }`).
+pub fn api_reason(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) if !status.message.is_empty() => {
             format!("{} ({})", status.message, status.code)
@@ -567,6 +568,12 @@ pub(crate) fn api_reason(err: &kube::Error) -> String {
             }
         }
     }
+}
+
+/// [`api_reason`] of `cause` when it is a `kube::Error`: for a chain of errors printed by a
+/// caller that does not know kube's types.
+pub fn kube_reason(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
+    cause.downcast_ref::<kube::Error>().map(api_reason)
 }
 
 /// The innermost error of a chain, looking inside wrapping I/O errors too.

@@ -91,7 +91,8 @@ pub async fn review_access(
         Ok(answers) => Some((needed, answers)),
         Err(e) => {
             reporter.warn(&format!(
-                "permissions could not be checked before the first write (a SelfSubjectAccessReview failed: {e}); going on: a write you may not make fails with its own error"
+                "permissions could not be checked before the first write (a SelfSubjectAccessReview failed: {}); going on: a write you may not make fails with its own error",
+                uyuni_effects::error::api_reason(&e)
             ));
             None
         }

@@ -756,23 +756,31 @@ pub fn error_chain_with(err: &anyhow::Error, kubectl: &uyuni_core::kubectl::Kube
     let mut out = String::new();
     for cause in err.chain() {
         let effects = cause.downcast_ref::<uyuni_effects::EffectsError>();
+        let kube = uyuni_effects::error::kube_reason(cause);
+        let last = effects.is_some() || kube.is_some();
         let text = if let Some(e) = effects {
             e.render(kubectl)
+        } else if let Some(reason) = kube {
+            // kube's own text ends in a debug dump of the Status.
+            reason
         } else if let Some(e) = cause.downcast_ref::<uyuni_core::PlanError>() {
             e.render(kubectl)
         } else {
             cause.to_string()
         };
         if out.contains(&text) {
+            if last {
+                break;
+            }
             continue;
         }
         if !out.is_empty() {
             out.push_str(": ");
         }
         out.push_str(&text);
-        // Its message already has the server's words; below it are kube's own errors, whose
-        // text is a debug dump (`Status { … }`) and no advice.
-        if effects.is_some() {
+        // Its message has the server's words; below it are only kube's own errors, whose text
+        // is a debug dump (`Status { … }`) and no advice.
+        if last {
             break;
         }
     }

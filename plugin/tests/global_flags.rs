@@ -712,6 +712,35 @@ fn a_refused_request_names_it_and_every_can_i_carries_the_runs_identity() {
         "{stderr}"
     );
     assert_no_debug("preflight", &stderr);
+
+    // The Lease refused: its own message, the server's words once, nothing of kube's.
+    let lease = SimCluster::start_blocking(SimConfig {
+        faults: Faults {
+            errors: vec![ErrorFault {
+                target: FaultTarget::new(Some(Verb::Create), Some("leases"), None),
+                rate: 1.0,
+                status: 403,
+                retry_after_seconds: 1,
+            }],
+            ..Faults::default()
+        },
+        ..SimConfig::default()
+    })
+    .expect("simulated cluster");
+    let kc3 = lease.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let all: Vec<&str> = all
+        .iter()
+        .map(|a| if *a == kc2 { kc3.as_str() } else { a })
+        .collect();
+    let out = env.kubectl_uyuni(&all, None);
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot create Lease kubectl-uyuni in namespace perm"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("is forbidden").count(), 1, "{stderr}");
+    assert_no_debug("refused lease", &stderr);
 }
 
 #[test]
