@@ -296,6 +296,33 @@ pub enum EffectsError {
 }
 
 impl EffectsError {
+    /// The API server refused a request with 403 Forbidden: `Some((verb, target))` of it.
+    pub fn forbidden(&self) -> Option<(Verb, &Target)> {
+        use kube::runtime::watcher::Error as W;
+        let code = match self {
+            EffectsError::Api { source, .. } => match source.as_ref() {
+                kube::Error::Api(status) => status.code,
+                _ => 0,
+            },
+            EffectsError::Watch { source, .. } => match source.as_ref() {
+                W::InitialListFailed(kube::Error::Api(status))
+                | W::WatchStartFailed(kube::Error::Api(status))
+                | W::WatchFailed(kube::Error::Api(status)) => status.code,
+                W::WatchError(status) => status.code,
+                _ => 0,
+            },
+            _ => 0,
+        };
+        match self {
+            EffectsError::Api { verb, target, .. } | EffectsError::Watch { verb, target, .. }
+                if code == 403 =>
+            {
+                Some((*verb, target))
+            }
+            _ => None,
+        }
+    }
+
     /// The message, with the `kubectl` commands it advises carrying the run's flags (`k`).
     /// `Display` renders it without them.
     pub fn render(&self, k: &Kubectl) -> String {

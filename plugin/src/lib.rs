@@ -52,14 +52,20 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
     Ok(conn)
 }
 
+/// The log filter without -v: kube-rs logs every failed request at ERROR, its watcher every
+/// refused watch at WARN (with a debug dump of the Status), rustls every refused certificate
+/// at ERROR; our own error or fallback says what failed and what to do, so their lines are
+/// only noise unless asked for with -v.
+const DEFAULT_LOG: &str = "warn,kube_client=off,kube_runtime=off,rustls_platform_verifier=off";
+/// With -q: only errors, the same crates silenced.
+const QUIET_LOG: &str = "error,kube_client=off,kube_runtime=off,rustls_platform_verifier=off";
+
 /// The log lines on stderr, coloured only where the run's other output on stderr is (`--color`,
 /// a terminal, `NO_COLOR`): a redirected `-v` log holds no escape sequences.
 fn init_tracing(verbose: u8, quiet: bool, color: bool) {
     let default = match (quiet, verbose) {
-        (true, _) => "error,kube_client=off,rustls_platform_verifier=off",
-        // kube-rs logs every failed request at ERROR; our own error says what failed and what
-        // to do, so its line is only noise unless asked for with -v.
-        (false, 0) => "warn,kube_client=off,rustls_platform_verifier=off",
+        (true, _) => QUIET_LOG,
+        (false, 0) => DEFAULT_LOG,
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",

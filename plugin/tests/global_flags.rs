@@ -773,3 +773,79 @@ fn status_hints_carry_the_connection_flags() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_refused_read_lists_every_missing_permission_with_the_runs_identity() {
+    use uyuni_testdata::{ErrorFault, FaultTarget, Faults};
+    // As a user bound to `view`: Secrets may not be read, nor anything written.
+    let sim = SimCluster::start_blocking(SimConfig {
+        faults: Faults {
+            errors: vec![ErrorFault {
+                target: FaultTarget::new(None, Some("secrets"), None),
+                rate: 1.0,
+                status: 403,
+                retry_after_seconds: 1,
+            }],
+            ..Faults::default()
+        },
+        denied_access: vec![
+            ("get".into(), "secrets".into()),
+            ("list".into(), "secrets".into()),
+            ("create".into(), "jobs".into()),
+        ],
+        ..SimConfig::default()
+    })
+    .expect("simulated cluster");
+    let env = Env::new();
+    let kc = sim.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let password = env.file("admin.pass");
+    std::fs::write(&password, "admin-password\n").expect("write");
+    let can_i =
+        format!("kubectl --kubeconfig {kc} --context uyuni-sim --as alice -n view auth can-i");
+    for dry_run in [true, false] {
+        let mut all = vec![
+            "--kubeconfig",
+            &kc,
+            "--as",
+            "alice",
+            "-n",
+            "view",
+            "install",
+            "uyuni.example.com",
+            "--email",
+            "a@example.com",
+            "--admin-password-file",
+            password.to_str().expect("utf-8"),
+        ];
+        if dry_run {
+            all.push("--dry-run");
+        }
+        let out = env.kubectl_uyuni(&all, None);
+        let (_, stderr) = texts(&out);
+        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains("error: the API server refused to"),
+            "dry run {dry_run}: {stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "(403 Forbidden): you may not make every request this run makes; missing:"
+            ),
+            "{stderr}"
+        );
+        // What the run reads first is all it can plan from an empty namespace: the reads
+        // are listed; the writes, planned from what those reads return, come with the
+        // preflight once they are granted.
+        assert!(
+            stderr.contains(&format!(
+                "missing: list secrets in namespace view (`{can_i} list secrets`)"
+            )),
+            "{stderr}"
+        );
+        assert_no_debug("refused read", &stderr);
+        assert!(
+            !stderr.contains("WARN"),
+            "log lines around the error: {stderr}"
+        );
+    }
+}
