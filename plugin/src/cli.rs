@@ -94,7 +94,7 @@ pub struct KubeFlags {
     pub request_timeout: Option<std::time::Duration>,
 
     /// The address and port of the API server, overriding the kubeconfig's cluster.
-    #[arg(short = 's', long, global = true, value_name = "URL", help_heading = KUBECTL)]
+    #[arg(short = 's', long, global = true, value_name = "URL", value_parser = parse_server, help_heading = KUBECTL)]
     pub server: Option<String>,
 
     /// Bearer token for authentication to the API server, overriding the kubeconfig's user.
@@ -145,6 +145,29 @@ impl std::str::FromStr for Token {
             Ok(Token(s.to_owned()))
         }
     }
+}
+
+/// kubectl's `--server`: a URL, `https://` assumed when the value is only `HOST[:PORT]` (as
+/// client-go does). Refused before anything is sent when it cannot be one.
+pub fn parse_server(value: &str) -> Result<String, String> {
+    let url = if value.contains("://") {
+        value.to_owned()
+    } else {
+        format!("https://{value}")
+    };
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", ""));
+    let host = rest.split('/').next().unwrap_or_default();
+    if !matches!(scheme, "https" | "http") {
+        return Err(format!(
+            "{value:?} is not an API server URL: the scheme must be https or http"
+        ));
+    }
+    if host.is_empty() || host.starts_with(':') || url.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "{value:?} is not an API server URL such as https://api.example.com:6443"
+        ));
+    }
+    Ok(url)
 }
 
 /// kubectl's `--request-timeout`: a Go duration (`30s`, `1m`, `1h30m`, `500ms`) or a whole

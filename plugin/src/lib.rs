@@ -377,7 +377,11 @@ pub fn main() -> ExitCode {
                 None if e
                     .downcast_ref::<uyuni_core::record::RecordError>()
                     .is_some()
-                    || e.downcast_ref::<uyuni_core::ParamsError>().is_some() =>
+                    || e.downcast_ref::<uyuni_core::ParamsError>().is_some()
+                    || matches!(
+                        e.downcast_ref::<uyuni_effects::EffectsError>(),
+                        Some(uyuni_effects::EffectsError::InvalidOption { .. })
+                    ) =>
                 {
                     ExitCode::from(2)
                 }

@@ -451,6 +451,31 @@ fn server_token_and_certificate_authority_replace_the_kubeconfigs() {
         None,
     );
     assert_eq!(out.status.code(), Some(2), "{:?}", texts(&out));
+    // A server that is no URL, an empty context: value errors, exit 2 as usage errors.
+    for args in [
+        &["-s", "ftp://x", "status"][..],
+        &["--context", "", "status"],
+    ] {
+        let mut all = vec!["--kubeconfig", &bare];
+        all.extend_from_slice(args);
+        let out = env.kubectl_uyuni(&all, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {:?}", texts(&out));
+    }
+    // HOST:PORT alone is https, as for kubectl.
+    let host_port = url.trim_start_matches("https://");
+    let (v, _) = env.version(
+        &[
+            "--kubeconfig",
+            &bare,
+            "-s",
+            host_port,
+            "--token",
+            token,
+            "--insecure-skip-tls-verify",
+        ],
+        None,
+    );
+    assert_eq!(server_tag(&v), "a-1.0", "{v}");
 }
 
 #[test]

@@ -55,3 +55,19 @@ fn request_timeouts_read_as_kubectl_reads_them() {
         assert!(parse(bad).is_err(), "{bad:?} accepted");
     }
 }
+
+#[test]
+fn a_server_is_a_url_https_unless_said() {
+    use kubectl_uyuni::cli::parse_server;
+    assert_eq!(
+        parse_server("api.example.com:6443").as_deref(),
+        Ok("https://api.example.com:6443")
+    );
+    assert_eq!(
+        parse_server("http://127.0.0.1:8080").as_deref(),
+        Ok("http://127.0.0.1:8080")
+    );
+    for bad in ["", "ftp://x", "https://", "https:// x", ":6443"] {
+        assert!(parse_server(bad).is_err(), "{bad:?} accepted");
+    }
+}
