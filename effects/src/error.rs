@@ -417,9 +417,22 @@ impl EffectsError {
                 attempts,
                 reason,
                 tls: false,
-            } => format!(
-                "cannot reach the API server {server}{}: {reason} ({attempts} attempts); check the address and that the server is up (`{}`), or choose another context (`{}`)",
+            } if k.server.is_some() => format!(
+                "cannot reach the API server {server}{}: {reason} ({}); check the address given with --server and that the server is up (`{}`)",
                 of_context(context.as_deref()),
+                tries(*attempts),
+                k.cmd(None, "cluster-info"),
+            ),
+            EffectsError::Unreachable {
+                server,
+                context,
+                attempts,
+                reason,
+                tls: false,
+            } => format!(
+                "cannot reach the API server {server}{}: {reason} ({}); check the address and that the server is up (`{}`), or choose another context (`{}`)",
+                of_context(context.as_deref()),
+                tries(*attempts),
                 k.cmd(None, "cluster-info"),
                 Kubectl {
                     context: None,
@@ -547,6 +560,14 @@ impl EffectsError {
             | EffectsError::DeploymentNotFound { .. }
             | EffectsError::MalformedObject { .. } => self.to_string(),
         }
+    }
+}
+
+fn tries(attempts: u32) -> String {
+    if attempts == 1 {
+        "1 attempt".to_owned()
+    } else {
+        format!("{attempts} attempts")
     }
 }
 

@@ -71,7 +71,10 @@ pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsErro
         return None;
     }
     let tls = matches!(err, kube::Error::Service(s) if is_permanent_transport_error(s.as_ref()));
-    if !tls && (attempt < UNREACHED_ATTEMPTS || !is_connect_error(err)) {
+    // A connection that timed out has waited its whole connect timeout (30 s) already.
+    let connect = is_connect_error(err);
+    let timed_out = connect && is_timeout(err);
+    if !tls && !timed_out && (attempt < UNREACHED_ATTEMPTS || !connect) {
         return None;
     }
     let endpoint = ENDPOINT.lock().ok()?;

@@ -182,7 +182,11 @@ impl Reporter {
     /// A warning event whose advice is a `kubectl` command: rendered with the run's flags.
     fn warn_event(&self, event: &ProgressEvent<'_>) {
         let kubectl = self.kubectl.lock().map(|k| k.clone()).unwrap_or_default();
-        self.warn(&event.render(&kubectl));
+        let mut text = event.render(&kubectl);
+        if text.contains(uyuni_core::kubectl::TOKEN_PLACEHOLDER) {
+            text.push_str(&format!(" ({})", uyuni_core::kubectl::TOKEN_NOTE));
+        }
+        self.warn(&text);
     }
 
     /// The connection flags of the run, for the `kubectl` commands warnings advise.
