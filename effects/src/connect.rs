@@ -173,7 +173,7 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
 }
 
 /// The name of the kubeconfig entries made up for `--server`, `--token` and
-/// `--certificate-authority`; no kubeconfig holds it (a `:` is not in names kubectl writes).
+/// `--certificate-authority`, chosen to collide with no name of a real kubeconfig.
 const FLAGS_ENTRY: &str = "kubectl-uyuni:flags";
 
 /// Picks the context and applies the flags that replace what its cluster and user say, as
