@@ -147,22 +147,24 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
         ),
     };
     tune(&mut config, opts);
-    crate::retry::set_endpoint(
-        config
-            .cluster_url
-            .to_string()
-            .trim_end_matches('/')
-            .to_owned(),
-        context.clone(),
-    );
     let namespace = opts
         .namespace
         .clone()
         .unwrap_or_else(|| config.default_namespace.clone());
-    let client = kube::Client::try_from(config).map_err(|source| EffectsError::BuildClient {
-        context: context.clone().unwrap_or_else(|| "in-cluster".to_owned()),
-        source: Box::new(source),
-    })?;
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
+    // A server that has never answered this client is reported as unreachable, by address and
+    // context, after a few quick tries (`retry::unreachable`), rather than after 11 s of them.
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|source| EffectsError::BuildClient {
+            context: context.clone().unwrap_or_else(|| "in-cluster".to_owned()),
+            source: Box::new(source),
+        })?
+        .with_layer(&crate::retry::first_contact_layer(server, context.clone()))
+        .build();
     tracing::debug!(?context, %namespace, "connected");
     Ok(Connection {
         client,

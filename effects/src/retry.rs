@@ -11,7 +11,7 @@
 //! of the step's wait, in the plan). A dry run sends no request, so it has no retry to show.
 
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -33,43 +33,69 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// has answered, a refused connection is a restart, retried on the whole schedule.
 pub const UNREACHED_ATTEMPTS: u32 = 3;
 
-/// The API server this process's client talks to, as the error that it cannot be reached
-/// names it, and whether it answered yet. One client per process: the plugin's.
-struct Endpoint {
+/// A request failed before the API server it was sent to had answered any request of this
+/// client: the error as the client's outermost layer ([`crate::connect()`]) passes it on, with
+/// where it was sent. Its `Display` and `source` are the failure's own.
+#[derive(Debug)]
+pub struct NeverAnswered {
+    pub server: String,
+    /// `None`: no kubeconfig context (the flags, or the pod's service account).
+    pub context: Option<String>,
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for NeverAnswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl std::error::Error for NeverAnswered {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.source()
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The client's outermost layer: marks the failures before the first answer (one per client,
+/// so that every client of a process, the tests' included, has its own).
+pub(crate) fn first_contact_layer<R>(
     server: String,
     context: Option<String>,
+) -> tower::util::MapResultLayer<impl Fn(Result<R, BoxError>) -> Result<R, BoxError> + Clone> {
+    let answered = Arc::new(AtomicBool::new(false));
+    tower::util::MapResultLayer::new(move |result: Result<R, BoxError>| match result {
+        Ok(response) => {
+            answered.store(true, Ordering::Relaxed);
+            Ok(response)
+        }
+        // kube's own errors (credentials that cannot be obtained) stay as they are: kube
+        // unwraps them, and they say nothing about the server.
+        Err(source) if !answered.load(Ordering::Relaxed) && !source.is::<kube::Error>() => {
+            let never: BoxError = Box::new(NeverAnswered {
+                server: server.clone(),
+                context: context.clone(),
+                source,
+            });
+            Err(never)
+        }
+        Err(source) => Err(source),
+    })
 }
 
-static ENDPOINT: Mutex<Option<Endpoint>> = Mutex::new(None);
-static ANSWERED: AtomicBool = AtomicBool::new(false);
-
-/// Records where the client points; the server has not answered it yet.
-pub(crate) fn set_endpoint(server: String, context: Option<String>) {
-    if let Ok(mut e) = ENDPOINT.lock() {
-        *e = Some(Endpoint { server, context });
+fn never_answered(err: &kube::Error) -> Option<&NeverAnswered> {
+    match err {
+        kube::Error::Service(source) => source.downcast_ref::<NeverAnswered>(),
+        _ => None,
     }
-    ANSWERED.store(false, Ordering::Relaxed);
-}
-
-/// The server answered a request (any HTTP answer, an error status included).
-pub(crate) fn note_answer<T>(result: &Result<T, kube::Error>) {
-    if matches!(result, Ok(_) | Err(kube::Error::Api(_))) {
-        ANSWERED.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The server answered (a watch's event).
-pub(crate) fn note_answered() {
-    ANSWERED.store(true, Ordering::Relaxed);
 }
 
 /// The error for a request that could not connect, if the server never answered and
 /// `attempt` tries are enough to say so: the address and context, and the cause.
 /// A certificate the client does not accept says so at the first try: it is not retried.
 pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsError> {
-    if ANSWERED.load(Ordering::Relaxed) {
-        return None;
-    }
+    let first = never_answered(err)?;
     let tls = matches!(err, kube::Error::Service(s) if is_permanent_transport_error(s.as_ref()));
     // A connection that timed out has waited its whole connect timeout (30 s) already.
     let connect = is_connect_error(err);
@@ -77,11 +103,9 @@ pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsErro
     if !tls && !timed_out && (attempt < UNREACHED_ATTEMPTS || !connect) {
         return None;
     }
-    let endpoint = ENDPOINT.lock().ok()?;
-    let endpoint = endpoint.as_ref()?;
     Some(EffectsError::Unreachable {
-        server: endpoint.server.clone(),
-        context: endpoint.context.clone(),
+        server: first.server.clone(),
+        context: first.context.clone(),
         attempts: attempt,
         reason: if tls {
             crate::error::root_cause_text(err)
@@ -284,9 +308,7 @@ where
 {
     let mut attempt = 1;
     loop {
-        let result = request().await;
-        note_answer(&result);
-        let err = match result {
+        let err = match request().await {
             Ok(value) => return Ok(value),
             Err(err) => err,
         };

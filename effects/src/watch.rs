@@ -77,7 +77,6 @@ where
             match self.stream.next().await {
                 Some(Ok(event)) => {
                     self.failures = 0;
-                    retry::note_answered();
                     return Ok(event);
                 }
                 Some(Err(watcher::Error::WatchFailed(err))) if retry::is_timeout(&err) => {
