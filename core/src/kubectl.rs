@@ -19,6 +19,18 @@ pub struct Kubectl {
     /// refused).
     pub as_user: Option<String>,
     pub as_groups: Vec<String>,
+    /// `--user` and `--cluster`: the kubeconfig entries the run chose over its context's. A
+    /// plugin command renders the user as `--kube-user` (`migrate --user` is the SSH user).
+    pub user: Option<String>,
+    pub cluster: Option<String>,
+    /// `--server`, `--certificate-authority` and `--insecure-skip-tls-verify`: the run
+    /// reached its API server through them, so a pasted command must too.
+    pub server: Option<String>,
+    pub certificate_authority: Option<String>,
+    pub insecure_skip_tls_verify: bool,
+    /// Whether the run was given `--token`. Its value is a secret and is never kept here:
+    /// commands carry [`TOKEN_PLACEHOLDER`] instead, which the user's shell expands.
+    pub token: bool,
     /// The `migrate` flags of the run that a repeated run needs (everything but the source,
     /// `--prepare`, `--yes`, `--dry-run` and the kubectl flags above), as given. They hold
     /// file paths, never secret values: secrets are not accepted in argv.
@@ -32,6 +44,12 @@ impl Kubectl {
         context: None,
         as_user: None,
         as_groups: Vec::new(),
+        user: None,
+        cluster: None,
+        server: None,
+        certificate_authority: None,
+        insecure_skip_tls_verify: false,
+        token: false,
         migrate_flags: Vec::new(),
     };
 
@@ -42,7 +60,7 @@ impl Kubectl {
             migrate_flags: Vec::new(),
             ..self.clone()
         };
-        let base = plugin.cmd(namespace, "");
+        let base = plugin.flags(namespace, "--kube-user");
         let rest = base.strip_prefix("kubectl").unwrap_or(&base);
         let mut out = format!("kubectl uyuni{rest}");
         if !args.is_empty() {
@@ -112,6 +130,18 @@ impl Kubectl {
     /// `kubectl [--kubeconfig K] [--context C] [-n NS] ARGS`; `namespace` is `None` for
     /// cluster-scoped commands. `args` is written as given (the caller's own words).
     pub fn cmd(&self, namespace: Option<&str>, args: &str) -> String {
+        let mut out = self.flags(namespace, "--user");
+        if !args.is_empty() {
+            out.push(' ');
+            out.push_str(args);
+        }
+        out
+    }
+
+    /// `kubectl` and the run's flags, the kubeconfig user under the flag `user_flag`.
+    // --request-timeout is not carried: kubectl applies it to the whole request, so a pasted
+    // `logs -f` would stop following after it.
+    fn flags(&self, namespace: Option<&str>, user_flag: &str) -> String {
         let mut out = String::from("kubectl");
         if let Some(kubeconfig) = &self.kubeconfig {
             out.push_str(" --kubeconfig ");
@@ -120,6 +150,31 @@ impl Kubectl {
         if let Some(context) = &self.context {
             out.push_str(" --context ");
             out.push_str(&shell_quote(context));
+        }
+        if let Some(cluster) = &self.cluster {
+            out.push_str(" --cluster ");
+            out.push_str(&shell_quote(cluster));
+        }
+        if let Some(user) = &self.user {
+            out.push(' ');
+            out.push_str(user_flag);
+            out.push(' ');
+            out.push_str(&shell_quote(user));
+        }
+        if let Some(server) = &self.server {
+            out.push_str(" --server ");
+            out.push_str(&shell_quote(server));
+        }
+        if let Some(ca) = &self.certificate_authority {
+            out.push_str(" --certificate-authority ");
+            out.push_str(&shell_quote(ca));
+        }
+        if self.insecure_skip_tls_verify {
+            out.push_str(" --insecure-skip-tls-verify");
+        }
+        if self.token {
+            out.push_str(" --token ");
+            out.push_str(TOKEN_PLACEHOLDER);
         }
         if let Some(user) = &self.as_user {
             out.push_str(" --as ");
@@ -133,13 +188,16 @@ impl Kubectl {
             out.push_str(" -n ");
             out.push_str(&shell_quote(ns));
         }
-        if !args.is_empty() {
-            out.push(' ');
-            out.push_str(args);
-        }
         out
     }
 }
+
+/// What a printed command passes for `--token`: the shell variable the user sets to the
+/// token, so that the token itself never appears in what the tool prints or records.
+pub const TOKEN_PLACEHOLDER: &str = "\"$TOKEN\"";
+
+/// The note that goes with commands carrying [`TOKEN_PLACEHOLDER`].
+pub const TOKEN_NOTE: &str = "the commands above pass --token \"$TOKEN\": set TOKEN to your token before pasting them (its value is never printed)";
 
 /// `value` as one shell word: as it is when it holds only characters no shell treats
 /// specially (hints stay readable), otherwise quoted as the Job scripts quote.

@@ -124,7 +124,11 @@ fn lifecycle_without_a_server_is_refused() {
     let refused =
         lifecycle::plan(&params(Lifecycle::Start), &common::empty_cluster()).expect_err("refused");
     assert!(matches!(refused, PlanError::NoServer { .. }), "{refused:?}");
-    assert!(refused.to_string().contains("kubectl uyuni install"));
+    let text = refused.to_string();
+    assert!(
+        text.contains("`kubectl uyuni -n ") && text.contains(" install FQDN`"),
+        "{text}"
+    );
 }
 
 #[test]

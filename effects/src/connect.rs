@@ -9,8 +9,8 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
 use crate::error::EffectsError;
 
-/// The kubectl-style global flags, already parsed by the plugin.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The kubectl-style global flags, already parsed by the plugin. `Debug` leaves the token out.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ClientOptions {
     /// `--kubeconfig`: this one file, not merged with anything (as kubectl does).
     pub kubeconfig: Option<PathBuf>,
@@ -26,6 +26,31 @@ pub struct ClientOptions {
     pub impersonate: Option<String>,
     /// `--as-group`, repeatable.
     pub impersonate_groups: Vec<String>,
+    /// `--server`/`-s`: the API server's URL, replacing the cluster's.
+    pub server: Option<String>,
+    /// `--token`: a bearer token replacing the user's credentials. A secret: never logged.
+    pub token: Option<String>,
+    /// `--certificate-authority`: the CA file (PEM) replacing the cluster's.
+    pub certificate_authority: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("kubeconfig", &self.kubeconfig)
+            .field("context", &self.context)
+            .field("cluster", &self.cluster)
+            .field("user", &self.user)
+            .field("namespace", &self.namespace)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("request_timeout", &self.request_timeout)
+            .field("impersonate", &self.impersonate)
+            .field("impersonate_groups", &self.impersonate_groups)
+            .field("server", &self.server)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("certificate_authority", &self.certificate_authority)
+            .finish()
+    }
 }
 
 /// A client and where it points.
@@ -58,6 +83,8 @@ pub enum Source {
     File(PathBuf),
     /// `KUBECONFIG`: the files that exist, merged.
     Env(Vec<PathBuf>),
+    /// None: `--server` and the other flags alone say how to connect.
+    Flags,
 }
 
 impl Source {
@@ -68,6 +95,7 @@ impl Source {
                 let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
                 format!("KUBECONFIG ({})", list.join(":"))
             }
+            Source::Flags => "the command-line flags (no kubeconfig)".to_owned(),
         }
     }
 }
@@ -76,14 +104,20 @@ impl Source {
 /// request: the first request is the caller's, so connection problems surface there, retried.
 pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
     validate(opts)?;
-    let loaded = load_kubeconfig(
+    let loaded = match load_kubeconfig(
         opts.kubeconfig.as_deref(),
         std::env::var_os("KUBECONFIG"),
         home_dir(),
-    )?;
+    ) {
+        // kubectl needs no kubeconfig when --server says where the API server is.
+        Err(EffectsError::NoKubeconfig { .. }) | Ok(None) if opts.server.is_some() => {
+            Some((Kubeconfig::default(), Source::Flags))
+        }
+        other => other?,
+    };
     let (mut config, context, context_namespace) = match loaded {
-        Some((kubeconfig, source)) => {
-            let context = select(&kubeconfig, &source, opts)?;
+        Some((mut kubeconfig, source)) => {
+            let (context, options) = with_flags(&mut kubeconfig, &source, opts)?;
             let context_namespace = kubeconfig
                 .contexts
                 .iter()
@@ -91,11 +125,6 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
                 .and_then(|c| c.context.as_ref())
                 .and_then(|c| c.namespace.as_deref())
                 .is_some_and(|ns| !ns.is_empty());
-            let options = KubeConfigOptions {
-                context: Some(context.clone()),
-                cluster: opts.cluster.clone(),
-                user: opts.user.clone(),
-            };
             let config = Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
                 .map_err(|source_err| EffectsError::LoadContext {
@@ -103,7 +132,9 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
                     kubeconfig: source.describe(),
                     source: Box::new(source_err),
                 })?;
-            (config, Some(context), context_namespace)
+            // The context made up for the flags is no context a pasted command could name.
+            let named = (context != FLAGS_ENTRY).then_some(context);
+            (config, named, context_namespace)
         }
         // kubectl's last resort too: the pod's service account.
         // Inside a pod the namespace is the service account's: chosen.
@@ -120,10 +151,20 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
         .namespace
         .clone()
         .unwrap_or_else(|| config.default_namespace.clone());
-    let client = kube::Client::try_from(config).map_err(|source| EffectsError::BuildClient {
-        context: context.clone().unwrap_or_else(|| "in-cluster".to_owned()),
-        source: Box::new(source),
-    })?;
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
+    // A server that has never answered this client is reported as unreachable, by address and
+    // context, after a few quick tries (`retry::unreachable`), rather than after 11 s of them.
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|source| EffectsError::BuildClient {
+            context: context.clone().unwrap_or_else(|| "in-cluster".to_owned()),
+            source: Box::new(source),
+        })?
+        .with_layer(&crate::retry::first_contact_layer(server, context.clone()))
+        .build();
     tracing::debug!(?context, %namespace, "connected");
     Ok(Connection {
         client,
@@ -131,6 +172,125 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
         namespace_explicit: opts.namespace.is_some() || context_namespace,
         context,
     })
+}
+
+/// The name of the kubeconfig entries made up for `--server`, `--token` and
+/// `--certificate-authority`, chosen to collide with no name of a real kubeconfig.
+const FLAGS_ENTRY: &str = "kubectl-uyuni:flags";
+
+/// Picks the context and applies the flags that replace what its cluster and user say, as
+/// kubectl does: `--server`, `--certificate-authority` and `--insecure-skip-tls-verify` replace
+/// the cluster's, `--token` the user's credentials. The entries the context names are copied
+/// under [`FLAGS_ENTRY`] before they change, so the kubeconfig's own stay as they are. Without
+/// a context, `--server` stands for one.
+#[doc(hidden)]
+// pub for the unit tests in tests/unit/
+pub fn with_flags(
+    kubeconfig: &mut Kubeconfig,
+    source: &Source,
+    opts: &ClientOptions,
+) -> Result<(String, KubeConfigOptions), EffectsError> {
+    use kube::config::{AuthInfo, Cluster, Context, NamedAuthInfo, NamedCluster, NamedContext};
+    let no_context = opts.context.is_none()
+        && kubeconfig
+            .current_context
+            .as_deref()
+            .is_none_or(str::is_empty);
+    let context = if no_context && opts.server.is_some() {
+        kubeconfig.contexts.push(NamedContext {
+            name: FLAGS_ENTRY.to_owned(),
+            context: Some(Context {
+                cluster: opts
+                    .cluster
+                    .clone()
+                    .unwrap_or_else(|| FLAGS_ENTRY.to_owned()),
+                user: opts.user.clone(),
+                ..Context::default()
+            }),
+            other: Default::default(),
+        });
+        if opts.cluster.is_none() {
+            kubeconfig.clusters.push(NamedCluster {
+                name: FLAGS_ENTRY.to_owned(),
+                cluster: Some(Cluster::default()),
+                other: Default::default(),
+            });
+        }
+        FLAGS_ENTRY.to_owned()
+    } else {
+        select(kubeconfig, source, opts)?
+    };
+    let entry = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.clone())
+        .unwrap_or_default();
+    let mut options = KubeConfigOptions {
+        context: Some(context.clone()),
+        cluster: opts.cluster.clone(),
+        user: opts.user.clone(),
+    };
+    if opts.server.is_some()
+        || opts.certificate_authority.is_some()
+        || opts.insecure_skip_tls_verify
+    {
+        let name = opts.cluster.clone().unwrap_or(entry.cluster.clone());
+        let mut cluster = kubeconfig
+            .clusters
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.cluster.clone())
+            .unwrap_or_default();
+        if let Some(server) = &opts.server {
+            cluster.server = Some(server.clone());
+        }
+        if let Some(ca) = &opts.certificate_authority {
+            cluster.certificate_authority = Some(ca.display().to_string());
+            cluster.certificate_authority_data = None;
+        }
+        if opts.insecure_skip_tls_verify {
+            // As kubectl: skipping verification drops the CA rather than combining with it.
+            cluster.insecure_skip_tls_verify = Some(true);
+            cluster.certificate_authority = None;
+            cluster.certificate_authority_data = None;
+        }
+        kubeconfig.clusters.retain(|c| c.name != FLAGS_ENTRY);
+        kubeconfig.clusters.push(NamedCluster {
+            name: FLAGS_ENTRY.to_owned(),
+            cluster: Some(cluster),
+            other: Default::default(),
+        });
+        options.cluster = Some(FLAGS_ENTRY.to_owned());
+    }
+    if let Some(token) = &opts.token {
+        let name = opts.user.clone().or(entry.user.clone());
+        let original = name
+            .and_then(|n| kubeconfig.auth_infos.iter().find(|a| a.name == n).cloned())
+            .and_then(|a| a.auth_info)
+            .unwrap_or_default();
+        // The token replaces the user's credentials (a client certificate stays, as with
+        // kubectl); impersonation set in the kubeconfig stays too.
+        let user = AuthInfo {
+            token: Some(secrecy::SecretString::from(token.clone())),
+            client_certificate: original.client_certificate,
+            client_certificate_data: original.client_certificate_data,
+            client_key: original.client_key,
+            client_key_data: original.client_key_data,
+            impersonate: original.impersonate,
+            impersonate_uid: original.impersonate_uid,
+            impersonate_groups: original.impersonate_groups,
+            ..AuthInfo::default()
+        };
+        kubeconfig.auth_infos.retain(|a| a.name != FLAGS_ENTRY);
+        kubeconfig.auth_infos.push(NamedAuthInfo {
+            name: FLAGS_ENTRY.to_owned(),
+            auth_info: Some(user),
+            other: Default::default(),
+        });
+        options.user = Some(FLAGS_ENTRY.to_owned());
+    }
+    Ok((context, options))
 }
 
 fn validate(opts: &ClientOptions) -> Result<(), EffectsError> {
@@ -176,6 +336,11 @@ pub fn tune(config: &mut Config, opts: &ClientOptions) {
         config.read_timeout = Some(timeout);
         config.write_timeout = Some(timeout);
         config.reset_reader_on_write = true;
+    }
+    // Inside a pod (no kubeconfig) the flags apply to the service account's configuration.
+    if let Some(token) = &opts.token {
+        config.auth_info.token = Some(secrecy::SecretString::from(token.clone()));
+        config.auth_info.token_file = None;
     }
     if let Some(user) = &opts.impersonate {
         config.auth_info.impersonate = Some(user.clone());

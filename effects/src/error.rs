@@ -177,6 +177,17 @@ pub enum EffectsError {
         #[source]
         source: Box<kube::Error>,
     },
+    /// The API server could not be connected to, and never answered since the client was made.
+    #[error("{}", self.render(&Kubectl::BARE))]
+    Unreachable {
+        server: String,
+        /// `None`: no kubeconfig context (the flags, or the pod's service account).
+        context: Option<String>,
+        attempts: u32,
+        reason: String,
+        /// The connection failed its TLS checks: the server's certificate was not accepted.
+        tls: bool,
+    },
     /// A watch ended with an error that re-watching does not cure.
     #[error("{}", self.render(&Kubectl::BARE))]
     Watch {
@@ -294,6 +305,33 @@ pub enum EffectsError {
 }
 
 impl EffectsError {
+    /// The API server refused a request with 403 Forbidden: `Some((verb, target))` of it.
+    pub fn forbidden(&self) -> Option<(Verb, &Target)> {
+        use kube::runtime::watcher::Error as W;
+        let code = match self {
+            EffectsError::Api { source, .. } => match source.as_ref() {
+                kube::Error::Api(status) => status.code,
+                _ => 0,
+            },
+            EffectsError::Watch { source, .. } => match source.as_ref() {
+                W::InitialListFailed(kube::Error::Api(status))
+                | W::WatchStartFailed(kube::Error::Api(status))
+                | W::WatchFailed(kube::Error::Api(status)) => status.code,
+                W::WatchError(status) => status.code,
+                _ => 0,
+            },
+            _ => 0,
+        };
+        match self {
+            EffectsError::Api { verb, target, .. } | EffectsError::Watch { verb, target, .. }
+                if code == 403 =>
+            {
+                Some((*verb, target))
+            }
+            _ => None,
+        }
+    }
+
     /// The message, with the `kubectl` commands it advises carrying the run's flags (`k`).
     /// `Display` renders it without them.
     pub fn render(&self, k: &Kubectl) -> String {
@@ -370,6 +408,46 @@ impl EffectsError {
                 attempts_note(*attempts),
                 api_reason(source),
                 api_hint(k, *verb, target, source)
+            ),
+            EffectsError::Unreachable {
+                server,
+                context,
+                reason,
+                tls: true,
+                ..
+            } => format!(
+                "cannot reach the API server {server}{}: its certificate was not accepted ({reason}); pass the CA that signed it with --certificate-authority FILE, or fix the cluster's certificate-authority in the kubeconfig (`{}`)",
+                of_context(context.as_deref()),
+                k.cmd(None, "config view --minify"),
+            ),
+            EffectsError::Unreachable {
+                server,
+                context,
+                attempts,
+                reason,
+                tls: false,
+            } if k.server.is_some() => format!(
+                "cannot reach the API server {server}{}: {reason} ({}); check the address given with --server and that the server is up (`{}`)",
+                of_context(context.as_deref()),
+                tries(*attempts),
+                k.cmd(None, "cluster-info"),
+            ),
+            EffectsError::Unreachable {
+                server,
+                context,
+                attempts,
+                reason,
+                tls: false,
+            } => format!(
+                "cannot reach the API server {server}{}: {reason} ({}); check the address and that the server is up (`{}`), or choose another context (`{}`)",
+                of_context(context.as_deref()),
+                tries(*attempts),
+                k.cmd(None, "cluster-info"),
+                Kubectl {
+                    context: None,
+                    ..k.clone()
+                }
+                .cmd(None, "config get-contexts"),
             ),
             EffectsError::Watch {
                 verb,
@@ -502,6 +580,26 @@ impl EffectsError {
     }
 }
 
+fn tries(attempts: u32) -> String {
+    if attempts == 1 {
+        "1 attempt".to_owned()
+    } else {
+        format!("{attempts} attempts")
+    }
+}
+
+fn of_context(context: Option<&str>) -> String {
+    match context {
+        Some(c) => format!(" of context {c}"),
+        None => String::new(),
+    }
+}
+
+/// The innermost cause of `err`, or its own text: what a TLS failure comes down to.
+pub(crate) fn root_cause_text(err: &kube::Error) -> String {
+    root_cause(err).unwrap_or_else(|| err.to_string())
+}
+
 fn known_list(what: &str, names: &[String]) -> String {
     if names.is_empty() {
         format!(" (it has no {what})")
@@ -518,8 +616,9 @@ fn attempts_note(attempts: u32) -> String {
     }
 }
 
-/// The API server's own words, without kube's debug dump of the whole Status.
-pub(crate) fn api_reason(err: &kube::Error) -> String {
+/// The API server's own words, without kube's debug dump of the whole Status: what a message
+/// shows of a `kube::Error` (whose `Display` ends in `Status { … }`).
+pub fn api_reason(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) if !status.message.is_empty() => {
             format!("{} ({})", status.message, status.code)
@@ -534,6 +633,12 @@ pub(crate) fn api_reason(err: &kube::Error) -> String {
             }
         }
     }
+}
+
+/// [`api_reason`] of `cause` when it is a `kube::Error`: for a chain of errors printed by a
+/// caller that does not know kube's types.
+pub fn kube_reason(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
+    cause.downcast_ref::<kube::Error>().map(api_reason)
 }
 
 /// The innermost error of a chain, looking inside wrapping I/O errors too.
@@ -566,11 +671,24 @@ fn api_hint(k: &Kubectl, verb: Verb, target: &Target, err: &kube::Error) -> Stri
         target.resource.as_str()
     };
     match code {
+        401 if k.token => "the token given with --token was refused: check that it is the whole token and has not expired or been revoked".to_owned(),
         401 => format!("your credentials were refused: log in again or check the user in your kubeconfig (`{}`)", k.cmd(None, "config view --minify")),
-        403 => format!(
-            "you are not allowed to: check with `{}`",
-            k.cmd(target.namespace.as_deref(), &format!("auth can-i {} {resource}", verb.rbac()))
-        ),
+        403 => {
+            // The object by name where there is one: a Role may grant some names only.
+            let object = match (&target.name, verb) {
+                (Some(name), v) if v != Verb::Log => format!("{resource}/{name}"),
+                _ => resource.to_owned(),
+            };
+            format!(
+                "you may not {} {}: check with `{}`, and ask a cluster administrator for the permission (a Role or ClusterRole bound to your user); if that says yes, an admission policy refused it, as the server's message says",
+                verb.rbac(),
+                match &target.namespace {
+                    Some(ns) => format!("{resource} in namespace {ns}"),
+                    None => format!("{resource} (cluster-wide)"),
+                },
+                k.cmd(target.namespace.as_deref(), &format!("auth can-i {} {object}", verb.rbac()))
+            )
+        }
         404 => "it does not exist (or its API is not served by this cluster)".to_owned(),
         409 => "someone else changed it at the same time: run the command again".to_owned(),
         422 | 400 => "the API server rejected the object; this is likely a bug in kubectl-uyuni, please report it with the message above".to_owned(),

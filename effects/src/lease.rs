@@ -24,7 +24,8 @@ use uyuni_core::lock::{Decision, Holder, LEASE_NAME, TakeOver, Taker};
 /// A request about the lease that failed.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "cannot {verb} Lease {LEASE_NAME} in namespace {namespace}, which keeps a second run from writing there at the same time: {source}. Check that the API server is reachable and that you may {verb} leases.coordination.k8s.io in that namespace, then run the command again"
+    "cannot {verb} Lease {LEASE_NAME} in namespace {namespace}, which keeps a second run from writing there at the same time: {}. Check that the API server is reachable and that you may {verb} leases.coordination.k8s.io in that namespace, then run the command again",
+    crate::error::api_reason(source)
 )]
 pub struct LeaseError {
     pub verb: &'static str,
@@ -339,12 +340,16 @@ async fn renew(
                 // A failed renewal is tried again at the next period; once the lease has run
                 // out, another run may have taken it.
                 if uyuni_core::lock::expires(&current).is_none_or(|end| now >= end) {
-                    state.lost = Some(format!("it could not be renewed before it ran out: {e}"));
+                    state.lost = Some(format!(
+                        "it could not be renewed before it ran out: {}",
+                        crate::error::api_reason(&e)
+                    ));
                     return;
                 }
                 tracing::warn!(
-                    "cannot renew Lease {LEASE_NAME} (tried again in {} s): {e}",
-                    period.as_secs()
+                    "cannot renew Lease {LEASE_NAME} (tried again in {} s): {}",
+                    period.as_secs(),
+                    crate::error::api_reason(&e)
                 );
             }
         }

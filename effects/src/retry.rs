@@ -11,7 +11,8 @@
 //! of the step's wait, in the plan). A dry run sends no request, so it has no retry to show.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::error::{EffectsError, Target, Verb};
@@ -25,6 +26,143 @@ const FIRST_DELAY: Duration = Duration::from_millis(100);
 pub const MAX_DELAY: Duration = Duration::from_secs(5);
 /// A server asking for more than this is treated as asking for this: the user is waiting.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Tries of a request that cannot connect to an API server that has not answered once since
+/// [`connect`](crate::connect()): an address that refuses or does not resolve at the start of a
+/// run is a wrong address or a server that is down, which waiting 11 s does not cure; once it
+/// has answered, a refused connection is a restart, retried on the whole schedule.
+pub const UNREACHED_ATTEMPTS: u32 = 3;
+
+/// A request failed before the API server it was sent to had answered any request of this
+/// client: the error as the client's outermost layer ([`crate::connect()`]) passes it on, with
+/// where it was sent. Its `Display` and `source` are the failure's own.
+#[derive(Debug)]
+pub struct NeverAnswered {
+    pub server: String,
+    /// `None`: no kubeconfig context (the flags, or the pod's service account).
+    pub context: Option<String>,
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for NeverAnswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl std::error::Error for NeverAnswered {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.source()
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The client's outermost layer: marks the failures before the first answer (one per client,
+/// so that every client of a process, the tests' included, has its own).
+pub(crate) fn first_contact_layer<R>(
+    server: String,
+    context: Option<String>,
+) -> tower::util::MapResultLayer<impl Fn(Result<R, BoxError>) -> Result<R, BoxError> + Clone> {
+    let answered = Arc::new(AtomicBool::new(false));
+    tower::util::MapResultLayer::new(move |result: Result<R, BoxError>| match result {
+        Ok(response) => {
+            answered.store(true, Ordering::Relaxed);
+            Ok(response)
+        }
+        // kube's own errors (credentials that cannot be obtained) stay as they are: kube
+        // unwraps them, and they say nothing about the server.
+        Err(source) if !answered.load(Ordering::Relaxed) && !source.is::<kube::Error>() => {
+            let never: BoxError = Box::new(NeverAnswered {
+                server: server.clone(),
+                context: context.clone(),
+                source,
+            });
+            Err(never)
+        }
+        Err(source) => Err(source),
+    })
+}
+
+fn never_answered(err: &kube::Error) -> Option<&NeverAnswered> {
+    match err {
+        kube::Error::Service(source) => source.downcast_ref::<NeverAnswered>(),
+        _ => None,
+    }
+}
+
+/// The error for a request that could not connect, if the server never answered and
+/// `attempt` tries are enough to say so: the address and context, and the cause.
+/// A certificate the client does not accept says so at the first try: it is not retried.
+pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsError> {
+    let first = never_answered(err)?;
+    let tls = matches!(err, kube::Error::Service(s) if is_permanent_transport_error(s.as_ref()));
+    // A connection that timed out has waited its whole connect timeout (30 s) already.
+    let connect = is_connect_error(err);
+    let timed_out = connect && is_timeout(err);
+    if !tls && !timed_out && (attempt < UNREACHED_ATTEMPTS || !connect) {
+        return None;
+    }
+    Some(EffectsError::Unreachable {
+        server: first.server.clone(),
+        context: first.context.clone(),
+        attempts: attempt,
+        reason: if tls {
+            crate::error::root_cause_text(err)
+        } else {
+            connect_reason(err)
+        },
+        tls,
+    })
+}
+
+/// The request never reached a server: the connection was refused, the name did not resolve,
+/// the address is unreachable, or connecting timed out (hyper's "client error (Connect)").
+pub fn is_connect_error(err: &kube::Error) -> bool {
+    let kube::Error::Service(source) = err else {
+        return false;
+    };
+    let refused = any_io_error(source.as_ref(), &|io| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused
+                | std::io::ErrorKind::HostUnreachable
+                | std::io::ErrorKind::NetworkUnreachable
+                | std::io::ErrorKind::AddrNotAvailable
+        )
+    });
+    let mut chain: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+    let mut connect = false;
+    while let Some(e) = chain {
+        connect |= e.to_string().contains("(Connect)");
+        chain = e.source();
+    }
+    refused || (connect && !is_permanent_transport_error(source.as_ref()))
+}
+
+/// Why a connection failed, in a few words: "connection refused", or the resolver's message.
+fn connect_reason(err: &kube::Error) -> String {
+    let kube::Error::Service(source) = err else {
+        return err.to_string();
+    };
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+    while let Some(e) = current {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+                std::io::ErrorKind::TimedOut => "connecting timed out".to_owned(),
+                std::io::ErrorKind::HostUnreachable => "no route to host".to_owned(),
+                std::io::ErrorKind::NetworkUnreachable => "network unreachable".to_owned(),
+                _ => match io.get_ref() {
+                    Some(inner) => inner.to_string(),
+                    None => io.to_string(),
+                },
+            };
+        }
+        current = e.source();
+    }
+    crate::error::api_reason(err)
+}
 
 /// What to do about a failed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +312,9 @@ where
             Ok(value) => return Ok(value),
             Err(err) => err,
         };
+        if let Some(unreachable) = unreachable(&err, attempt) {
+            return Err(unreachable);
+        }
         let disposition = classify(&err);
         if disposition == Disposition::Fail || attempt >= MAX_ATTEMPTS {
             return Err(EffectsError::Api {

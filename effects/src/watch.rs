@@ -86,6 +86,12 @@ where
                 }
                 Some(Err(err)) => {
                     self.failures += 1;
+                    if let watcher::Error::InitialListFailed(e)
+                    | watcher::Error::WatchStartFailed(e) = &err
+                        && let Some(unreachable) = retry::unreachable(e, self.failures)
+                    {
+                        return Err(unreachable);
+                    }
                     let disposition = classify_watch(&err);
                     if disposition == Disposition::Fail || self.failures >= MAX_ATTEMPTS {
                         return Err(EffectsError::Watch {

@@ -971,12 +971,28 @@ async fn unknown_certificates_fail_at_once_unless_verification_is_skipped() {
     .await
     .unwrap();
     let err = bounded(observe(&conn.client, &named)).await.unwrap_err();
-    // A certificate problem does not heal by waiting: no retries.
+    // A certificate problem does not heal by waiting: no retries. At the first contact it
+    // names the server and what to pass.
     assert!(
-        matches!(err, EffectsError::Api { attempts: 1, .. }),
+        matches!(
+            err,
+            EffectsError::Unreachable {
+                attempts: 1,
+                tls: true,
+                ..
+            }
+        ),
         "{err}"
     );
-    assert!(err.to_string().contains("TLS checks"), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "cannot reach the API server {} of context no-ca: its certificate was not accepted",
+            sim.url().trim_end_matches('/')
+        )),
+        "{text}"
+    );
+    assert!(text.contains("--certificate-authority FILE"), "{text}");
 
     let conn = connect(&ClientOptions {
         kubeconfig: Some(path),

@@ -88,9 +88,23 @@ pub struct KubeFlags {
     #[arg(id = "kube_user", long = "kube-user", global = true, value_name = "NAME", help_heading = KUBECTL)]
     pub user: Option<String>,
 
-    /// Timeout of a single API request, e.g. 30s or 1m (0: none).
-    #[arg(long, global = true, value_name = "DURATION", help_heading = KUBECTL)]
-    pub request_timeout: Option<String>,
+    /// Timeout of a single API request, e.g. 30s, 1m or 1h30m; a number alone is seconds (0:
+    /// none).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_request_timeout, help_heading = KUBECTL)]
+    pub request_timeout: Option<std::time::Duration>,
+
+    /// The address and port of the API server, overriding the kubeconfig's cluster.
+    #[arg(short = 's', long, global = true, value_name = "URL", value_parser = parse_server, help_heading = KUBECTL)]
+    pub server: Option<String>,
+
+    /// Bearer token for authentication to the API server, overriding the kubeconfig's user.
+    /// Never printed: commands the tool prints pass --token "$TOKEN" instead.
+    #[arg(long, global = true, value_name = "TOKEN", help_heading = KUBECTL)]
+    pub token: Option<Token>,
+
+    /// Path to a CA certificate file (PEM) to verify the API server's certificate with.
+    #[arg(long, global = true, value_name = "FILE", conflicts_with = "insecure_skip_tls_verify", help_heading = KUBECTL)]
+    pub certificate_authority: Option<PathBuf>,
 
     /// Do not verify the API server's certificate (insecure).
     #[arg(long, global = true, help_heading = KUBECTL)]
@@ -103,6 +117,98 @@ pub struct KubeFlags {
     /// Group to impersonate (repeatable).
     #[arg(long = "as-group", global = true, value_name = "GROUP", help_heading = KUBECTL)]
     pub as_group: Vec<String>,
+}
+
+/// A `--token` value: a secret, so its `Debug` shows no part of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// The token itself, for the client and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl std::str::FromStr for Token {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Token, String> {
+        if s.is_empty() {
+            Err("it is empty; leave the flag out to use the kubeconfig's user".to_owned())
+        } else {
+            Ok(Token(s.to_owned()))
+        }
+    }
+}
+
+/// kubectl's `--server`: a URL, `https://` assumed when the value is only `HOST[:PORT]` (as
+/// client-go does). Refused before anything is sent when it cannot be one.
+pub fn parse_server(value: &str) -> Result<String, String> {
+    let url = if value.contains("://") {
+        value.to_owned()
+    } else {
+        format!("https://{value}")
+    };
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", ""));
+    let host = rest.split('/').next().unwrap_or_default();
+    if !matches!(scheme, "https" | "http") {
+        return Err(format!(
+            "{value:?} is not an API server URL: the scheme must be https or http"
+        ));
+    }
+    if host.is_empty() || host.starts_with(':') || url.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "{value:?} is not an API server URL such as https://api.example.com:6443"
+        ));
+    }
+    Ok(url)
+}
+
+/// kubectl's `--request-timeout`: a Go duration (`30s`, `1m`, `1h30m`, `500ms`) or a whole
+/// number of seconds; zero means no timeout (`None` later). A value that is neither is a usage
+/// error, refused before anything is sent.
+pub fn parse_request_timeout(value: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let bad = || format!("{value:?} is not a duration such as 0, 30, 30s, 1m or 2h");
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(bad());
+    }
+    if v.bytes().all(|b| b.is_ascii_digit()) {
+        return v.parse::<u64>().map(Duration::from_secs).map_err(|_| bad());
+    }
+    // Go's time.ParseDuration: a sequence of decimal numbers, each with a unit.
+    let mut total = Duration::ZERO;
+    let mut rest = v;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let (number, tail) = rest.split_at(digits);
+        let number: f64 = number.parse().map_err(|_| bad())?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let seconds = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += Duration::try_from_secs_f64(number * seconds).map_err(|_| bad())?;
+        rest = tail;
+    }
+    Ok(total)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -473,6 +579,15 @@ impl KubeFlags {
                 .or_else(|| RESOLVED_CONTEXT.get().cloned()),
             as_user: self.as_user.clone(),
             as_groups: self.as_group.clone(),
+            user: self.user.clone(),
+            cluster: self.cluster.clone(),
+            server: self.server.clone(),
+            certificate_authority: self
+                .certificate_authority
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            token: self.token.is_some(),
             migrate_flags: Vec::new(),
         }
     }
@@ -483,10 +598,14 @@ pub static RESOLVED_CONTEXT: std::sync::OnceLock<String> = std::sync::OnceLock::
 
 /// kubectl's flags (and this tool's output flags) that take a value: not part of the migrate
 /// flags a repeated run needs, the hint names them itself.
-const NOT_REPEATED_WITH_VALUE: [&str; 14] = [
+const NOT_REPEATED_WITH_VALUE: [&str; 18] = [
     "--kubeconfig",
     "--context",
     "--cluster",
+    "-s",
+    "--server",
+    "--token",
+    "--certificate-authority",
     "-n",
     "--namespace",
     "--kube-user",
@@ -520,6 +639,32 @@ const NOT_REPEATED: [&str; 13] = [
     "--help",
 ];
 
+/// `words` with the value of every `--token` replaced by [`uyuni_core::kubectl::TOKEN_PLACEHOLDER`]:
+/// the command line as it may be recorded or shown. Words after `--` are not flags.
+pub fn redact_secrets(words: Vec<String>) -> Vec<String> {
+    let placeholder = uyuni_core::kubectl::TOKEN_PLACEHOLDER.trim_matches('"');
+    let mut out = Vec::with_capacity(words.len());
+    let mut words = words.into_iter();
+    while let Some(word) = words.next() {
+        if word == "--" {
+            out.push(word);
+            out.extend(words);
+            break;
+        }
+        if word == "--token" {
+            out.push(word);
+            if words.next().is_some() {
+                out.push(placeholder.to_owned());
+            }
+        } else if word.starts_with("--token=") {
+            out.push(format!("--token={placeholder}"));
+        } else {
+            out.push(word);
+        }
+    }
+    out
+}
+
 /// The `migrate` flags of a command line (after `normalize_args`) that a repeated run needs:
 /// the words after `migrate`, without the source and the flags the hint gives itself.
 pub fn repeat_flags(argv: &[String], source: &str) -> Vec<String> {
@@ -537,7 +682,8 @@ pub fn repeat_flags_of(argv: &[String], command: &str, source: &str) -> Vec<Stri
     let mut words = argv[start + 1..].iter();
     while let Some(word) = words.next() {
         let name = word.split('=').next().unwrap_or(word);
-        if NOT_REPEATED_WITH_VALUE.contains(&name) {
+        // `--user` is kubectl's everywhere but after `migrate`, where it is the SSH user.
+        if NOT_REPEATED_WITH_VALUE.contains(&name) || (name == "--user" && command != "migrate") {
             if !word.contains('=') {
                 words.next();
             }
@@ -545,7 +691,9 @@ pub fn repeat_flags_of(argv: &[String], command: &str, source: &str) -> Vec<Stri
         }
         if NOT_REPEATED.contains(&name)
             || (word.starts_with("-v") && word.trim_start_matches('-').chars().all(|c| c == 'v'))
-            || (word.starts_with("-n") && word.len() > 2 && !word.starts_with("--"))
+            || ((word.starts_with("-n") || word.starts_with("-s"))
+                && word.len() > 2
+                && !word.starts_with("--"))
         {
             continue;
         }
@@ -576,7 +724,11 @@ impl Cli {
             Command::Version(v) => v.user.clone(),
             Command::Status(v) => v.user.clone(),
             Command::Logs(v) => v.user.clone(),
-            _ => None,
+            Command::Install(v) => v.user.clone(),
+            Command::Upgrade(v) => v.user.clone(),
+            Command::Uninstall(v) => v.user.clone(),
+            Command::Stop(v) | Command::Start(v) | Command::Restart(v) => v.user.clone(),
+            Command::Migrate(_) | Command::Completion(_) => None,
         };
         if matches!(self.command, Command::Migrate(_)) && self.user_before_command.is_some() {
             return Err("--user before `migrate` is ambiguous: `migrate --user` is the SSH user on the source; pass the kubeconfig user as --kube-user NAME".to_owned());
@@ -676,6 +828,10 @@ pub struct LifecycleCmd {
 
     #[command(flatten)]
     pub preview: PreviewFlags,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "lifecycle_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
 }
 
 /// `install`: its own inputs, then the groups every command that deploys a server shares.
@@ -692,6 +848,10 @@ pub struct InstallCmd {
 
     #[command(flatten)]
     pub preview: PreviewFlags,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "install_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
 }
 
 /// `upgrade`: its own inputs, then the groups of the server's specification (the image flags
@@ -724,6 +884,10 @@ pub struct UpgradeCmd {
 
     #[command(flatten)]
     pub preview: PreviewFlags,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "upgrade_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
 }
 
 /// `uninstall`: its own inputs, how the run goes and what it shows.
@@ -737,6 +901,10 @@ pub struct UninstallCmd {
 
     #[command(flatten)]
     pub preview: PreviewFlags,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "uninstall_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
 }
 
 /// What only `uninstall` asks.

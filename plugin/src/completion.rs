@@ -339,7 +339,10 @@ pub fn kube_flags_from(words: &[String]) -> KubeFlags {
         cluster: None,
         namespace: None,
         user: None,
-        request_timeout: Some(format!("{}s", NAMESPACE_TIMEOUT.as_secs())),
+        request_timeout: Some(NAMESPACE_TIMEOUT),
+        server: None,
+        token: None,
+        certificate_authority: None,
         insecure_skip_tls_verify: false,
         as_user: None,
         as_group: Vec::new(),
@@ -355,6 +358,9 @@ pub fn kube_flags_from(words: &[String]) -> KubeFlags {
             "--context" => 1,
             "--cluster" => 2,
             "--kube-user" => 3,
+            "-s" | "--server" => 4,
+            "--token" => 5,
+            "--certificate-authority" => 6,
             "--insecure-skip-tls-verify" => {
                 flags.insecure_skip_tls_verify = inline.as_deref() != Some("false");
                 continue;
@@ -368,6 +374,9 @@ pub fn kube_flags_from(words: &[String]) -> KubeFlags {
             0 => flags.kubeconfig = Some(PathBuf::from(value)),
             1 => flags.context = Some(value),
             2 => flags.cluster = Some(value),
+            4 => flags.server = Some(value),
+            5 => flags.token = value.parse().ok(),
+            6 => flags.certificate_authority = Some(PathBuf::from(value)),
             _ => flags.user = Some(value),
         }
     }

@@ -91,11 +91,50 @@ pub async fn review_access(
         Ok(answers) => Some((needed, answers)),
         Err(e) => {
             reporter.warn(&format!(
-                "permissions could not be checked before the first write (a SelfSubjectAccessReview failed: {e}); going on: a write you may not make fails with its own error"
+                "permissions could not be checked before the first write (a SelfSubjectAccessReview failed: {}); going on: a write you may not make fails with its own error",
+                uyuni_effects::error::api_reason(&e)
             ));
             None
         }
     }
+}
+
+/// Observes `observation`; a read the API server refuses (403) is followed by the check the run
+/// makes before its first write, of every request it would make from an empty namespace
+/// (`needed`), so that the error lists every permission missing, each with its `kubectl auth
+/// can-i`, rather than only the read that happened to come first. When the reviews find
+/// nothing missing (an admission policy, a review that cannot see the rule), the refused read
+/// is the error.
+pub async fn observe(
+    conn: &uyuni_effects::Connection,
+    observation: &uyuni_core::Observation,
+    needed: impl FnOnce(&Observed) -> Vec<Access>,
+    reporter: &Reporter,
+) -> Result<Observed> {
+    match uyuni_effects::observe(&conn.client, observation).await {
+        Ok(observed) => Ok(observed),
+        Err(error) => Err(explain_refusal(error, conn, needed, reporter).await),
+    }
+}
+
+/// `error`, or, for a refused read, the list of every permission missing (see [`observe`]).
+async fn explain_refusal(
+    error: uyuni_effects::EffectsError,
+    conn: &uyuni_effects::Connection,
+    needed: impl FnOnce(&Observed) -> Vec<Access>,
+    reporter: &Reporter,
+) -> anyhow::Error {
+    let Some((verb, target)) = error.forbidden() else {
+        return error.into();
+    };
+    let refused = format!("the API server refused to {verb} {target} (403 Forbidden)");
+    let needed = needed(&Observed::default());
+    if let Some((needed, answers)) = review_access(conn, needed, reporter).await
+        && let Err(denied) = uyuni_core::access::check(&needed, &answers)
+    {
+        return anyhow::Error::new(denied).context(refused);
+    }
+    error.into()
 }
 
 /// Runs `command` until its plan has nothing left to do; returns what the cluster holds then.
@@ -119,7 +158,17 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
     let observed: Observed = loop {
         let (observed, was_predicted) = match predicted.take() {
             Some(p) => (p, true),
-            None => (observer.observe(&uyuni_effects::NoProgress).await?, false),
+            None => match observer.observe(&uyuni_effects::NoProgress).await {
+                Ok(observed) => (observed, false),
+                Err(error) if first => {
+                    let needed = |empty: &Observed| {
+                        let foreseen = command.foreseen(empty);
+                        command.access_needed(empty, &foreseen)
+                    };
+                    return Err(explain_refusal(error, conn, needed, reporter).await);
+                }
+                Err(error) => return Err(error.into()),
+            },
         };
         if first {
             first = false;

@@ -21,38 +21,13 @@ pub mod uninstall;
 pub mod upgrade;
 pub mod version;
 
+use anyhow::{Context, Result};
+use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::Duration;
-
-use anyhow::{Context, Result, anyhow};
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, KubeFlags};
-
-/// Parses kubectl's duration syntax for --request-timeout: `0`, `30`, `30s`, `2m`, `1h`.
-fn parse_duration(value: &str) -> Result<Option<Duration>> {
-    let value = value.trim();
-    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => value.split_at(i),
-        None => (value, "s"),
-    };
-    let n: u64 = number.parse().map_err(|_| {
-        anyhow!("--request-timeout {value:?} is not a duration such as 30s, 2m or 1h")
-    })?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => {
-            return Err(anyhow!(
-                "--request-timeout {value:?} is not a duration such as 30s, 2m or 1h"
-            ));
-        }
-    };
-    Ok((secs > 0).then(|| Duration::from_secs(secs)))
-}
 
 pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
     let opts = uyuni_effects::ClientOptions {
@@ -62,12 +37,10 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
         user: kube.user.clone(),
         namespace: kube.namespace.clone(),
         insecure_skip_tls_verify: kube.insecure_skip_tls_verify,
-        request_timeout: kube
-            .request_timeout
-            .as_deref()
-            .map(parse_duration)
-            .transpose()?
-            .flatten(),
+        request_timeout: kube.request_timeout.filter(|t| !t.is_zero()),
+        server: kube.server.clone(),
+        token: kube.token.as_ref().map(|t| t.expose().to_owned()),
+        certificate_authority: kube.certificate_authority.clone(),
         impersonate: kube.as_user.clone(),
         impersonate_groups: kube.as_group.clone(),
     };
@@ -80,14 +53,20 @@ pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
     Ok(conn)
 }
 
+/// The log filter without -v: kube-rs logs every failed request at ERROR, its watcher every
+/// refused watch at WARN (with a debug dump of the Status), rustls every refused certificate
+/// at ERROR; our own error or fallback says what failed and what to do, so their lines are
+/// only noise unless asked for with -v.
+const DEFAULT_LOG: &str = "warn,kube_client=off,kube_runtime=off,rustls_platform_verifier=off";
+/// With -q: only errors, the same crates silenced.
+const QUIET_LOG: &str = "error,kube_client=off,kube_runtime=off,rustls_platform_verifier=off";
+
 /// The log lines on stderr, coloured only where the run's other output on stderr is (`--color`,
 /// a terminal, `NO_COLOR`): a redirected `-v` log holds no escape sequences.
 fn init_tracing(verbose: u8, quiet: bool, color: bool) {
     let default = match (quiet, verbose) {
-        (true, _) => "error,kube_client=off",
-        // kube-rs logs every failed request at ERROR; our own error says what failed and what
-        // to do, so its line is only noise unless asked for with -v.
-        (false, 0) => "warn,kube_client=off",
+        (true, _) => QUIET_LOG,
+        (false, 0) => DEFAULT_LOG,
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",
@@ -391,11 +370,11 @@ pub fn main() -> ExitCode {
                 std::io::stderr().is_terminal(),
                 std::env::var_os("NO_COLOR").as_deref(),
             );
-            eprintln!(
-                "{} {}",
-                output::paint("error:", "31", color),
-                output::error_chain_with(&e, &kubectl)
-            );
+            let message = output::error_chain_with(&e, &kubectl);
+            eprintln!("{} {message}", output::paint("error:", "31", color));
+            if message.contains(uyuni_core::kubectl::TOKEN_PLACEHOLDER) {
+                eprintln!("note: {}", uyuni_core::kubectl::TOKEN_NOTE);
+            }
             if let Some(exit) = e.downcast_ref::<Exit>() {
                 return ExitCode::from(exit.code);
             }
@@ -406,7 +385,11 @@ pub fn main() -> ExitCode {
                 None if e
                     .downcast_ref::<uyuni_core::record::RecordError>()
                     .is_some()
-                    || e.downcast_ref::<uyuni_core::ParamsError>().is_some() =>
+                    || e.downcast_ref::<uyuni_core::ParamsError>().is_some()
+                    || matches!(
+                        e.downcast_ref::<uyuni_effects::EffectsError>(),
+                        Some(uyuni_effects::EffectsError::InvalidOption { .. })
+                    ) =>
                 {
                     ExitCode::from(2)
                 }

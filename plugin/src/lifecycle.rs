@@ -50,9 +50,16 @@ async fn dry_run(
     conn: &uyuni_effects::Connection,
     params: &LifecycleParams,
     cli: &Cli,
+    reporter: &Reporter,
 ) -> Result<bool> {
     let action = params.action;
-    let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;
+    let observed = crate::drive::observe(
+        conn,
+        &params.observation(),
+        |empty| uyuni_core::access::needed(params, empty),
+        reporter,
+    )
+    .await?;
     let preview = uyuni_core::preview(params, &observed)?;
     let mut out = std::io::stdout().lock();
     match cli.output {
@@ -96,7 +103,8 @@ pub async fn run(
     )?;
     let params = LifecycleParams { server, action };
     if let Some(done) =
-        crate::dry_run::when_asked(&cmd.preview, cli, || dry_run(&conn, &params, cli)).await
+        crate::dry_run::when_asked(&cmd.preview, cli, || dry_run(&conn, &params, cli, reporter))
+            .await
     {
         return done;
     }

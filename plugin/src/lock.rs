@@ -26,13 +26,25 @@ pub struct RunLock {
     held: Mutex<Option<Held>>,
 }
 
-/// `kubectl uyuni ARGS…` as this process was started. The argv holds no secret: passwords and
-/// keys are accepted only from files and the environment.
+/// `kubectl uyuni ARGS…` as this process was started, `--token`'s value replaced: passwords and
+/// keys are accepted only from files and the environment, and kubectl's token is the one
+/// secret argv may hold.
 fn command_line() -> String {
-    let words: Vec<String> = cli::normalize_args(std::env::args_os())
+    let argv: Vec<String> = cli::normalize_args(std::env::args_os())
         .into_iter()
         .skip(1)
-        .map(|a| word(&a.to_string_lossy()))
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let words: Vec<String> = cli::redact_secrets(argv)
+        .iter()
+        .map(|a| {
+            if a == "$TOKEN" || a == "--token=$TOKEN" {
+                // Quoted for the shell, as the hints write it.
+                a.replace("$TOKEN", "\"$TOKEN\"")
+            } else {
+                word(a)
+            }
+        })
         .collect();
     format!("kubectl uyuni {}", words.join(" "))
 }

@@ -74,8 +74,9 @@ pub async fn run(cmd: &LogsCmd, cli: &Cli) -> Result<()> {
             .with_context(|| format!("cannot read namespace {ns}"))?;
         let Some(deployment) = observed.deployment(name) else {
             bail!(
-                "Deployment {name} does not exist in namespace {ns}: {} is not deployed there (`kubectl uyuni -n {ns} status` shows what is)",
-                component.name()
+                "Deployment {name} does not exist in namespace {ns}: {} is not deployed there (`{}` shows what is)",
+                component.name(),
+                cli.kube.kubectl_hint().uyuni(Some(ns), "status")
             );
         };
         let pods = uyuni_effects::logs::pods(client, ns, MANAGED_SELECTOR)
@@ -88,7 +89,8 @@ pub async fn run(cmd: &LogsCmd, cli: &Cli) -> Result<()> {
             |p: &&&Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
         let Some(pod) = pods.iter().find(running).or(pods.first()) else {
             bail!(
-                "Deployment {name} has no pod in namespace {ns} (stopped, or not scheduled yet): no log to read; `kubectl uyuni -n {ns} status` says why"
+                "Deployment {name} has no pod in namespace {ns} (stopped, or not scheduled yet): no log to read; `{}` says why",
+                cli.kube.kubectl_hint().uyuni(Some(ns), "status")
             );
         };
         return print_log(&conn, pod, &options).await;

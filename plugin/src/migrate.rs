@@ -203,7 +203,13 @@ async fn start(
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, mut params, settings) = start(cmd, cli, reporter).await?;
     let observation = uyuni_core::observed::observation(&params);
-    let observed = uyuni_effects::observe(&conn.client, &observation).await?;
+    let observed = crate::drive::observe(
+        &conn,
+        &observation,
+        |empty| uyuni_core::access::needed(&params, empty),
+        reporter,
+    )
+    .await?;
     // The names the real run would give its Jobs.
     params.run_id = clock::run_id_unused_in(&observed);
     crate::dry_run::run(cmd, cli, &conn, &params, &settings, &observed, reporter).await

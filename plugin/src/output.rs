@@ -182,7 +182,11 @@ impl Reporter {
     /// A warning event whose advice is a `kubectl` command: rendered with the run's flags.
     fn warn_event(&self, event: &ProgressEvent<'_>) {
         let kubectl = self.kubectl.lock().map(|k| k.clone()).unwrap_or_default();
-        self.warn(&event.render(&kubectl));
+        let mut text = event.render(&kubectl);
+        if text.contains(uyuni_core::kubectl::TOKEN_PLACEHOLDER) {
+            text.push_str(&format!(" ({})", uyuni_core::kubectl::TOKEN_NOTE));
+        }
+        self.warn(&text);
     }
 
     /// The connection flags of the run, for the `kubectl` commands warnings advise.
@@ -746,22 +750,43 @@ pub fn error_chain(err: &anyhow::Error) -> String {
 
 /// [`error_chain`], with the `kubectl` commands the errors advise carrying the run's flags.
 pub fn error_chain_with(err: &anyhow::Error, kubectl: &uyuni_core::kubectl::Kubectl) -> String {
+    // An API server that cannot be reached is the whole story, whatever was being read.
+    if let Some(e) = err.chain().find_map(|c| {
+        c.downcast_ref::<uyuni_effects::EffectsError>()
+            .filter(|e| matches!(e, uyuni_effects::EffectsError::Unreachable { .. }))
+    }) {
+        return e.render(kubectl);
+    }
     let mut out = String::new();
     for cause in err.chain() {
-        let text = if let Some(e) = cause.downcast_ref::<uyuni_effects::EffectsError>() {
+        let effects = cause.downcast_ref::<uyuni_effects::EffectsError>();
+        let kube = uyuni_effects::error::kube_reason(cause);
+        let last = effects.is_some() || kube.is_some();
+        let text = if let Some(e) = effects {
             e.render(kubectl)
+        } else if let Some(reason) = kube {
+            // kube's own text ends in a debug dump of the Status.
+            reason
         } else if let Some(e) = cause.downcast_ref::<uyuni_core::PlanError>() {
             e.render(kubectl)
         } else {
             cause.to_string()
         };
         if out.contains(&text) {
+            if last {
+                break;
+            }
             continue;
         }
         if !out.is_empty() {
             out.push_str(": ");
         }
         out.push_str(&text);
+        // Its message has the server's words; below it are only kube's own errors, whose text
+        // is a debug dump (`Status { … }`) and no advice.
+        if last {
+            break;
+        }
     }
     out
 }

@@ -3,6 +3,7 @@
 //! `-w` prints the report again whenever a watch sees a change.
 
 use anyhow::{Context, Result};
+use uyuni_core::kubectl::Kubectl;
 use uyuni_core::labels::MANAGED_SELECTOR;
 use uyuni_core::status::{Problem, Reason, Status, WorkloadState, report};
 use uyuni_effects::{NoProgress, Observer};
@@ -17,6 +18,7 @@ pub const EXIT_NOT_INSTALLED: u8 = 4;
 
 pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
     let conn = crate::connect(&cli.kube).await?;
+    let kubectl = cli.kube.kubectl_hint();
     let ns = conn.namespace.clone();
     let observation = uyuni_core::status::observation(&ns);
     if !cmd.watch {
@@ -27,8 +29,10 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
             .await
             .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
         let status = report(&ns, &observed, &pods);
-        write(&render_data(cli.output, &status, human)?)?;
-        return verdict(cmd, &status);
+        write(&render_data(cli.output, &status, |s| {
+            human_with(s, &kubectl)
+        })?)?;
+        return verdict(cmd, &status, &kubectl);
     }
     let mut observer = Observer::new(conn.client.clone(), observation);
     let mut last: Option<String> = None;
@@ -46,7 +50,7 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
             .await
             .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
         status = report(&ns, &observed, &pods);
-        let text = render_data(cli.output, &status, human)?;
+        let text = render_data(cli.output, &status, |s| human_with(s, &kubectl))?;
         if last.as_deref() != Some(text.as_str()) {
             if last.is_some() {
                 write(separator(cli.output))?;
@@ -59,7 +63,7 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
             _ = &mut interrupted => break,
         }
     }
-    verdict(cmd, &status)
+    verdict(cmd, &status, &kubectl)
 }
 
 /// Between two reports of `-w`: a YAML document separator, nothing between JSON documents
@@ -81,7 +85,7 @@ fn write(text: &str) -> Result<()> {
 }
 
 /// The exit `--exit-code` asks for.
-fn verdict(cmd: &StatusCmd, status: &Status) -> Result<()> {
+fn verdict(cmd: &StatusCmd, status: &Status, kubectl: &Kubectl) -> Result<()> {
     if !cmd.exit_code || status.healthy {
         return Ok(());
     }
@@ -100,14 +104,19 @@ fn verdict(cmd: &StatusCmd, status: &Status) -> Result<()> {
             ),
         )
     } else {
-        (EXIT_NOT_INSTALLED, not_installed(&status.namespace))
+        (
+            EXIT_NOT_INSTALLED,
+            not_installed(&status.namespace, kubectl),
+        )
     };
     Err(crate::Exit { code, message }.into())
 }
 
-fn not_installed(ns: &str) -> String {
+fn not_installed(ns: &str, kubectl: &Kubectl) -> String {
     format!(
-        "nothing of kubectl-uyuni's is in namespace {ns}: install a server with `kubectl uyuni -n {ns} install FQDN`, or migrate one with `kubectl uyuni -n {ns} migrate SOURCE_FQDN` (-n names another namespace)"
+        "nothing of kubectl-uyuni's is in namespace {ns}: install a server with `{}`, or migrate one with `{}` (-n names another namespace)",
+        kubectl.uyuni(Some(ns), "install FQDN"),
+        kubectl.uyuni(Some(ns), "migrate SOURCE_FQDN"),
     )
 }
 
@@ -176,8 +185,13 @@ fn state_word(state: WorkloadState) -> &'static str {
 /// The report for people: the verdict and its reasons first, then each section that has
 /// something to show.
 pub fn human(s: &Status) -> String {
+    human_with(s, &Kubectl::BARE)
+}
+
+/// [`human`], its commands with the run's connection flags.
+pub fn human_with(s: &Status, kubectl: &Kubectl) -> String {
     if !s.installed {
-        return format!("{}.\n", capitalise(&not_installed(&s.namespace)));
+        return format!("{}.\n", capitalise(&not_installed(&s.namespace, kubectl)));
     }
     let mut out = if s.healthy {
         format!("Namespace {}: healthy\n", s.namespace)

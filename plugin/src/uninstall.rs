@@ -68,7 +68,13 @@ fn claim_lines(observed: &Observed) -> Vec<String> {
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, params) = start(cmd, cli, reporter).await?;
-    let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;
+    let observed = crate::drive::observe(
+        &conn,
+        &params.observation(),
+        |empty| uyuni_core::access::needed(&params, empty),
+        reporter,
+    )
+    .await?;
     uninstall::check(&params, &observed).map_err(|e| anyhow!(e.render(&params.kubectl)))?;
     let preview = uyuni_core::preview::preview(&params, &observed)?;
     let steps = uyuni_core::preview::steps_with_deletions(&preview);

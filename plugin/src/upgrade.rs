@@ -119,7 +119,13 @@ async fn start(
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, mut params, remembered) = start(cmd, cli, reporter).await?;
-    let observed = uyuni_effects::observe(&conn.client, &params.observation()).await?;
+    let observed = crate::drive::observe(
+        &conn,
+        &params.observation(),
+        |empty| uyuni_core::access::needed(&params, empty),
+        reporter,
+    )
+    .await?;
     params.run_id = clock::run_id_unused_in(&observed);
     let (preview, assumption) = uyuni_core::preview::dry_run_preview(&params, &observed)?;
     if let Some(a) = &assumption {

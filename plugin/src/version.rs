@@ -150,12 +150,11 @@ pub fn human(r: &VersionReport) -> String {
 pub async fn run(kube: &KubeFlags, format: OutputFormat) -> Result<()> {
     let limit = kube
         .request_timeout
-        .as_deref()
-        .and_then(|t| crate::parse_duration(t).ok().flatten())
+        .filter(|t| !t.is_zero())
         .unwrap_or(LOOKUP_TIMEOUT);
     let mut kube = kube.clone();
     if kube.request_timeout.is_none() {
-        kube.request_timeout = Some(format!("{}s", LOOKUP_TIMEOUT.as_secs()));
+        kube.request_timeout = Some(LOOKUP_TIMEOUT);
     }
     let lookup = async {
         let conn = crate::connect(&kube)

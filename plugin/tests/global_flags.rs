@@ -302,7 +302,575 @@ fn request_timeout_and_insecure_flags_are_accepted() {
         None,
     );
     assert_eq!(server_tag(&v), "a-1.0");
-    let (v, stderr) = env.version(&["--kubeconfig", merged, "--request-timeout", "soon"], None);
-    assert_eq!(v["cluster"]["reachable"], false);
+    // kubectl's forms: seconds alone, Go durations, 0 for none.
+    for timeout in ["0", "30", "1m", "2h", "1h30m", "1.5s"] {
+        let (v, _) = env.version(
+            &["--kubeconfig", merged, "--request-timeout", timeout],
+            None,
+        );
+        assert_eq!(server_tag(&v), "a-1.0", "--request-timeout {timeout}");
+    }
+    // A value that is no duration is a usage error, as kubectl's.
+    let out = env.kubectl_uyuni(
+        &[
+            "--kubeconfig",
+            merged,
+            "--request-timeout",
+            "soon",
+            "version",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--request-timeout"), "{stderr}");
+}
+
+/// What no message to a user may hold: Rust's `Debug` of a struct or an `Option`.
+fn assert_no_debug(what: &str, text: &str) {
+    for dump in ["Status {", "Error {", "Some(", "ErrorResponse {"] {
+        assert!(!text.contains(dump), "{what}: {dump:?} in:\n{text}");
+    }
+}
+
+fn texts(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A port on 127.0.0.1 nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+impl Env {
+    /// A kubeconfig whose one cluster has no server and whose one user no credentials: only
+    /// the flags can make it work.
+    fn bare_kubeconfig(&self) -> String {
+        let path = self.file("bare.yaml");
+        write_yaml(
+            &path,
+            &json!({
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "bare",
+                "clusters": [{"name": "bare", "cluster": {}}],
+                "users": [{"name": "nobody", "user": {}}],
+                "contexts": [{"name": "bare", "context": {"cluster": "bare", "user": "nobody"}}],
+            }),
+        );
+        path.to_str().expect("utf-8 path").to_owned()
+    }
+
+    fn ca_file(&self) -> String {
+        let path = self.file("ca.pem");
+        std::fs::write(&path, self.a.ca_pem()).expect("write CA");
+        path.to_str().expect("utf-8 path").to_owned()
+    }
+}
+
+#[test]
+fn server_token_and_certificate_authority_replace_the_kubeconfigs() {
+    let env = Env::new();
+    let bare = env.bare_kubeconfig();
+    let ca = env.ca_file();
+    let (url, token) = (env.a.url(), env.a.token());
+    let (v, stderr) = env.version(
+        &[
+            "--kubeconfig",
+            &bare,
+            "--server",
+            url,
+            "--token",
+            token,
+            "--insecure-skip-tls-verify",
+        ],
+        None,
+    );
+    assert_eq!(server_tag(&v), "a-1.0", "{v}\n{stderr}");
+    assert_eq!(v["cluster"]["context"], "bare");
+    let (v, _) = env.version(
+        &[
+            "--kubeconfig",
+            &bare,
+            "-s",
+            url,
+            "--token",
+            token,
+            "--certificate-authority",
+            &ca,
+        ],
+        None,
+    );
+    assert_eq!(server_tag(&v), "a-1.0", "{v}");
+    // No kubeconfig at all (none in HOME, no KUBECONFIG): the flags are enough, as for kubectl.
+    let (v, _) = env.version(
+        &[
+            &format!("--server={url}"),
+            "--token",
+            token,
+            "--certificate-authority",
+            &ca,
+        ],
+        None,
+    );
+    assert_eq!(server_tag(&v), "a-1.0", "{v}");
+    assert_eq!(v["cluster"]["context"], Value::Null, "no context: {v}");
+    // The flags win over the context's own cluster and user: b's context, a's server.
+    let merged = env.file("merged.yaml");
+    let (v, _) = env.version(
+        &[
+            "--kubeconfig",
+            merged.to_str().expect("utf-8"),
+            "--context",
+            "b",
+            "--server",
+            url,
+            "--token",
+            token,
+            "--insecure-skip-tls-verify",
+        ],
+        None,
+    );
+    assert_eq!(server_tag(&v), "a-1.0", "{v}");
+    // kubectl refuses a CA file with --insecure-skip-tls-verify: a usage error.
+    let out = env.kubectl_uyuni(
+        &[
+            "--kubeconfig",
+            &bare,
+            "-s",
+            url,
+            "--certificate-authority",
+            &ca,
+            "--insecure-skip-tls-verify",
+            "version",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{:?}", texts(&out));
+    // A server that is no URL, an empty context: value errors, exit 2 as usage errors.
+    for args in [
+        &["-s", "ftp://x", "status"][..],
+        &["--context", "", "status"],
+    ] {
+        let mut all = vec!["--kubeconfig", &bare];
+        all.extend_from_slice(args);
+        let out = env.kubectl_uyuni(&all, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {:?}", texts(&out));
+    }
+    // HOST:PORT alone is https, as for kubectl.
+    let host_port = url.trim_start_matches("https://");
+    let (v, _) = env.version(
+        &[
+            "--kubeconfig",
+            &bare,
+            "-s",
+            host_port,
+            "--token",
+            token,
+            "--insecure-skip-tls-verify",
+        ],
+        None,
+    );
+    assert_eq!(server_tag(&v), "a-1.0", "{v}");
+}
+
+#[test]
+fn a_token_reaches_the_server_but_no_output_and_no_object() {
+    let env = Env::new();
+    let bare = env.bare_kubeconfig();
+    let ca = env.ca_file();
+    let (url, token) = (env.a.url().to_owned(), env.a.token().to_owned());
+    let password = env.file("admin.pass");
+    std::fs::write(&password, "admin-password\n").expect("write");
+    let password = password.to_str().expect("utf-8");
+    let connection = |token: &str| -> Vec<String> {
+        ["--kubeconfig", &bare, "-s", &url, "--token", token]
+            .into_iter()
+            .chain(["--certificate-authority", &ca, "-n", "tok"])
+            .map(str::to_owned)
+            .collect()
+    };
+    let run = |token: &str, args: &[&str]| {
+        let mut all = connection(token);
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        texts(&env.kubectl_uyuni(&all, None))
+    };
+
+    // A wrong token: the advice for a rejected token, without kube's dump, without the token.
+    let wrong = "wrong-token-4f9c1e";
+    let mut all = connection(wrong);
+    all.extend(
+        [
+            "install",
+            "uyuni.example.com",
+            "--email",
+            "a@example.com",
+            "--dry-run",
+        ]
+        .map(str::to_owned),
+    );
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let out = env.kubectl_uyuni(&all, None);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Unauthorized (401); the token given with --token was refused"),
+        "{stderr}"
+    );
+    assert_no_debug("rejected token", &stderr);
+    assert!(
+        !stdout.contains(wrong) && !stderr.contains(wrong),
+        "{stdout}\n{stderr}"
+    );
+
+    // The right one, at every log level: a dry run, then the install itself.
+    let (stdout, stderr) = run(
+        &token,
+        &[
+            "install",
+            "uyuni.example.com",
+            "--email",
+            "a@example.com",
+            "--admin-password-file",
+            password,
+            "--dry-run",
+            "-vvv",
+        ],
+    );
+    assert!(
+        stdout.contains("configmap/uyuni-server-spec"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        !stdout.contains(&token) && !stderr.contains(&token),
+        "dry run shows the token"
+    );
+    let (stdout, stderr) = run(
+        &token,
+        &[
+            "install",
+            "uyuni.example.com",
+            "--email",
+            "a@example.com",
+            "--admin-password-file",
+            password,
+            "-vvv",
+        ],
+    );
+    assert!(!stdout.contains(&token), "stdout shows the token");
+    assert!(!stderr.contains(&token), "the logs show the token");
+    assert!(
+        stderr.contains("step 1/"),
+        "the install did not run:\n{stderr}"
+    );
+    let written = serde_json::to_string(&env.a.written_objects()).expect("json");
+    assert!(
+        !written.contains(&token),
+        "an object written holds the token"
+    );
+    // The Lease's record of the command line holds the placeholder instead.
+    assert!(
+        written.contains("--token \\\"$TOKEN\\\""),
+        "no placeholder in the Lease"
+    );
+
+    // A hint that needs the token names the placeholder, and says so.
+    let port = closed_port();
+    let mut all: Vec<String> = ["--kubeconfig", &bare, "-s"].map(str::to_owned).to_vec();
+    all.extend([
+        format!("https://127.0.0.1:{port}"),
+        "--token".into(),
+        token.clone(),
+        "status".into(),
+    ]);
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let (stdout, stderr) = texts(&env.kubectl_uyuni(&all, None));
+    assert!(
+        stderr.contains("--token \"$TOKEN\" cluster-info"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("set TOKEN to your token"), "{stderr}");
+    assert!(
+        !stdout.contains(&token) && !stderr.contains(&token),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unreachable_api_server_fails_fast_naming_its_address_and_context() {
+    let env = Env::new();
+    let port = closed_port();
+    let mut kc = renamed(&env.a, "a");
+    kc["clusters"][0]["cluster"]["server"] = json!(format!("https://127.0.0.1:{port}"));
+    let path = env.file("closed.yaml");
+    write_yaml(&path, &kc);
+    let path = path.to_str().expect("utf-8");
+    for args in [
+        &["status"][..],
+        &[
+            "install",
+            "uyuni.example.com",
+            "--email",
+            "a@example.com",
+            "--dry-run",
+        ],
+        &["stop", "--yes"],
+    ] {
+        let mut all = vec!["--kubeconfig", path, "-n", NS];
+        all.extend_from_slice(args);
+        let started = std::time::Instant::now();
+        let out = env.kubectl_uyuni(&all, None);
+        let took = started.elapsed();
+        let (_, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "{args:?} took {took:?} to give up"
+        );
+        let expected = format!(
+            "error: cannot reach the API server https://127.0.0.1:{port} of context a: connection refused"
+        );
+        assert!(stderr.starts_with(&expected), "{args:?}:\n{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`kubectl --kubeconfig {path} --context a cluster-info`"
+            )),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("apiresources"), "{stderr}");
+        assert_no_debug("unreachable", &stderr);
+    }
+}
+
+#[test]
+fn a_refused_request_names_it_and_every_can_i_carries_the_runs_identity() {
+    use uyuni_testdata::{ErrorFault, FaultTarget, Faults, Verb};
+    // A write refused after the preflight passed (an admission policy, a Role changed since).
+    let sim = SimCluster::start_blocking(SimConfig {
+        faults: Faults {
+            errors: vec![ErrorFault {
+                target: FaultTarget::new(Some(Verb::Patch), Some("configmaps"), None),
+                rate: 1.0,
+                status: 403,
+                retry_after_seconds: 1,
+            }],
+            ..Faults::default()
+        },
+        ..SimConfig::default()
+    })
+    .expect("simulated cluster");
+    let env = Env::new();
+    let kc = sim.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let password = env.file("admin.pass");
+    std::fs::write(&password, "admin-password\n").expect("write");
+    let identity = [
+        "--kubeconfig",
+        &kc,
+        "--context",
+        "uyuni-sim",
+        "--cluster",
+        "uyuni-sim",
+        "--user",
+        "uyuni-sim-admin",
+        "--as",
+        "alice",
+        "--as-group",
+        "ops",
+    ];
+    let can_i = format!(
+        "kubectl --kubeconfig {kc} --context uyuni-sim --cluster uyuni-sim --user uyuni-sim-admin --as alice --as-group ops -n perm auth can-i"
+    );
+    let mut all = identity.to_vec();
+    all.extend([
+        "-n",
+        "perm",
+        "install",
+        "uyuni.example.com",
+        "--email",
+        "a@example.com",
+        "--admin-password-file",
+        password.to_str().expect("utf-8"),
+    ]);
+    let out = env.kubectl_uyuni(&all, None);
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no error line:\n{stderr}"));
+    assert!(
+        error.starts_with("error: cannot apply configmap/uyuni-server-spec in namespace perm: configmaps \"uyuni-server-spec\" is forbidden"),
+        "{error}"
+    );
+    assert!(
+        error.contains(&format!("`{can_i} patch configmap/uyuni-server-spec`")),
+        "{error}"
+    );
+    assert_no_debug("refused write", &stderr);
+    assert!(!stderr.contains("WARN"), "{stderr}");
+
+    // Refused by the preflight: the list of what is missing, each with its can-i line.
+    let denied = SimCluster::start_blocking(SimConfig {
+        denied_access: vec![("create".into(), "jobs".into())],
+        ..SimConfig::default()
+    })
+    .expect("simulated cluster");
+    let kc2 = denied.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let all: Vec<&str> = all
+        .iter()
+        .map(|a| if *a == kc { kc2.as_str() } else { a })
+        .collect();
+    let out = env.kubectl_uyuni(&all, None);
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("missing: create jobs.batch in namespace perm"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("`{} create jobs.batch`", can_i.replace(&kc, &kc2))),
+        "{stderr}"
+    );
+    assert_no_debug("preflight", &stderr);
+
+    // The Lease refused: its own message, the server's words once, nothing of kube's.
+    let lease = SimCluster::start_blocking(SimConfig {
+        faults: Faults {
+            errors: vec![ErrorFault {
+                target: FaultTarget::new(Some(Verb::Create), Some("leases"), None),
+                rate: 1.0,
+                status: 403,
+                retry_after_seconds: 1,
+            }],
+            ..Faults::default()
+        },
+        ..SimConfig::default()
+    })
+    .expect("simulated cluster");
+    let kc3 = lease.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let all: Vec<&str> = all
+        .iter()
+        .map(|a| if *a == kc2 { kc3.as_str() } else { a })
+        .collect();
+    let out = env.kubectl_uyuni(&all, None);
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot create Lease kubectl-uyuni in namespace perm"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("is forbidden").count(), 1, "{stderr}");
+    assert_no_debug("refused lease", &stderr);
+}
+
+#[test]
+fn status_hints_carry_the_connection_flags() {
+    let env = Env::new();
+    let merged = env.file("merged.yaml");
+    let merged = merged.to_str().expect("utf-8 path");
+    let out = env.kubectl_uyuni(
+        &[
+            "--kubeconfig",
+            merged,
+            "--context",
+            "a",
+            "--cluster",
+            "a",
+            "-n",
+            "empty",
+            "status",
+            "--user",
+            "a-admin",
+        ],
+        None,
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "`kubectl uyuni --kubeconfig {merged} --context a --cluster a --kube-user a-admin -n empty install FQDN`"
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_refused_read_lists_every_missing_permission_with_the_runs_identity() {
+    use uyuni_testdata::{ErrorFault, FaultTarget, Faults};
+    // As a user bound to `view`: Secrets may not be read, nor anything written.
+    let sim = SimCluster::start_blocking(SimConfig {
+        faults: Faults {
+            errors: vec![ErrorFault {
+                target: FaultTarget::new(None, Some("secrets"), None),
+                rate: 1.0,
+                status: 403,
+                retry_after_seconds: 1,
+            }],
+            ..Faults::default()
+        },
+        denied_access: vec![
+            ("get".into(), "secrets".into()),
+            ("list".into(), "secrets".into()),
+            ("create".into(), "jobs".into()),
+        ],
+        ..SimConfig::default()
+    })
+    .expect("simulated cluster");
+    let env = Env::new();
+    let kc = sim.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let password = env.file("admin.pass");
+    std::fs::write(&password, "admin-password\n").expect("write");
+    let can_i =
+        format!("kubectl --kubeconfig {kc} --context uyuni-sim --as alice -n view auth can-i");
+    for dry_run in [true, false] {
+        let mut all = vec![
+            "--kubeconfig",
+            &kc,
+            "--as",
+            "alice",
+            "-n",
+            "view",
+            "install",
+            "uyuni.example.com",
+            "--email",
+            "a@example.com",
+            "--admin-password-file",
+            password.to_str().expect("utf-8"),
+        ];
+        if dry_run {
+            all.push("--dry-run");
+        }
+        let out = env.kubectl_uyuni(&all, None);
+        let (_, stderr) = texts(&out);
+        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains("error: the API server refused to"),
+            "dry run {dry_run}: {stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "(403 Forbidden): you may not make every request this run makes; missing:"
+            ),
+            "{stderr}"
+        );
+        // What the run reads first is all it can plan from an empty namespace: the reads
+        // are listed; the writes, planned from what those reads return, come with the
+        // preflight once they are granted.
+        assert!(
+            stderr.contains(&format!(
+                "missing: list secrets in namespace view (`{can_i} list secrets`)"
+            )),
+            "{stderr}"
+        );
+        assert_no_debug("refused read", &stderr);
+        assert!(
+            !stderr.contains("WARN"),
+            "log lines around the error: {stderr}"
+        );
+    }
 }

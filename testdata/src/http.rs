@@ -376,6 +376,32 @@ async fn handle(
                         "InternalError",
                         "Internal error occurred: injected fault",
                     ),
+                    // As RBAC words a refusal (an injected one: the sim authorizes everything).
+                    403 => {
+                        let plural = ctx.resource.clone().unwrap_or_default();
+                        let group = ctx.group.clone().unwrap_or_default();
+                        let kind = if group.is_empty() {
+                            plural.clone()
+                        } else {
+                            format!("{plural}.{group}")
+                        };
+                        let object = match &ctx.name {
+                            Some(name) => format!("{kind} \"{name}\""),
+                            None => kind,
+                        };
+                        let scope = match &ctx.namespace {
+                            Some(ns) => format!(" in the namespace \"{ns}\""),
+                            None => " at the cluster scope".to_owned(),
+                        };
+                        ApiError::new(
+                            403,
+                            "Forbidden",
+                            format!(
+                                "{object} is forbidden: User \"uyuni-sim-user\" cannot {} resource \"{plural}\" in API group \"{group}\"{scope} (injected fault)",
+                                verb.as_str()
+                            ),
+                        )
+                    }
                     other => {
                         ApiError::new(other, "InternalError", format!("injected fault {other}"))
                     }

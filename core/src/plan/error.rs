@@ -155,14 +155,10 @@ pub enum PlanError {
         missing: Vec<String>,
     },
     /// `stop` or `start` where no server runs.
-    #[error(
-        "namespace {namespace} holds no server of kubectl-uyuni (no Deployment uyuni or db): install one with `kubectl uyuni install FQDN` or migrate one with `kubectl uyuni migrate SOURCE_FQDN`, or name the server's namespace with -n. Nothing was written"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     NoServer { namespace: String },
     /// `install` on a namespace a migration writes to.
-    #[error(
-        "namespace {namespace} holds a migration ({found}): install refuses to write over it. Finish it with `kubectl uyuni migrate`, or choose another namespace with -n. Nothing was written"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     MigrationPresent { namespace: String, found: String },
     /// Claims `install` would use exist, and it did not create them.
     #[error(
@@ -257,6 +253,15 @@ impl PlanError {
     pub fn render(&self, kubectl: &Kubectl) -> String {
         let data = names::MIGRATION_DATA_SECRET;
         match self {
+            PlanError::NoServer { namespace } => format!(
+                "namespace {namespace} holds no server of kubectl-uyuni (no Deployment uyuni or db): install one with `{}` or migrate one with `{}`, or name the server's namespace with -n. Nothing was written",
+                kubectl.uyuni(Some(namespace), "install FQDN"),
+                kubectl.uyuni(Some(namespace), "migrate SOURCE_FQDN"),
+            ),
+            PlanError::MigrationPresent { namespace, found } => format!(
+                "namespace {namespace} holds a migration ({found}): install refuses to write over it. Finish it with `{}`, or choose another namespace with -n. Nothing was written",
+                kubectl.uyuni(Some(namespace), "migrate SOURCE_FQDN"),
+            ),
             PlanError::NamespaceTerminating(ns) => format!(
                 "namespace {ns} is being deleted: wait until it is gone (`{}`), then run again",
                 kubectl.cmd(None, &format!("get namespace {ns}"))
@@ -328,7 +333,7 @@ impl PlanError {
                 label = crate::pod_security::ENFORCE_LABEL,
             ),
             PlanError::AccessDenied { missing } => format!(
-                "you may not make every request this migration makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
+                "you may not make every request this run makes; missing: {}. Ask a cluster administrator to grant them (a Role or ClusterRole bound to your user), then run again. Nothing was written",
                 missing
                     .iter()
                     .map(|a| format!("{} (`{}`)", a.describe(), a.can_i(kubectl)))

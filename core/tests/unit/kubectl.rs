@@ -109,3 +109,35 @@ fn hints_carry_the_identity_the_run_acted_as() {
         k.uyuni(Some("uyuni"), "status")
     );
 }
+
+#[test]
+fn hints_carry_the_connection_flags_and_never_the_token() {
+    let k = Kubectl {
+        kubeconfig: Some("/k".into()),
+        context: Some("c".into()),
+        cluster: Some("prod".into()),
+        user: Some("ops".into()),
+        server: Some("https://api.example.com:6443".into()),
+        certificate_authority: Some("/etc/ca.pem".into()),
+        token: true,
+        as_user: Some("alice".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        k.cmd(Some("uyuni"), "auth can-i get secrets"),
+        "kubectl --kubeconfig /k --context c --cluster prod --user ops --server https://api.example.com:6443 --certificate-authority /etc/ca.pem --token \"$TOKEN\" --as alice -n uyuni auth can-i get secrets"
+    );
+    // A plugin command names the kubeconfig user --kube-user: `migrate --user` is the SSH user.
+    assert_eq!(
+        k.migrate(Some("uyuni"), "src", false),
+        "kubectl uyuni --kubeconfig /k --context c --cluster prod --kube-user ops --server https://api.example.com:6443 --certificate-authority /etc/ca.pem --token \"$TOKEN\" --as alice -n uyuni migrate src"
+    );
+    let insecure = Kubectl {
+        insecure_skip_tls_verify: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        insecure.cmd(None, "cluster-info"),
+        "kubectl --insecure-skip-tls-verify cluster-info"
+    );
+}

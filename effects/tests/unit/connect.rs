@@ -210,3 +210,64 @@ fn missing_kubeconfig_file_names_it() {
     assert!(text.contains("/nonexistent/kc"), "{text}");
     assert!(text.contains("--kubeconfig"), "{text}");
 }
+
+#[test]
+fn server_certificate_authority_and_token_flags_replace_the_contexts_entries() {
+    use secrecy::ExposeSecret;
+    let mut kc = config();
+    let opts = ClientOptions {
+        server: Some("https://10.0.0.9:6443".into()),
+        certificate_authority: Some(PathBuf::from("/ca.pem")),
+        token: Some("flag-token".into()),
+        ..Default::default()
+    };
+    let (context, options) = uyuni_effects::connect::with_flags(&mut kc, &source(), &opts).unwrap();
+    assert_eq!(context, "one");
+    let cluster_name = options.cluster.clone().expect("a cluster of the flags");
+    let cluster = kc
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.clone())
+        .unwrap();
+    assert_eq!(cluster.server.as_deref(), Some("https://10.0.0.9:6443"));
+    assert_eq!(cluster.certificate_authority.as_deref(), Some("/ca.pem"));
+    // The context's own cluster stays as it was.
+    let c1 = kc.clusters.iter().find(|c| c.name == "c1").unwrap();
+    assert_eq!(
+        c1.cluster.as_ref().unwrap().server.as_deref(),
+        Some("https://127.0.0.1:1111")
+    );
+    let user_name = options.user.clone().expect("a user of the flags");
+    let user = kc
+        .auth_infos
+        .iter()
+        .find(|a| a.name == user_name)
+        .and_then(|a| a.auth_info.clone())
+        .unwrap();
+    assert_eq!(user.token.unwrap().expose_secret(), "flag-token");
+    // The Debug of the options never shows the token.
+    assert!(!format!("{opts:?}").contains("flag-token"));
+}
+
+#[test]
+fn the_server_flag_stands_for_a_missing_context() {
+    let mut kc = Kubeconfig::default();
+    let opts = ClientOptions {
+        server: Some("https://10.0.0.9:6443".into()),
+        insecure_skip_tls_verify: true,
+        ..Default::default()
+    };
+    let (context, options) =
+        uyuni_effects::connect::with_flags(&mut kc, &Source::Flags, &opts).unwrap();
+    assert_eq!(options.context.as_deref(), Some(context.as_str()));
+    let cluster_name = options.cluster.clone().unwrap();
+    let cluster = kc
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.clone())
+        .unwrap();
+    assert_eq!(cluster.server.as_deref(), Some("https://10.0.0.9:6443"));
+    assert_eq!(cluster.insecure_skip_tls_verify, Some(true));
+}

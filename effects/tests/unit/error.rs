@@ -62,7 +62,7 @@ fn rendered_hints_carry_the_runs_flags() {
     let text = err.render(&k);
     assert!(
         text.contains(
-            "`kubectl --kubeconfig /k/config --context prod -n uyuni auth can-i get secret`"
+            "`kubectl --kubeconfig /k/config --context prod -n uyuni auth can-i get secret/x`"
         ),
         "{text}"
     );
@@ -186,4 +186,50 @@ fn a_deployment_pods_failure_comes_with_the_hint_for_its_reason() {
         text.contains("kubectl -n n describe deployment db"),
         "{text}"
     );
+}
+
+#[test]
+fn an_unreachable_server_is_named_with_its_context_first() {
+    let err = EffectsError::Unreachable {
+        server: "https://10.0.0.1:6443".into(),
+        context: Some("prod".into()),
+        attempts: 3,
+        reason: "connection refused".into(),
+        tls: false,
+    };
+    let k = Kubectl {
+        kubeconfig: Some("/k".into()),
+        context: Some("prod".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        err.render(&k),
+        "cannot reach the API server https://10.0.0.1:6443 of context prod: connection refused (3 attempts); check the address and that the server is up (`kubectl --kubeconfig /k --context prod cluster-info`), or choose another context (`kubectl --kubeconfig /k config get-contexts`)"
+    );
+    let tls = EffectsError::Unreachable {
+        server: "https://10.0.0.1:6443".into(),
+        context: None,
+        attempts: 1,
+        reason: "invalid peer certificate: UnknownIssuer".into(),
+        tls: true,
+    };
+    assert!(
+        tls.to_string().starts_with(
+            "cannot reach the API server https://10.0.0.1:6443: its certificate was not accepted (invalid peer certificate: UnknownIssuer); pass the CA that signed it with --certificate-authority FILE"
+        ),
+        "{tls}"
+    );
+}
+
+#[test]
+fn a_kube_error_shows_the_servers_words_not_its_status() {
+    let status =
+        kube::core::Status::failure("secrets \"x\" is forbidden", "Forbidden").with_code(403);
+    let err = kube::Error::Api(status.boxed());
+    assert!(
+        err.to_string().contains("Status {"),
+        "kube's own Display changed: {err}"
+    );
+    let reason = uyuni_effects::error::kube_reason(&err).expect("a kube error");
+    assert_eq!(reason, "secrets \"x\" is forbidden (403)");
 }
