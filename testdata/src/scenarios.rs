@@ -135,7 +135,7 @@ pub fn migration() -> Scenario {
         ),
     ] {
         let mut script = JobScript::succeed(150, &[line]);
-        // The server check reports which kind of image it is, as today's images are: the
+        // The server check reports which kind of image it is, as upstream's newest is: its
         // trust-store script copies the CA into the Salt file root at start.
         if step == "image-check-server" {
             script.termination_message = Some("ca_copy=salt-file-root\n".to_string());
