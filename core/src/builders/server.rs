@@ -96,6 +96,11 @@ pub const STARTUP_SECONDS: i32 = 24 * 3600;
 ///
 /// The trust anchors directory: a projected volume of the two CA ConfigMaps and the optional
 /// `custom-cas`, as the chart's `trust-anchors` volume, so a changed CA reaches the files.
+/// Read-only, as every projected volume: one writer into it is known upstream and not yet
+/// resolved in what is stored — `spacewalk/admin/salt-secrets-config.py` (`@4eb0d03a`), which
+/// `15-setup-trust-store.sh` runs first, copies a new `salt-api.crt` there whenever the file is
+/// missing from it; that write fails here and in the chart's projected volume alike, and under
+/// `@2ca715b5`'s `set -e` it would stop the start (raised in PR #12133's review, 2026-06-24).
 pub const TRUST_ANCHORS_DIR: &str = "/etc/pki/trust/anchors";
 pub const LOCAL_CA_FILE: &str = "LOCAL-RHN-ORG-TRUSTED-SSL-CERT";
 pub const DB_CA_FILE: &str = "DB-RHN-ORG-TRUSTED-SSL-CERT";
