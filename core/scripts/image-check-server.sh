@@ -9,7 +9,15 @@
 #   SETUP_MARKER           where the fix-up Job writes the setup marker
 #   SETUP_LIBRARY          the image's setup library, which must name that marker
 #   FIRST_SERVER_IMAGE     the first server image the migration supports, for advice
+#   INIT_DIR               the directory of the scripts the image runs at every start
+#   SALT_CA_FILE           the CA's place in the Salt file root
+#   TERMINATION_LOG        where the report goes besides the log (the kubelet's default path)
 #   LOCAL_ROOT             prefix of every path: empty in a Job, a directory in tests
+#
+# A supported image is also reported as `key=value` lines, on the log and in the container's
+# termination message, which the run copies onto the Job (core/src/inspect.rs):
+#   ca_copy       salt-file-root when one of the image's start scripts names SALT_CA_FILE (it
+#                 copies the CA there at every start: 15-setup-trust-store.sh), else none
 # shellcheck source-path=SCRIPTDIR
 
 # In a Job, lib.sh comes first in the same text; run as a file, the script loads it.
@@ -29,6 +37,9 @@ describe_image "$IMAGE" "$ROOT"
 : "${SETUP_MARKER:?SETUP_MARKER is not set}"
 : "${SETUP_LIBRARY:?SETUP_LIBRARY is not set}"
 : "${FIRST_SERVER_IMAGE:?FIRST_SERVER_IMAGE is not set}"
+: "${INIT_DIR:?INIT_DIR is not set}"
+: "${SALT_CA_FILE:?SALT_CA_FILE is not set}"
+: "${TERMINATION_LOG:?TERMINATION_LOG is not set}"
 
 missing=()
 while IFS= read -r f; do
@@ -46,4 +57,16 @@ fi
 if ! grep -qF -- "$MARKER" "$ROOT$SETUP_LIB"; then
   unsupported "server image $IMAGE does not read its setup marker at $MARKER ($SETUP_LIB does not name it): it would set the server up again on the migrated data. Use a server image of $FIRST or later, or the default latest (--image/--tag)"
 fi
+# Which kind of image: one that copies the CA into the Salt file root at start must not find a
+# read-only file there (the server Deployment mounts none; core/src/builders/server.rs).
+ca_copy=none
+for f in "$ROOT$INIT_DIR"/*; do
+  [ -f "$f" ] || continue
+  if grep -qF -- "$SALT_CA_FILE" "$f"; then
+    ca_copy=salt-file-root
+    echo "${f#"$ROOT"} copies the CA to $SALT_CA_FILE at start"
+    break
+  fi
+done
+echo "ca_copy=$ca_copy" | tee "$ROOT$TERMINATION_LOG"
 echo "SUPPORTED: server image $IMAGE sets the server up by itself at start"

@@ -1,5 +1,7 @@
 //! What an image inspection Job reported about an image (`core/scripts/image-inspect.sh`): its
-//! product and release, and its PostgreSQL major. The Job writes `key=value` lines into its
+//! product and release, and its PostgreSQL major; and what the server image check reported
+//! (`core/scripts/image-check-server.sh`): whether the image copies the CA into the Salt file
+//! root at start. The Job writes `key=value` lines into its
 //! container's termination message; the run copies them onto the Job as
 //! [`crate::labels::INSPECTION_ANNOTATION`], where every later plan reads them.
 //!
@@ -27,6 +29,17 @@ impl Product {
     }
 }
 
+/// Whether a server image copies the CA into the Salt file root at start (the server image
+/// check's `ca_copy`; [`crate::scripts::image_check::SALT_CA_FILE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CaCopy {
+    /// A start script names the file: `15-setup-trust-store.sh` copies the trust anchor there.
+    SaltFileRoot,
+    /// No start script names it: the image leaves whatever its package put there.
+    None,
+}
+
 /// One image's report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Inspection {
@@ -34,6 +47,8 @@ pub struct Inspection {
     /// The release as the image spells it.
     pub release: Option<String>,
     pub pg_major: Option<u32>,
+    /// The server image check's `ca_copy`.
+    pub ca_copy: Option<CaCopy>,
     /// A dry run's stand-in: the Job has not run, nothing is known yet.
     pub placeholder: bool,
 }
@@ -49,6 +64,7 @@ impl Inspection {
             product: None,
             release: None,
             pg_major: None,
+            ca_copy: None,
             placeholder: false,
         };
         for line in text.lines() {
@@ -68,6 +84,13 @@ impl Inspection {
                     out.release = Some(value.to_owned());
                 }
                 "pg_major" => out.pg_major = crate::pg::parse_major(value).ok(),
+                "ca_copy" => {
+                    out.ca_copy = match value {
+                        "salt-file-root" => Some(CaCopy::SaltFileRoot),
+                        "none" => Some(CaCopy::None),
+                        _ => None,
+                    }
+                }
                 "placeholder" => out.placeholder = value == "true",
                 _ => {}
             }

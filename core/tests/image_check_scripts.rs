@@ -8,11 +8,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use uyuni_core::inspect::{CaCopy, Inspection};
 use uyuni_core::scripts::JobScript;
 use uyuni_core::scripts::database::SETUP_MARKER;
 use uyuni_core::scripts::image_check::{
-    FIRST_SERVER_IMAGE, render_database, render_database_upgrade, render_server,
+    FIRST_SERVER_IMAGE, SALT_CA_FILE, render_database, render_database_upgrade, render_server,
 };
+use uyuni_core::scripts::image_inspect::TERMINATION_LOG;
 
 const SERVER: &str = "registry.example.com/uyuni/server:5.2.9";
 const DB: &str = "registry.example.com/uyuni/server-postgresql:5.2.7";
@@ -31,7 +33,14 @@ impl Image {
             "/etc/os-release",
             "NAME=\"SLES\"\nPRETTY_NAME=\"SUSE Linux Enterprise Server 16.0\"\n",
         );
+        image.dir("/dev");
         image
+    }
+    /// What the check left in the termination message, read as the planner reads it.
+    fn report(&self) -> (Inspection, String) {
+        let path = Path::new(&self.root()).join(TERMINATION_LOG.trim_start_matches('/'));
+        let text = fs::read_to_string(path).unwrap_or_default();
+        (Inspection::parse(&text), text)
     }
     fn root(&self) -> String {
         self.dir.path().join("root").display().to_string()
@@ -195,6 +204,87 @@ fn a_server_image_without_setup_inside_is_refused_with_what_it_lacks() {
     assert!(text.contains("/usr/lib/entrypoint-lib.sh"), "{text}");
     assert!(!text.contains("lacks /usr/bin/startup-check.sh"), "{text}");
     assert!(text.contains("--image/--tag"), "{text}");
+}
+
+/// `15-setup-trust-store.sh` as uyuni-project/uyuni stores it at `@2ca715b5` (PR #12133, open),
+/// in the part the check reads: under `set -eo pipefail`, a `cp` onto the Salt file root.
+const TRUST_STORE_2CA715B5: &str = "set -eo pipefail\nif [ -f \"${MANAGER_COMPLETE}\" ]; then\n    if [ -f \"/etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT\" ]; then\n        cp /etc/pki/trust/anchors/LOCAL-RHN-ORG-TRUSTED-SSL-CERT \\\n           /usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT\n    fi\n    /usr/sbin/update-ca-certificates\nfi\n";
+
+#[test]
+fn a_server_image_that_copies_the_ca_into_the_salt_file_root_is_reported_so() {
+    assert!(TRUST_STORE_2CA715B5.contains(SALT_CA_FILE));
+    let image = server_image();
+    image.file(
+        "/docker-entrypoint-init.d/15-setup-trust-store.sh",
+        TRUST_STORE_2CA715B5,
+    );
+    let out = image.run(&render_server(SERVER, &image.root()), None);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("ca_copy=salt-file-root"), "{text}");
+    assert!(
+        text.contains("/docker-entrypoint-init.d/15-setup-trust-store.sh copies the CA"),
+        "{text}"
+    );
+    // The verdict stays the last line.
+    assert!(
+        text.trim_end()
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("SUPPORTED: ")),
+        "{text}"
+    );
+    let (report, raw) = image.report();
+    assert_eq!(report.ca_copy, Some(CaCopy::SaltFileRoot), "{raw}");
+}
+
+#[test]
+fn a_server_image_whose_start_scripts_leave_the_salt_file_root_alone_is_reported_so() {
+    // 5.2.9's start scripts as the check sees them: none names the Salt file root's CA.
+    let image = server_image();
+    image.file(
+        "/docker-entrypoint-init.d/20-setup-gpg-dir.sh",
+        "mkdir -p /var/lib/spacewalk/gpgdir\n",
+    );
+    let out = image.run(&render_server(SERVER, &image.root()), None);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("ca_copy=none"), "{text}");
+    let (report, raw) = image.report();
+    assert_eq!(report.ca_copy, Some(CaCopy::None), "{raw}");
+}
+
+#[test]
+fn only_the_server_check_job_reports_and_its_report_is_copied_onto_it() {
+    let params = common::params();
+    let jobs = uyuni_core::builders::image_check::jobs(&params);
+    let produces: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| {
+            j.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(uyuni_core::labels::PRODUCES_ANNOTATION))
+                .cloned()
+        })
+        .collect();
+    assert_eq!(
+        produces,
+        [
+            Some(uyuni_core::catalogue::products::INSPECTION.to_owned()),
+            None,
+            None
+        ]
+    );
+}
+
+#[test]
+fn a_refused_server_image_reports_nothing() {
+    let image = Image::new();
+    let out = image.run(&render_server(SERVER, &image.root()), None);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let (report, raw) = image.report();
+    assert_eq!(report.ca_copy, None, "{raw}");
 }
 
 fn database_image() -> Image {

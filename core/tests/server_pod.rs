@@ -298,6 +298,15 @@ fn renewable_certificates_are_mounted_as_directories() {
     // No subPath at all: the image copies the CA to the salt file root at every start
     // (15-setup-trust-store.sh), which a read-only file mounted there would make fail.
     assert!(mounts.iter().all(|m| m.sub_path.is_none()), "{mounts:?}");
+    // Nor a volume over any directory above it: the file stays in the image's writable layer,
+    // for either kind of image the server check reports (`ca_copy`).
+    let salt_ca = uyuni_core::scripts::image_check::SALT_CA_FILE;
+    assert!(
+        !mounts
+            .iter()
+            .any(|m| salt_ca.starts_with(&format!("{}/", m.mount_path.trim_end_matches('/')))),
+        "{mounts:?}"
+    );
     for path in [
         "/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT",
         "/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT",

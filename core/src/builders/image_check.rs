@@ -7,7 +7,7 @@
 use k8s_openapi::api::batch::v1::Job;
 
 use crate::builders::job::{Identity, ScriptJob, script_job};
-use crate::catalogue::components;
+use crate::catalogue::{components, products};
 use crate::params::ServerParams;
 use crate::scripts::image_check as scripts;
 
@@ -51,6 +51,9 @@ fn checks(params: &ServerParams, count: usize, purpose: &str) -> Vec<Job> {
     .into_iter()
     .take(count)
     .map(|(step, role, image, script)| {
+        // The server check also reports which kind of image it is (`ca_copy`), in its
+        // termination message, which the run copies onto the Job.
+        let produces = (step == SERVER_STEP).then_some(products::INSPECTION);
         script_job(
             params,
             &ScriptJob {
@@ -67,7 +70,7 @@ fn checks(params: &ServerParams, count: usize, purpose: &str) -> Vec<Job> {
                 extra_volumes: Vec::new(),
                 service_account: None,
                 security_context: None,
-                produces: None,
+                produces,
                 identity: Identity::Spec,
             },
         )

@@ -73,17 +73,34 @@ pub fn server_security_context(security: &ServerSecurity) -> SecurityContext {
 /// (images-today §A.4): the startup probe allows a day, practically unlimited.
 pub const STARTUP_SECONDS: i32 = 24 * 3600;
 
-/// The CA outside the trust anchors is not mounted: since 5.2.6 ("Move setup scripts from mgradm
-/// to the server image"; server-image.changes) the image's
-/// `docker-entrypoint-init.d/15-setup-trust-store.sh` copies the anchors'
+/// The CA outside the trust anchors is not mounted, for either kind of server image the image
+/// check reports (`ca_copy`, `core/scripts/image-check-server.sh`). Upstream
+/// (uyuni-project/uyuni, `containers/server-image/root/docker-entrypoint-init.d/
+/// 15-setup-trust-store.sh`): once the server is set up, the script copies the anchors'
 /// `LOCAL-RHN-ORG-TRUSTED-SSL-CERT` to `/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT`
-/// at every start (and, in some versions, to `/srv/www/htdocs/pub/`). The chart's read-only
-/// subPath mounts over those files make that `cp` fail; in the versions with `set -e` the script
-/// then stops before `update-ca-certificates`, and the hub and peripheral CAs it has just written
-/// never reach the trust store. `/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT` is a symlink to
-/// the anchor in the `srv-www` volume, made by the data sync as on a classic server.
+/// at every start — `@4d6fcfde` also to `/srv/www/htdocs/pub/`, without `set -e`; the newest,
+/// `@2ca715b5` (PR #12133 "Replace ca-certs PVC with a projected volume of CAs", open), only to
+/// the Salt file root, under `set -eo pipefail`, saying the file "must stay a real file (not a
+/// symlink): saltfs cannot serve symlinks (bsc#1219577), and the certs/ directory also holds .sls
+/// states, so it cannot be volume-mounted". The chart's read-only subPath mounts over those files
+/// (`containers/server-helm/templates/server.yaml` `@0ad23f80`, volume `ca-cert` of ConfigMap
+/// `uyuni-ca`, subPath `ca.crt`) make that `cp` fail, and with `set -e` the start stops there,
+/// before `update-ca-certificates`. Here nothing covers that path — no file, no directory — so
+/// the copy lands in the image's writable layer and the start goes on; the script only reads the
+/// anchors directory, which is read-only here as in the chart. What an image whose start scripts
+/// do not name the file has there is its package's (`susemanager-sls` `%post` creates it empty
+/// when missing; `susemanager-utils/susemanager-sls/susemanager-sls.spec` `@d1bbc1fd`).
+/// `/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT` is a symlink to the anchor in the `srv-www`
+/// volume, made by the data sync as on a classic server (the PR's later versions no longer copy
+/// to `pub`; one says it "is served via Apache Alias").
+///
 /// The trust anchors directory: a projected volume of the two CA ConfigMaps and the optional
 /// `custom-cas`, as the chart's `trust-anchors` volume, so a changed CA reaches the files.
+/// Read-only, as every projected volume: one writer into it is known upstream and not yet
+/// resolved in what is stored — `spacewalk/admin/salt-secrets-config.py` (`@4eb0d03a`), which
+/// `15-setup-trust-store.sh` runs first, copies a new `salt-api.crt` there whenever the file is
+/// missing from it; that write fails here and in the chart's projected volume alike, and under
+/// `@2ca715b5`'s `set -e` it would stop the start (raised in PR #12133's review, 2026-06-24).
 pub const TRUST_ANCHORS_DIR: &str = "/etc/pki/trust/anchors";
 pub const LOCAL_CA_FILE: &str = "LOCAL-RHN-ORG-TRUSTED-SSL-CERT";
 pub const DB_CA_FILE: &str = "DB-RHN-ORG-TRUSTED-SSL-CERT";

@@ -6,7 +6,9 @@
 //! - server: the image sets the server up by itself at start the way the migration relies on —
 //!   `/usr/lib/entrypoint-lib.sh` (sourced by `00-mgrSetup.sh`) exists and reads the setup
 //!   marker where the fix-up Job writes it, and `/usr/bin/startup-check.sh`, which the server's
-//!   startup probe runs, exists (server-image 5.2.9 and later, see [`FIRST_SERVER_IMAGE`]);
+//!   startup probe runs, exists (server-image 5.2.9 and later, see [`FIRST_SERVER_IMAGE`]).
+//!   A supported server image is also reported ([`crate::inspect::Inspection::ca_copy`]):
+//!   whether one of its start scripts copies the CA into the Salt file root ([`SALT_CA_FILE`]);
 //! - database: `PG_MAJOR` (or `postgres --version`) is [`pg::TARGET_MAJOR`], and the image has
 //!   its own start-up and upgrade hooks, `/uyuni-entrypoint.sh` and `/docker-entrypoint-upgdb.d`
 //!   (server-postgresql 5.2.3 and later);
@@ -45,6 +47,16 @@ pub const SERVER_SETUP_LIBRARY: &str = "/usr/lib/entrypoint-lib.sh";
 /// Files whose presence marks a database image with its own start-up and upgrade hooks.
 pub const DATABASE_MARKERS: &[&str] = &["/uyuni-entrypoint.sh", "/docker-entrypoint-upgdb.d"];
 
+/// The directory of the scripts the server image runs at every start
+/// (`containers/server-image/root/docker-entrypoint-init.d/` in uyuni-project/uyuni).
+pub const SERVER_INIT_DIR: &str = "/docker-entrypoint-init.d";
+/// The CA's place in the Salt file root, which Salt serves to the clients as
+/// `salt://certs/RHN-ORG-TRUSTED-SSL-CERT` (`susemanager-utils/susemanager-sls/salt/certs/*.sls`).
+/// The server image's `15-setup-trust-store.sh` copies the trust anchor there at every start
+/// (stored versions `@4d6fcfde` and `@2ca715b5`); the check reports whether a start script of the
+/// image names this file (`core/src/builders/server.rs` says what that means for the mount).
+pub const SALT_CA_FILE: &str = "/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT";
+
 /// The scripts (`core/scripts/image-check-*.sh`), run after [`super::LIB`].
 pub const SERVER_SCRIPT: &str = include_str!("../../scripts/image-check-server.sh");
 pub const DATABASE_SCRIPT: &str = include_str!("../../scripts/image-check-db.sh");
@@ -60,6 +72,12 @@ pub fn render_server(image: &str, local_root: &str) -> JobScript {
             ("SETUP_MARKER", database::SETUP_MARKER.to_owned()),
             ("SETUP_LIBRARY", SERVER_SETUP_LIBRARY.to_owned()),
             ("FIRST_SERVER_IMAGE", FIRST_SERVER_IMAGE.to_owned()),
+            ("INIT_DIR", SERVER_INIT_DIR.to_owned()),
+            ("SALT_CA_FILE", SALT_CA_FILE.to_owned()),
+            (
+                "TERMINATION_LOG",
+                super::image_inspect::TERMINATION_LOG.to_owned(),
+            ),
         ],
         local_root,
     )

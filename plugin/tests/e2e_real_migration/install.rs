@@ -141,6 +141,19 @@ fn an_install_completes_with_a_generated_ca_and_a_second_run_plans_nothing() {
         "{steps:?}"
     );
     assert!(!steps.contains(&"data-sync"), "{steps:?}");
+    // The server check's report, from its pod's termination message onto its Job: which kind
+    // of server image (the scenario's, upstream's newest: it copies the CA into the Salt file
+    // root at start).
+    let check = jobs
+        .iter()
+        .find(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"] == "image-check-server")
+        .expect("the server check Job");
+    assert_eq!(
+        check["metadata"]["annotations"]["kubectl-uyuni.io/inspection"].as_str(),
+        Some("ca_copy=salt-file-root\n"),
+        "{:#}",
+        check["metadata"]
+    );
     for job in &jobs {
         assert_eq!(
             condition(job, "Complete").as_deref(),
