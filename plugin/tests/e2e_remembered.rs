@@ -54,6 +54,10 @@ fn prepare_with_a_tag_then_a_final_run_without_it_runs_the_server_at_that_tag() 
     ]
     .concat();
     succeeded(&env.migrate(&prepare));
+    // The simulated copy says what a prepare copy does: it stops nothing.
+    let (log, _) = succeeded(&env.uyuni(&["logs", "data-sync"]));
+    assert!(log.contains("a prepare copy stops nothing"), "{log}");
+    assert!(!log.contains("Stopping the source services"), "{log}");
     let spec = record(&env);
     assert_eq!(spec["data"]["tag"], "2025.10", "{spec:#}");
     assert_eq!(spec["data"]["pull-policy"], "IfNotPresent", "{spec:#}");
@@ -84,6 +88,8 @@ fn prepare_with_a_tag_then_a_final_run_without_it_runs_the_server_at_that_tag() 
 
     // The final run, without the flags of the prepare run.
     succeeded(&env.migrate(&[]));
+    let (log, _) = succeeded(&env.uyuni(&["logs", "data-sync"]));
+    assert!(log.contains("Stopping the source services"), "{log}");
     let (server, policy) = image_of(&env, "uyuni");
     assert!(server.ends_with("/uyuni/server:2025.10"), "{server}");
     assert_eq!(policy, "IfNotPresent");

@@ -270,6 +270,9 @@ async fn run_job(shared: Arc<Shared>, job: Value) {
             scenario.timing.clone(),
         )
     };
+    let annotations: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(job["metadata"]["annotations"].clone()).unwrap_or_default();
+    let scenario_script = scenario_script.map(|script| script.for_job(&annotations));
     let script = scenario_script.unwrap_or_else(|| JobScript {
         duration_ms: timing.default_job_ms,
         log: vec![format!("{} finished", step.as_deref().unwrap_or(&name))],

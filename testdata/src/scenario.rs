@@ -14,7 +14,8 @@
 //!     exitCode: 1              # for fail (default 1)
 //!     waitingReason: ImagePullBackOff   # for stuck (or CreateContainerConfigError, …)
 //!     waitingMessage: "Back-off pulling image"
-//!     log:                     # container log, spread evenly over durationMs;
+//!     log:                     # container log, spread evenly over durationMs; a line
+//!                              # "[ANNOTATION=VALUE] text" only for Jobs so annotated;
 //!       - "Synchronizing /var/lib/pgsql/data ..."   # $JOB_NAME is replaced by the Job's name
 //!     logBytes: 0              # a generated log of this many bytes first (uyuni-sim only)
 //!     sideEffects:
@@ -201,6 +202,31 @@ impl Default for JobScript {
             termination_message: None,
             later_attempts: Vec::new(),
         }
+    }
+}
+
+impl JobScript {
+    /// The script as the Job with these annotations plays it: a log line that starts with
+    /// `[KEY=VALUE] ` is kept, without that prefix, only when the Job's annotation KEY is VALUE
+    /// (the data sync's `kubectl-uyuni.io/sync-mode`: a prepare copy stops nothing).
+    pub fn for_job(mut self, annotations: &BTreeMap<String, String>) -> JobScript {
+        self.log = self
+            .log
+            .into_iter()
+            .filter_map(|line| {
+                let Some(rest) = line.strip_prefix('[') else {
+                    return Some(line);
+                };
+                let Some((condition, text)) = rest.split_once("] ") else {
+                    return Some(line);
+                };
+                let Some((key, value)) = condition.split_once('=') else {
+                    return Some(line);
+                };
+                (annotations.get(key).map(String::as_str) == Some(value)).then(|| text.to_owned())
+            })
+            .collect();
+        self
     }
 }
 

@@ -65,7 +65,10 @@ fn thousands(n: u64) -> String {
 fn sync_log() -> Vec<String> {
     let mut lines = vec![
         "Connecting to uyuni.example.com as root".to_string(),
-        "Stopping the source services: spacewalk-service stop".to_string(),
+        "[kubectl-uyuni.io/sync-mode=final] Stopping the source services: spacewalk-service stop"
+            .to_string(),
+        "[kubectl-uyuni.io/sync-mode=prepare] Copying while the source keeps serving: a prepare copy stops nothing"
+            .to_string(),
     ];
     for (volume, size) in VOLUMES {
         lines.push(format!("Synchronizing {volume} ..."));

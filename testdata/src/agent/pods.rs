@@ -585,15 +585,13 @@ impl Player {
         match owner {
             Some(o) if o.kind == "Job" => {
                 let jobs: Api<Job> = Api::namespaced(self.director.clone(), &ns);
-                let step = match jobs.get_opt(&o.name).await? {
-                    Some(job) if job.metadata.uid.as_deref() == Some(o.uid.as_str()) => job
-                        .metadata
-                        .annotations
-                        .unwrap_or_default()
-                        .get(STEP_ANNOTATION)
-                        .cloned(),
-                    _ => None,
+                let annotations = match jobs.get_opt(&o.name).await? {
+                    Some(job) if job.metadata.uid.as_deref() == Some(o.uid.as_str()) => {
+                        job.metadata.annotations.unwrap_or_default()
+                    }
+                    _ => Default::default(),
                 };
+                let step = annotations.get(STEP_ANNOTATION).cloned();
                 let script = step.as_deref().and_then(|step| {
                     let attempt =
                         *lock(&self.job_attempt)
@@ -604,7 +602,10 @@ impl Player {
                                 *n += 1;
                                 *n - 1
                             });
-                    scenario.job_script(step, attempt).cloned()
+                    scenario
+                        .job_script(step, attempt)
+                        .cloned()
+                        .map(|script| script.for_job(&annotations))
                 });
                 let script = script.unwrap_or_else(|| JobScript {
                     duration_ms: timing.default_job_ms,
