@@ -673,7 +673,13 @@ fn installed(observed: &Observed) -> bool {
 
 /// The report of the snapshot and the pods of the namespace (those of our Deployments are
 /// picked by their selectors; the others are ignored).
-pub fn report(namespace: &str, observed: &Observed, pods: &[Pod]) -> Status {
+/// `kubectl`: the run's connection flags, which the commands in the problems carry.
+pub fn report(
+    namespace: &str,
+    observed: &Observed,
+    pods: &[Pod],
+    kubectl: &crate::kubectl::Kubectl,
+) -> Status {
     let workloads: Vec<Workload> = WORKLOADS
         .iter()
         .filter_map(|(name, component)| {
@@ -774,8 +780,11 @@ pub fn report(namespace: &str, observed: &Observed, pods: &[Pod]) -> Status {
             reason: Reason::UpgradeUnfinished,
             object: format!("ConfigMap {}", names::UPGRADE_CONFIG_MAP),
             message: format!(
-                "the upgrade from {} to {} has not finished: run `kubectl uyuni upgrade` with the same image flags to go on, or with --rollback",
-                u.release_from, u.release_to
+                "the upgrade from {} to {} has not finished: run `{}` with the same image flags to go on, or `{}`",
+                u.release_from,
+                u.release_to,
+                kubectl.uyuni(Some(namespace), "upgrade"),
+                kubectl.uyuni(Some(namespace), "upgrade --rollback")
             ),
         });
     }
@@ -788,8 +797,9 @@ pub fn report(namespace: &str, observed: &Observed, pods: &[Pod]) -> Status {
                     reason: Reason::StepFailed,
                     object: format!("Job {}", name_of(&last.metadata)),
                     message: format!(
-                        "step {} failed: `kubectl uyuni logs {}` shows its log",
-                        step.step, step.step
+                        "step {} failed: `{}` shows its log",
+                        step.step,
+                        kubectl.uyuni(Some(namespace), &format!("logs {}", step.step))
                     ),
                 });
             }

@@ -28,7 +28,7 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
         let pods = uyuni_effects::logs::pods(&conn.client, &ns, MANAGED_SELECTOR)
             .await
             .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
-        let status = report(&ns, &observed, &pods);
+        let status = report(&ns, &observed, &pods, &kubectl);
         write(&render_data(cli.output, &status, |s| {
             human_with(s, &kubectl)
         })?)?;
@@ -49,7 +49,7 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
             .pods(MANAGED_SELECTOR)
             .await
             .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
-        status = report(&ns, &observed, &pods);
+        status = report(&ns, &observed, &pods, &kubectl);
         let text = render_data(cli.output, &status, |s| human_with(s, &kubectl))?;
         if last.as_deref() != Some(text.as_str()) {
             if last.is_some() {

@@ -4,7 +4,12 @@ use uyuni_core::status::report;
 
 #[test]
 fn nothing_installed_says_so_and_how_to_install_or_migrate() {
-    let text = human(&report("uyuni", &Observed::default(), &[]));
+    let text = human(&report(
+        "uyuni",
+        &Observed::default(),
+        &[],
+        &uyuni_core::kubectl::Kubectl::BARE,
+    ));
     assert!(
         text.starts_with("Nothing of kubectl-uyuni's is in namespace uyuni"),
         "{text}"
@@ -75,6 +80,50 @@ fn a_finished_install_is_healthy() {
         });
         end.insert(Object::PersistentVolumeClaim(claim));
     }
-    let text = human(&report("uyuni", &end, &[]));
+    let text = human(&report(
+        "uyuni",
+        &end,
+        &[],
+        &uyuni_core::kubectl::Kubectl::BARE,
+    ));
     uyuni_testdata::golden::check_golden("status-after-install", "status.txt", &text);
+
+    // An upgrade that has not reached its images is a problem whose commands carry the run's
+    // connection flags.
+    let record = uyuni_core::plan::upgrade::UpgradeRecord {
+        to: [(
+            "uyuni".to_owned(),
+            "registry.example.com/uyuni/server:9999.1".to_owned(),
+        )]
+        .into(),
+        release_from: "2025.10".into(),
+        release_to: "9999.1".into(),
+        ..Default::default()
+    };
+    end.insert(Object::ConfigMap(record.config_map("uyuni")));
+    let kubectl = uyuni_core::kubectl::Kubectl {
+        kubeconfig: Some("/etc/k.yaml".into()),
+        context: Some("prod".into()),
+        as_user: Some("alice".into()),
+        ..Default::default()
+    };
+    let status = report("uyuni", &end, &[], &kubectl);
+    let problem = status
+        .problems
+        .iter()
+        .find(|p| p.object == "ConfigMap uyuni-upgrade")
+        .unwrap_or_else(|| panic!("{:#?}", status.problems));
+    for flag in [
+        "--kubeconfig /etc/k.yaml",
+        "--context prod",
+        "--as alice",
+        "-n uyuni upgrade",
+    ] {
+        assert!(
+            problem.message.contains(flag),
+            "{flag}: {}",
+            problem.message
+        );
+    }
+    assert_eq!(status.upgrade.as_ref().map(|u| u.state), Some("unfinished"));
 }
