@@ -127,7 +127,7 @@ fn running() -> (Observed, Vec<Pod>) {
 #[test]
 fn a_running_server_is_healthy_and_its_json_is_typed() {
     let (o, pods) = running();
-    let status = report(NS, &o, &pods);
+    let status = report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE);
     assert!(status.healthy, "{:#?}", status.problems);
     assert!(status.installed);
     assert!(status.problems.is_empty());
@@ -173,7 +173,7 @@ fn a_running_server_is_healthy_and_its_json_is_typed() {
 fn a_stopped_server_is_not_healthy_and_says_stopped() {
     let (mut o, pods) = running();
     o.insert(deployment("uyuni", "server", 0, 0, "var-spacewalk"));
-    let status = report(NS, &o, &pods[..1]);
+    let status = report(NS, &o, &pods[..1], &uyuni_core::kubectl::Kubectl::BARE);
     assert!(!status.healthy);
     assert_eq!(status.workloads[0].state, WorkloadState::Stopped);
     let reasons: Vec<(Reason, &str)> = status
@@ -192,7 +192,7 @@ fn a_stopped_server_is_not_healthy_and_says_stopped() {
 fn a_component_at_zero_is_shown_stopped_but_not_a_problem() {
     let (mut o, pods) = running();
     o.insert(deployment("hub-xmlrpc", "hub-xmlrpc", 0, 0, "x"));
-    let status = report(NS, &o, &pods);
+    let status = report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE);
     assert!(status.healthy, "{:#?}", status.problems);
     assert_eq!(status.workloads[2].state, WorkloadState::Stopped);
 }
@@ -205,7 +205,7 @@ fn a_crash_loop_and_a_pull_error_are_named_with_their_container() {
         pod("db-abc", "db", false, 7, Some("CrashLoopBackOff")),
         pod("uyuni-abc", "server", true, 0, None),
     ];
-    let status = report(NS, &o, &pods);
+    let status = report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE);
     assert!(!status.healthy);
     let db = &status.workloads[1];
     assert_eq!(db.state, WorkloadState::CrashLooping);
@@ -219,7 +219,7 @@ fn a_crash_loop_and_a_pull_error_are_named_with_their_container() {
     );
 
     let pods = vec![pod("db-abc", "db", false, 0, Some("ImagePullBackOff"))];
-    let status = report(NS, &o, &pods);
+    let status = report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE);
     assert_eq!(status.workloads[1].state, WorkloadState::CannotStart);
     assert_eq!(status.problems[0].reason, Reason::CannotStart);
 }
@@ -235,7 +235,7 @@ fn job_pods_are_not_a_deployments_pods() {
         .expect("labels")
         .insert("kubectl-uyuni.io/step".into(), "db-fixup".into());
     pods.push(job_pod);
-    let status = report(NS, &o, &pods);
+    let status = report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE);
     assert!(status.healthy, "{:#?}", status.problems);
     assert_eq!(status.workloads[0].pods.len(), 1);
 }
@@ -251,7 +251,7 @@ fn an_unbound_claim_and_a_failed_last_attempt_are_problems_a_retried_one_is_not(
         "2026-01-02T10:00:00Z",
         "Failed",
     ));
-    let status = report(NS, &o, &pods);
+    let status = report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE);
     let reasons: Vec<Reason> = status.problems.iter().map(|p| p.reason).collect();
     assert_eq!(reasons, [Reason::ClaimNotBound, Reason::StepFailed]);
     assert_eq!(
@@ -270,7 +270,7 @@ fn an_unbound_claim_and_a_failed_last_attempt_are_problems_a_retried_one_is_not(
         "2026-01-02T10:01:00Z",
         "Complete",
     ));
-    let status = report(NS, &o, &pods);
+    let status = report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE);
     assert!(status.healthy, "{:#?}", status.problems);
     let step = &status.last_operation.as_ref().expect("op").steps[0];
     let attempts: Vec<usize> = step.jobs.iter().map(|j| j.attempt).collect();
@@ -279,7 +279,12 @@ fn an_unbound_claim_and_a_failed_last_attempt_are_problems_a_retried_one_is_not(
 
 #[test]
 fn an_empty_namespace_is_not_installed() {
-    let status = report(NS, &Observed::default(), &[]);
+    let status = report(
+        NS,
+        &Observed::default(),
+        &[],
+        &uyuni_core::kubectl::Kubectl::BARE,
+    );
     assert!(!status.installed);
     assert!(!status.healthy);
     assert_eq!(status.problems[0].reason, Reason::NotInstalled);
@@ -302,7 +307,12 @@ fn an_unfinished_migration_says_its_phase() {
             .expect("annotations")
             .insert("kubectl-uyuni.io/sync-mode".into(), "prepare".into());
     }
-    let status = report(NS, &observed(vec![sync]), &[]);
+    let status = report(
+        NS,
+        &observed(vec![sync]),
+        &[],
+        &uyuni_core::kubectl::Kubectl::BARE,
+    );
     assert!(status.installed);
     assert!(!status.healthy);
     assert_eq!(
@@ -365,9 +375,12 @@ fn a_stopped_migrated_server_is_stopped_not_a_migration_under_way() {
             .insert("kubectl-uyuni.io/sync-mode".into(), "final".into());
     }
     o.insert(sync);
-    assert_eq!(report(NS, &o, &pods).migration, None);
+    assert_eq!(
+        report(NS, &o, &pods, &uyuni_core::kubectl::Kubectl::BARE).migration,
+        None
+    );
     o.insert(deployment("uyuni", "server", 0, 0, "var-spacewalk"));
-    let status = report(NS, &o, &pods[..1]);
+    let status = report(NS, &o, &pods[..1], &uyuni_core::kubectl::Kubectl::BARE);
     assert_eq!(status.migration, None);
     let reasons: Vec<Reason> = status.problems.iter().map(|p| p.reason).collect();
     assert_eq!(reasons, [Reason::Stopped]);
