@@ -660,3 +660,11 @@ fn a_rollback_after_a_failed_backup_starts_the_server_on_its_images() {
         Some(1)
     );
 }
+
+/// An upgrade to the images the server runs writes nothing: no inspection, no backup volume.
+#[test]
+fn an_upgrade_to_the_images_it_runs_plans_nothing() {
+    let start = installed();
+    let plan = upgrade_to(FROM).plan(&start).expect("plans");
+    assert!(plan.is_done(), "{:?}", plan.next_step());
+}

@@ -530,6 +530,24 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     };
     let from_image = |name: &str| from.get(name).cloned().unwrap_or_default();
 
+    // Every Deployment runs the images asked for and no upgrade to them is under way: nothing
+    // to inspect, copy or stop; the end state as it stands (a re-run of a finished upgrade
+    // keeps its record and Jobs as they are).
+    let reached = target
+        .iter()
+        .all(|(name, image)| live_image(observed, name).is_none_or(|live| live == *image));
+    if reached && continuing.is_none() {
+        let db_claim = crate::resolve::live_db_claim(observed)
+            .unwrap_or_else(volumes::upgraded_database_volume);
+        let mut steps = super::opening_checks(params, observed, Vec::new())?;
+        steps.push(super::spec_record_step(params, observed));
+        steps.extend(end_state_steps(params, observed, db_claim)?);
+        return Ok(Plan {
+            namespace: ns.clone(),
+            steps,
+        });
+    }
+
     // The inspections: nothing more is planned until every report is in.
     let images = &params.spec.image;
     let inspections = [
