@@ -79,7 +79,7 @@ pub async fn execute_step(
             .await
         }
         Action::AwaitJob { name, wait } => {
-            let job = await_job(JobWaitContext {
+            let ended = await_job(JobWaitContext {
                 client,
                 namespace,
                 step: &step.id,
@@ -93,12 +93,14 @@ pub async fn execute_step(
             let mut executed = Executed::of(
                 ObjectRef::new(Kind::Job, name.clone()),
                 Some(namespace),
-                job.as_ref()
+                ended
+                    .job
+                    .as_ref()
                     .and_then(|j| j.metadata.resource_version.clone()),
             );
             executed
                 .versions
-                .extend(produced(client, namespace, &step.id, job.as_ref(), progress).await?);
+                .extend(produced(client, namespace, &step.id, &ended, progress).await?);
             Ok(executed)
         }
         Action::WaitDeployment { name, wait } => {
@@ -333,13 +335,14 @@ async fn run_job(
         target,
         Some(ns),
         ended
+            .job
             .as_ref()
             .and_then(|j| j.metadata.resource_version.clone())
             .or(applied.resource_version),
     );
     executed
         .versions
-        .extend(produced(client, ns, &step.id, ended.as_ref(), progress).await?);
+        .extend(produced(client, ns, &step.id, &ended, progress).await?);
     Ok(executed)
 }
 
@@ -351,9 +354,10 @@ async fn produced(
     client: &kube::Client,
     namespace: &str,
     step: &str,
-    job: Option<&Job>,
+    ended: &crate::job::Ended,
     progress: &dyn Progress,
 ) -> Result<Option<Version>, EffectsError> {
+    let job = ended.job.as_ref();
     let Some(product) = job
         .and_then(|j| j.metadata.annotations.as_ref())
         .and_then(|a| a.get(PRODUCES_ANNOTATION))
@@ -363,7 +367,7 @@ async fn produced(
     if product == uyuni_core::catalogue::products::INSPECTION
         && let Some(job) = job
     {
-        return copy_inspection(client, namespace, step, job, progress)
+        return copy_inspection(client, namespace, step, job, ended.pod.as_ref(), progress)
             .await
             .map(Some);
     }
@@ -412,32 +416,43 @@ async fn copy_inspection(
     namespace: &str,
     step: &str,
     job: &Job,
+    seen: Option<&k8s_openapi::api::core::v1::Pod>,
     progress: &dyn Progress,
 ) -> Result<Version, EffectsError> {
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{ListParams, Patch, PatchParams};
     let name = job.metadata.name.clone().unwrap_or_default();
-    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), namespace);
-    let selector = format!("job-name={name}");
-    let list = ListParams::default().labels(&selector);
-    let what = Target::named("pods", &selector, Some(namespace));
-    let listed = crate::retry::with_retry(progress, Verb::List, &what, || pods.list(&list)).await?;
-    let report = listed
-        .items
-        .iter()
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
-        .find_map(|p| {
-            p.status
-                .as_ref()?
-                .container_statuses
-                .as_ref()?
-                .first()?
-                .state
-                .as_ref()?
-                .terminated
-                .as_ref()
-                .map(|t| t.message.clone().unwrap_or_default())
-        })
+    let succeeded =
+        |p: &&Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded");
+    let message = |p: &Pod| {
+        p.status
+            .as_ref()?
+            .container_statuses
+            .as_ref()?
+            .first()?
+            .state
+            .as_ref()?
+            .terminated
+            .as_ref()
+            .map(|t| t.message.clone().unwrap_or_default())
+    };
+    // The pod the wait saw end, when its status had caught up; else read (a resumed run
+    // awaiting a Job that ended long ago).
+    let from_wait = seen.filter(succeeded).and_then(message);
+    let listed = match from_wait {
+        Some(_) => Vec::new(),
+        None => {
+            let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), namespace);
+            let selector = format!("job-name={name}");
+            let list = ListParams::default().labels(&selector);
+            let what = Target::named("pods", &selector, Some(namespace));
+            crate::retry::with_retry(progress, Verb::List, &what, || pods.list(&list))
+                .await?
+                .items
+        }
+    };
+    let report = from_wait
+        .or_else(|| listed.iter().filter(succeeded).find_map(message))
         .ok_or_else(|| EffectsError::InspectionReportMissing {
             step: step.to_owned(),
             job: name.clone(),

@@ -259,9 +259,16 @@ async fn sleep_opt(sleep: &mut Option<Pin<Box<Sleep>>>) {
     }
 }
 
+/// A Job as last seen when it ended, and its newest pod as seen then (its containers' final
+/// states: an inspection's report is its termination message).
+pub(crate) struct Ended {
+    pub job: Option<Job>,
+    pub pod: Option<Pod>,
+}
+
 /// Waits until the Job ends, streaming its log; see the module documentation. Returns the Job
 /// as last seen (ended).
-pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, EffectsError> {
+pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Ended, EffectsError> {
     let JobWaitContext {
         client,
         namespace,
@@ -342,7 +349,10 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
                 && seen.pods.values().all(ended_without_log);
             if log_finished || no_log {
                 finish(client, namespace, step, name, wait, state, &seen, progress).await?;
-                return Ok(seen.job.clone());
+                return Ok(Ended {
+                    job: seen.job.clone(),
+                    pod: seen.newest_pod().cloned(),
+                });
             }
         }
         tokio::select! {
@@ -358,7 +368,7 @@ pub(crate) async fn await_job(ctx: JobWaitContext<'_>) -> Result<Option<Job>, Ef
                 tracing::debug!(job = name, "log did not end in time after the Job ended");
                 if let Some(state) = outcome {
                     finish(client, namespace, step, name, wait, state, &seen, progress).await?;
-                return Ok(seen.job.clone());
+                return Ok(Ended { job: seen.job.clone(), pod: seen.newest_pod().cloned() });
                 }
             }
             event = jobs.next(progress) => {
