@@ -509,6 +509,25 @@ fn a_migrated_server_upgrades_on_migrates_end_state_and_an_unfinished_one_is_ref
     }
     assert!(params.plan(&end).expect("plans").is_done());
 
+    // And back: the backup restored, migrate's end state on the images before.
+    let (back, rolled) = run(&rollback_of(&params), &end, &same_major).expect("rolls back");
+    assert!(ids(&back).contains(&"db-restore"), "{:?}", ids(&back));
+    for name in [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT] {
+        assert!(
+            live_image(&rolled, name).is_some_and(|i| i.ends_with(FROM)),
+            "{name}"
+        );
+    }
+    for id in [
+        "data-sync",
+        "db-fixup",
+        "db-upgrade",
+        "db-passwords",
+        "db-migration-sql",
+    ] {
+        assert!(!ids(&back).contains(&id), "{id} ran in the rollback");
+    }
+
     let err = params
         .plan(&common::after_sync(&migrated))
         .expect_err("refused");
