@@ -687,3 +687,75 @@ fn an_upgrade_to_the_images_it_runs_plans_nothing() {
     let plan = upgrade_to(FROM).plan(&start).expect("plans");
     assert!(plan.is_done(), "{:?}", plan.next_step());
 }
+
+/// Every Job of an install, a migration and an upgrade that runs without a ServiceAccount of
+/// its own gets no token, and that choice is not part of the database Jobs' identity.
+#[test]
+fn jobs_that_never_call_the_api_get_no_token() {
+    let migrated = common::params();
+    let start = common::after_sync(&migrated);
+    let preview = uyuni_core::preview(&migrated, &start).expect("plans");
+    let (upgrade, _) = run(&upgrade_to(TO), &installed(), &same_major).expect("upgrades");
+    let install = uyuni_core::preview(&installed_with_tag(FROM), &common::empty_cluster())
+        .expect("plans")
+        .executed;
+    let mut seen = 0;
+    for step in preview.executed.iter().chain(&upgrade).chain(&install) {
+        let Action::RunJob { job, .. } = &step.action else {
+            continue;
+        };
+        let pod = job
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod");
+        let own = pod.service_account_name.is_some();
+        assert_eq!(
+            pod.automount_service_account_token,
+            (!own).then_some(false),
+            "{}",
+            step.id
+        );
+        seen += 1;
+    }
+    assert!(seen > 10, "{seen} Jobs");
+    // A database Job built by a version that mounted the token is the same work.
+    let fixup = preview
+        .executed
+        .iter()
+        .find(|s| s.id == "db-fixup")
+        .expect("fix-up");
+    let Action::RunJob { job, .. } = &fixup.action else {
+        panic!("not a Job")
+    };
+    let mut older = (**job).clone();
+    if let Some(pod) = older.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+        pod.automount_service_account_token = None;
+    }
+    // Its identity as that version computed it: the spec without the images and pull Secrets.
+    let mut identity = older.spec.clone().expect("spec");
+    if let Some(pod) = identity.template.spec.as_mut() {
+        pod.image_pull_secrets = None;
+        for c in pod
+            .containers
+            .iter_mut()
+            .chain(pod.init_containers.iter_mut().flatten())
+        {
+            c.image = None;
+            c.image_pull_policy = None;
+        }
+    }
+    older.metadata.annotations.get_or_insert_default().insert(
+        labels::SPEC_HASH_ANNOTATION.to_owned(),
+        uyuni_core::builders::data_sync::spec_hash(&identity),
+    );
+    let mut observed = start.clone();
+    observed.insert(Object::Job(common::finished(older, true)));
+    let plan = uyuni_core::plan::plan(&migrated, &observed).expect("plans");
+    let step = plan
+        .steps
+        .iter()
+        .find(|s| s.id == "db-fixup")
+        .expect("planned");
+    assert_eq!(step.action, Action::None, "{}", step.reason);
+}

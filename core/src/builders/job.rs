@@ -122,6 +122,10 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
                 image_pull_secrets: super::registry::pod_pull_secrets(&params.spec),
                 restart_policy: Some("Never".to_owned()),
                 service_account_name: job.service_account.map(str::to_owned),
+                // A Job whose script never calls the API gets no token (the namespace's
+                // default ServiceAccount's would be mounted otherwise); the ones that do
+                // (data-sync, ca-key) run as their own ServiceAccount.
+                automount_service_account_token: job.service_account.is_none().then_some(false),
                 security_context: job.security_context.clone(),
                 containers: vec![Container {
                     name: job.step.to_owned(),
@@ -149,6 +153,9 @@ fn data_identity(spec: &JobSpec) -> JobSpec {
     let mut spec = spec.clone();
     if let Some(pod) = spec.template.spec.as_mut() {
         pod.image_pull_secrets = None;
+        // Whether a token is mounted changes nothing of what the Job does to the data: a Job of
+        // a version that mounted one is the same work.
+        pod.automount_service_account_token = None;
         for c in pod
             .containers
             .iter_mut()
