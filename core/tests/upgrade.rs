@@ -689,7 +689,8 @@ fn an_upgrade_to_the_images_it_runs_plans_nothing() {
 }
 
 /// Every Job of an install, a migration and an upgrade that runs without a ServiceAccount of
-/// its own gets no token, and that choice is not part of the database Jobs' identity.
+/// its own gets no token; every Job runs with the runtime's seccomp profile and without
+/// privilege escalation; none of that is part of the database Jobs' identity.
 #[test]
 fn jobs_that_never_call_the_api_get_no_token() {
     let migrated = common::params();
@@ -716,6 +717,24 @@ fn jobs_that_never_call_the_api_get_no_token() {
             "{}",
             step.id
         );
+        assert_eq!(
+            pod.security_context
+                .as_ref()
+                .and_then(|s| s.seccomp_profile.as_ref())
+                .map(|p| p.type_.as_str()),
+            Some("RuntimeDefault"),
+            "{}",
+            step.id
+        );
+        assert!(
+            pod.containers.iter().all(|c| c
+                .security_context
+                .as_ref()
+                .and_then(|s| s.allow_privilege_escalation)
+                == Some(false)),
+            "{}",
+            step.id
+        );
         seen += 1;
     }
     assert!(seen > 10, "{seen} Jobs");
@@ -730,7 +749,18 @@ fn jobs_that_never_call_the_api_get_no_token() {
     };
     let mut older = (**job).clone();
     if let Some(pod) = older.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+        // What that version wrote: no token choice, no seccomp profile, no container security
+        // context.
         pod.automount_service_account_token = None;
+        if let Some(sc) = pod.security_context.as_mut() {
+            sc.seccomp_profile = None;
+        }
+        if pod.security_context == Some(Default::default()) {
+            pod.security_context = None;
+        }
+        for c in &mut pod.containers {
+            c.security_context = None;
+        }
     }
     // Its identity as that version computed it: the spec without the images and pull Secrets.
     let mut identity = older.spec.clone().expect("spec");

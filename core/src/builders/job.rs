@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec, PodTemplateSpec, Volume,
-    VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec, PodTemplateSpec,
+    SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -126,7 +126,15 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
                 // default ServiceAccount's would be mounted otherwise); the ones that do
                 // (data-sync, ca-key) run as their own ServiceAccount.
                 automount_service_account_token: job.service_account.is_none().then_some(false),
-                security_context: job.security_context.clone(),
+                // The container runtime's default seccomp profile (Pod Security's `restricted`
+                // asks for it; no Job script makes a call it refuses).
+                security_context: Some(PodSecurityContext {
+                    seccomp_profile: Some(SeccompProfile {
+                        type_: "RuntimeDefault".to_owned(),
+                        ..SeccompProfile::default()
+                    }),
+                    ..job.security_context.clone().unwrap_or_default()
+                }),
                 containers: vec![Container {
                     name: job.step.to_owned(),
                     image: Some(job.image.to_owned()),
@@ -138,6 +146,12 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
                     ]),
                     env: (!env.is_empty()).then_some(env),
                     volume_mounts: Some(mounts),
+                    // No script gains privileges through a setuid binary (those that run as
+                    // root start as root; the others never switch user).
+                    security_context: Some(SecurityContext {
+                        allow_privilege_escalation: Some(false),
+                        ..SecurityContext::default()
+                    }),
                     ..Container::default()
                 }],
                 volumes: Some(volumes),
@@ -153,9 +167,24 @@ fn data_identity(spec: &JobSpec) -> JobSpec {
     let mut spec = spec.clone();
     if let Some(pod) = spec.template.spec.as_mut() {
         pod.image_pull_secrets = None;
-        // Whether a token is mounted changes nothing of what the Job does to the data: a Job of
-        // a version that mounted one is the same work.
+        // Whether a token is mounted, the seccomp profile and privilege escalation change
+        // nothing of what the Job does to the data: a Job of a version without them is the
+        // same work.
         pod.automount_service_account_token = None;
+        if let Some(sc) = pod.security_context.as_mut() {
+            sc.seccomp_profile = None;
+        }
+        if pod.security_context == Some(PodSecurityContext::default()) {
+            pod.security_context = None;
+        }
+        for c in pod.containers.iter_mut() {
+            if let Some(sc) = c.security_context.as_mut() {
+                sc.allow_privilege_escalation = None;
+            }
+            if c.security_context == Some(SecurityContext::default()) {
+                c.security_context = None;
+            }
+        }
         for c in pod
             .containers
             .iter_mut()
