@@ -17,6 +17,7 @@ const NS_UPGRADE: &str = "uyuni-upgrade";
 const NS_UPGRADE_MAJOR: &str = "uyuni-upgrade-major";
 const NS_UPGRADE_MIGRATED: &str = "uyuni-upgrade-migrated";
 const NS_UPGRADE_FAILING: &str = "uyuni-upgrade-failing";
+const NS_UPGRADE_LOCKED: &str = "uyuni-upgrade-locked";
 const FQDN: &str = "upgrade.example.com";
 const FROM: &str = "2025.10";
 const TO: &str = "2026.04";
@@ -37,6 +38,12 @@ pub(crate) fn add_scenarios(shared: &mut Scenario) {
     fail_once.later_attempts = vec![slow];
     failing.jobs.insert("db-backup".into(), fail_once);
     shared.namespaces.insert(NS_UPGRADE_FAILING.into(), failing);
+    // In NS_UPGRADE_LOCKED the backup takes long enough for another command to meet it.
+    let mut locked = scenarios::migration();
+    if let Some(backup) = locked.jobs.get_mut("db-backup") {
+        backup.duration_ms = 8_000;
+    }
+    shared.namespaces.insert(NS_UPGRADE_LOCKED.into(), locked);
 }
 
 fn install(env: &RealEnv) {
@@ -339,4 +346,44 @@ fn a_failed_then_interrupted_upgrade_completes_when_run_again() {
         .filter(|j| condition(j, "Complete").as_deref() == Some("True"))
         .count();
     assert_eq!((backups.len(), complete), (2, 1), "{backups:#?}");
+}
+
+/// Two commands at once: while an upgrade copies the database, `stop` and `uninstall` are
+/// refused before any write, naming the upgrade that holds the namespace's lease; the upgrade
+/// then completes.
+#[test]
+fn another_command_during_an_upgrade_is_refused_naming_the_upgrade() {
+    if !real_plane_or_skip("two commands at once on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE_LOCKED);
+    install(&env);
+    let child = env
+        .command(&["upgrade", "--tag", TO, "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while jobs_of(&env, "db-backup").is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(120), "no backup Job");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for command in [&["stop", "--yes"][..], &["uninstall", "--yes"][..]] {
+        let out = env.uyuni(command);
+        assert!(!out.status.success(), "{command:?}: {}", both(&out));
+        let (_, stderr) = text(&out);
+        assert!(
+            stderr.contains("another run is writing to namespace") && stderr.contains("upgrade"),
+            "{command:?}: {stderr}"
+        );
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(image(&env, "uyuni").ends_with(TO));
+    let d = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    assert_eq!(
+        d["spec"]["replicas"], 1,
+        "the refused stop changed the server"
+    );
 }
