@@ -967,10 +967,11 @@ fn expected_differences() -> BTreeMap<String, Expect> {
                 ),
             ]),
         ),
-        // Pod templates are not defaulted by uyuni-sim.
+        // Pod templates are not defaulted by uyuni-sim. A Job's pod sets its securityContext
+        // (the seccomp profile), so the apiserver defaults none.
         (
             format!("{JOB}: templateDefaults"),
-            template_defaults(&["securityContext", "terminationGracePeriodSeconds"]),
+            template_defaults(&["terminationGracePeriodSeconds"]),
         ),
         (
             "apply Deployment/db: templateDefaults".to_owned(),
