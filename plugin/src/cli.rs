@@ -268,7 +268,7 @@ pub enum Command {
     /// Flags marked [remembered] are recorded in ConfigMap uyuni-server-spec, as for migrate.
     #[command(after_help = INSTALL_EXAMPLES)]
     Install(Box<InstallCmd>),
-    /// Upgrade a server this tool installed to new images, keeping a way back.
+    /// Upgrade a server this tool installed or migrated to new images, keeping a way back.
     ///
     /// Inspects the images the server runs and the ones given in short Jobs (release, product,
     /// PostgreSQL version) and refuses, before changing anything of the server, a downgrade, a
@@ -282,8 +282,8 @@ pub enum Command {
     /// are ready. Only the image flags given change; the rest of the specification is the
     /// remembered one. Run it again after an interruption: it goes on where it stopped.
     ///
-    /// --rollback returns to the images before the upgrade on the data kept then. Not built yet:
-    /// upgrading a migrated server.
+    /// --rollback returns to the images before the upgrade on the data kept then. A migration
+    /// must have finished first; none of its data steps runs again.
     #[command(after_help = UPGRADE_EXAMPLES)]
     Upgrade(Box<UpgradeCmd>),
     /// Remove the Uyuni server this tool installed or migrated, keeping its data.
