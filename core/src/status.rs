@@ -116,9 +116,7 @@ pub struct Upgrade {
 
 fn upgrade(observed: &Observed) -> Option<Upgrade> {
     let record = crate::plan::upgrade::UpgradeRecord::read(observed)?;
-    let reached = record.to.iter().all(|(name, image)| {
-        crate::plan::upgrade::live_image(observed, name).is_none_or(|live| live == *image)
-    });
+    let reached = record.reached(observed);
     Some(Upgrade {
         state: if !record.rolled_back.is_empty() {
             "rolled-back"

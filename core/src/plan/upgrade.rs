@@ -185,11 +185,38 @@ impl UpgradeRecord {
 
     /// Whether every Deployment the record names runs the image it goes to: the upgrade is
     /// complete as far as the images go.
-    fn reached(&self, observed: &Observed) -> bool {
-        self.to
-            .iter()
-            .all(|(name, image)| live_image(observed, name).is_none_or(|live| live == *image))
+    pub fn reached(&self, observed: &Observed) -> bool {
+        runs(observed, &self.to)
     }
+}
+
+/// Whether every Deployment of `images` that exists runs the image it names.
+fn runs(observed: &Observed, images: &BTreeMap<String, String>) -> bool {
+    images
+        .iter()
+        .all(|(name, image)| live_image(observed, name).is_none_or(|live| live == *image))
+}
+
+/// The outage: the database's consumers first, then `db` (images-today §D.3), each stopped
+/// while an image still differs (`runs_wanted`: whether Deployment NAME runs the image it
+/// should) or a data step is pending; TFTP, which does not use the database, only for its own
+/// image.
+fn outage_steps(
+    observed: &Observed,
+    runs_wanted: impl Fn(&str) -> bool,
+    db_differs: bool,
+    pending: bool,
+) -> Vec<Step> {
+    DEPLOYMENTS
+        .into_iter()
+        .filter(|name| observed.deployment(name).is_some())
+        .filter(|name| match *name {
+            names::DB_DEPLOYMENT => pending || db_differs,
+            names::TFTP_DEPLOYMENT => !runs_wanted(name),
+            _ => pending || db_differs || !runs_wanted(name),
+        })
+        .map(|name| super::lifecycle::scale_step(name, 0, super::lifecycle::STOP_WAIT, observed))
+        .collect()
 }
 
 /// The Job step of an inspection: done once its Job succeeded and the report is on it; a
@@ -533,10 +560,7 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     // Every Deployment runs the images asked for and no upgrade to them is under way: nothing
     // to inspect, copy or stop; the end state as it stands (a re-run of a finished upgrade
     // keeps its record and Jobs as they are).
-    let reached = target
-        .iter()
-        .all(|(name, image)| live_image(observed, name).is_none_or(|live| live == *image));
-    if reached && continuing.is_none() {
+    if runs(observed, &target) && continuing.is_none() {
         let db_claim = crate::resolve::live_db_claim(observed)
             .unwrap_or_else(volumes::upgraded_database_volume);
         let mut steps = super::opening_checks(params, observed, Vec::new())?;
@@ -665,25 +689,12 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
                     .unwrap_or_default(),
                 rolled_back: String::new(),
             };
-            // Nothing to upgrade: the record of an earlier upgrade stays as it is.
-            let nothing = target
-                .iter()
-                .all(|(name, image)| live_image(observed, name).is_none_or(|live| live == *image));
-            if nothing {
-                steps.push(keep_step(
-                    record_step_id,
-                    record_description,
-                    ObjectRef::new(Kind::ConfigMap, names::UPGRADE_CONFIG_MAP),
-                    "every Deployment runs the images asked for: nothing to upgrade".into(),
-                ));
-            } else {
-                steps.push(apply_step(
-                    record_step_id,
-                    record_description,
-                    Object::ConfigMap(record.config_map(ns)),
-                    observed,
-                ));
-            }
+            steps.push(apply_step(
+                record_step_id,
+                record_description,
+                Object::ConfigMap(record.config_map(ns)),
+                observed,
+            ));
         }
     }
 
@@ -752,30 +763,14 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     }
     let pending = data.iter().any(|s| s.action != Action::None);
 
-    // The outage: consumers first, then `db`, while an image differs or data steps are pending.
+    // The outage, while an image differs or data steps are pending.
     let db_differs = db_image != images.database || !db_upgraded && major;
-    for name in DEPLOYMENTS {
-        let Some(live) = observed.deployment(name) else {
-            continue;
-        };
-        let own_differs = live_image(observed, name).as_deref() != Some(target_image(params, name));
-        let stop = if name == names::DB_DEPLOYMENT {
-            pending || db_differs
-        } else if name == names::TFTP_DEPLOYMENT {
-            own_differs
-        } else {
-            pending || db_differs || own_differs
-        };
-        let _ = live;
-        if stop {
-            steps.push(super::lifecycle::scale_step(
-                name,
-                0,
-                super::lifecycle::STOP_WAIT,
-                observed,
-            ));
-        }
-    }
+    steps.extend(outage_steps(
+        observed,
+        |name| live_image(observed, name).as_deref() == Some(target_image(params, name)),
+        db_differs,
+        pending,
+    ));
     steps.extend(data);
 
     // The end state on the new images, as the server's origin plans it.
@@ -858,27 +853,12 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     let db_differs = db_image != from_db
         || crate::resolve::live_db_claim(observed).as_deref()
             != Some(record.db_claim_from.as_str());
-    for name in DEPLOYMENTS {
-        if observed.deployment(name).is_none() {
-            continue;
-        }
-        let own_differs = live_image(observed, name) != record.from.get(name).cloned();
-        let stop = if name == names::DB_DEPLOYMENT {
-            pending || db_differs
-        } else if name == names::TFTP_DEPLOYMENT {
-            own_differs
-        } else {
-            pending || db_differs || own_differs
-        };
-        if stop {
-            steps.push(super::lifecycle::scale_step(
-                name,
-                0,
-                super::lifecycle::STOP_WAIT,
-                observed,
-            ));
-        }
-    }
+    steps.extend(outage_steps(
+        observed,
+        |name| live_image(observed, name) == record.from.get(name).cloned(),
+        db_differs,
+        pending,
+    ));
     steps.extend(data);
     steps.extend(end_state_steps(
         back,
