@@ -50,6 +50,33 @@ fn report(image: &str, pg_major: &dyn Fn(&str) -> u32) -> String {
     }
 }
 
+/// `step` carried out on the simulated cluster; an inspection Job's pod reports what
+/// [`report`] says of its image, as the run copies it onto the Job.
+fn carried_out(
+    observed: &Observed,
+    namespace: &str,
+    step: &uyuni_core::Step,
+    pg_major: &dyn Fn(&str) -> u32,
+) -> Observed {
+    let mut observed = uyuni_core::simulate::simulate(observed, namespace, step);
+    if step.id.starts_with("inspect-")
+        && let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
+    {
+        let image = job
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.containers[0].image.clone())
+            .unwrap_or_default();
+        job.metadata.annotations.get_or_insert_default().insert(
+            labels::INSPECTION_ANNOTATION.to_owned(),
+            report(&image, pg_major),
+        );
+        observed.insert(Object::Job(job));
+    }
+    observed
+}
+
 /// Runs `params`' plan step by step on the simulated cluster, the inspection Jobs reporting
 /// what `pg_major` says of database images; returns the steps carried out and the end.
 fn run(
@@ -64,31 +91,7 @@ fn run(
         let Some(step) = plan.next_step().cloned() else {
             return Ok((executed, observed));
         };
-        observed = uyuni_core::simulate::simulate(&observed, &params.namespace, &step);
-        if let Action::RunJob { job, .. } = &step.action
-            && step.id.starts_with("inspect-")
-        {
-            let image = job
-                .spec
-                .as_ref()
-                .expect("spec")
-                .template
-                .spec
-                .as_ref()
-                .expect("pod")
-                .containers[0]
-                .image
-                .clone()
-                .expect("image");
-            if let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
-            {
-                job.metadata.annotations.get_or_insert_default().insert(
-                    labels::INSPECTION_ANNOTATION.to_owned(),
-                    report(&image, pg_major),
-                );
-                observed.insert(Object::Job(job));
-            }
-        }
+        observed = carried_out(&observed, &params.namespace, &step, pg_major);
         executed.push(step);
     }
     panic!("the upgrade did not converge in 200 steps");
@@ -312,31 +315,7 @@ fn an_interrupted_upgrade_goes_on_and_another_target_is_refused_meanwhile() {
     let mut copy = params.clone();
     copy.backup = true;
     for step in &steps {
-        observed = uyuni_core::simulate::simulate(&observed, &params.namespace, step);
-        if step.id.starts_with("inspect-")
-            && let Action::RunJob { job, .. } = &step.action
-        {
-            let image = job
-                .spec
-                .as_ref()
-                .expect("spec")
-                .template
-                .spec
-                .as_ref()
-                .expect("pod")
-                .containers[0]
-                .image
-                .clone()
-                .expect("image");
-            if let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
-            {
-                job.metadata.annotations.get_or_insert_default().insert(
-                    labels::INSPECTION_ANNOTATION.to_owned(),
-                    report(&image, &same_major),
-                );
-                observed.insert(Object::Job(job));
-            }
-        }
+        observed = carried_out(&observed, &params.namespace, step, &same_major);
         if step.id == "db-deployment" {
             break;
         }
@@ -608,19 +587,7 @@ proptest::proptest! {
                     continue;
                 }
             }
-            observed = uyuni_core::simulate::simulate(&observed, &params.namespace, &step);
-            if let Action::RunJob { job, .. } = &step.action
-                && step.id.starts_with("inspect-")
-            {
-                let image = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).and_then(|p| p.containers[0].image.clone()).unwrap_or_default();
-                if let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned() {
-                    job.metadata.annotations.get_or_insert_default().insert(
-                        labels::INSPECTION_ANNOTATION.to_owned(),
-                        report(&image, &pg),
-                    );
-                    observed.insert(Object::Job(job));
-                }
-            }
+            observed = carried_out(&observed, &params.namespace, &step, &pg);
         }
         proptest::prop_assert!(done, "did not converge");
         proptest::prop_assert!(live_image(&observed, names::DB_DEPLOYMENT).is_some_and(|i| i.ends_with(TO)));
@@ -643,22 +610,7 @@ fn a_rollback_after_a_failed_backup_starts_the_server_on_its_images() {
             }
             break;
         }
-        observed = uyuni_core::simulate::simulate(&observed, &params.namespace, step);
-        if step.id.starts_with("inspect-")
-            && let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
-        {
-            let image = job
-                .spec
-                .as_ref()
-                .and_then(|s| s.template.spec.as_ref())
-                .and_then(|p| p.containers[0].image.clone())
-                .unwrap_or_default();
-            job.metadata.annotations.get_or_insert_default().insert(
-                labels::INSPECTION_ANNOTATION.to_owned(),
-                report(&image, &same_major),
-            );
-            observed.insert(Object::Job(job));
-        }
+        observed = carried_out(&observed, &params.namespace, step, &same_major);
     }
     assert_eq!(
         observed
