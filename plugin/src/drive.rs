@@ -78,6 +78,28 @@ impl Drive<'_> {
             .before_write(self.conn, writer, step, self.reporter)
             .await
     }
+
+    /// The user's consent before `step`, asked on the terminal once the lease is held (a yes
+    /// is never asked for a run another run's lease then refuses): `no_terminal` is the error
+    /// where there is none to ask on, `declined` the one for an answer other than yes.
+    pub async fn consent(
+        &self,
+        writer: &Writer<'_>,
+        step: &Step,
+        question: &str,
+        no_terminal: String,
+        declined: &str,
+    ) -> Result<()> {
+        if !crate::prompt::interactive() {
+            bail!(no_terminal);
+        }
+        self.take_lease(writer, step).await?;
+        self.reporter.finish(true);
+        if !crate::prompt::confirm(question) {
+            bail!("{declined}");
+        }
+        Ok(())
+    }
 }
 
 /// Asks the cluster whether the user may make every request in `needed`; `None` (with a

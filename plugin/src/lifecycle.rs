@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use uyuni_core::Observed;
 use uyuni_core::params::{ServerParams, ServerSpecArgs};
 use uyuni_core::plan::lifecycle::{self, Lifecycle, LifecycleParams};
@@ -241,21 +241,22 @@ impl crate::drive::Command for LifecycleCommand<'_> {
         };
         // Only the first write asks: the run observed a serving server before it.
         let ns = &self.params.namespace;
-        if !crate::prompt::interactive() {
-            bail!(
-                "{} the server in namespace {ns} is an outage, and there is no terminal to ask whether it may start: pass --yes to confirm it. Nothing was stopped",
-                if what == "Stop" {
-                    "stopping"
-                } else {
-                    "restarting"
-                }
-            );
-        }
-        drive.take_lease(&self.writer(), step).await?;
-        drive.reporter.finish(true);
-        if !crate::prompt::confirm(&format!("{what} the server in namespace {ns} now? [y/N] ")) {
-            bail!("not confirmed: the server keeps running and nothing was stopped");
-        }
+        drive
+            .consent(
+                &self.writer(),
+                step,
+                &format!("{what} the server in namespace {ns} now? [y/N] "),
+                format!(
+                    "{} the server in namespace {ns} is an outage, and there is no terminal to ask whether it may start: pass --yes to confirm it. Nothing was stopped",
+                    if what == "Stop" {
+                        "stopping"
+                    } else {
+                        "restarting"
+                    }
+                ),
+                "not confirmed: the server keeps running and nothing was stopped",
+            )
+            .await?;
         self.confirmed = true;
         Ok(())
     }

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use uyuni_core::catalogue::names;
 use uyuni_core::params::{GeneratedPasswords, InstallArgs, MigrateArgs, Origin, UpgradeParams};
 use uyuni_core::plan::{Plan, Planner};
@@ -431,37 +431,35 @@ impl crate::drive::Command for UpgradeCommand<'_> {
             return Ok(());
         }
         let ns = &self.params.namespace;
-        if self.params.rollback {
-            if !crate::prompt::interactive() {
-                bail!(
+        let (question, no_terminal) = if self.params.rollback {
+            (
+                format!(
+                    "Roll the server in namespace {ns} back to the images before the upgrade? It stops, and everything written since the upgrade began is lost. [y/N] "
+                ),
+                format!(
                     "the rollback stops the server in namespace {ns} and returns it to the data kept when the upgrade began: everything written since is lost. There is no terminal to ask whether it may: pass --yes to confirm it. Nothing was changed"
-                );
-            }
-            drive.take_lease(&self.writer(), step).await?;
-            drive.reporter.finish(true);
-            if !crate::prompt::confirm(&format!(
-                "Roll the server in namespace {ns} back to the images before the upgrade? It stops, and everything written since the upgrade began is lost. [y/N] "
-            )) {
-                bail!("not confirmed: the server keeps running on its images; nothing was changed");
-            }
-            self.confirmed = true;
-            return Ok(());
-        }
-        if !crate::prompt::interactive() {
-            bail!(
-                "the upgrade stops the server in namespace {ns} (an outage until the new images are ready), and there is no terminal to ask whether it may: pass --yes to confirm it. The inspections ran; nothing of the server was changed"
-            );
-        }
-        drive.take_lease(&self.writer(), step).await?;
-        drive.reporter.finish(true);
-        if !crate::prompt::confirm(&format!(
-            "Stop the server in namespace {ns} for the upgrade to {} now? It is down until the new images are ready. [y/N] ",
-            self.params.spec.image.server
-        )) {
-            bail!(
-                "not confirmed: the server keeps running on its images; nothing of it was changed"
-            );
-        }
+                ),
+            )
+        } else {
+            (
+                format!(
+                    "Stop the server in namespace {ns} for the upgrade to {} now? It is down until the new images are ready. [y/N] ",
+                    self.params.spec.image.server
+                ),
+                format!(
+                    "the upgrade stops the server in namespace {ns} (an outage until the new images are ready), and there is no terminal to ask whether it may: pass --yes to confirm it. The inspections ran; nothing of the server was changed"
+                ),
+            )
+        };
+        drive
+            .consent(
+                &self.writer(),
+                step,
+                &question,
+                no_terminal,
+                "not confirmed: the server keeps running on its images; nothing of it was changed",
+            )
+            .await?;
         self.confirmed = true;
         Ok(())
     }
