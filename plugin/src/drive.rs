@@ -71,7 +71,22 @@ pub struct Drive<'a> {
     pub barrier_timeout: Option<Duration>,
 }
 
-impl Drive<'_> {
+impl<'a> Drive<'a> {
+    /// The loop's context for a run with `flags`.
+    pub fn new(
+        conn: &'a uyuni_effects::Connection,
+        reporter: &'a Reporter,
+        run_lock: &'a RunLock,
+        flags: &crate::cli::RunFlags,
+    ) -> Drive<'a> {
+        Drive {
+            conn,
+            reporter,
+            run_lock,
+            barrier_timeout: flags.watch_barrier_timeout_ms.map(Duration::from_millis),
+        }
+    }
+
     /// Takes the namespace's lease before `step` (or checks it is still held).
     pub async fn take_lease(&self, writer: &Writer<'_>, step: &Step) -> Result<()> {
         self.run_lock

@@ -327,15 +327,7 @@ pub async fn run(
     }
     let (conn, params, _) = start(cmd, cli, reporter).await?;
     let mut command = InstallCommand { cmd, cli, params };
-    let drive = crate::drive::Drive {
-        conn: &conn,
-        reporter,
-        run_lock,
-        barrier_timeout: cmd
-            .run
-            .watch_barrier_timeout_ms
-            .map(std::time::Duration::from_millis),
-    };
+    let drive = crate::drive::Drive::new(&conn, reporter, run_lock, &cmd.run);
     let observed = crate::drive::run(&mut command, &drive).await?;
     let params = command.params;
     let facts = uyuni_core::resolve::install(&params, &observed);

@@ -336,15 +336,7 @@ pub async fn run(
         params,
         confirmed: cmd.migrate.yes,
     };
-    let drive = crate::drive::Drive {
-        conn: &conn,
-        reporter,
-        run_lock,
-        barrier_timeout: cmd
-            .run
-            .watch_barrier_timeout_ms
-            .map(std::time::Duration::from_millis),
-    };
+    let drive = crate::drive::Drive::new(&conn, reporter, run_lock, &cmd.run);
     let observed = crate::drive::run(&mut command, &drive).await?;
     let params = command.params;
     let data = observed.extracted()?.ok_or_else(|| {

@@ -258,15 +258,7 @@ pub async fn run(
         confirmed: cmd.yes,
         stopped: false,
     };
-    let drive = crate::drive::Drive {
-        conn: &conn,
-        reporter,
-        run_lock,
-        barrier_timeout: cmd
-            .run
-            .watch_barrier_timeout_ms
-            .map(std::time::Duration::from_millis),
-    };
+    let drive = crate::drive::Drive::new(&conn, reporter, run_lock, &cmd.run);
     let observed = match crate::drive::run(&mut command, &drive).await {
         Ok(observed) => observed,
         Err(error) => {
