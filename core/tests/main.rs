@@ -17,6 +17,7 @@ mod install;
 mod install_properties;
 mod layers;
 mod lifecycle;
+mod migration_secrets;
 mod mirror;
 mod outage;
 mod phases;

@@ -1059,6 +1059,11 @@ pub struct MigrateFlags {
     #[arg(long, help_heading = SSH)]
     pub compress: bool,
 
+    /// Keep Secrets uyuni-migration-key (the SSH key to the source) and uyuni-ca-password once
+    /// the migration has finished. Without it they are deleted then: no later run needs them.
+    #[arg(long, help_heading = SSH)]
+    pub keep_migration_data: bool,
+
     /// SSH user on the source (needs passwordless sudo when not root).
     #[arg(long, default_value = "root", value_name = "USER", help_heading = SSH)]
     pub user: String,
