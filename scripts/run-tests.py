@@ -67,6 +67,7 @@ LONG = [
     "plugin/e2e_real_migration",  # 23 tests at once (install's, upgrade's, uninstall's and status' too), 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
+    "plugin/e2e_faults",  # 2 shards (migrate, install) of 21 runs each, ~150 s
     "testdata/node_agent",  # 59 s; node_agent_exec's commands run in it, on one cluster
     # 4 shards, one property each: 2 s to ~35 s of CPU each (194 s as one item, sharing 2 cores
     # with other items; 105 s of CPU then, ~80 s with SHA-256 optimized, see Cargo.toml).
@@ -93,6 +94,7 @@ LONG = [
 # two longest items, each keeping one lane busy for two to three minutes.
 SHARDS = {
     "plugin/e2e_migration": 3,
+    "plugin/e2e_faults": 2,
     "core/properties": 4,
     "core/data_sync_script": 3,
 }

@@ -66,7 +66,8 @@ pub async fn review(
                     },
                     ..SelfSubjectAccessReview::default()
                 };
-                let answer = api.create(&PostParams::default(), &request).await?;
+                let post = PostParams::default();
+                let answer = crate::retry::quietly(|| api.create(&post, &request)).await?;
                 let allowed = answer.status.is_some_and(|s| s.allowed);
                 Ok((access.clone(), allowed))
             }
@@ -92,7 +93,8 @@ async fn rules_in(client: &kube::Client, ns: &str) -> Option<Vec<ResourceRule>> 
         },
         ..SelfSubjectRulesReview::default()
     };
-    match api.create(&PostParams::default(), &request).await {
+    let post = PostParams::default();
+    match crate::retry::quietly(|| api.create(&post, &request)).await {
         Ok(answer) => answer.status.map(|s| s.resource_rules),
         Err(err) => {
             tracing::debug!(namespace = ns, error = %err, "no rules review; asking each permission");

@@ -11,6 +11,7 @@ mod docs;
 mod drive;
 mod dry_run;
 mod e2e;
+mod e2e_faults;
 mod e2e_lease;
 mod e2e_migration;
 mod e2e_real_migration;
