@@ -67,6 +67,9 @@ LONG = [
     "plugin/e2e_real_migration",  # 23 tests at once (install's, upgrade's, uninstall's and status' too), 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
+    # 3 shards (migrate, install, upgrade): every write boundary, killed and run again;
+    # 160 cases, ~2 s of CPU each, migrate's 80 the longest (~150 s in its lane).
+    "plugin/e2e_interrupt",
     "plugin/e2e_faults",  # 2 shards (migrate, install) of 21 runs each, ~150 s
     "testdata/node_agent",  # 59 s; node_agent_exec's commands run in it, on one cluster
     # 4 shards, one property each: 2 s to ~35 s of CPU each (194 s as one item, sharing 2 cores
@@ -95,6 +98,7 @@ LONG = [
 SHARDS = {
     "plugin/e2e_migration": 3,
     "plugin/e2e_faults": 2,
+    "plugin/e2e_interrupt": 3,
     "core/properties": 4,
     "core/data_sync_script": 3,
 }

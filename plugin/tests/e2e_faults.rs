@@ -13,7 +13,7 @@ use uyuni_testdata::{DropFault, ErrorFault, FaultTarget, Faults, SimConfig, scen
 
 use crate::support::{Env, NS, ssh_flags, text};
 
-const ADMIN_PASSWORD: &str = "install-admin-Pa55";
+pub(crate) const ADMIN_PASSWORD: &str = "install-admin-Pa55";
 
 fn seeds() -> u64 {
     std::env::var("UYUNI_FAULT_SEEDS")
@@ -43,7 +43,7 @@ fn faulty(seed: u64) -> Faults {
     }
 }
 
-fn env(faults: Faults) -> Env {
+pub(crate) fn env(faults: Faults) -> Env {
     let mut scenario = scenarios::migration();
     for job in scenario.jobs.values_mut() {
         job.duration_ms = 0;
@@ -57,9 +57,9 @@ fn env(faults: Faults) -> Env {
 
 /// The objects the tool wrote, by kind and name (a Job by its name without the run id), and
 /// per Job name how many succeeded and how many failed.
-type EndState = (Vec<String>, BTreeMap<String, (u32, u32)>);
+pub(crate) type EndState = (Vec<String>, BTreeMap<String, (u32, u32)>);
 
-fn end_state(env: &Env) -> EndState {
+pub(crate) fn end_state(env: &Env) -> EndState {
     let mut objects = Vec::new();
     let mut jobs: BTreeMap<String, (u32, u32)> = BTreeMap::new();
     for (api, kind) in [
@@ -115,7 +115,7 @@ fn succeeded(out: &Output, what: &str) {
 }
 
 /// The retry schedule (and Retry-After) a tenth as long: the same tries in the same order.
-const SHORTER: [&str; 2] = ["--retry-delay-divisor", "10"];
+pub(crate) const SHORTER: [&str; 2] = ["--retry-delay-divisor", "10"];
 
 fn migrate(env: &Env) -> Output {
     let mut flags = ssh_flags();

@@ -12,6 +12,7 @@ mod drive;
 mod dry_run;
 mod e2e;
 mod e2e_faults;
+mod e2e_interrupt;
 mod e2e_lease;
 mod e2e_migration;
 mod e2e_real_migration;
