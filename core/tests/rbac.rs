@@ -328,3 +328,127 @@ fn rbac_binds_each_role_to_the_subjects_given() {
             .is_empty()
     );
 }
+
+/// The secret-name variables of a Job's containers, as its script reads them (`DATA_SECRET` in
+/// data-sync.sh, `SECRET` in ca-key.sh): the Secrets `patch_secret` may be called on.
+fn patched_secrets(job: &k8s_openapi::api::batch::v1::Job) -> Vec<String> {
+    let pod = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("a pod spec");
+    pod.containers
+        .iter()
+        .chain(pod.init_containers.iter().flatten())
+        .flat_map(|c| c.env.iter().flatten())
+        .filter(|e| e.name == "DATA_SECRET" || e.name == "SECRET")
+        .filter_map(|e| e.value.clone())
+        .collect()
+}
+
+/// Each Job that runs with a ServiceAccount (data-sync, ca-key) may do only what its script
+/// does: the scripts' one API request is `lib.sh`'s `patch_secret`, a PATCH of the Secret its
+/// environment names, so every Role bound to the Job's account grants `patch`, on `secrets`,
+/// on those names only. (data-sync and ca-key share the migration's account, so each may
+/// patch the other's Secret; see docs/rbac.md.)
+#[test]
+fn rbac_jobs_service_accounts_may_only_patch_the_secrets_their_scripts_report_in() {
+    let scripts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let mut requests = Vec::new();
+    for entry in std::fs::read_dir(&scripts).expect("core/scripts") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("a script");
+        for (n, line) in text.lines().enumerate() {
+            // A command at the start of a line, of a pipe or of a substitution (the words in
+            // messages are advice to the user, not requests).
+            let code = line.split('#').next().unwrap_or_default().trim_start();
+            let runs = |tool: &str| {
+                code.starts_with(&format!("{tool} "))
+                    || code.contains(&format!("| {tool} "))
+                    || code.contains(&format!("$({tool} "))
+            };
+            if runs("curl") || runs("kubectl") || runs("wget") {
+                requests.push(format!("{}:{}: {line}", path.display(), n + 1));
+            }
+        }
+    }
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let lib = std::fs::read_to_string(scripts.join("lib.sh")).expect("lib.sh");
+    let patch = &lib[lib.find("patch_secret() {").expect("patch_secret")..];
+    let patch = &patch[..patch.find("\n}").expect("its end")];
+    assert!(
+        patch.contains("curl ") && patch.contains("-X PATCH") && patch.contains("/secrets/$secret"),
+        "{patch}"
+    );
+
+    let params = common::params();
+    let run = preview(&params, &with_namespace(common::empty_cluster())).expect("plans");
+    let jobs: Vec<&k8s_openapi::api::batch::v1::Job> = run
+        .executed
+        .iter()
+        .filter_map(|s| match &s.action {
+            uyuni_core::Action::RunJob { job, .. } => Some(job.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let account_of = |job: &k8s_openapi::api::batch::v1::Job| {
+        job.spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.service_account_name.clone())
+    };
+    let with_account: Vec<_> = jobs.iter().filter(|j| account_of(j).is_some()).collect();
+    assert!(
+        with_account.len() >= 2,
+        "data-sync and ca-key run with an account"
+    );
+    for job in &with_account {
+        let account = account_of(job).expect("an account");
+        // Every Job of the account: the Secrets any of them reports in.
+        let allowed: Vec<String> = jobs
+            .iter()
+            .filter(|j| account_of(j).as_deref() == Some(account.as_str()))
+            .flat_map(|j| patched_secrets(j))
+            .collect();
+        assert!(!allowed.is_empty(), "{:?}", job.metadata.name);
+        let mut roles = 0;
+        for object in run.end.objects.values() {
+            let uyuni_core::Object::RoleBinding(binding) = object else {
+                continue;
+            };
+            let bound = binding.subjects.iter().flatten().any(|s| {
+                s.kind == "ServiceAccount"
+                    && s.name == account
+                    && s.namespace.as_deref() == Some(common::NAMESPACE)
+            });
+            if !bound {
+                continue;
+            }
+            let role = run
+                .end
+                .objects
+                .get(&uyuni_core::object::ObjectRef::new(
+                    Kind::Role,
+                    binding.role_ref.name.clone(),
+                ))
+                .expect("the bound Role exists");
+            let uyuni_core::Object::Role(role) = role else {
+                panic!("not a Role")
+            };
+            roles += 1;
+            for rule in role.rules.iter().flatten() {
+                assert_eq!(rule.verbs, ["patch"], "{rule:?}");
+                assert_eq!(rule.resources.as_deref(), Some(&["secrets".to_owned()][..]));
+                let names = rule.resource_names.as_deref().unwrap_or_default();
+                assert!(!names.is_empty(), "a rule for every Secret: {rule:?}");
+                for name in names {
+                    assert!(
+                        allowed.contains(name),
+                        "{name} is not what {account}'s Jobs patch"
+                    );
+                }
+            }
+        }
+        assert!(roles > 0, "no Role bound to {account}");
+    }
+}
