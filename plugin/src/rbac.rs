@@ -14,7 +14,12 @@ pub async fn run(cmd: &RbacCmd, cli: &Cli) -> Result<()> {
         None => {
             crate::connect(&cli.kube)
                 .await
-                .map_err(|e| e.context("cannot tell the namespace: pass it with -n NAMESPACE"))?
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "no -n given, and the kubeconfig's namespace cannot be read ({}): pass the namespace with -n NAMESPACE",
+                        e.root_cause()
+                    )
+                })?
                 .namespace
         }
     };

@@ -304,3 +304,33 @@ fn rbac_refuses_a_service_account_not_in_kubectls_form() {
         .code(2)
         .stderr(predicate::str::contains("NAMESPACE:NAME"));
 }
+
+/// Without -n, `rbac` takes the context's namespace from the kubeconfig (and sends nothing:
+/// the server here is a closed port); with no kubeconfig, it asks for -n.
+#[test]
+fn rbac_takes_the_contexts_namespace_or_asks_for_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n    namespace: from-context\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .expect("kubeconfig");
+    let out = plugin()
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["rbac", "--for", "logs"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("  namespace: from-context\n"), "{text}");
+    plugin()
+        .env("HOME", dir.path())
+        .env_remove("KUBECONFIG")
+        .args(["rbac", "--for", "logs"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "pass the namespace with -n NAMESPACE",
+        ));
+}
