@@ -15,6 +15,16 @@
 //! falls back to a read per turn without), list StorageClasses and IngressClasses (the claims'
 //! check and the ingress controller's choice), discover the custom resources' API groups, and
 //! ask the preflight's reviews themselves.
+//!
+//! A migration writes Roles and RoleBindings for its own Jobs; the API server lets a user write
+//! those only when the user holds every right they grant, or `bind`/`escalate` (kubernetes
+//! `pkg/registry/rbac/rolebinding/policybased/storage.go` @008b3652, `ConfirmNoEscalation`;
+//! the same for Roles). The rules hold those rights through the writes themselves (`patch` on
+//! Secrets), never `bind` or `escalate`, which would let a user grant anything. Discovery and
+//! the self reviews are granted to every authenticated user by a default cluster's
+//! `system:discovery` and `system:basic-user` bindings (`plugin/pkg/auth/authorizer/rbac/
+//! bootstrappolicy/policy.go` @0016f7f2, `ClusterRoleBindings`); they are in the ClusterRole for
+//! clusters that removed those.
 
 use std::collections::{BTreeMap, BTreeSet};
 
