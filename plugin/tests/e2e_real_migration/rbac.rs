@@ -35,7 +35,8 @@ fn account_for(env: &RealEnv, command: &str, name: &str, edit: impl Fn(&mut Valu
     let _ = env
         .cluster
         .kubectl(&["create", "namespace", NS_ACCOUNTS], "");
-    admin(env, &["create", "namespace", env.ns], "");
+    // Created by the first account of the test.
+    let _ = env.cluster.kubectl(&["create", "namespace", env.ns], "");
     let _ = env
         .cluster
         .kubectl(&["-n", NS_ACCOUNTS, "create", "serviceaccount", name], "");
@@ -167,9 +168,11 @@ fn rbac_for_migrate_is_enough_for_a_whole_migration_with_a_service_accounts_toke
     assert!(text(&again).1.contains("Nothing to do"), "{}", both(&again));
 }
 
-/// An install as a ServiceAccount holding only `rbac --for install`'s rules completes.
+/// An install as a ServiceAccount holding only `rbac --for install`'s rules completes; another
+/// holding only `rbac --for status`'s reads the server's status; a third holding only `rbac
+/// --for uninstall`'s removes it, keeping the claims.
 #[test]
-fn rbac_for_install_is_enough_for_a_whole_install_with_a_service_accounts_token() {
+fn rbac_for_install_status_and_uninstall_are_enough_for_each_with_a_service_accounts_token() {
     if !real_plane_or_skip("rbac --for install on the real control plane") {
         return;
     }
@@ -183,6 +186,31 @@ fn rbac_for_install_is_enough_for_a_whole_install_with_a_service_accounts_token(
     assert_no_token(&out, &token);
     assert!(!text(&out).1.contains("rbac-admin-Pa55"));
     assert_complete(&env);
+
+    let token = account_for(&env, "status", "reader", |_| {});
+    let out = as_token(&env, &token, &["status", "-o", "json"])
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    let status: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(status.is_object(), "{status}");
+    assert!(!text(&out).0.is_empty());
+
+    let token = account_for(&env, "uninstall", "remover", |_| {});
+    let out = as_token(&env, &token, &["uninstall", "--yes"])
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    assert_no_token(&out, &token);
+    assert!(
+        env.items(&["deployments,jobs", "-n", env.ns]).is_empty(),
+        "uninstall left Deployments or Jobs"
+    );
+    assert!(
+        !env.items(&["persistentvolumeclaims", "-n", env.ns])
+            .is_empty(),
+        "uninstall kept no claim"
+    );
 }
 
 /// `rbac --for install` without `create` on PersistentVolumeClaims: the preflight names that
