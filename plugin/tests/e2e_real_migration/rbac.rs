@@ -169,22 +169,38 @@ fn rbac_for_migrate_is_enough_for_a_whole_migration_with_a_service_accounts_toke
 }
 
 /// An install as a ServiceAccount holding only `rbac --for install`'s rules completes; another
-/// holding only `rbac --for status`'s reads the server's status; a third holding only `rbac
-/// --for uninstall`'s removes it, keeping the claims.
+/// holding only `rbac --for upgrade`'s upgrades it (inspections, backup, new images); one
+/// holding only `rbac --for status`'s reads the server's status; one holding only `rbac --for
+/// uninstall`'s removes it, keeping the claims.
 #[test]
-fn rbac_for_install_status_and_uninstall_are_enough_for_each_with_a_service_accounts_token() {
+fn rbac_for_install_upgrade_status_and_uninstall_are_enough_for_each_with_a_service_accounts_token()
+{
     if !real_plane_or_skip("rbac --for install on the real control plane") {
         return;
     }
     let env = RealEnv::start(&config(Flavour::K3s, true), NS_RBAC_INSTALL);
     let token = account_for(&env, "install", "installer", |_| {});
-    let out = as_token(&env, &token, &["install", "server.example.com"])
-        .env("UYUNI_ADMIN_PASSWORD", "rbac-admin-Pa55")
-        .output()
-        .expect("kubectl runs");
+    let out = as_token(
+        &env,
+        &token,
+        &["install", "server.example.com", "--tag", "2025.10"],
+    )
+    .env("UYUNI_ADMIN_PASSWORD", "rbac-admin-Pa55")
+    .output()
+    .expect("kubectl runs");
     assert!(out.status.success(), "{}", both(&out));
     assert_no_token(&out, &token);
     assert!(!text(&out).1.contains("rbac-admin-Pa55"));
+    assert_complete(&env);
+
+    // The upgrade: its inspections (the report copied onto each Job), the backup, the roll.
+    let token = account_for(&env, "upgrade", "upgrader", |_| {});
+    let out = as_token(&env, &token, &["upgrade", "--tag", "2026.04", "--yes"])
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(text(&out).0.contains("2025.10 → 2026.04"), "{}", both(&out));
+    assert_no_token(&out, &token);
     assert_complete(&env);
 
     let token = account_for(&env, "status", "reader", |_| {});
