@@ -170,8 +170,9 @@ fn rbac_for_migrate_is_enough_for_a_whole_migration_with_a_service_accounts_toke
 
 /// An install as a ServiceAccount holding only `rbac --for install`'s rules completes; another
 /// holding only `rbac --for upgrade`'s upgrades it (inspections, backup, new images); one
-/// holding only `rbac --for status`'s reads the server's status; one holding only `rbac --for
-/// uninstall`'s removes it, keeping the claims.
+/// holding only `rbac --for status`'s reads the server's status; `--for stop` and `--for
+/// start` stop and start it; one holding only `rbac --for uninstall`'s removes it, keeping the
+/// claims.
 #[test]
 fn rbac_for_install_upgrade_status_and_uninstall_are_enough_for_each_with_a_service_accounts_token()
 {
@@ -211,6 +212,15 @@ fn rbac_for_install_upgrade_status_and_uninstall_are_enough_for_each_with_a_serv
     let status: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(status.is_object(), "{status}");
     assert!(!text(&out).0.is_empty());
+
+    for (command, account) in [("stop", "stopper"), ("start", "starter")] {
+        let token = account_for(&env, command, account, |_| {});
+        let out = as_token(&env, &token, &[command, "--yes"])
+            .output()
+            .expect("kubectl runs");
+        assert!(out.status.success(), "{command}: {}", both(&out));
+    }
+    assert_complete(&env);
 
     let token = account_for(&env, "uninstall", "remover", |_| {});
     let out = as_token(&env, &token, &["uninstall", "--yes"])
