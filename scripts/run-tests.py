@@ -64,7 +64,7 @@ import tomllib
 # matters). The doc tests (133 s in that run, rebuilding ring, rustls and kube, see run(); about
 # 30 s without the rebuild) are not listed: they run in the cargo lane (see the docstring).
 LONG = [
-    "plugin/e2e_real_migration",  # 23 tests at once (install's, upgrade's, uninstall's and status' too), 3 shared control planes
+    "plugin/e2e_real_migration",  # 26 tests at once (install's, upgrade's, uninstall's, status' and rbac's too), 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
     # 3 shards (migrate, install, upgrade): every write boundary, killed and run again;
@@ -110,8 +110,8 @@ SHARDS = {
 # CPU each). Its tests mostly wait on their clusters, so they wait together.
 THREADS = {
     # Its eight migration tests, in its `install` module install's six, in `uninstall`
-    # uninstall's two, and in `status` one.
-    "plugin/e2e_real_migration": 23,
+    # uninstall's two, in `status` one, in `rbac` three (and upgrade's).
+    "plugin/e2e_real_migration": 26,
 }
 
 # What `cargo clippy -- -D warnings` passes clippy-driver (its arguments, joined this way).

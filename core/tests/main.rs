@@ -23,6 +23,7 @@ mod outage;
 mod phases;
 mod preflight;
 mod properties;
+mod rbac;
 mod registry;
 mod release;
 mod rerun_safety;

@@ -146,7 +146,7 @@ pub(in crate::plan) fn body(
     steps.push(apply_step(
         "sync-role",
         format!(
-            "permission to get and patch Secret {} only",
+            "permission to patch Secret {} only",
             names::MIGRATION_DATA_SECRET
         ),
         Object::Role(migration::role(ns)),

@@ -78,7 +78,7 @@ fn ca_key_rbac_steps(ns: &str, observed: &Observed) -> [Step; 2] {
     [
         apply_step(
             "ca-key-role",
-            "permission to get and patch Secret uyuni-ca only".into(),
+            "permission to patch Secret uyuni-ca only".into(),
             Object::Role(tls::ca_key_role(ns)),
             observed,
         ),
