@@ -88,6 +88,9 @@ impl Command {
             },
             Command::Migrate => Table {
                 applies: MIGRATE_WRITES,
+                // A finished migration deletes Secrets uyuni-migration-key and
+                // uyuni-ca-password (`plan::migration_secret_deletion`).
+                deletes: &[Kind::Secret],
                 ..Table::WRITER
             },
             Command::Upgrade => Table {
