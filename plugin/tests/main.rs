@@ -25,4 +25,5 @@ mod global_flags;
 mod krew;
 mod modules;
 mod output_formats;
+mod secret_scan;
 mod unit;
