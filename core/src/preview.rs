@@ -113,6 +113,76 @@ pub fn foreseen<P: Planner>(params: &P, observed: &Observed) -> Vec<Step> {
     out
 }
 
+/// The step numbers a run shows, the same as its dry run's: the preview of the run at its start
+/// ([`foreseen`], the steps the dry run's list numbers from 1 to N) fixes them, and each step
+/// carried out takes its number there. A foreseen step the run finds done when its turn comes
+/// (a Deployment that became ready while the run waited for another) is reported under its
+/// number as done, and so are those left at the end, so that a finished run counts to N/N as
+/// its dry run did. A step the preview could not foresee (a plan that changed with what the
+/// run found) takes the next number, and the total grows by one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Numbering {
+    foreseen: Vec<Step>,
+    /// Index in `foreseen` of the next step to come.
+    next: usize,
+    /// Steps carried out that `foreseen` did not hold.
+    extra: usize,
+}
+
+/// The number of a step about to be carried out, out of the run's total, and the foreseen
+/// steps before it that the run found done (each with its number).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Numbered {
+    pub position: usize,
+    pub total: usize,
+    pub done_before: Vec<(usize, Step)>,
+}
+
+impl Numbering {
+    pub fn new(foreseen: Vec<Step>) -> Numbering {
+        Numbering {
+            foreseen,
+            next: 0,
+            extra: 0,
+        }
+    }
+
+    /// `step`, about to be carried out; `remaining`: the steps of its plan still to carry out,
+    /// itself included (the total never says fewer than the plan has left).
+    pub fn step(&mut self, step: &Step, remaining: usize) -> Numbered {
+        let found = self.foreseen[self.next..]
+            .iter()
+            .position(|f| f.id == step.id);
+        let mut done_before = Vec::new();
+        match found {
+            Some(offset) => {
+                for i in self.next..self.next + offset {
+                    done_before.push((i + 1 + self.extra, self.foreseen[i].clone()));
+                }
+                self.next += offset + 1;
+            }
+            None => self.extra += 1,
+        }
+        let position = self.next + self.extra;
+        let total = (self.foreseen.len() + self.extra).max(position + remaining.max(1) - 1);
+        Numbered {
+            position,
+            total,
+            done_before,
+        }
+    }
+
+    /// At the end of a finished run: the foreseen steps it never had to carry out, each with its
+    /// number, and the total.
+    pub fn finish(&mut self) -> (Vec<(usize, Step)>, usize) {
+        let left = (self.next..self.foreseen.len())
+            .map(|i| (i + 1 + self.extra, self.foreseen[i].clone()))
+            .collect();
+        self.next = self.foreseen.len();
+        (left, self.foreseen.len() + self.extra)
+    }
+}
+
 /// What a dry run previews on a state a real run would refuse to start from, assuming the
 /// missing prerequisite is there: the refusal, and the state with the assumption made.
 #[derive(Debug, Clone, PartialEq)]
