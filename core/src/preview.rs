@@ -244,7 +244,7 @@ pub fn dry_run_preview<P: Planner>(
 
 /// Where the source goes down, how long for, and what the run needs: decided here so that the
 /// dry run only prints it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Safety {
     /// The step that stops the source's services, and its position among the steps carried

@@ -446,7 +446,7 @@ fn deletions_comment(steps: &[Step]) -> Option<String> {
 
 /// One change between two JSON documents, as a JSON pointer. Values are never included, so
 /// Secret data cannot leak through it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Change {
     pub op: &'static str,
     pub path: String,
@@ -499,7 +499,7 @@ pub const API_VERSION: &str = "kubectl-uyuni.io/v1alpha1";
 
 /// The plan as structured data (`-o json`): steps with their op, target, reason and the JSON
 /// pointers each write changes. Field names are stable (docs/dry-run.md).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanDocument {
     pub api_version: &'static str,
@@ -511,7 +511,7 @@ pub struct PlanDocument {
 }
 
 /// The counts of the human summary line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlanSummary {
     pub create: usize,
     pub update: usize,
@@ -521,7 +521,7 @@ pub struct PlanSummary {
     pub jobs: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlanStep {
     pub id: String,
     pub description: String,
@@ -541,7 +541,7 @@ pub struct PlanStep {
 }
 
 /// A step's wait as the plan fixes it, so a reviewer sees limits before the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepWait {
     /// `null`: no limit (the step's time grows with the data).
@@ -576,7 +576,7 @@ fn step_wait(action: &Action) -> Option<StepWait> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlanTarget {
     pub kind: &'static str,
     pub name: String,
@@ -584,7 +584,7 @@ pub struct PlanTarget {
 
 /// One step as a run would carry it out, in order (a step that acts twice, apply then wait, is
 /// there twice).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ExecutedStep {
     pub id: String,
     pub op: Op,

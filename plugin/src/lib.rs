@@ -15,6 +15,7 @@ pub mod logs;
 pub mod migrate;
 pub mod output;
 pub mod prompt;
+pub mod schema;
 pub mod source_probe;
 pub mod status;
 pub mod uninstall;

@@ -23,4 +23,5 @@ mod global_flags;
 mod krew;
 mod modules;
 mod output_formats;
+mod output_schemas;
 mod unit;
