@@ -33,17 +33,7 @@ pub fn preview<P: Planner>(params: &P, observed: &Observed) -> Result<Preview, P
     loop {
         let current = params.plan(&state)?;
         let Some(step) = current.next_step().cloned() else {
-            let steps = current
-                .steps
-                .iter()
-                .map(|s| {
-                    executed
-                        .iter()
-                        .find(|e: &&Step| e.id == s.id)
-                        .cloned()
-                        .unwrap_or_else(|| s.clone())
-                })
-                .collect();
+            let steps = listing(&executed, &current.steps);
             return Ok(Preview {
                 steps,
                 executed,
@@ -64,6 +54,28 @@ pub fn preview<P: Planner>(params: &P, observed: &Observed) -> Result<Preview, P
             });
         }
     }
+}
+
+/// Every step carried out, in the order carried out, with the final plan's steps that were not
+/// (left as they are) between them where the plan has them. A step carried out that the final
+/// plan no longer holds (an upgrade's stop of a Deployment, which the started Deployment
+/// replaces; a deletion) keeps its place: the list numbers exactly the steps a run carries
+/// out, in its order ([`crate::render::step_numbers`], [`Numbering`]).
+fn listing(executed: &[Step], end: &[Step]) -> Vec<Step> {
+    let mut out = Vec::with_capacity(executed.len() + end.len());
+    let mut next = 0;
+    for step in end {
+        match executed.iter().rposition(|e| e.id == step.id) {
+            Some(last) if last >= next => {
+                out.extend_from_slice(&executed[next..=last]);
+                next = last + 1;
+            }
+            Some(_) => {}
+            None => out.push(step.clone()),
+        }
+    }
+    out.extend_from_slice(&executed[next..]);
+    out
 }
 
 /// The preview's steps with the deletions in front: a deleted object is absent from the final

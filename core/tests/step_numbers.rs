@@ -98,6 +98,12 @@ fn step_numbers_of_the_dry_run_are_the_runs_for_every_command() {
     let installed = check("install", &install, &common::empty_cluster()).end;
     check("stop", &lifecycle(Lifecycle::Stop), &installed);
     check("restart", &lifecycle(Lifecycle::Restart), &installed);
+    // An upgrade's dry run (the inspections assumed to find no PostgreSQL major change).
+    check(
+        "upgrade",
+        &crate::upgrade::upgrade_to(crate::upgrade::TO),
+        &crate::upgrade::installed(),
+    );
     let uninstall = crate::uninstall::uninstall_params(false, false);
     let p = preview(&uninstall, &installed).expect("plans");
     same_numbers("uninstall", &steps_with_deletions(&p), &p);

@@ -14,7 +14,7 @@ use crate::common;
 use crate::install::install_args;
 
 const FROM: &str = "2025.10";
-const TO: &str = "2026.04";
+pub const TO: &str = "2026.04";
 
 fn installed_with_tag(tag: &str) -> InstallParams {
     let mut args = install_args();
@@ -23,13 +23,13 @@ fn installed_with_tag(tag: &str) -> InstallParams {
 }
 
 /// A server installed with `FROM`, as the install's preview leaves it.
-fn installed() -> Observed {
+pub fn installed() -> Observed {
     preview(&installed_with_tag(FROM), &common::empty_cluster())
         .expect("install plans")
         .end
 }
 
-fn upgrade_to(tag: &str) -> UpgradeParams {
+pub fn upgrade_to(tag: &str) -> UpgradeParams {
     let mut install = installed_with_tag(tag);
     install.run_id = "20261204120000".to_owned();
     UpgradeParams {
