@@ -448,3 +448,52 @@ fn compress_reaches_the_data_sync_script_and_is_off_by_default() {
         "{compressed:?}"
     );
 }
+
+/// The same for `install` and `stop`: each dry run's numbers are the ones its run shows, to N/N.
+#[test]
+fn install_and_stop_number_their_steps_as_their_dry_runs_do() {
+    let mut scenario = uyuni_testdata::scenarios::migration();
+    for job in scenario.jobs.values_mut() {
+        job.duration_ms = 0;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let uyuni = |args: &[&str]| {
+        env.kubectl()
+            .env("UYUNI_ADMIN_PASSWORD", "install-admin-Pa55")
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(env.kubeconfig())
+            .args(["-n", NS])
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    };
+    for command in [
+        &["install", "server.example.com"][..],
+        &["stop", "--yes"][..],
+    ] {
+        let dry = uyuni(&[command, &["--dry-run"]].concat());
+        assert!(dry.status.success(), "{}", stderr(&dry));
+        let listed = listed_numbers(&stdout(&dry));
+        assert!(!listed.is_empty(), "{}", stdout(&dry));
+        let run = uyuni(command);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let numbers: Vec<(usize, usize, String)> = run_numbers(&stderr(&run))
+            .into_iter()
+            .map(|(k, n, target, _)| (k, n, target))
+            .collect();
+        assert_eq!(
+            listed, numbers,
+            "{command:?}: the dry run's numbers, then the run's"
+        );
+        let n = listed.len();
+        assert_eq!(
+            numbers.last().map(|s| (s.0, s.1)),
+            Some((n, n)),
+            "{command:?}"
+        );
+    }
+}
