@@ -2,7 +2,7 @@
 //! (`kubectl_uyuni::schema`; `UPDATE_GOLDEN=1` rewrites them), and what each command prints
 //! with `-o json` validates against its schema: a migration, an install, its status and logs,
 //! stop and start, an upgrade's dry run, an uninstall's dry run and run, on the simulated
-//! cluster.
+//! cluster; an upgrade's run and rollback on the real control plane (`e2e_real_migration::upgrade`).
 //! The validator is Python's `jsonschema` (Draft 2020-12), from the venv `scripts/test.sh`
 //! installs.
 
@@ -61,7 +61,7 @@ fn the_committed_schemas_are_the_generated_ones() {
 
 /// The venv's Python with `jsonschema`: next to `kubernetes-validate` where test.sh says, else
 /// `python3` on PATH. `None` (outside CI) when neither has it.
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     let beside = std::env::var("UYUNI_KUBERNETES_VALIDATE")
         .ok()
         .and_then(|tool| Path::new(&tool).parent().map(|d| d.join("python")));
@@ -95,7 +95,7 @@ sys.exit(1 if errors else 0)
 "#;
 
 /// The document `out` printed, checked against `docs/schema/FILE`.
-fn validates(python: &Path, file: &str, out: &Output) -> Value {
+pub(crate) fn validates(python: &Path, file: &str, out: &Output) -> Value {
     assert!(out.status.success(), "{file}: {}", stderr(out));
     let doc: Value = serde_json::from_str(&stdout(out))
         .unwrap_or_else(|e| panic!("{file}: not one JSON document ({e}):\n{}", stdout(out)));
