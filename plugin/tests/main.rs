@@ -11,6 +11,8 @@ mod docs;
 mod drive;
 mod dry_run;
 mod e2e;
+mod e2e_faults;
+mod e2e_interrupt;
 mod e2e_lease;
 mod e2e_migration;
 mod e2e_real_migration;
