@@ -11,7 +11,7 @@ use crate::params::MigrateParams;
 use crate::volumes::VolumeRole;
 
 /// One volume the sync fills.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeCopy {
     pub claim: String,
@@ -24,7 +24,7 @@ pub struct VolumeCopy {
     pub too_small: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DataPlane {
     pub source: String,

@@ -332,7 +332,7 @@ pub struct IngressClassInfo {
 }
 
 /// How a Job ended, or that it has not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum JobState {
     Running,
     Succeeded,

@@ -18,7 +18,7 @@ use crate::plan::phase::latest_succeeded;
 use crate::sync_progress::Estimate;
 
 /// One stretch of the outage, ending at a milestone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OutagePhase {
     /// Stable name (`stop`, `copy`, `database`, `server-start`).
@@ -29,7 +29,7 @@ pub struct OutagePhase {
 }
 
 /// How long the source was down until the server was ready, and where the time went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OutageReport {
     /// The final sync Job that stopped the source.
@@ -180,7 +180,7 @@ fn recorded_stop(observed: &Observed, sync_job: &str) -> Option<(i64, i64)> {
 /// copy rate) and the script's steps after the copy, which it ran itself. The services' stop,
 /// the database steps and the server's start come from an earlier final run's report when the
 /// cluster holds one, and are unknown otherwise.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpectedWindow {
     /// The prepare Job that measured.

@@ -42,7 +42,7 @@ pub use tls::GENERATED_CA_PLACEHOLDER;
 pub(crate) use tls::ca_password_need;
 
 /// What a step does, as a verb a reviewer reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Op {
     Create,

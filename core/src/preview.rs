@@ -33,17 +33,7 @@ pub fn preview<P: Planner>(params: &P, observed: &Observed) -> Result<Preview, P
     loop {
         let current = params.plan(&state)?;
         let Some(step) = current.next_step().cloned() else {
-            let steps = current
-                .steps
-                .iter()
-                .map(|s| {
-                    executed
-                        .iter()
-                        .find(|e: &&Step| e.id == s.id)
-                        .cloned()
-                        .unwrap_or_else(|| s.clone())
-                })
-                .collect();
+            let steps = listing(&executed, &current.steps);
             return Ok(Preview {
                 steps,
                 executed,
@@ -64,6 +54,28 @@ pub fn preview<P: Planner>(params: &P, observed: &Observed) -> Result<Preview, P
             });
         }
     }
+}
+
+/// Every step carried out, in the order carried out, with the final plan's steps that were not
+/// (left as they are) between them where the plan has them. A step carried out that the final
+/// plan no longer holds (an upgrade's stop of a Deployment, which the started Deployment
+/// replaces; a deletion) keeps its place: the list numbers exactly the steps a run carries
+/// out, in its order ([`crate::render::step_numbers`], [`Numbering`]).
+fn listing(executed: &[Step], end: &[Step]) -> Vec<Step> {
+    let mut out = Vec::with_capacity(executed.len() + end.len());
+    let mut next = 0;
+    for step in end {
+        match executed.iter().rposition(|e| e.id == step.id) {
+            Some(last) if last >= next => {
+                out.extend_from_slice(&executed[next..=last]);
+                next = last + 1;
+            }
+            Some(_) => {}
+            None => out.push(step.clone()),
+        }
+    }
+    out.extend_from_slice(&executed[next..]);
+    out
 }
 
 /// The preview's steps with the deletions in front: a deleted object is absent from the final
@@ -111,6 +123,76 @@ pub fn foreseen<P: Planner>(params: &P, observed: &Observed) -> Vec<Step> {
         out.push(step);
     }
     out
+}
+
+/// The step numbers a run shows, the same as its dry run's: the preview of the run at its start
+/// ([`foreseen`], the steps the dry run's list numbers from 1 to N) fixes them, and each step
+/// carried out takes its number there. A foreseen step the run finds done when its turn comes
+/// (a Deployment that became ready while the run waited for another) is reported under its
+/// number as done, and so are those left at the end, so that a finished run counts to N/N as
+/// its dry run did. A step the preview could not foresee (a plan that changed with what the
+/// run found) takes the next number, and the total grows by one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Numbering {
+    foreseen: Vec<Step>,
+    /// Index in `foreseen` of the next step to come.
+    next: usize,
+    /// Steps carried out that `foreseen` did not hold.
+    extra: usize,
+}
+
+/// The number of a step about to be carried out, out of the run's total, and the foreseen
+/// steps before it that the run found done (each with its number).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Numbered {
+    pub position: usize,
+    pub total: usize,
+    pub done_before: Vec<(usize, Step)>,
+}
+
+impl Numbering {
+    pub fn new(foreseen: Vec<Step>) -> Numbering {
+        Numbering {
+            foreseen,
+            next: 0,
+            extra: 0,
+        }
+    }
+
+    /// `step`, about to be carried out; `remaining`: the steps of its plan still to carry out,
+    /// itself included (the total never says fewer than the plan has left).
+    pub fn step(&mut self, step: &Step, remaining: usize) -> Numbered {
+        let found = self.foreseen[self.next..]
+            .iter()
+            .position(|f| f.id == step.id);
+        let mut done_before = Vec::new();
+        match found {
+            Some(offset) => {
+                for i in self.next..self.next + offset {
+                    done_before.push((i + 1 + self.extra, self.foreseen[i].clone()));
+                }
+                self.next += offset + 1;
+            }
+            None => self.extra += 1,
+        }
+        let position = self.next + self.extra;
+        let total = (self.foreseen.len() + self.extra).max(position + remaining.max(1) - 1);
+        Numbered {
+            position,
+            total,
+            done_before,
+        }
+    }
+
+    /// At the end of a finished run: the foreseen steps it never had to carry out, each with its
+    /// number, and the total.
+    pub fn finish(&mut self) -> (Vec<(usize, Step)>, usize) {
+        let left = (self.next..self.foreseen.len())
+            .map(|i| (i + 1 + self.extra, self.foreseen[i].clone()))
+            .collect();
+        self.next = self.foreseen.len();
+        (left, self.foreseen.len() + self.extra)
+    }
 }
 
 /// What a dry run previews on a state a real run would refuse to start from, assuming the
@@ -174,7 +256,7 @@ pub fn dry_run_preview<P: Planner>(
 
 /// Where the source goes down, how long for, and what the run needs: decided here so that the
 /// dry run only prints it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Safety {
     /// The step that stops the source's services, and its position among the steps carried

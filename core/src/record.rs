@@ -256,7 +256,7 @@ fn parse(key: &str, value: &str) -> Result<Parsed, &'static str> {
 }
 
 /// Where a remembered flag's value in effect comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "origin", rename_all = "kebab-case")]
 pub enum Origin {
     /// From the record; the flag was not given.
@@ -271,7 +271,7 @@ pub enum Origin {
 }
 
 /// A remembered flag in effect for this run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Setting {
     /// The long flag without its dashes: the record's key.
     pub flag: &'static str,

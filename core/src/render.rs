@@ -256,6 +256,17 @@ pub fn step_line(step: &Step) -> String {
     )
 }
 
+/// A step the run found done when its turn came (see [`crate::preview::Numbering`]): nothing was
+/// carried out for it.
+pub fn done_step_line(step: &Step) -> String {
+    format!(
+        "{} {:<48} {} (done already when its turn came)",
+        op_symbol(Op::Done),
+        step.target.to_string(),
+        step.description
+    )
+}
+
 /// Counts for the summary line.
 pub fn summary(steps: &[Step]) -> String {
     let count = |op: Op| steps.iter().filter(|s| s.op == op).count();
@@ -276,14 +287,37 @@ pub fn steps_text(steps: &[Step]) -> String {
     lines_text(&steps_lines(steps))
 }
 
-/// [`steps_text`], line by line.
+/// The number each step of a list shows: the steps a run carries out (an action other than
+/// none) count from 1 to their total, in order, as the run's progress numbers them
+/// (`step 3/40:`, [`crate::preview::Numbering`]); the steps left as they are have none. One
+/// rule for every command's dry run and run, so that "step 39" means the same step in both.
+pub fn step_numbers(steps: &[Step]) -> Vec<Option<usize>> {
+    let mut count = 0;
+    steps
+        .iter()
+        .map(|step| {
+            (step.action != Action::None).then(|| {
+                count += 1;
+                count
+            })
+        })
+        .collect()
+}
+
+/// [`steps_text`], line by line: `k/N` before each step carried out, blank before the others.
 pub fn steps_lines(steps: &[Step]) -> Vec<Line> {
+    let numbers = step_numbers(steps);
+    let total = numbers.iter().flatten().count();
+    let width = format!("{total}/{total}").len();
     let mut lines: Vec<Line> = steps
         .iter()
-        .enumerate()
-        .map(|(i, step)| Line {
-            kind: LineKind::Step(step.op),
-            text: format!("{:>3}. {}", i + 1, step_line(step)),
+        .zip(&numbers)
+        .map(|(step, number)| {
+            let number = number.map(|k| format!("{k}/{total}")).unwrap_or_default();
+            Line {
+                kind: LineKind::Step(step.op),
+                text: format!("  {number:>width$} {}", step_line(step)),
+            }
         })
         .collect();
     lines.push(Line::plain(""));
@@ -412,7 +446,7 @@ fn deletions_comment(steps: &[Step]) -> Option<String> {
 
 /// One change between two JSON documents, as a JSON pointer. Values are never included, so
 /// Secret data cannot leak through it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Change {
     pub op: &'static str,
     pub path: String,
@@ -465,7 +499,7 @@ pub const API_VERSION: &str = "kubectl-uyuni.io/v1alpha1";
 
 /// The plan as structured data (`-o json`): steps with their op, target, reason and the JSON
 /// pointers each write changes. Field names are stable (docs/dry-run.md).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanDocument {
     pub api_version: &'static str,
@@ -477,7 +511,7 @@ pub struct PlanDocument {
 }
 
 /// The counts of the human summary line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlanSummary {
     pub create: usize,
     pub update: usize,
@@ -487,13 +521,17 @@ pub struct PlanSummary {
     pub jobs: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlanStep {
     pub id: String,
     pub description: String,
     pub op: Op,
     pub target: PlanTarget,
     pub reason: String,
+    /// Its number among the steps a run carries out, as the step list and the run's progress
+    /// show it ([`step_numbers`]); absent for a step left as it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<usize>,
     /// Paths only, never values (Secret data cannot leak through them).
     pub changes: Vec<Change>,
     /// For a step that waits (a Job, a Deployment, a custom resource): how long, and what it
@@ -503,7 +541,7 @@ pub struct PlanStep {
 }
 
 /// A step's wait as the plan fixes it, so a reviewer sees limits before the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepWait {
     /// `null`: no limit (the step's time grows with the data).
@@ -538,7 +576,7 @@ fn step_wait(action: &Action) -> Option<StepWait> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PlanTarget {
     pub kind: &'static str,
     pub name: String,
@@ -546,7 +584,7 @@ pub struct PlanTarget {
 
 /// One step as a run would carry it out, in order (a step that acts twice, apply then wait, is
 /// there twice).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ExecutedStep {
     pub id: String,
     pub op: Op,
@@ -557,9 +595,11 @@ pub struct ExecutedStep {
 /// The plan as a typed document; see [`PlanDocument`].
 pub fn plan_document(namespace: &str, steps: &[Step], observed: &Observed) -> PlanDocument {
     let count = |ops: &[Op]| steps.iter().filter(|s| ops.contains(&s.op)).count();
+    let numbers = step_numbers(steps);
     let steps = steps
         .iter()
-        .map(|step| {
+        .zip(numbers)
+        .map(|(step, number)| {
             let deleted = matches!(&step.action, Action::Delete { .. }).then(|| {
                 vec![Change {
                     op: "remove",
@@ -591,6 +631,7 @@ pub fn plan_document(namespace: &str, steps: &[Step], observed: &Observed) -> Pl
                     name: step.target.name.clone(),
                 },
                 reason: step.reason.clone(),
+                number,
                 changes: changes.unwrap_or_default(),
                 wait: step_wait(&step.action),
             }

@@ -73,7 +73,7 @@ pub fn jobs_observation(namespace: &str) -> Observation {
 }
 
 /// The whole report. Field names are stable (see docs/output.md).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     pub api_version: &'static str,
@@ -100,7 +100,7 @@ pub struct Status {
 }
 
 /// The last upgrade: from which release to which, where it stands, and its way back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Upgrade {
     pub release_from: String,
@@ -134,7 +134,7 @@ fn upgrade(observed: &Observed) -> Option<Upgrade> {
 }
 
 /// Why the server is not healthy, one per object at fault.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
     pub reason: Reason,
@@ -143,7 +143,7 @@ pub struct Problem {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Reason {
     /// Nothing of ours in the namespace.
@@ -169,7 +169,7 @@ pub enum Reason {
     UpgradeUnfinished,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Workload {
     /// `server`, `db`, `hub-xmlrpc`, `coco`, `tftp`: the `--component` of `logs`.
@@ -186,7 +186,7 @@ pub struct Workload {
     pub pods: Vec<PodStatus>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadState {
     Ready,
@@ -197,7 +197,7 @@ pub enum WorkloadState {
     CannotStart,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodStatus {
     pub name: String,
@@ -208,7 +208,7 @@ pub struct PodStatus {
     pub waiting: Vec<Waiting>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Waiting {
     pub container: String,
@@ -216,7 +216,7 @@ pub struct Waiting {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Claim {
     pub name: String,
@@ -231,7 +231,7 @@ pub struct Claim {
     pub upgrade_backup: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Certificate {
     pub name: String,
@@ -243,7 +243,7 @@ pub struct Certificate {
     pub secret_name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Access {
     /// Host names of the server's Ingresses.
@@ -253,7 +253,7 @@ pub struct Access {
     pub tftp: Option<TftpAccess>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Route {
     pub name: String,
@@ -262,7 +262,7 @@ pub struct Route {
     pub entry_points: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TftpAccess {
     /// The Service's type (`LoadBalancer`, `ClusterIP`…).
@@ -271,7 +271,7 @@ pub struct TftpAccess {
     pub addresses: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Operation {
     /// The run id of its Jobs (`kubectl-uyuni.io/run`), when they carry one.
@@ -279,7 +279,7 @@ pub struct Operation {
     pub steps: Vec<StepStatus>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepStatus {
     pub step: String,
@@ -289,7 +289,7 @@ pub struct StepStatus {
     pub jobs: Vec<JobStatus>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobStatus {
     pub name: String,
@@ -821,7 +821,7 @@ pub fn report(
 }
 
 /// A step that has Jobs, for `logs` without an argument.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepLogs {
     pub step: String,

@@ -32,6 +32,7 @@ mod schemas;
 mod selectors;
 mod server_pod;
 mod server_spec;
+mod step_numbers;
 mod sync_plan;
 mod tftp_plan;
 mod tls;

@@ -26,6 +26,8 @@
 //!     a later step needs is missing or unknown: the data a copy made while the source served
 //!     is in Secret `uyuni-migration-data`, and on it the CA key's password (when its key is
 //!     reused and not yet decrypted), the TFTP choice and the PostgreSQL version are settled.
+//! 11. The preview's step list numbers exactly the steps carried out, in the order they are
+//!     carried out (as the run's progress numbers them); every other step is unnumbered.
 
 use crate::common;
 
@@ -396,12 +398,21 @@ proptest! {
     }
 
     #[test]
-    fn invariants_2_to_5_and_7_converge_in_order(s in state()) {
+    fn invariants_2_to_5_7_and_11_converge_in_order(s in state()) {
         let (params, observed) = build(&s);
         let preview = preview(&params, &observed).expect("plannable state");
         // 2
         prop_assert!(preview.executed.len() <= MAX_STEPS);
         prop_assert!(preview.final_plan.is_done(), "did not converge: {:?}", preview.final_plan.next_step());
+        // 11
+        let numbered: Vec<&str> = preview
+            .steps
+            .iter()
+            .zip(render::step_numbers(&preview.steps))
+            .filter_map(|(s, n)| n.map(|_| s.id.as_str()))
+            .collect();
+        let carried_out: Vec<&str> = preview.executed.iter().map(|s| s.id.as_str()).collect();
+        prop_assert_eq!(numbered, carried_out, "11. the listing's numbers");
         // 3
         let again = plan(&params, &preview.end).expect("end state plans");
         prop_assert!(again.is_done());

@@ -10,6 +10,13 @@ const SSH: &str = "SSH to the source server";
 const VOLUMES: &str = "Volumes";
 const IMAGE: &str = "Image";
 const OUTPUT: &str = "Preview and output";
+/// What a run may do before it starts and when it meets a question: `--yes`, `--prepare`,
+/// `--force-unlock`.
+const RUN: &str = "Run";
+const LOG_SELECTION: &str = "Which log";
+const UPGRADE: &str = "Rollback and backup";
+const REMOVAL: &str = "What is removed";
+const RBAC_FOR: &str = "Which command";
 
 /// Installs, migrates, upgrades and removes an Uyuni server on Kubernetes.
 ///
@@ -488,11 +495,11 @@ pub struct VersionCmd {
 #[derive(Debug, Args)]
 pub struct StatusCmd {
     /// Exit non-zero when the server is not healthy: 3 not healthy, 4 nothing installed.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub exit_code: bool,
 
     /// Print the report again whenever it changes, until Ctrl-C (from watches: no polling).
-    #[arg(short = 'w', long)]
+    #[arg(short = 'w', long, help_heading = OUTPUT)]
     pub watch: bool,
 
     /// The kubeconfig user (kubectl's --user; the same as --kube-user).
@@ -535,31 +542,31 @@ pub struct LogsCmd {
     pub step: Option<String>,
 
     /// Which attempt of the step, from 1 (oldest first); default: the latest.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "all_attempts", requires = "step")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "all_attempts", requires = "step", help_heading = LOG_SELECTION)]
     pub attempt: Option<u32>,
 
     /// Every attempt of the step, oldest first, each after a header line on stderr.
-    #[arg(long, requires = "step")]
+    #[arg(long, requires = "step", help_heading = LOG_SELECTION)]
     pub all_attempts: bool,
 
     /// The log of a component's pod instead of a step's.
-    #[arg(long, value_enum, value_name = "COMPONENT")]
+    #[arg(long, value_enum, value_name = "COMPONENT", help_heading = LOG_SELECTION)]
     pub component: Option<LogComponent>,
 
     /// Keep printing the log as it is written, until the container ends or Ctrl-C.
-    #[arg(short = 'f', long)]
+    #[arg(short = 'f', long, help_heading = OUTPUT)]
     pub follow: bool,
 
     /// Only the last N lines.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = OUTPUT)]
     pub tail: Option<u32>,
 
     /// Only lines newer than this: 30s, 10m, 2h, 1h30m.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", help_heading = OUTPUT)]
     pub since: Option<String>,
 
     /// Prefix each line with its time (RFC 3339).
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub timestamps: bool,
 
     /// The kubeconfig user (kubectl's --user; the same as --kube-user).
@@ -603,7 +610,7 @@ const BINDING: &str = "Bind to (as kubectl create rolebinding)";
 #[derive(Debug, Args)]
 pub struct RbacCmd {
     /// The command whose permissions to print.
-    #[arg(long = "for", value_enum, value_name = "COMMAND")]
+    #[arg(long = "for", value_enum, value_name = "COMMAND", help_heading = RBAC_FOR)]
     pub command: RbacFor,
 
     /// Bind the rules to this ServiceAccount, NAMESPACE:NAME (repeatable).
@@ -915,7 +922,7 @@ pub struct MigrateCmd {
 pub struct LifecycleCmd {
     /// Confirm that stopping a serving server may start without asking (needed without a
     /// terminal).
-    #[arg(long, short = 'y')]
+    #[arg(long, short = 'y', help_heading = RUN)]
     pub yes: bool,
 
     #[command(flatten)]
@@ -957,18 +964,18 @@ pub struct UpgradeCmd {
     /// data kept then: the backup copied back into the database's volume, or the database's
     /// volume before a PostgreSQL major upgrade. Everything written since the upgrade began is
     /// lost; asked for on a terminal (--yes without one). The image flags are not read.
-    #[arg(long)]
+    #[arg(long, help_heading = UPGRADE)]
     pub rollback: bool,
 
     /// Do not copy the database before the images change. Without a PostgreSQL major change
     /// that copy is the only way back to the images before the upgrade: the new server image
     /// updates the database's schema at its start, which the old one cannot run on.
-    #[arg(long)]
+    #[arg(long, help_heading = UPGRADE)]
     pub no_backup: bool,
 
     /// Confirm without asking that the server may be stopped for the upgrade (needed without a
     /// terminal).
-    #[arg(long, short = 'y')]
+    #[arg(long, short = 'y', help_heading = RUN)]
     pub yes: bool,
 
     #[command(flatten)]
@@ -1009,19 +1016,19 @@ pub struct UninstallFlags {
     /// the credential Secrets. Lists each claim first and asks on a terminal; needs --yes
     /// without one. The data cannot be recovered afterwards unless the volumes' reclaim policy
     /// keeps them.
-    #[arg(long)]
+    #[arg(long, help_heading = REMOVAL)]
     pub purge_volumes: bool,
 
     /// Delete the namespace too, last, when this tool created it (it carries its labels) and
     /// nothing else is left in it. Needs --purge-volumes: deleting the namespace deletes the
     /// claims in it.
-    #[arg(long, requires = "purge_volumes")]
+    #[arg(long, requires = "purge_volumes", help_heading = REMOVAL)]
     pub delete_namespace: bool,
 
     /// Confirm without asking that a serving server may be removed and, with
     /// --purge-volumes, that its data may be deleted; needed where there is no terminal to ask
     /// on, as in scripts.
-    #[arg(long, short = 'y')]
+    #[arg(long, short = 'y', help_heading = RUN)]
     pub yes: bool,
 }
 
@@ -1039,7 +1046,7 @@ pub struct InstallFlags {
 
     /// Run on claims that exist already and that this tool did not create (after an
     /// uninstall, say): the image keeps their data and skips its first-start setup.
-    #[arg(long)]
+    #[arg(long, help_heading = VOLUMES)]
     pub reuse_volumes: bool,
 
     /// Login of the first administrator [default: admin]. [remembered]
@@ -1141,12 +1148,12 @@ pub struct MigrateFlags {
 
     /// Copy the data while the source keeps serving; repeat it to catch up, then run without
     /// --prepare for the final copy (which stops the source's services).
-    #[arg(long)]
+    #[arg(long, help_heading = RUN)]
     pub prepare: bool,
 
     /// Confirm that this run may stop the source's services (the final copy) without asking;
     /// needed where there is no terminal to ask on, as in scripts. --prepare never stops them.
-    #[arg(long, short = 'y')]
+    #[arg(long, short = 'y', help_heading = RUN)]
     pub yes: bool,
 
     /// Compress the copy on the wire (rsync -z), for a slow link between the cluster and the
@@ -1207,7 +1214,7 @@ pub struct RunFlags {
     /// going, both write the same objects and volumes. A lease left by a dead run also runs
     /// out by itself, 60 s after its last renewal, and a run takes it over then without this
     /// flag. The run says whose lease it takes.
-    #[arg(long)]
+    #[arg(long, help_heading = RUN)]
     pub force_unlock: bool,
 
     /// How long the run's Lease counts as held after each renewal, in seconds (60 unless

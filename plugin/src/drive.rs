@@ -184,9 +184,9 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
     }
     let mut first = true;
     let mut executed = 0usize;
-    // How many steps this run carries out, from the preview of the whole operation at its
-    // start: a plan may only reach past a step once that step has run (migrate's data sync).
-    let mut expected_steps = None;
+    // The steps' numbers, from the preview of the whole operation at the run's start (a plan
+    // may only reach past a step once that step has run: migrate's data sync): the dry run's.
+    let mut numbering: Option<uyuni_core::preview::Numbering> = None;
     // The state `simulate` predicts after a plain write: the next step is planned from it, as
     // the preview plans it, without reading the cluster again. A step whose outcome the
     // cluster decides (a Job, a wait, a scale) or a plan that looks finished is followed by a
@@ -233,15 +233,15 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
         // Once, before the first write: the steps of the whole run as far as they can be
         // planned now, for their count (the progress total) and to check every write of the
         // run against what the user may do.
-        let expected = match expected_steps {
-            Some(count) => count,
+        let numbers = match numbering.as_mut() {
+            Some(numbers) => numbers,
             None => {
                 let foreseen = command.foreseen(&observed);
                 let needed = command.access_needed(&observed, &foreseen);
                 if let Some((needed, answers)) = review_access(conn, needed, reporter).await {
                     uyuni_core::access::check(&needed, &answers)?;
                 }
-                *expected_steps.insert(foreseen.len())
+                numbering.insert(uyuni_core::preview::Numbering::new(foreseen))
             }
         };
         command.before_step(&plan, step, drive).await?;
@@ -261,8 +261,11 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
             .iter()
             .filter(|s| s.action != uyuni_core::Action::None)
             .count();
-        let total = expected.max(executed + remaining - 1);
-        reporter.step(executed, total, step);
+        let numbered = numbers.step(step, remaining);
+        for (position, done) in &numbered.done_before {
+            reporter.done_step(*position, numbered.total, done);
+        }
+        reporter.step(numbered.position, numbered.total, step);
         let namespace = command.namespace();
         reporter.set_job_context(namespace);
         // What the snapshot says of the object written spares a read before the write; what
@@ -285,6 +288,12 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
     };
     if executed == 0 {
         reporter.info("Nothing to do: every step is done already.");
+    }
+    if let Some(numbers) = numbering.as_mut() {
+        let (left, total) = numbers.finish();
+        for (position, done) in &left {
+            reporter.done_step(*position, total, done);
+        }
     }
     // The live progress view must be gone before data goes to stdout.
     reporter.finish(true);

@@ -90,9 +90,9 @@ pub(crate) struct ServerCheck {
 
 /// What `--dry-run -o json` prints: the plan document with the preview's sections beside its
 /// fields (docs/dry-run.md; field names are stable, `apiVersion` says which set).
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct DryRunDocument<'a> {
+pub(crate) struct DryRunDocument<'a> {
     #[serde(flatten)]
     plan: render::PlanDocument,
     data_plane: &'a DataPlane,
@@ -106,7 +106,7 @@ struct DryRunDocument<'a> {
 }
 
 /// One write as the API server judged it with `dryRun=All`.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub(crate) struct ServerCheckJson<'a> {
     target: &'a str,
     /// `accepted`, `rejected` or `client-side-only`.

@@ -300,9 +300,9 @@ fn admin_password_line(params: &InstallParams, observed: &Observed) -> String {
 }
 
 /// What `install --dry-run -o json` prints.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct InstallPreview<'a> {
+pub(crate) struct InstallPreview<'a> {
     #[serde(flatten)]
     plan: render::PlanDocument,
     remembered: &'a [uyuni_core::record::Setting],
@@ -385,9 +385,9 @@ pub async fn run(
 
 /// What `install` prints on stdout at its end: how to reach and log in, and where each secret
 /// is; never a secret value.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct InstallResult {
+pub(crate) struct InstallResult {
     api_version: &'static str,
     kind: &'static str,
     namespace: String,

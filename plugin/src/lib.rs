@@ -16,6 +16,7 @@ pub mod migrate;
 pub mod output;
 pub mod prompt;
 pub mod rbac;
+pub mod schema;
 pub mod source_probe;
 pub mod status;
 pub mod uninstall;

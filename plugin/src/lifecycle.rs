@@ -162,9 +162,9 @@ pub async fn run(
 }
 
 /// What `stop` and `start` print on stdout at their end.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct LifecycleResult {
+pub(crate) struct LifecycleResult {
     api_version: &'static str,
     kind: &'static str,
     namespace: String,

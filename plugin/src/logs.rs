@@ -100,7 +100,8 @@ pub async fn run(cmd: &LogsCmd, cli: &Cli) -> Result<()> {
         .with_context(|| format!("cannot read the Jobs of namespace {ns}"))?;
     let Some(step) = &cmd.step else {
         let steps = uyuni_core::status::steps(&observed);
-        return print_data(cli.output, &steps, |s| human_steps(ns, s));
+        let kubectl = cli.kube.kubectl_hint();
+        return print_data(cli.output, &steps, |s| human_steps(ns, s, &kubectl));
     };
     let attempts = match (cmd.all_attempts, cmd.attempt) {
         (true, _) => Attempts::All,
@@ -164,13 +165,17 @@ async fn print_log(
     out.flush().context("cannot write to stdout")
 }
 
-fn human_steps(ns: &str, steps: &[StepLogs]) -> String {
+/// The step list `logs` prints without a STEP: its header's command carries the run's identity
+/// flags (`--context`, `--as`, …), so that pasted it reads the same namespace as the same user.
+#[doc(hidden)]
+pub fn human_steps(ns: &str, steps: &[StepLogs], kubectl: &uyuni_core::kubectl::Kubectl) -> String {
     if steps.is_empty() {
         return format!(
             "No step has run in namespace {ns}: install or migrate creates the Jobs whose logs this shows.\n"
         );
     }
-    let mut out = String::from("Steps with logs (`kubectl uyuni logs STEP`):\n");
+    let command = kubectl.uyuni(Some(ns), "logs STEP");
+    let mut out = format!("Steps with logs (`{command}`):\n");
     let width = steps.iter().map(|s| s.step.len()).max().unwrap_or(0);
     for s in steps {
         let last = s.jobs.last();
@@ -186,6 +191,9 @@ fn human_steps(ns: &str, steps: &[StepLogs]) -> String {
                 .map(|d| format!(": {d}"))
                 .unwrap_or_default(),
         ));
+    }
+    if command.contains(uyuni_core::kubectl::TOKEN_PLACEHOLDER) {
+        out.push_str(&format!("({})\n", uyuni_core::kubectl::TOKEN_NOTE));
     }
     out
 }

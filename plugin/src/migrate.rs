@@ -535,9 +535,9 @@ impl crate::drive::Command for MigrateCommand<'_> {
 
 /// What `migrate` prints on stdout at its end (`-o json|yaml` field names are stable; no secret
 /// value is part of it).
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct MigrationResult {
+pub(crate) struct MigrationResult {
     /// [`uyuni_core::render::API_VERSION`], so consumers can tell which field set they read.
     api_version: &'static str,
     /// `MigrationResult`.
@@ -568,7 +568,7 @@ struct MigrationResult {
     not_built: &'static str,
 }
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct TftpResult {
     /// Whether tftp.socket was enabled on the source (`null`: not recorded).
@@ -578,7 +578,7 @@ struct TftpResult {
     host_network: bool,
 }
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct DatabaseResult {
     name: String,

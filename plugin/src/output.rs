@@ -246,6 +246,33 @@ impl Reporter {
         self.tick();
     }
 
+    /// A step of the run's list that was done already when its turn came: shown under its
+    /// number, so that the run counts every step its dry run numbered.
+    pub fn done_step(&self, position: usize, total: usize, step: &Step) {
+        {
+            let now = Instant::now();
+            let mut state = lock(&self.state);
+            state.position = (position, total);
+            if let Some(last) = state.steps.last_mut().filter(|s| s.ended.is_none()) {
+                last.ended = Some((now, Outcome::Done));
+            }
+            state.steps.push(StepState {
+                id: step.id.to_string(),
+                line: format!("{}: done already when its turn came", step_label(step)),
+                started: now,
+                ended: Some((now, Outcome::Done)),
+            });
+        }
+        if self.display == Display::Plain {
+            let head = paint(&format!("step {position}/{total}:"), BOLD, self.color);
+            self.line(&format!(
+                "{head} {}",
+                uyuni_core::render::done_step_line(step)
+            ));
+        }
+        self.tick();
+    }
+
     /// The namespace of the steps, and the Job the current step runs or waits for: what an
     /// interrupted run says is left running.
     pub fn interrupted_context(&self) -> (Option<String>, Option<String>) {

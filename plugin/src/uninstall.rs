@@ -145,9 +145,9 @@ async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<b
 }
 
 /// What `uninstall --dry-run -o json` prints.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct UninstallPreview {
+pub(crate) struct UninstallPreview {
     #[serde(flatten)]
     plan: render::PlanDocument,
     execution: Vec<render::ExecutedStep>,
@@ -247,9 +247,9 @@ pub async fn run(
 }
 
 /// What `uninstall` prints on stdout at its end.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct UninstallResult {
+pub(crate) struct UninstallResult {
     api_version: &'static str,
     kind: &'static str,
     namespace: String,

@@ -227,9 +227,9 @@ fn outage_line(executed: &[uyuni_core::Step]) -> String {
 }
 
 /// What `upgrade --dry-run -o json` prints.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct UpgradePreview<'a> {
+pub(crate) struct UpgradePreview<'a> {
     #[serde(flatten)]
     plan: render::PlanDocument,
     remembered: &'a [uyuni_core::record::Setting],
@@ -337,9 +337,9 @@ pub async fn run(
 }
 
 /// What `upgrade` prints on stdout at its end.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct UpgradeResult {
+pub(crate) struct UpgradeResult {
     api_version: &'static str,
     kind: &'static str,
     namespace: String,

@@ -15,7 +15,7 @@ use crate::output::{error_chain, print_data};
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What `version -o json|yaml` prints. Field names are stable (see docs/output.md).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
     /// [`uyuni_core::render::API_VERSION`], so consumers can tell which field set they read.
@@ -30,14 +30,14 @@ pub struct VersionReport {
     pub db: Option<ImageInfo>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientVersion {
     pub version: String,
     pub platform: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterInfo {
     /// Whether the Deployments could be listed.
@@ -46,7 +46,7 @@ pub struct ClusterInfo {
     pub namespace: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageInfo {
     pub deployment: String,

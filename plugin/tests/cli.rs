@@ -193,6 +193,41 @@ fn logs_flags_are_checked_before_the_cluster_is_asked() {
         .stderr(predicate::str::contains("--since \"5y\" is not a duration"));
 }
 
+/// Every flag of every command, in `--help`, under a heading that says what it is about
+/// (source, server, database, TLS, networking, output, kubectl connection…): none is left
+/// among the bare "Options", but `--help` and `--version`.
+#[test]
+fn every_flag_of_every_command_has_a_heading() {
+    use clap::CommandFactory;
+    fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if arg.is_positional() || arg.is_hide_set() || id == "help" || id == "version" {
+                continue;
+            }
+            if arg.get_help_heading().is_none() {
+                let name = arg
+                    .get_long()
+                    .map(|l| format!("--{l}"))
+                    .unwrap_or_else(|| id.to_owned());
+                missing.push(format!("{path} {name}"));
+            }
+        }
+        for sub in command.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), missing);
+        }
+    }
+    let mut command = kubectl_uyuni::cli::Cli::command();
+    command.build();
+    let mut missing = Vec::new();
+    walk(&command, "kubectl uyuni", &mut missing);
+    assert!(
+        missing.is_empty(),
+        "flags without a help heading:\n{}",
+        missing.join("\n")
+    );
+}
+
 /// `rbac --help` whole: --for's commands, the binding flags, the examples.
 #[test]
 fn rbac_help_is_unchanged() {

@@ -152,7 +152,7 @@ fn the_summary_and_the_outage_come_first_and_summary_alone_has_no_diffs() {
     };
     let summary = at(&full, "Plan: ");
     let outage = at(&full, "Outage");
-    let first_step = at(&full, "  1. ");
+    let first_step = at(&full, "  1/");
     let diffs = at(&full, "--- ");
     assert!(
         summary < outage && outage < first_step && first_step < diffs,
@@ -164,7 +164,7 @@ fn the_summary_and_the_outage_come_first_and_summary_alone_has_no_diffs() {
     );
     let short = stdout(&migrate(&env, &["--dry-run", "--summary"]));
     assert!(
-        short.contains("Plan: ") && short.contains("  1. "),
+        short.contains("Plan: ") && short.contains("  1/"),
         "{short}"
     );
     assert!(!short.contains("--- "), "diffs with --summary:\n{short}");
@@ -271,9 +271,52 @@ fn without_run_id(target: &str) -> String {
     }
 }
 
+/// The numbered lines of a printed step list, `  3/40 + create    kind/name  …` (the
+/// unchanged steps have no number), as (number, total, target).
+fn listed_numbers(text: &str) -> Vec<(usize, usize, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let (k, n) = words.next()?.split_once('/')?;
+            let target = words.find(|w| w.contains('/'))?;
+            Some((k.parse().ok()?, n.parse().ok()?, without_run_id(target)))
+        })
+        .collect()
+}
+
+/// The run's progress lines, `[   1.2s] step 3/40: + create    kind/name  …`, as (number,
+/// total, target, whether it was found done).
+fn run_numbers(stderr: &str) -> Vec<(usize, usize, String, bool)> {
+    stderr
+        .lines()
+        .filter_map(|l| l.split_once("] step ").map(|(_, rest)| rest))
+        .filter_map(|rest| {
+            let (numbers, line) = rest.split_once(": ")?;
+            let (k, n) = numbers.split_once('/')?;
+            let target = line.split_whitespace().find(|w| w.contains('/'))?;
+            Some((
+                k.parse().ok()?,
+                n.parse().ok()?,
+                without_run_id(target),
+                line.contains("done already when its turn came"),
+            ))
+        })
+        .collect()
+}
+
 #[test]
 fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
     let env = env();
+    // The namespace exists: the list's first line is a step left as it is, unnumbered.
+    env.create_namespace();
+    let human = migrate(&env, &["--dry-run", "--summary"]);
+    assert!(human.status.success(), "{}", stderr(&human));
+    let listed = listed_numbers(&stdout(&human));
+    assert!(
+        stdout(&human).contains("= unchanged namespace/"),
+        "{}",
+        stdout(&human)
+    );
     let preview = migrate(&env, &["--dry-run", "-o", "json"]);
     let plan: Value = serde_json::from_str(&stdout(&preview)).expect("json");
     let execution = plan["execution"].as_array().expect("execution");
@@ -292,10 +335,25 @@ fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
         .collect();
     let run = migrate(&env, &[]);
     assert!(run.status.success(), "{}", stderr(&run));
+    // Every step the dry run numbered is reported by the run under the same number, out of
+    // the same total, in order, the last as N/N (a wait the cluster finished first as done).
+    let numbers = run_numbers(&stderr(&run));
+    let n = execution.len();
+    assert_eq!(listed.len(), n, "{}", stdout(&human));
+    assert_eq!(
+        listed,
+        numbers
+            .iter()
+            .map(|(k, total, target, _)| (*k, *total, target.clone()))
+            .collect::<Vec<_>>(),
+        "the dry run's numbers, then the run's"
+    );
+    assert_eq!(numbers.last().map(|s| (s.0, s.1)), Some((n, n)));
     // Progress lines: `[   1.2s] step 3/40: + create    configmap/uyuni-migration-ssh  …`
     let steps: Vec<(bool, String)> = stderr(&run)
         .lines()
         .filter_map(|l| l.split_once("] step ").map(|(_, rest)| rest))
+        .filter(|rest| !rest.contains("done already when its turn came"))
         .filter_map(|rest| {
             let target = rest
                 .split_whitespace()
@@ -303,20 +361,6 @@ fn the_preview_lists_the_steps_the_real_run_carries_out_in_order() {
             Some((rest.contains("… wait"), without_run_id(target)))
         })
         .collect();
-    // Steps are numbered in the order they run, out of the total the preview foresaw.
-    let numbers: Vec<(usize, usize)> = stderr(&run)
-        .lines()
-        .filter_map(|l| l.split_once("] step ").map(|(_, rest)| rest))
-        .filter_map(|rest| {
-            let (k, n) = rest.split_once(':')?.0.split_once('/')?;
-            Some((k.parse().ok()?, n.parse().ok()?))
-        })
-        .collect();
-    assert_eq!(numbers.len(), steps.len());
-    for (i, (k, n)) in numbers.iter().enumerate() {
-        assert_eq!(*k, i + 1, "step numbers: {numbers:?}");
-        assert_eq!(*n, execution.len(), "step totals: {numbers:?}");
-    }
     let executed: Vec<String> = steps
         .iter()
         .filter(|(wait, _)| !wait)
@@ -403,4 +447,53 @@ fn compress_reaches_the_data_sync_script_and_is_off_by_default() {
         compressed.iter().all(|l| l == "value: \"true\""),
         "{compressed:?}"
     );
+}
+
+/// The same for `install` and `stop`: each dry run's numbers are the ones its run shows, to N/N.
+#[test]
+fn install_and_stop_number_their_steps_as_their_dry_runs_do() {
+    let mut scenario = uyuni_testdata::scenarios::migration();
+    for job in scenario.jobs.values_mut() {
+        job.duration_ms = 0;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let uyuni = |args: &[&str]| {
+        env.kubectl()
+            .env("UYUNI_ADMIN_PASSWORD", "install-admin-Pa55")
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(env.kubeconfig())
+            .args(["-n", NS])
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    };
+    for command in [
+        &["install", "server.example.com"][..],
+        &["stop", "--yes"][..],
+    ] {
+        let dry = uyuni(&[command, &["--dry-run"]].concat());
+        assert!(dry.status.success(), "{}", stderr(&dry));
+        let listed = listed_numbers(&stdout(&dry));
+        assert!(!listed.is_empty(), "{}", stdout(&dry));
+        let run = uyuni(command);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let numbers: Vec<(usize, usize, String)> = run_numbers(&stderr(&run))
+            .into_iter()
+            .map(|(k, n, target, _)| (k, n, target))
+            .collect();
+        assert_eq!(
+            listed, numbers,
+            "{command:?}: the dry run's numbers, then the run's"
+        );
+        let n = listed.len();
+        assert_eq!(
+            numbers.last().map(|s| (s.0, s.1)),
+            Some((n, n)),
+            "{command:?}"
+        );
+    }
 }

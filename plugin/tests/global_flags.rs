@@ -874,3 +874,58 @@ fn a_refused_read_lists_every_missing_permission_with_the_runs_identity() {
         );
     }
 }
+
+/// `logs` without a STEP lists the steps under a header whose `kubectl uyuni … logs STEP`
+/// carries every identity flag of the run: pasted, it reads as the same user in the same
+/// context and namespace.
+#[test]
+fn the_logs_step_list_names_the_command_with_the_runs_identity() {
+    let env = Env::new();
+    env.b
+        .put(json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": "uyuni-db-fixup-20261129180000",
+                "namespace": "uyuni",
+                "labels": {
+                    "app.kubernetes.io/part-of": "uyuni",
+                    "app.kubernetes.io/managed-by": "kubectl-uyuni",
+                },
+                "annotations": {
+                    "kubectl-uyuni.io/step": "db-fixup",
+                    "kubectl-uyuni.io/description": "fix up the synced data",
+                },
+            },
+            "spec": {"template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "fixup", "image": "registry.opensuse.org/uyuni/server:latest"}],
+            }}},
+        }))
+        .expect("Job");
+    let merged = env.file("merged.yaml");
+    let kc = merged.to_str().expect("utf-8");
+    let out = env.kubectl_uyuni(
+        &[
+            "--kubeconfig",
+            kc,
+            "--context",
+            "b",
+            "--as",
+            "alice",
+            "-n",
+            "uyuni",
+            "logs",
+        ],
+        None,
+    );
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("db-fixup"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "Steps with logs (`kubectl uyuni --kubeconfig {kc} --context b --as alice -n uyuni logs STEP`)"
+        )),
+        "{stdout}"
+    );
+}

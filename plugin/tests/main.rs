@@ -25,5 +25,6 @@ mod global_flags;
 mod krew;
 mod modules;
 mod output_formats;
+mod output_schemas;
 mod secret_scan;
 mod unit;

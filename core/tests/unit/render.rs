@@ -111,7 +111,8 @@ fn step_lines_carry_their_op_and_the_summary_is_plain() {
     };
     let lines = steps_lines(std::slice::from_ref(&step));
     assert_eq!(lines[0].kind, LineKind::Step(Op::Update));
-    assert_eq!(lines[0].text, format!("  1. {}", step_line(&step)));
+    // Left as it is (no action): no number, the column kept.
+    assert_eq!(lines[0].text, format!("      {}", step_line(&step)));
     assert_eq!(lines[1], Line::plain(""));
     assert_eq!(lines[2].kind, LineKind::Plain);
     assert_eq!(lines_text(&lines), steps_text(&[step]));

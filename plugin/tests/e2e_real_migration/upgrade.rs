@@ -151,10 +151,15 @@ fn an_installed_server_upgrades_with_a_backup_and_a_second_run_plans_nothing() {
     );
     assert_eq!(record["data"]["backup-claim"], "var-pgsql18-backup");
 
-    let again = upgrade(&env, &["--tag", TO, "--yes"]);
+    // Its result as data, as docs/schema/upgrade.json describes it.
+    let python = crate::output_schemas::python();
+    let again = upgrade(&env, &["--tag", TO, "--yes", "-o", "json"]);
     assert!(again.status.success(), "{}", both(&again));
     let (_, stderr) = text(&again);
     assert!(stderr.contains("Nothing to do"), "{stderr}");
+    if let Some(python) = &python {
+        crate::output_schemas::validates(python, "upgrade.json", &again);
+    }
     assert_eq!(jobs_of(&env, "db-backup").len(), 1, "the backup ran again");
 
     let down = upgrade(&env, &["--tag", FROM, "--yes"]);
@@ -170,8 +175,11 @@ fn an_installed_server_upgrades_with_a_backup_and_a_second_run_plans_nothing() {
     );
 
     // The way back: the backup restored, the images before the upgrade, the record closed.
-    let back = upgrade(&env, &["--rollback", "--yes"]);
+    let back = upgrade(&env, &["--rollback", "--yes", "-o", "json"]);
     assert!(back.status.success(), "{}", both(&back));
+    if let Some(python) = &python {
+        crate::output_schemas::validates(python, "upgrade.json", &back);
+    }
     for deployment in ["uyuni", "db"] {
         assert!(image(&env, deployment).ends_with(FROM), "{deployment}");
         let d = env.get(&["deployment", deployment, "-n", env.ns]);

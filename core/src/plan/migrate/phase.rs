@@ -15,7 +15,7 @@ use crate::params::MigrateParams;
 use crate::plan::{PlanError, job_label};
 
 /// Where a migration stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "phase")]
 pub enum Phase {
     /// No data sync has succeeded (or none is left to say so).
@@ -416,7 +416,7 @@ pub fn expected_window(observed: &Observed) -> Option<(String, i64)> {
 }
 
 /// Whether an input is needed, and where it comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "status", content = "detail")]
 pub enum Need {
     /// Given on this command line (a flag, the environment, or the prompt).
@@ -435,7 +435,7 @@ pub enum Need {
 }
 
 /// One input a run needs, for the dry run's list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Input {
     pub name: &'static str,
     pub need: Need,
