@@ -31,6 +31,9 @@ pub struct Observation {
     /// API group versions whose resources to discover (`cert-manager.io/v1`): which CRDs the
     /// cluster serves.
     pub api_groups: Vec<String>,
+    /// Kinds of which every object of the namespace is read, whatever its name: the user's
+    /// ResourceQuotas and LimitRanges, which decide whether a new claim is admitted.
+    pub every: Vec<Kind>,
 }
 
 impl Observation {
@@ -139,6 +142,8 @@ pub fn upgrade_observation(params: &crate::params::UpgradeParams) -> Observation
             observation.named.push(target);
         }
     }
+    // What admits the backup's or the new major's claim (`crate::quota`).
+    observation.every = vec![Kind::ResourceQuota, Kind::LimitRange];
     observation
 }
 
@@ -305,6 +310,7 @@ fn objects_observation(
             CustomKind::Middleware.api_version().to_owned(),
             CustomKind::HelmChartConfig.api_version().to_owned(),
         ],
+        every: Vec::new(),
     }
 }
 
