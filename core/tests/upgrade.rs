@@ -826,3 +826,59 @@ fn too_little_room_for_the_new_volume_is_refused_before_any_write_of_the_servers
     let (_, end) = run(&params, &start, &major).expect("upgrades with room");
     assert_eq!(claim_of(&end).as_deref(), Some("var-pgsql19"));
 }
+
+fn lifecycle(
+    action: uyuni_core::plan::lifecycle::Lifecycle,
+) -> uyuni_core::plan::lifecycle::LifecycleParams {
+    uyuni_core::plan::lifecycle::LifecycleParams {
+        server: (*upgrade_to(FROM)).clone(),
+        action,
+    }
+}
+
+#[test]
+fn a_server_stop_stopped_is_refused_before_any_write_until_it_is_started() {
+    use uyuni_core::plan::lifecycle::Lifecycle;
+    let running = installed();
+    let stopped = preview(&lifecycle(Lifecycle::Stop), &running)
+        .expect("stops")
+        .end;
+    let params = upgrade_to(TO);
+    let err = params.plan(&stopped).expect_err("refused");
+    let text = err.to_string();
+    assert!(matches!(err, PlanError::ServerStopped { .. }), "{err:?}");
+    assert!(
+        text.contains("is stopped")
+            && text.contains("uyuni -n uyuni start")
+            && text.contains("Nothing was written"),
+        "{text}"
+    );
+    // Started again: the upgrade records the counts the server runs with, never zeros.
+    let started = preview(&lifecycle(Lifecycle::Start), &stopped)
+        .expect("starts")
+        .end;
+    let (_, end) = run(&params, &started, &same_major).expect("upgrades");
+    let record = UpgradeRecord::read(&end).expect("recorded");
+    assert!(
+        !record.replicas.is_empty() && record.replicas.values().all(|n| *n > 0),
+        "{:?}",
+        record.replicas
+    );
+    // An upgrade's own outage is no stop: a run interrupted there goes on.
+    let mut observed = started.clone();
+    let mut scaled_down = false;
+    for _ in 0..200 {
+        let plan = params.plan(&observed).expect("goes on");
+        let Some(step) = plan.next_step().cloned() else {
+            break;
+        };
+        scaled_down |= step.id == "scale-db";
+        observed = carried_out(&observed, &params.namespace, &step, &same_major);
+        if scaled_down {
+            params
+                .plan(&observed)
+                .expect("an upgrade's outage is not refused");
+        }
+    }
+    assert!(scaled_down);
+}

@@ -604,6 +604,26 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
                 .unwrap_or_default(),
         });
     }
+    // A server `stop` stopped is started by the user, not by an upgrade: the upgrade would
+    // otherwise record zeros as the counts to come back to, and could not tell whether the new
+    // server starts. An upgrade's own outage (one that has not reached its images) is not a
+    // stop.
+    let underway = continuing.is_some_and(|r| !r.reached(observed));
+    if !underway
+        && let Some(stopped) = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+            .into_iter()
+            .find(|name| {
+                observed
+                    .deployment(name)
+                    .is_some_and(|d| desired_replicas(d) == 0)
+            })
+    {
+        return Err(PlanError::ServerStopped {
+            namespace: ns.clone(),
+            deployment: stopped.to_owned(),
+            start: params.kubectl.uyuni(Some(ns), "start"),
+        });
+    }
     let from: BTreeMap<String, String> = match continuing {
         Some(r) => r.from.clone(),
         None => DEPLOYMENTS

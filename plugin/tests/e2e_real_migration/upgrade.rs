@@ -425,16 +425,33 @@ fn storage_quota(env: &RealEnv, hard: u128) -> u128 {
     }
 }
 
-/// A ResourceQuota with too little room for the backup's claim: the dry run and the run are
-/// refused before any write of the server's (the inspection Jobs only), naming the quota, the
-/// room left, the size and `--no-backup`; with the quota raised the upgrade completes.
+/// Refused before any write: a server `stop` stopped (start it first), then a ResourceQuota
+/// with too little room for the backup's claim: the dry run and the run are refused after the
+/// inspection Jobs only, naming the quota, the room left, the size and `--no-backup`; with the
+/// quota raised the upgrade completes, the replica counts recorded the server's.
 #[test]
-fn an_upgrade_without_room_for_its_backup_is_refused_until_the_quota_is_raised() {
+fn an_upgrade_of_a_stopped_server_or_without_room_for_its_backup_is_refused_before_any_write() {
     if !real_plane_or_skip("an upgrade refused by a ResourceQuota on the real control plane") {
         return;
     }
     let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE_QUOTA);
     install(&env);
+    let stop = env.uyuni(&["stop", "--yes"]);
+    assert!(stop.status.success(), "{}", both(&stop));
+    let stopped = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert_eq!(stopped.status.code(), Some(1), "{}", both(&stopped));
+    let (_, stderr) = text(&stopped);
+    assert!(
+        stderr.contains("is stopped") && stderr.contains(&format!("-n {NS_UPGRADE_QUOTA} start`")),
+        "{stderr}"
+    );
+    assert!(
+        jobs_of(&env, "inspect-server").is_empty(),
+        "the refused run wrote"
+    );
+    let start = env.uyuni(&["start", "--yes"]);
+    assert!(start.status.success(), "{}", both(&start));
+
     let installed: Vec<Value> = env
         .items(&["jobs", "-n", env.ns])
         .iter()
@@ -489,6 +506,8 @@ fn an_upgrade_without_room_for_its_backup_is_refused_until_the_quota_is_raised()
     storage_quota(&env, used + (1 << 40));
     let out = upgrade(&env, &["--tag", TO, "--yes"]);
     assert!(out.status.success(), "{}", both(&out));
+    let record = env.get(&["configmap", "uyuni-upgrade", "-n", env.ns]);
+    assert_eq!(record["data"]["replicas.uyuni"], "1", "{record:#}");
     for deployment in ["uyuni", "db"] {
         assert!(image(&env, deployment).ends_with(TO), "{deployment}");
     }
