@@ -882,3 +882,17 @@ fn a_server_stop_stopped_is_refused_before_any_write_until_it_is_started() {
     }
     assert!(scaled_down);
 }
+
+#[test]
+fn the_database_step_names_the_postgresql_major_the_image_reported() {
+    let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };
+    let (steps, _) = run(&upgrade_to(TO), &installed(), &major).expect("upgrades");
+    let db = steps
+        .iter()
+        .find(|s| s.id == "db-deployment")
+        .expect("db planned");
+    assert_eq!(
+        db.description,
+        "the PostgreSQL 19 database on volume var-pgsql19"
+    );
+}
