@@ -64,9 +64,13 @@ import tomllib
 # matters). The doc tests (133 s in that run, rebuilding ring, rustls and kube, see run(); about
 # 30 s without the rebuild) are not listed: they run in the cargo lane (see the docstring).
 LONG = [
-    "plugin/e2e_real_migration",  # 22 tests at once (install's, upgrade's, uninstall's and status' too), 3 shared control planes
+    "plugin/e2e_real_migration",  # 26 tests at once (install's, upgrade's, uninstall's, status' and rbac's too), 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
+    # 3 shards (migrate, install, upgrade): every write boundary, killed and run again;
+    # 160 cases, ~2 s of CPU each, migrate's 80 the longest (~150 s in its lane).
+    "plugin/e2e_interrupt",
+    "plugin/e2e_faults",  # 2 shards (migrate, install) of 21 runs each, ~150 s
     "testdata/node_agent",  # 59 s; node_agent_exec's commands run in it, on one cluster
     # 4 shards, one property each: 2 s to ~35 s of CPU each (194 s as one item, sharing 2 cores
     # with other items; 105 s of CPU then, ~80 s with SHA-256 optimized, see Cargo.toml).
@@ -93,6 +97,8 @@ LONG = [
 # two longest items, each keeping one lane busy for two to three minutes.
 SHARDS = {
     "plugin/e2e_migration": 3,
+    "plugin/e2e_faults": 2,
+    "plugin/e2e_interrupt": 3,
     "core/properties": 4,
     "core/data_sync_script": 3,
 }
@@ -104,8 +110,8 @@ SHARDS = {
 # CPU each). Its tests mostly wait on their clusters, so they wait together.
 THREADS = {
     # Its eight migration tests, in its `install` module install's six, in `uninstall`
-    # uninstall's two, and in `status` one.
-    "plugin/e2e_real_migration": 22,
+    # uninstall's two, in `status` one, in `rbac` three (and upgrade's).
+    "plugin/e2e_real_migration": 26,
 }
 
 # What `cargo clippy -- -D warnings` passes clippy-driver (its arguments, joined this way).

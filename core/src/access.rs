@@ -84,69 +84,94 @@ fn wait_reads(group: &str, resource: &str, namespace: &str) -> Vec<Access> {
     ]
 }
 
+/// What applying an object of `kind` in `ns` (`None`: cluster-scoped) needs: the apply reads
+/// the object's metadata first (what changed), then patches it; an apply that creates the
+/// object is authorized as `create` too.
+pub(crate) fn apply_needs(kind: Kind, ns: Option<&str>, creates: bool) -> Vec<Access> {
+    let (group, resource) = group_resource(kind);
+    let mut out = vec![
+        Access::new("get", group, resource, ns),
+        Access::new("patch", group, resource, ns),
+    ];
+    if creates {
+        out.push(Access::new("create", group, resource, ns));
+    }
+    out
+}
+
+/// What running a Job needs: it is written by server-side apply, as every object (a patch
+/// that creates), then waited on.
+pub(crate) fn run_job_needs(namespace: &str) -> Vec<Access> {
+    let mut out = wait_reads("batch", "jobs", namespace);
+    out.push(Access::new("patch", "batch", "jobs", Some(namespace)));
+    out.push(Access::new("create", "batch", "jobs", Some(namespace)));
+    out
+}
+
+/// What waiting on a Job needs; `reports`: an inspection's report is copied onto its Job once
+/// it ended (`effects::execute`), a patch.
+pub(crate) fn await_job_needs(namespace: &str, reports: bool) -> Vec<Access> {
+    let mut out = wait_reads("batch", "jobs", namespace);
+    if reports {
+        out.push(Access::new("patch", "batch", "jobs", Some(namespace)));
+    }
+    out
+}
+
+/// What scaling a Deployment and waiting for it needs.
+pub(crate) fn scale_needs(namespace: &str) -> Vec<Access> {
+    let mut out = wait_reads("apps", "deployments", namespace);
+    out.push(Access::new("patch", "apps", "deployments", Some(namespace)));
+    out
+}
+
+/// What waiting for a Deployment needs.
+pub(crate) fn wait_deployment_needs(namespace: &str) -> Vec<Access> {
+    wait_reads("apps", "deployments", namespace)
+}
+
+/// What waiting until an object of `kind` is ready needs: a watch of its kind.
+pub(crate) fn wait_ready_needs(kind: Kind, namespace: &str) -> Vec<Access> {
+    let (group, resource) = group_resource(kind);
+    let ns = kind_namespace(kind, namespace);
+    vec![
+        Access::new("list", group, resource, ns.as_deref()),
+        Access::new("watch", group, resource, ns.as_deref()),
+    ]
+}
+
+/// What deleting an object of `kind` needs: the wait until it is gone is a watch by name (its
+/// initial list, then the watch); nothing is read before the DELETE, whose 404 says "gone
+/// already".
+pub(crate) fn delete_needs(kind: Kind, namespace: &str) -> Vec<Access> {
+    let (group, resource) = group_resource(kind);
+    let ns = kind_namespace(kind, namespace);
+    vec![
+        Access::new("delete", group, resource, ns.as_deref()),
+        Access::new("list", group, resource, ns.as_deref()),
+        Access::new("watch", group, resource, ns.as_deref()),
+    ]
+}
+
 /// The permissions one step's action needs, reads and writes.
 fn step_needs(step: &Step, namespace: &str) -> Vec<Access> {
     match &step.action {
         Action::Apply(object) => {
             let kind = object.object_ref().kind;
-            let (group, resource) = group_resource(kind);
             let ns = if kind.namespaced() {
                 Some(object_namespace(object).unwrap_or_else(|| namespace.to_owned()))
             } else {
                 None
             };
-            // The apply reads the object's metadata first (what changed).
-            let mut out = vec![
-                Access::new("get", group, resource, ns.as_deref()),
-                Access::new("patch", group, resource, ns.as_deref()),
-            ];
             // An apply step creates what its state did not hold (`plan::steps::apply_step`).
-            if step.op == Op::Create {
-                out.push(Access::new("create", group, resource, ns.as_deref()));
-            }
-            out
+            apply_needs(kind, ns.as_deref(), step.op == Op::Create)
         }
-        Action::RunJob { .. } => {
-            // The Job is written by server-side apply, as every object: a patch that creates.
-            let mut out = wait_reads("batch", "jobs", namespace);
-            out.push(Access::new("patch", "batch", "jobs", Some(namespace)));
-            out.push(Access::new("create", "batch", "jobs", Some(namespace)));
-            out
-        }
-        Action::AwaitJob { .. } => {
-            let mut out = wait_reads("batch", "jobs", namespace);
-            // An inspection's report is copied onto its Job once it ended
-            // (`effects::execute`).
-            if step.id.starts_with("inspect-") {
-                out.push(Access::new("patch", "batch", "jobs", Some(namespace)));
-            }
-            out
-        }
-        Action::Scale { .. } => {
-            let mut out = wait_reads("apps", "deployments", namespace);
-            out.push(Access::new("patch", "apps", "deployments", Some(namespace)));
-            out
-        }
-        Action::WaitDeployment { .. } => wait_reads("apps", "deployments", namespace),
-        Action::WaitReady { target, .. } => {
-            let (group, resource) = group_resource(target.kind);
-            let ns = kind_namespace(target.kind, namespace);
-            vec![
-                Access::new("list", group, resource, ns.as_deref()),
-                Access::new("watch", group, resource, ns.as_deref()),
-            ]
-        }
-        Action::Delete { target, .. } => {
-            let (group, resource) = group_resource(target.kind);
-            let ns = kind_namespace(target.kind, namespace);
-            // The wait until it is gone is a watch by name (its initial list, then the
-            // watch); nothing is read before the DELETE, whose 404 says "gone already".
-            vec![
-                Access::new("delete", group, resource, ns.as_deref()),
-                Access::new("list", group, resource, ns.as_deref()),
-                Access::new("watch", group, resource, ns.as_deref()),
-            ]
-        }
+        Action::RunJob { .. } => run_job_needs(namespace),
+        Action::AwaitJob { .. } => await_job_needs(namespace, step.id.starts_with("inspect-")),
+        Action::Scale { .. } => scale_needs(namespace),
+        Action::WaitDeployment { .. } => wait_deployment_needs(namespace),
+        Action::WaitReady { target, .. } => wait_ready_needs(target.kind, namespace),
+        Action::Delete { target, .. } => delete_needs(target.kind, namespace),
         Action::None => Vec::new(),
     }
 }
@@ -157,14 +182,22 @@ fn step_needs(step: &Step, namespace: &str) -> Vec<Access> {
 /// allows it, and falls back to these reads for a kind whose watch it refuses: these are what
 /// a run cannot do without.
 fn observation_needs<P: Planner>(params: &P, observed: &Observed) -> Vec<Access> {
-    let observation = params.observation();
+    observation_reads(&params.observation(), |c| observed.serves(c))
+}
+
+/// [`observation_needs`] of an observation, `serves` saying which custom kinds the cluster
+/// serves.
+pub(crate) fn observation_reads(
+    observation: &crate::observed::Observation,
+    serves: impl Fn(crate::object::CustomKind) -> bool,
+) -> Vec<Access> {
     let ns = observation.namespace.as_str();
     let listed = observation.listed_kinds();
     let mut out: Vec<Access> = observation
         .named
         .iter()
         .filter(|target| match target.kind {
-            Kind::Custom(c) => observed.serves(c),
+            Kind::Custom(c) => serves(c),
             _ => true,
         })
         .map(|target| {

@@ -23,7 +23,8 @@
 //! - the planner, its steps and phases: [`plan`](mod@plan);
 //! - the pure model of each step's effect: [`simulate`](mod@simulate); the outage report [`outage`]; the
 //!   dry-run [`preview`](mod@preview); the permissions a plan needs [`access`]; printable output (YAML, diffs)
-//!   [`render`]; what `status` reports and which Jobs `logs` reads: [`status`].
+//!   [`render`]; what `status` reports and which Jobs `logs` reads: [`status`]; the least-privilege rules
+//!   `rbac` prints per command: [`rbac`].
 
 pub mod access;
 pub mod builders;
@@ -47,6 +48,7 @@ pub mod ports;
 pub mod preview;
 pub mod probe;
 pub mod quota;
+pub mod rbac;
 pub mod record;
 pub mod release;
 pub mod render;

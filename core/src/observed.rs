@@ -142,10 +142,13 @@ pub fn upgrade_observation(params: &crate::params::UpgradeParams) -> Observation
             observation.named.push(target);
         }
     }
-    // What admits the backup's or the new major's claim (`crate::quota`).
-    observation.every = vec![Kind::ResourceQuota, Kind::LimitRange];
+    observation.every = UPGRADE_EVERY.to_vec();
     observation
 }
+
+/// The kinds an upgrade reads every object of: what admits the backup's or the new major's
+/// claim (`crate::quota`).
+pub const UPGRADE_EVERY: [Kind; 2] = [Kind::ResourceQuota, Kind::LimitRange];
 
 /// What an upgrade writes besides the server's objects: its record, and the database volumes
 /// (the backup of each, and one per PostgreSQL major it may upgrade to).

@@ -42,6 +42,8 @@ pub struct MigrateArgs {
     pub prepare: bool,
     /// `--compress`: rsync compresses the data on the wire.
     pub compress: bool,
+    /// `--keep-migration-data`: the Secrets only the migration used stay after it finished.
+    pub keep_migration_data: bool,
     /// Identifies this invocation (UTC `YYYYMMDDhhmmss` from the caller's clock); Job names
     /// carry it.
     pub run_id: String,
@@ -272,6 +274,9 @@ pub struct MigrateParams {
     /// rsync compresses on the wire (`-z`): for slow links only; on a LAN it costs the copy
     /// more CPU than it saves.
     pub compress: bool,
+    /// Keep Secrets uyuni-migration-key and uyuni-ca-password once the migration has
+    /// finished; by default they are deleted then, as nothing needs them any more.
+    pub keep_migration_data: bool,
     /// Given on the command line; `None` means: reuse the Secret in the cluster.
     pub ssh_key: Option<SshKeyPair>,
     /// Given on the command line; `None` means: reuse the ConfigMap in the cluster.
@@ -1116,6 +1121,7 @@ impl MigrateParams {
             ssh_user: user.to_owned(),
             prepare: args.prepare,
             compress: args.compress,
+            keep_migration_data: args.keep_migration_data,
             ssh_key,
             ssh_config,
             ca_password: args.ssl_password.clone().filter(|p| !p.expose().is_empty()),

@@ -35,7 +35,7 @@ pub(crate) use steps::{
     apply_step, await_job_step, deployment_wait_step, done_step, job_label, job_name, job_step,
     keep_step, last_succeeded, run_job_step, wait_step,
 };
-pub use steps::{delete_step, holds_data, purge_step};
+pub use steps::{delete_step, holds_data, migration_secret_deletion, purge_step};
 
 pub use server::{exposure_notes, reach_notes};
 pub use tls::GENERATED_CA_PLACEHOLDER;

@@ -127,7 +127,17 @@ fn check_preview<P: Planner>(
     // `-o yaml`: one file per document. A document reads back as itself, so its file (the
     // same renderer, scripts abbreviated) is what the stream holds.
     let mut documents = Vec::new();
-    for (note, yaml) in yaml_documents(&render::manifests_yaml(&preview.steps, false)) {
+    let stream = render::manifests_yaml(&preview.steps, false);
+    // What the plan deletes closes the stream as a comment (it is not applied): a file of
+    // its own, apart from the last document.
+    let stream = match stream.split_once("# Deleted, not applied:\n") {
+        Some((applied, deleted)) => {
+            golden.file("deleted.txt", deleted.to_owned());
+            applied.to_owned()
+        }
+        None => stream,
+    };
+    for (note, yaml) in yaml_documents(&stream) {
         let mut value: Value = serde_saphyr::from_str(&yaml).expect("YAML document");
         assert_eq!(render::to_yaml(&value), yaml, "reads back as itself");
         redacted(&mut value, redact);

@@ -65,6 +65,8 @@ const LAYERS: &[&str] = &[
     "render",
     // What `status` makes of a snapshot (it reads the migration's phase from the planner).
     "status",
+    // What `rbac` prints: the preflight's table, per command.
+    "rbac",
 ];
 
 fn src() -> PathBuf {

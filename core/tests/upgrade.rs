@@ -13,8 +13,8 @@ use uyuni_core::{Action, Object, Observed, preview};
 use crate::common;
 use crate::install::install_args;
 
-const FROM: &str = "2025.10";
-const TO: &str = "2026.04";
+pub(crate) const FROM: &str = "2025.10";
+pub(crate) const TO: &str = "2026.04";
 
 fn installed_with_tag(tag: &str) -> InstallParams {
     let mut args = install_args();
@@ -23,13 +23,13 @@ fn installed_with_tag(tag: &str) -> InstallParams {
 }
 
 /// A server installed with `FROM`, as the install's preview leaves it.
-fn installed() -> Observed {
+pub(crate) fn installed() -> Observed {
     preview(&installed_with_tag(FROM), &common::empty_cluster())
         .expect("install plans")
         .end
 }
 
-fn upgrade_to(tag: &str) -> UpgradeParams {
+pub(crate) fn upgrade_to(tag: &str) -> UpgradeParams {
     let mut install = installed_with_tag(tag);
     install.run_id = "20261204120000".to_owned();
     UpgradeParams {
@@ -79,7 +79,7 @@ fn carried_out(
 
 /// Runs `params`' plan step by step on the simulated cluster, the inspection Jobs reporting
 /// what `pg_major` says of database images; returns the steps carried out and the end.
-fn run(
+pub(crate) fn run(
     params: &UpgradeParams,
     start: &Observed,
     pg_major: &dyn Fn(&str) -> u32,
@@ -107,7 +107,7 @@ fn position(ids: &[&str], id: &str) -> usize {
         .unwrap_or_else(|| panic!("{id} missing from {ids:?}"))
 }
 
-fn same_major(_: &str) -> u32 {
+pub(crate) fn same_major(_: &str) -> u32 {
     18
 }
 
@@ -442,7 +442,7 @@ fn upgrade_and_rollback_steps_are_as_recorded() {
     golden.check();
 }
 
-fn migrated_with_tag(tag: Option<&str>) -> MigrateParams {
+pub(crate) fn migrated_with_tag(tag: Option<&str>) -> MigrateParams {
     let mut args: MigrateArgs = common::args_with_ssh(&common::private_key("fixture-private-key"));
     args.spec.tag = tag.map(str::to_owned);
     MigrateParams::from_args(&args).expect("valid")

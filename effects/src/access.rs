@@ -66,7 +66,8 @@ pub async fn review(
                     },
                     ..SelfSubjectAccessReview::default()
                 };
-                let answer = api.create(&PostParams::default(), &request).await?;
+                let post = PostParams::default();
+                let answer = crate::retry::quietly(|| api.create(&post, &request)).await?;
                 let allowed = answer.status.is_some_and(|s| s.allowed);
                 Ok((access.clone(), allowed))
             }
@@ -92,7 +93,8 @@ async fn rules_in(client: &kube::Client, ns: &str) -> Option<Vec<ResourceRule>> 
         },
         ..SelfSubjectRulesReview::default()
     };
-    match api.create(&PostParams::default(), &request).await {
+    let post = PostParams::default();
+    match crate::retry::quietly(|| api.create(&post, &request)).await {
         Ok(answer) => answer.status.map(|s| s.resource_rules),
         Err(err) => {
             tracing::debug!(namespace = ns, error = %err, "no rules review; asking each permission");
@@ -101,33 +103,16 @@ async fn rules_in(client: &kube::Client, ns: &str) -> Option<Vec<ResourceRule>> 
     }
 }
 
-/// Whether `rule` allows `access`, with RBAC's matching (k8s.io/kubernetes
-/// pkg/apis/rbac/v1/evaluation_helpers.go: `VerbMatches`, `APIGroupMatches`,
-/// `ResourceMatches`): `*` matches every verb, group and resource; `*/sub` every resource's
-/// subresource `sub`; a rule naming objects (`resourceNames`) covers no request for a kind as
-/// a whole, so it is not taken as allowing one.
+/// Whether `rule` allows `access`: RBAC's matching, as the core decides it for the rules `rbac`
+/// prints ([`uyuni_core::rbac::grants`]).
 #[doc(hidden)]
 // pub for the unit tests in tests/unit/
 pub fn allows(rule: &ResourceRule, access: &Access) -> bool {
-    let verb = rule.verbs.iter().any(|v| v == "*" || *v == access.verb);
-    let group = rule
-        .api_groups
-        .as_ref()
-        .is_some_and(|g| g.iter().any(|g| g == "*" || *g == access.group));
-    let wanted = match &access.subresource {
-        Some(sub) => format!("{}/{sub}", access.resource),
-        None => access.resource.clone(),
-    };
-    let resource = rule.resources.as_ref().is_some_and(|r| {
-        r.iter().any(|r| {
-            r == "*"
-                || *r == wanted
-                || access
-                    .subresource
-                    .as_ref()
-                    .is_some_and(|sub| *r == format!("*/{sub}"))
-        })
-    });
-    let unnamed = rule.resource_names.as_ref().is_none_or(Vec::is_empty);
-    verb && group && resource && unnamed
+    uyuni_core::rbac::grants(
+        &rule.verbs,
+        rule.api_groups.as_deref(),
+        rule.resources.as_deref(),
+        rule.resource_names.as_deref(),
+        access,
+    )
 }

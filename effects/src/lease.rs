@@ -156,15 +156,26 @@ pub async fn acquire(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let (found, clock) = read(client, namespace).await.map_err(|e| error("get", e))?;
+        // Each request rides out transient failures (429, 5xx, a dropped connection) as every
+        // other request does. A create or replace whose answer was lost but which took effect
+        // comes back as a 409 on its retry: read again, and the lease is found to be ours.
+        let (found, clock) = crate::retry::quietly(|| read(client, namespace))
+            .await
+            .map_err(|e| error("get", e))?;
         let now = clock.now();
         let (result, verb, from) =
             match uyuni_core::lock::decide(found.as_ref(), namespace, taker, now, force) {
                 Decision::Refuse(holder) => return Ok(Acquired::Refused { holder, now }),
-                Decision::Create(lease) => (api.create(&post, &lease).await, "create", None),
-                Decision::Take { lease, from } => {
-                    (api.replace(LEASE_NAME, &post, &lease).await, "update", from)
-                }
+                Decision::Create(lease) => (
+                    crate::retry::quietly(|| api.create(&post, &lease)).await,
+                    "create",
+                    None,
+                ),
+                Decision::Take { lease, from } => (
+                    crate::retry::quietly(|| api.replace(LEASE_NAME, &post, &lease)).await,
+                    "update",
+                    from,
+                ),
             };
         match result {
             Ok(lease) => {
@@ -286,7 +297,9 @@ impl Held {
             }),
             ..DeleteParams::default()
         };
-        match api.delete(LEASE_NAME, &params).await {
+        // Retried: a lease left behind would refuse the next command until it runs out. A
+        // delete whose answer was lost comes back as a 404 on its retry.
+        match crate::retry::quietly(|| api.delete(LEASE_NAME, &params)).await {
             Ok(_) => Ok(()),
             // Gone already, or someone else's now.
             Err(e) if matches!(status_code(&e), Some(404 | 409)) => Ok(()),

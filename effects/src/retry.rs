@@ -293,6 +293,33 @@ pub fn classify_watch(err: &kube::runtime::watcher::Error) -> Disposition {
     }
 }
 
+/// [`with_retry`] for the requests around the steps — the lease, the permission reviews —
+/// which are no step's and report no progress: the same classification and schedule, and the
+/// last failure as it came, for the caller's own error.
+pub async fn quietly<T, F, Fut>(mut request: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut attempt = 1;
+    loop {
+        let err = match request().await {
+            Ok(value) => return Ok(value),
+            Err(err) => err,
+        };
+        let disposition = classify(&err);
+        if unreachable(&err, attempt).is_some()
+            || disposition == Disposition::Fail
+            || attempt >= MAX_ATTEMPTS
+        {
+            return Err(err);
+        }
+        tracing::debug!(attempt, error = %err, "retrying");
+        tokio::time::sleep(delay(disposition, attempt)).await;
+        attempt += 1;
+    }
+}
+
 /// Sends a request until it succeeds, fails for good, or [`MAX_ATTEMPTS`] are used up.
 #[doc(hidden)]
 // pub for the unit tests in tests/unit/

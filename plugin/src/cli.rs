@@ -344,10 +344,35 @@ pub enum Command {
     /// Never fails because the cluster cannot be reached: the client version is printed and a
     /// note says why the server's is missing.
     Version(VersionCmd),
+    /// Print the least-privilege RBAC a command needs, as YAML for `kubectl apply -f -`.
+    ///
+    /// A Role in the namespace (-n, else the context's), a Role in kube-system for the k3s/RKE2
+    /// ingress controller's HelmChartConfig, and a ClusterRole for the cluster-scoped reads
+    /// (the namespace itself, StorageClasses, IngressClasses, the custom resources' discovery)
+    /// and the preflight's access reviews: the permissions the command's preflight checks
+    /// before any write, by what the command can do. With --serviceaccount, --bind-user or
+    /// --group, the RoleBindings and the ClusterRoleBinding to them too. Sends nothing to the
+    /// cluster; -o json prints a List.
+    ///
+    /// Not granted: creating the namespace (create it first) and deleting it (uninstall
+    /// --delete-namespace).
+    #[command(after_help = RBAC_EXAMPLES)]
+    Rbac(RbacCmd),
     /// Print a shell completion script (bash, zsh or fish).
     #[command(long_about = COMPLETION_HELP)]
     Completion(CompletionCmd),
 }
+
+const RBAC_EXAMPLES: &str = "Examples:
+  # As a cluster administrator: what a migration needs, for ServiceAccount deployer of ops
+  kubectl create namespace uyuni
+  kubectl uyuni -n uyuni rbac --for migrate --serviceaccount ops:deployer | kubectl apply -f -
+
+  # Then, as that account
+  kubectl uyuni -n uyuni --token \"$(kubectl -n ops create token deployer)\" migrate uyuni.example.com
+
+  # Read-only access for a user: status (--for logs adds the pods' logs)
+  kubectl uyuni -n uyuni rbac --for status --bind-user alice | kubectl apply -f -";
 
 const MIGRATE_EXAMPLES: &str = "Examples:
   # Review everything the migration would write, with the SSH material to the source
@@ -542,6 +567,75 @@ pub struct LogsCmd {
     pub user: Option<String>,
 }
 
+/// The commands `rbac --for` prints the rules of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RbacFor {
+    Install,
+    Migrate,
+    Upgrade,
+    Uninstall,
+    Status,
+    Stop,
+    Start,
+    Restart,
+    Logs,
+}
+
+impl RbacFor {
+    pub fn command(self) -> uyuni_core::rbac::Command {
+        use uyuni_core::rbac::Command;
+        match self {
+            RbacFor::Install => Command::Install,
+            RbacFor::Migrate => Command::Migrate,
+            RbacFor::Upgrade => Command::Upgrade,
+            RbacFor::Uninstall => Command::Uninstall,
+            RbacFor::Status => Command::Status,
+            RbacFor::Stop => Command::Stop,
+            RbacFor::Start => Command::Start,
+            RbacFor::Restart => Command::Restart,
+            RbacFor::Logs => Command::Logs,
+        }
+    }
+}
+
+const BINDING: &str = "Bind to (as kubectl create rolebinding)";
+
+#[derive(Debug, Args)]
+pub struct RbacCmd {
+    /// The command whose permissions to print.
+    #[arg(long = "for", value_enum, value_name = "COMMAND")]
+    pub command: RbacFor,
+
+    /// Bind the rules to this ServiceAccount, NAMESPACE:NAME (repeatable).
+    #[arg(long, value_name = "NAMESPACE:NAME", value_parser = parse_service_account, help_heading = BINDING)]
+    pub serviceaccount: Vec<(String, String)>,
+
+    /// Bind the rules to this user (repeatable; `kubectl create rolebinding --user`: here
+    /// --user is the kubeconfig user, as after every other command).
+    #[arg(long, value_name = "NAME", help_heading = BINDING)]
+    pub bind_user: Vec<String>,
+
+    /// Bind the rules to this group (repeatable).
+    #[arg(long, value_name = "NAME", help_heading = BINDING)]
+    pub group: Vec<String>,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "rbac_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
+}
+
+/// `kubectl create rolebinding --serviceaccount`'s form, NAMESPACE:NAME.
+pub fn parse_service_account(value: &str) -> Result<(String, String), String> {
+    match value.split_once(':') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains(':') => {
+            Ok((ns.to_owned(), name.to_owned()))
+        }
+        _ => Err(format!(
+            "{value:?} is not NAMESPACE:NAME, e.g. --serviceaccount uyuni:deployer"
+        )),
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct CompletionCmd {
     /// The shell to print the script for.
@@ -728,6 +822,7 @@ impl Cli {
             Command::Upgrade(v) => v.user.clone(),
             Command::Uninstall(v) => v.user.clone(),
             Command::Stop(v) | Command::Start(v) | Command::Restart(v) => v.user.clone(),
+            Command::Rbac(v) => v.user.clone(),
             Command::Migrate(_) | Command::Completion(_) => None,
         };
         if matches!(self.command, Command::Migrate(_)) && self.user_before_command.is_some() {
@@ -1058,6 +1153,11 @@ pub struct MigrateFlags {
     /// source; without it the data travels as it is, which is faster on a LAN.
     #[arg(long, help_heading = SSH)]
     pub compress: bool,
+
+    /// Keep Secrets uyuni-migration-key (the SSH key to the source) and uyuni-ca-password once
+    /// the migration has finished. Without it they are deleted then: no later run needs them.
+    #[arg(long, help_heading = SSH)]
+    pub keep_migration_data: bool,
 
     /// SSH user on the source (needs passwordless sudo when not root).
     #[arg(long, default_value = "root", value_name = "USER", help_heading = SSH)]

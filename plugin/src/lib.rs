@@ -15,6 +15,7 @@ pub mod logs;
 pub mod migrate;
 pub mod output;
 pub mod prompt;
+pub mod rbac;
 pub mod source_probe;
 pub mod status;
 pub mod uninstall;
@@ -103,6 +104,7 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
         Command::Version(_) => version::run(&cli.kube, cli.output).await,
         Command::Status(cmd) => status::run(cmd, cli).await,
         Command::Logs(cmd) => logs::run(cmd, cli).await,
+        Command::Rbac(cmd) => rbac::run(cmd, cli).await,
         Command::Completion(cmd) => {
             completion::print_script(cmd.shell);
             Ok(())

@@ -99,6 +99,7 @@ fn args(
         ssh_user: m.user.clone(),
         prepare: m.prepare,
         compress: m.compress,
+        keep_migration_data: m.keep_migration_data,
         run_id: clock::run_id(),
         ssh_key_private: read_file("--ssh-key-private", m.ssh_key_private.as_deref())?,
         ssh_key_public: read_file("--ssh-key-public", m.ssh_key_public.as_deref())?,

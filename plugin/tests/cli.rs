@@ -192,3 +192,145 @@ fn logs_flags_are_checked_before_the_cluster_is_asked() {
         .failure()
         .stderr(predicate::str::contains("--since \"5y\" is not a duration"));
 }
+
+/// `rbac --help` whole: --for's commands, the binding flags, the examples.
+#[test]
+fn rbac_help_is_unchanged() {
+    let out = plugin()
+        .env("COLUMNS", "100")
+        .args(["rbac", "--help"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("--serviceaccount") && text.contains("Examples:"),
+        "{text}"
+    );
+    uyuni_testdata::golden::check_golden("cli-rbac-help", "help.txt", &text);
+}
+
+/// `rbac --for COMMAND` for every command, as printed (the core's tests check that the rules
+/// cover the preflight's; these keep the output reviewed), one bound to a ServiceAccount, a
+/// user and a group, and the same as a JSON List. It needs no cluster and no kubeconfig with -n.
+#[test]
+fn rbac_prints_each_commands_rules() {
+    let mut golden = uyuni_testdata::golden::GoldenDir::new("rbac");
+    for command in [
+        "install",
+        "migrate",
+        "upgrade",
+        "uninstall",
+        "status",
+        "stop",
+        "start",
+        "restart",
+        "logs",
+    ] {
+        let out = plugin()
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .args(["-n", "uyuni", "rbac", "--for", command])
+            .assert()
+            .success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(
+            text.contains(&format!("name: kubectl-uyuni-{command}")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("kind: RoleBinding"),
+            "bound to nobody: {text}"
+        );
+        golden.file(&format!("{command}.yaml"), &text);
+    }
+    let bound = [
+        "-n",
+        "uyuni",
+        "rbac",
+        "--for",
+        "install",
+        "--serviceaccount",
+        "ops:deployer",
+        "--bind-user",
+        "alice",
+        "--group",
+        "uyuni-admins",
+    ];
+    let out = plugin().args(bound).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(text.matches("kind: RoleBinding").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("kind: ClusterRoleBinding").count(),
+        1,
+        "{text}"
+    );
+    golden.file("install-bound.yaml", &text);
+    let out = plugin().args(bound).args(["-o", "json"]).assert().success();
+    let list: serde_json::Value =
+        serde_json::from_slice(&out.get_output().stdout).expect("a JSON List");
+    assert_eq!(list["kind"], "List");
+    let kinds: Vec<&str> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Role",
+            "Role",
+            "ClusterRole",
+            "RoleBinding",
+            "RoleBinding",
+            "ClusterRoleBinding"
+        ]
+    );
+    golden.check();
+}
+
+#[test]
+fn rbac_refuses_a_service_account_not_in_kubectls_form() {
+    plugin()
+        .args([
+            "-n",
+            "uyuni",
+            "rbac",
+            "--for",
+            "migrate",
+            "--serviceaccount",
+            "deployer",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("NAMESPACE:NAME"));
+}
+
+/// Without -n, `rbac` takes the context's namespace from the kubeconfig (and sends nothing:
+/// the server here is a closed port); with no kubeconfig, it asks for -n.
+#[test]
+fn rbac_takes_the_contexts_namespace_or_asks_for_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n    namespace: from-context\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .expect("kubeconfig");
+    let out = plugin()
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["rbac", "--for", "logs"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("  namespace: from-context\n"), "{text}");
+    plugin()
+        .env("HOME", dir.path())
+        .env_remove("KUBECONFIG")
+        .args(["rbac", "--for", "logs"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "pass the namespace with -n NAMESPACE",
+        ));
+}

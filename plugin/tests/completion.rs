@@ -157,6 +157,7 @@ fn complete_lists_subcommands_flags_and_values() {
             "status",
             "logs",
             "version",
+            "rbac",
             "completion"
         ]
     );

@@ -61,8 +61,15 @@ fn migrate_runs_through_the_data_sync_and_a_second_run_changes_nothing() {
             volume.name
         );
     }
+    // The SSH key is deleted once the migration has finished (`--keep-migration-data` keeps
+    // it); the rest of the migration's access stays.
+    assert!(
+        env.sim
+            .get("v1", "Secret", Some(NS), "uyuni-migration-key")
+            .is_none(),
+        "Secret uyuni-migration-key is left after the migration"
+    );
     for (api, kind, n) in [
-        ("v1", "Secret", "uyuni-migration-key"),
         ("v1", "ConfigMap", "uyuni-migration-ssh"),
         ("v1", "ServiceAccount", "uyuni-migration"),
         ("rbac.authorization.k8s.io/v1", "Role", "uyuni-migration"),

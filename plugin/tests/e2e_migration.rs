@@ -829,7 +829,12 @@ fn without_the_ca_password_the_run_stops_with_instructions_and_resumes_with_it()
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("ca-password");
     std::fs::write(&file, format!("{CA_PASSWORD}\n")).expect("write");
-    let again = env.migrate(&["--ssl-password-file".into(), file.display().to_string()]);
+    // Kept, to be read below: without the flag a finished migration deletes it.
+    let again = env.migrate(&[
+        "--ssl-password-file".into(),
+        file.display().to_string(),
+        "--keep-migration-data".into(),
+    ]);
     let (stdout, stderr) = text(&again);
     assert!(
         again.status.success(),

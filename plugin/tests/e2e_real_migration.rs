@@ -14,6 +14,7 @@
 use crate::support;
 
 mod install;
+mod rbac;
 mod status;
 mod uninstall;
 mod upgrade;
@@ -305,6 +306,19 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
     let out = env.migrate(&flags);
     assert!(out.status.success(), "{}", both(&out));
     assert_no_secret(&out);
+    // The Secrets only the migration used are gone once it finished; the second run below,
+    // without any SSH flag, needs neither.
+    let secrets = env.items(&["secrets", "-n", env.ns]);
+    for gone in ["uyuni-migration-key", "uyuni-ca-password"] {
+        assert!(
+            !secrets.iter().any(|s| s["metadata"]["name"] == gone),
+            "Secret {gone} is left after the migration"
+        );
+    }
+    assert!(
+        secrets.iter().any(|s| s["metadata"]["name"] == "uyuni-ca"),
+        "Secret uyuni-ca is missing"
+    );
 
     let jobs = env.items(&["jobs", "-n", env.ns]);
     assert!(

@@ -435,12 +435,24 @@ async fn run_job(shared: Arc<Shared>, job: Value) {
     shared.append_log(&ns, &pod_name, &container, &[], true);
     let finished_at = now();
     let succeeded = outcome == JobOutcome::Succeed;
-    let terminated = json!({"terminated": {
+    let mut terminated = json!({"terminated": {
         "exitCode": if succeeded { 0 } else { exit_code },
         "reason": if succeeded { "Completed" } else { "Error" },
         "startedAt": started_at,
         "finishedAt": finished_at,
     }});
+    // What the script wrote to its termination log, which the kubelet copies into the
+    // container's terminated state (as the node agent plays it, `agent/pods.rs`).
+    if let Some(message) = script.termination_message.as_ref().filter(|_| succeeded) {
+        let image = job["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or_default();
+        terminated["terminated"]["message"] = json!(
+            message
+                .replace("$IMAGE_TAG", crate::scenario::image_tag(image))
+                .replace("$IMAGE", image)
+        );
+    }
     set_pod(
         if succeeded { "Succeeded" } else { "Failed" },
         terminated,

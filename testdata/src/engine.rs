@@ -223,6 +223,10 @@ pub struct FaultState {
     pub faults: Faults,
     pub rng: Rng,
     pub fired: Vec<bool>,
+    /// Committed writes counted for `hold_after_write`.
+    pub writes: u32,
+    /// Whether a write is being held unanswered.
+    pub holding: bool,
 }
 
 impl FaultState {
@@ -230,6 +234,8 @@ impl FaultState {
         FaultState {
             rng: Rng::new(faults.seed),
             fired: vec![false; faults.fail_once.len()],
+            writes: 0,
+            holding: false,
             faults,
         }
     }

@@ -437,6 +437,26 @@ async fn handle(
         }
     };
     shared.record(&ctx, resp.status().as_u16());
+    let counted = ctx.verb.is_some_and(Verb::is_write)
+        && !ctx.dry_run
+        && resp.status().is_success()
+        && !matches!(
+            ctx.resource.as_deref(),
+            Some("selfsubjectaccessreviews" | "selfsubjectrulesreviews" | "leases")
+        );
+    if counted {
+        let hold = {
+            let mut fs = lock(&shared.faults);
+            fs.writes += 1;
+            let hold = fs.faults.hold_after_write == Some(fs.writes);
+            fs.holding |= hold;
+            hold
+        };
+        if hold {
+            // Carried out, never answered: the connection stays open until the client is gone.
+            std::future::pending::<()>().await;
+        }
+    }
     Ok(resp)
 }
 

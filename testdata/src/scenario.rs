@@ -408,6 +408,10 @@ pub struct Faults {
     pub include_version: bool,
     /// Let faults hit discovery and OpenAPI requests too.
     pub include_discovery: bool,
+    /// The N-th committed write of the server's objects (1-based; Leases and access reviews
+    /// are not counted) is carried out and never answered: the client hangs right after a
+    /// step boundary, where a test kills it ([`crate::SimCluster::holding`]).
+    pub hold_after_write: Option<u32>,
 }
 
 /// Which requests a fault applies to; `None` fields match everything.

@@ -645,6 +645,18 @@ impl SimCluster {
         *lock(&self.shared.scenario) = scenario;
     }
 
+    /// Whether a write is held unanswered (`Faults::hold_after_write`): the client waits on
+    /// it, right after the write took effect.
+    pub fn holding(&self) -> bool {
+        lock(&self.shared.faults).holding
+    }
+
+    /// Committed writes of the server's objects counted since the faults were set (what
+    /// `Faults::hold_after_write` counts).
+    pub fn writes_counted(&self) -> u32 {
+        lock(&self.shared.faults).writes
+    }
+
     /// Replaces the active faults (and restarts their random sequence from their seed).
     pub fn set_faults(&self, faults: Faults) {
         *lock(&self.shared.faults) = FaultState::new(faults);

@@ -52,7 +52,8 @@ pub fn service_account(namespace: &str) -> ServiceAccount {
     }
 }
 
-/// Only `get` and `patch`, only on Secret `uyuni-migration-data`: the Job can report what it
+/// Only `patch`, only on Secret `uyuni-migration-data` (the one request `data-sync.sh` makes,
+/// through `lib.sh`'s `patch_secret`): the Job can report what it
 /// found and nothing else.
 pub fn role(namespace: &str) -> Role {
     Role {
@@ -61,7 +62,7 @@ pub fn role(namespace: &str) -> Role {
             api_groups: Some(vec![String::new()]),
             resources: Some(vec!["secrets".to_owned()]),
             resource_names: Some(vec![names::MIGRATION_DATA_SECRET.to_owned()]),
-            verbs: vec!["get".to_owned(), "patch".to_owned()],
+            verbs: vec!["patch".to_owned()],
             ..PolicyRule::default()
         }]),
     }

@@ -82,7 +82,8 @@ pub fn ca_secret_matches(secret: &Secret, ca_cert: &str) -> bool {
         .is_some_and(|c| c.0 == ca_cert.as_bytes())
 }
 
-/// Only `get` and `patch`, only on Secret `uyuni-ca`.
+/// Only `patch`, only on Secret `uyuni-ca`: the one request `ca-key.sh` makes (`lib.sh`'s
+/// `patch_secret`); the key it decrypts comes from mounted files, not from a read.
 pub fn ca_key_role(namespace: &str) -> Role {
     Role {
         metadata: meta(names::CA_KEY_ROLE, namespace, components::TLS),
@@ -90,7 +91,7 @@ pub fn ca_key_role(namespace: &str) -> Role {
             api_groups: Some(vec![String::new()]),
             resources: Some(vec!["secrets".to_owned()]),
             resource_names: Some(vec![names::CA_SECRET.to_owned()]),
-            verbs: vec!["get".to_owned(), "patch".to_owned()],
+            verbs: vec!["patch".to_owned()],
             ..PolicyRule::default()
         }]),
     }

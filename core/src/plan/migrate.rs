@@ -17,7 +17,7 @@ pub mod phase;
 mod ssh;
 pub(in crate::plan) mod sync;
 
-use ssh::{ssh_config_step, ssh_key_step};
+use ssh::{cleanup_steps, ssh_config_step, ssh_key_step};
 pub(in crate::plan) use sync::IMAGE_CHECK_WAIT;
 use sync::sync_steps;
 pub use sync::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP};
@@ -115,6 +115,10 @@ pub fn plan(params: &MigrateParams, observed: &Observed) -> Result<Plan, PlanErr
     }
     let mut steps = opening(params, observed, image_check::jobs(params))?;
     steps.extend(body(params, observed, None)?);
+    // Last, after the end state: only `migrate` itself, not an upgrade of a migrated server.
+    if !params.prepare && sync::final_sync_succeeded(observed) {
+        steps.extend(cleanup_steps(params, observed)?);
+    }
     Ok(Plan {
         namespace: ns.clone(),
         steps,
@@ -142,7 +146,7 @@ pub(in crate::plan) fn body(
     steps.push(apply_step(
         "sync-role",
         format!(
-            "permission to get and patch Secret {} only",
+            "permission to patch Secret {} only",
             names::MIGRATION_DATA_SECRET
         ),
         Object::Role(migration::role(ns)),

@@ -371,6 +371,23 @@ pub fn delete_step(
     Ok(deletion(observed, target, description))
 }
 
+/// The Secrets only a migration uses: the SSH key to its source and its CA key's password.
+/// `migrate` deletes them once the migration has finished, unless `--keep-migration-data`
+/// (`plan::migrate::ssh::cleanup_steps`); every other path treats them as credentials.
+pub const MIGRATION_ONLY_SECRETS: &[&str] = &[names::SSH_KEY_SECRET, names::CA_PASSWORD_SECRET];
+
+/// [`delete_step`] for one of [`MIGRATION_ONLY_SECRETS`]; any other target is refused.
+pub fn migration_secret_deletion(
+    observed: &Observed,
+    target: ObjectRef,
+    description: String,
+) -> Result<Step, DataDeletionRefused> {
+    if target.kind != Kind::Secret || !MIGRATION_ONLY_SECRETS.contains(&target.name.as_str()) {
+        return Err(DataDeletionRefused { target });
+    }
+    Ok(deletion(observed, target, description))
+}
+
 /// [`delete_step`] for what holds data, on the user's explicit choice.
 pub fn purge_step(
     observed: &Observed,

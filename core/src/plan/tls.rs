@@ -78,7 +78,7 @@ fn ca_key_rbac_steps(ns: &str, observed: &Observed) -> [Step; 2] {
     [
         apply_step(
             "ca-key-role",
-            "permission to get and patch Secret uyuni-ca only".into(),
+            "permission to patch Secret uyuni-ca only".into(),
             Object::Role(tls::ca_key_role(ns)),
             observed,
         ),
@@ -104,15 +104,19 @@ fn reused_ca_steps(
     let ca_description = "TLS Secret uyuni-ca: the migrated CA, the issuer's key pair".to_owned();
     let live_ca = observed.secret(names::CA_SECRET);
     if live_ca.is_some_and(|s| tls::ca_secret_complete(s, &ca)) {
-        // Done: the same steps, as no-ops, so that a plan shows how the key got there.
-        if observed.secret(names::CA_PASSWORD_SECRET).is_some() {
-            steps.push(keep_step(
-                "ca-password",
-                "Secret with the CA password, for the CA key Job".into(),
-                ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
-                "exists".into(),
-            ));
-        }
+        // Done: the same steps, as no-ops, so that a plan shows how the key got there (the
+        // password's Secret too once a finished migration deleted it).
+        let password_kept = observed.secret(names::CA_PASSWORD_SECRET).is_some();
+        steps.push(keep_step(
+            "ca-password",
+            "Secret with the CA password, for the CA key Job".into(),
+            ObjectRef::new(Kind::Secret, names::CA_PASSWORD_SECRET),
+            if password_kept {
+                "exists".into()
+            } else {
+                "not needed: the key is in Secret uyuni-ca".into()
+            },
+        ));
         steps.push(keep_step(
             "ca-secret",
             ca_description,

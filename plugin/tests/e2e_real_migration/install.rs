@@ -19,6 +19,7 @@ const NS_INSTALL: &str = "uyuni-install";
 const NS_INSTALL_THIRD_PARTY: &str = "uyuni-install-tp";
 const NS_INSTALL_INTERRUPTED: &str = "uyuni-install-int";
 const NS_INSTALL_REFUSED: &str = "uyuni-install-refused";
+const NS_INSTALL_LOCKED: &str = "uyuni-install-locked";
 const FQDN: &str = "server.example.com";
 const ADMIN_PASSWORD: &str = "install-admin-Pa55";
 
@@ -36,7 +37,8 @@ pub(crate) fn add_scenarios(shared: &mut Scenario) {
     );
     shared
         .namespaces
-        .insert(NS_INSTALL_INTERRUPTED.into(), slow);
+        .insert(NS_INSTALL_INTERRUPTED.into(), slow.clone());
+    shared.namespaces.insert(NS_INSTALL_LOCKED.into(), slow);
 }
 
 fn install(env: &RealEnv, extra: &[&str]) -> Output {
@@ -384,6 +386,64 @@ fn an_interrupted_install_resumes() {
     assert!(stdout.contains("installed"), "{stdout}");
     let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
     assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+}
+
+/// Two commands at once: while an install waits for its database, `uninstall` is refused
+/// before any write, naming the install that holds the namespace's lease, and the install
+/// completes; once it has, the same uninstall goes through.
+#[test]
+fn an_uninstall_during_an_install_is_refused_naming_the_install() {
+    if !real_plane_or_skip("install and uninstall at once") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_INSTALL_LOCKED);
+    let child = env
+        .command(&["install", FQDN])
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !env
+        .items(&["deployments", "-n", env.ns])
+        .into_iter()
+        .any(|d| d["metadata"]["name"] == "db")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the install never wrote Deployment db"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = ours(&env).len();
+    let refused = env.uyuni(&["uninstall", "--yes"]);
+    assert!(!refused.status.success(), "{}", both(&refused));
+    let (_, stderr) = text(&refused);
+    for part in [
+        format!("another run is writing to namespace {NS_INSTALL_LOCKED}"),
+        format!("install {FQDN}"),
+        "Nothing was written".to_owned(),
+    ] {
+        assert!(stderr.contains(&part), "{part:?} in:\n{stderr}");
+    }
+    assert!(
+        ours(&env).len() >= before,
+        "the refused uninstall deleted something"
+    );
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", both(&out));
+    let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+    let gone = env.uyuni(&["uninstall", "--yes"]);
+    assert!(gone.status.success(), "{}", both(&gone));
+    assert!(
+        !env.items(&["deployments", "-n", env.ns])
+            .into_iter()
+            .any(|d| d["metadata"]["name"] == "uyuni"),
+        "uninstall left Deployment uyuni"
+    );
 }
 
 /// Bad input is refused with what to do and nothing written: no administrator password

@@ -36,6 +36,7 @@ fn subcommands_flags_and_values() {
             "status",
             "logs",
             "version",
+            "rbac",
             "completion"
         ]
     );

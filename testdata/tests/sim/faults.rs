@@ -452,3 +452,38 @@ async fn configured_latency_delays_every_verb_and_requests_are_counted_by_verb()
         assert!(r.duration_ms >= 40, "{} {}: {r:?}", r.method, r.path);
     }
 }
+
+#[tokio::test]
+async fn the_nth_write_is_carried_out_and_never_answered() {
+    let sim = start(SimConfig {
+        faults: Faults {
+            hold_after_write: Some(2),
+            ..Faults::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim).await;
+    let api: Api<ConfigMap> = Api::namespaced(c, "default");
+    let cm = |name: &str| ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    api.create(&Default::default(), &cm("first"))
+        .await
+        .expect("the first write is answered");
+    assert!(!sim.holding());
+    let second = tokio::time::timeout(
+        Duration::from_millis(500),
+        api.create(&Default::default(), &cm("second")),
+    )
+    .await;
+    assert!(second.is_err(), "the second write was answered: {second:?}");
+    assert!(sim.holding());
+    assert_eq!(sim.writes_counted(), 2);
+    // Carried out all the same.
+    assert!(api.get_opt("second").await.expect("get").is_some());
+}

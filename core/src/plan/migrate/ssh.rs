@@ -32,11 +32,23 @@ pub(in crate::plan) fn ssh_key_step(
         "SSH key the data-sync Job logs in to {} with",
         params.source_fqdn
     );
+    let target = ObjectRef::new(Kind::Secret, names::SSH_KEY_SECRET);
+    // After the final sync nothing logs in to the source again: a key deleted when the
+    // migration finished (`cleanup_steps`) is neither needed nor written anew.
+    if observed.secret(names::SSH_KEY_SECRET).is_none()
+        && super::sync::final_sync_succeeded(observed)
+    {
+        return Ok(keep_step(
+            "ssh-key",
+            description,
+            target,
+            "not needed: the final data sync has run".into(),
+        ));
+    }
     if let Some(key) = &params.ssh_key {
         let intended = Object::Secret(migration::ssh_key_secret(ns, key));
         return Ok(apply_step("ssh-key", description, intended, observed));
     }
-    let target = ObjectRef::new(Kind::Secret, names::SSH_KEY_SECRET);
     let secret =
         observed
             .secret(names::SSH_KEY_SECRET)
@@ -74,6 +86,49 @@ pub(in crate::plan) fn ssh_key_step(
         target,
         "exists; reused (no SSH key flags given)".into(),
     ))
+}
+
+/// The last steps of a finished migration: the Secrets only the migration used — the SSH key
+/// that logs in to the source, the password of the source's CA key — deleted, once every step
+/// before has succeeded (the server runs; the CA key is decrypted into Secret uyuni-ca), or
+/// kept with `--keep-migration-data`. Nothing needs them later: the SSH key step plans nothing
+/// once the final sync has run, and the CA's steps ask for the password only while Secret
+/// uyuni-ca lacks the key. A `--prepare` run and an unfinished migration keep them.
+pub(in crate::plan) fn cleanup_steps(
+    params: &MigrateParams,
+    observed: &Observed,
+) -> Result<Vec<Step>, PlanError> {
+    let mut steps = Vec::new();
+    for (name, what) in [
+        (
+            names::SSH_KEY_SECRET,
+            "the SSH key that logs in to the source",
+        ),
+        (
+            names::CA_PASSWORD_SECRET,
+            "the password of the source's CA key",
+        ),
+    ] {
+        let target = ObjectRef::new(Kind::Secret, name);
+        let description = format!("Secret {name}, {what}: the migration has finished");
+        if params.keep_migration_data {
+            if observed.objects.contains_key(&target) {
+                steps.push(keep_step(
+                    &format!("keep-secrets-{name}"),
+                    description,
+                    target,
+                    "kept (--keep-migration-data)".into(),
+                ));
+            }
+        } else {
+            steps.push(crate::plan::steps::migration_secret_deletion(
+                observed,
+                target,
+                description,
+            )?);
+        }
+    }
+    Ok(steps)
 }
 
 pub(in crate::plan) fn ssh_config_step(

@@ -259,6 +259,14 @@ fn final_sync_steps(params: &MigrateParams, observed: &Observed) -> Result<Vec<S
     Ok(steps)
 }
 
+/// Whether the newest final data sync succeeded: from then on no step reaches the source (a
+/// final sync that succeeded is never repeated unless its Job is deleted).
+pub(in crate::plan) fn final_sync_succeeded(observed: &Observed) -> bool {
+    crate::plan::phase::syncs(observed, data_sync::sync_mode(false))
+        .last()
+        .is_some_and(|j| job_state(j) == JobState::Succeeded)
+}
+
 /// The data-sync step and the read-back of what it extracted.
 pub(in crate::plan) fn sync_steps(
     params: &MigrateParams,

@@ -1,0 +1,180 @@
+//! Seeded API faults over whole runs (issue 37): full migrations and installs through the real
+//! kubectl on the simulated cluster, a tenth of their API requests failing — 500, 503, 429 with
+//! Retry-After, dropped connections — and every watch ended early, all complete, each to the
+//! same objects as a run without faults, with exactly one successful Job per step and no Job
+//! that failed.
+//!
+//! `UYUNI_FAULT_SEEDS` sets how many seeds each test runs (default 20).
+
+use std::collections::BTreeMap;
+use std::process::Output;
+
+use uyuni_testdata::{DropFault, ErrorFault, FaultTarget, Faults, SimConfig, scenarios};
+
+use crate::support::{Env, NS, ssh_flags, text};
+
+pub(crate) const ADMIN_PASSWORD: &str = "install-admin-Pa55";
+
+fn seeds() -> u64 {
+    std::env::var("UYUNI_FAULT_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20)
+}
+
+/// A tenth of the requests fail: 3% each answered 500, 503 and 429 (Retry-After 1 s), 1%
+/// dropped without an answer; every watch ends after three events.
+fn faulty(seed: u64) -> Faults {
+    let error = |status, rate| ErrorFault {
+        target: FaultTarget::default(),
+        rate,
+        status,
+        retry_after_seconds: 1,
+    };
+    Faults {
+        seed,
+        errors: vec![error(500, 0.03), error(503, 0.03), error(429, 0.03)],
+        drops: vec![DropFault {
+            target: FaultTarget::default(),
+            rate: 0.01,
+        }],
+        watch_close_after_events: Some(3),
+        ..Faults::default()
+    }
+}
+
+pub(crate) fn env(faults: Faults) -> Env {
+    let mut scenario = scenarios::migration();
+    for job in scenario.jobs.values_mut() {
+        job.duration_ms = 0;
+    }
+    scenario.faults = faults;
+    Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    })
+}
+
+/// The objects the tool wrote, by kind and name (a Job by its name without the run id), and
+/// per Job name how many succeeded and how many failed.
+pub(crate) type EndState = (Vec<String>, BTreeMap<String, (u32, u32)>);
+
+pub(crate) fn end_state(env: &Env) -> EndState {
+    let mut objects = Vec::new();
+    let mut jobs: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for (api, kind) in [
+        ("v1", "Secret"),
+        ("v1", "ConfigMap"),
+        ("v1", "PersistentVolumeClaim"),
+        ("v1", "ServiceAccount"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        ("v1", "Service"),
+        ("apps/v1", "Deployment"),
+        ("batch/v1", "Job"),
+        ("networking.k8s.io/v1", "Ingress"),
+        ("cert-manager.io/v1", "Issuer"),
+        ("cert-manager.io/v1", "Certificate"),
+    ] {
+        for o in env.sim.objects(api, kind, Some(NS)) {
+            if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] != "kubectl-uyuni" {
+                continue;
+            }
+            let name = o["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if kind == "Job" {
+                // The name without its run id: a step can run several kinds of Job
+                // (data-sync: the copy while the source serves, then the final one).
+                let step = name
+                    .rsplit_once('-')
+                    .filter(|(_, id)| id.len() == 14 && id.bytes().all(|b| b.is_ascii_digit()))
+                    .map_or(name.clone(), |(base, _)| base.to_owned());
+                let count = |field: &str| o["status"][field].as_u64().unwrap_or(0) as u32;
+                let entry = jobs.entry(step.clone()).or_default();
+                entry.0 += u32::from(count("succeeded") > 0);
+                entry.1 += u32::from(count("failed") > 0);
+                objects.push(format!("Job {step}"));
+            } else {
+                objects.push(format!("{kind} {name}"));
+            }
+        }
+    }
+    objects.sort();
+    objects.dedup();
+    (objects, jobs)
+}
+
+fn succeeded(out: &Output, what: &str) {
+    let (stdout, stderr) = text(out);
+    assert!(
+        out.status.success(),
+        "{what}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+}
+
+/// The retry schedule (and Retry-After) a tenth as long: the same tries in the same order.
+pub(crate) const SHORTER: [&str; 2] = ["--retry-delay-divisor", "10"];
+
+fn migrate(env: &Env) -> Output {
+    let mut flags = ssh_flags();
+    flags.extend(SHORTER.map(String::from));
+    env.migrate(&flags)
+}
+
+fn install(env: &Env) -> Output {
+    env.kubectl()
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", NS, "install", "server.example.com"])
+        .args(SHORTER)
+        .output()
+        .expect("kubectl runs")
+}
+
+/// Runs `command` without faults, then once per seed with them; every faulty run completes to
+/// the fault-free run's end state.
+fn every_seed_ends_as_without_faults(name: &str, command: fn(&Env) -> Output) {
+    let clean = env(Faults::default());
+    succeeded(&command(&clean), &format!("{name} without faults"));
+    let (objects, jobs) = end_state(&clean);
+    assert!(
+        jobs.values().all(|&(ok, failed)| ok == 1 && failed == 0),
+        "{jobs:?}"
+    );
+    let mut injected = 0;
+    for seed in 0..seeds() {
+        let faulty_env = env(faulty(seed));
+        let out = command(&faulty_env);
+        succeeded(&out, &format!("{name} with faults, seed {seed}"));
+        let (faulty_objects, faulty_jobs) = end_state(&faulty_env);
+        assert_eq!(faulty_objects, objects, "{name}, seed {seed}");
+        assert_eq!(
+            faulty_jobs, jobs,
+            "{name}, seed {seed}: one successful Job per step"
+        );
+        injected += faulty_env
+            .sim
+            .request_log()
+            .iter()
+            .filter(|r| matches!(r.status, 0 | 429 | 500 | 503))
+            .count();
+    }
+    assert!(
+        seeds() == 0 || injected > 0,
+        "no fault reached the runs: the test proves nothing"
+    );
+}
+
+#[test]
+fn seeded_faults_over_whole_migrations_all_complete_as_without_faults() {
+    every_seed_ends_as_without_faults("migrate", migrate);
+}
+
+#[test]
+fn seeded_faults_over_whole_installs_all_complete_as_without_faults() {
+    every_seed_ends_as_without_faults("install", install);
+}
