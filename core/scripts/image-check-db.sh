@@ -6,6 +6,9 @@
 # Parameters, set by the Job spec; none of them is a secret:
 #   IMAGE          the image checked, for messages
 #   TARGET_MAJOR       the PostgreSQL major the migration targets
+#   MAJOR_RULE         exactly (a migration: its PostgreSQL upgrade goes to TARGET_MAJOR) or
+#                      at-least (a new server starts on any newer major too)
+#   TERMINATION_LOG    where the report (pg_major=N) goes besides the log
 #   DATABASE_MARKERS   files that mark an image with its own start-up and upgrade hooks,
 #                      one a line
 #   LOCAL_ROOT         prefix of every path: empty in a Job, a directory in tests
@@ -27,6 +30,8 @@ ROOT=${ROOT%/}
 describe_image "$IMAGE" "$ROOT"
 : "${TARGET_MAJOR:?TARGET_MAJOR is not set}"
 : "${DATABASE_MARKERS:?DATABASE_MARKERS is not set}"
+: "${MAJOR_RULE:?MAJOR_RULE is not set}"
+: "${TERMINATION_LOG:?TERMINATION_LOG is not set}"
 
 WANT=$TARGET_MAJOR
 major=${PG_MAJOR:-}
@@ -38,7 +43,11 @@ major=${major%%.*}
 if [ -z "$major" ]; then
   unsupported "database image $IMAGE tells no PostgreSQL version (no PG_MAJOR, no postgres binary): it is not a server-postgresql image. Use server-postgresql of the same release as the server (--db-image/--pgsql-tag)"
 fi
-if [ "$major" != "$WANT" ]; then
+if [ "$MAJOR_RULE" = at-least ]; then
+  if ! [[ $major =~ ^[0-9]+$ ]] || [ "$major" -lt "$WANT" ]; then
+    unsupported "database image $IMAGE runs PostgreSQL $major; a new server needs PostgreSQL $WANT or newer (server-postgresql 5.2.3 or later). Use such an image (--db-image/--pgsql-tag)"
+  fi
+elif [ "$major" != "$WANT" ]; then
   unsupported "database image $IMAGE runs PostgreSQL $major; the migration targets PostgreSQL $WANT (server-postgresql 5.2.3 or later). Use such an image (--db-image/--pgsql-tag)"
 fi
 missing=()
@@ -49,4 +58,5 @@ done <<<"$DATABASE_MARKERS"
 if [ "${#missing[@]}" -gt 0 ]; then
   unsupported "database image $IMAGE runs PostgreSQL $major but lacks ${missing[*]}: it does not prepare migrated data at start (server-postgresql before 5.2.3). Use server-postgresql 5.2.3 or later (--db-image/--pgsql-tag)"
 fi
+echo "pg_major=$major" | tee "$ROOT$TERMINATION_LOG"
 echo "SUPPORTED: database image $IMAGE runs PostgreSQL $major with its start-up hooks"

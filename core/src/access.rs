@@ -11,7 +11,10 @@
 //! (`effects::job`); for a Deployment it waits on or scales, a GET, the Deployment and its
 //! pods watched, and the failing container's log (`effects::deployment`); for a custom
 //! resource it waits on, a watch of its kind (`effects::custom`); for an object it deletes,
-//! the DELETE and a watch of it by name until it is gone (`effects::delete`). The cluster-wide lists of
+//! the DELETE and a watch of it by name until it is gone (`effects::delete`); a LIST of each kind
+//! an observation reads every object of (an upgrade's ResourceQuotas and LimitRanges, which the
+//! `view` role grants: a run that cannot read them cannot tell whether its claim will be
+//! admitted, so it asks rather than guesses). The cluster-wide lists of
 //! StorageClasses and IngressClasses are not needed: a refusal there reads as "none".
 //!
 //! Kubernetes authorizes each request by its verb and resource attributes
@@ -44,6 +47,8 @@ pub fn group_resource(kind: Kind) -> (&'static str, &'static str) {
         Kind::Deployment => ("apps", "deployments"),
         Kind::Service => ("", "services"),
         Kind::Ingress => ("networking.k8s.io", "ingresses"),
+        Kind::ResourceQuota => ("", "resourcequotas"),
+        Kind::LimitRange => ("", "limitranges"),
         Kind::Custom(c) => (
             c.api_version().split('/').next().unwrap_or_default(),
             c.plural(),
@@ -209,6 +214,11 @@ pub(crate) fn observation_reads(
             )
         })
         .collect();
+    // Every object of these kinds, by a LIST (`effects::observe`).
+    for kind in &observation.every {
+        let (group, resource) = group_resource(*kind);
+        out.push(Access::new("list", group, resource, Some(ns)));
+    }
     out.push(Access::new("list", "batch", "jobs", Some(ns)));
     // The record of the server's specification, read by name before the parameters are made
     // (`effects::record`), whether or not the observation lists ConfigMaps.

@@ -15,7 +15,7 @@
 //!   [`record`]; the dry run's ssh to the source [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
 //!   Deployments it watches: [`verdict`]; whether the claims can be provisioned: StorageClasses
-//!   [`storage`]; the server's settings whichever command they come from: [`settings`]; every fact decided once from these, the preflight results included:
+//!   [`storage`], and admitted: ResourceQuotas and LimitRanges [`quota`]; the server's settings whichever command they come from: [`settings`]; every fact decided once from these, the preflight results included:
 //!   [`resolve`];
 //! - job scripts: [`scripts`], and the data-sync Job's status lines [`sync_progress`]; one builder per Kubernetes object: [`builders`]; the data plane
 //!   and the data sync's order, for the dry run: [`dataplane`];
@@ -47,6 +47,7 @@ pub mod pod_security;
 pub mod ports;
 pub mod preview;
 pub mod probe;
+pub mod quota;
 pub mod rbac;
 pub mod record;
 pub mod release;

@@ -3,7 +3,8 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount,
+    ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, ResourceQuota, Secret, Service,
+    ServiceAccount,
 };
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -24,6 +25,10 @@ pub enum Kind {
     Deployment,
     Service,
     Ingress,
+    /// Read only, every one of the namespace ([`crate::observed::Observation::every`]): what
+    /// admission lets a new claim take ([`crate::quota`]).
+    ResourceQuota,
+    LimitRange,
     /// A custom resource of a known CRD.
     Custom(CustomKind),
 }
@@ -119,7 +124,7 @@ impl Serialize for CustomObject {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 19] = [
         Kind::Namespace,
         Kind::Secret,
         Kind::ConfigMap,
@@ -131,6 +136,8 @@ impl Kind {
         Kind::Deployment,
         Kind::Service,
         Kind::Ingress,
+        Kind::ResourceQuota,
+        Kind::LimitRange,
         Kind::Custom(CustomKind::Issuer),
         Kind::Custom(CustomKind::Certificate),
         Kind::Custom(CustomKind::Middleware),
@@ -153,6 +160,8 @@ impl Kind {
             Kind::Deployment => "Deployment",
             Kind::Service => "Service",
             Kind::Ingress => "Ingress",
+            Kind::ResourceQuota => "ResourceQuota",
+            Kind::LimitRange => "LimitRange",
             Kind::Custom(c) => c.kind(),
         }
     }
@@ -171,6 +180,8 @@ impl Kind {
             Kind::Deployment => "deployment",
             Kind::Service => "service",
             Kind::Ingress => "ingress",
+            Kind::ResourceQuota => "resourcequota",
+            Kind::LimitRange => "limitrange",
             Kind::Custom(CustomKind::Issuer) => "issuer",
             Kind::Custom(CustomKind::Certificate) => "certificate",
             Kind::Custom(CustomKind::Middleware) => "middlewares.traefik.io",
@@ -225,6 +236,8 @@ pub enum Object {
     Deployment(Deployment),
     Service(Service),
     Ingress(Ingress),
+    ResourceQuota(ResourceQuota),
+    LimitRange(LimitRange),
     Custom(CustomObject),
 }
 
@@ -242,6 +255,8 @@ impl Object {
             Object::Deployment(_) => Kind::Deployment,
             Object::Service(_) => Kind::Service,
             Object::Ingress(_) => Kind::Ingress,
+            Object::ResourceQuota(_) => Kind::ResourceQuota,
+            Object::LimitRange(_) => Kind::LimitRange,
             Object::Custom(o) => Kind::Custom(o.kind),
         }
     }
@@ -259,6 +274,8 @@ impl Object {
             Object::Deployment(o) => &o.metadata,
             Object::Service(o) => &o.metadata,
             Object::Ingress(o) => &o.metadata,
+            Object::ResourceQuota(o) => &o.metadata,
+            Object::LimitRange(o) => &o.metadata,
             Object::Custom(o) => &o.metadata,
         }
     }

@@ -31,6 +31,9 @@ pub struct Observation {
     /// API group versions whose resources to discover (`cert-manager.io/v1`): which CRDs the
     /// cluster serves.
     pub api_groups: Vec<String>,
+    /// Kinds of which every object of the namespace is read, whatever its name: the user's
+    /// ResourceQuotas and LimitRanges, which decide whether a new claim is admitted.
+    pub every: Vec<Kind>,
 }
 
 impl Observation {
@@ -139,8 +142,13 @@ pub fn upgrade_observation(params: &crate::params::UpgradeParams) -> Observation
             observation.named.push(target);
         }
     }
+    observation.every = UPGRADE_EVERY.to_vec();
     observation
 }
+
+/// The kinds an upgrade reads every object of: what admits the backup's or the new major's
+/// claim (`crate::quota`).
+pub const UPGRADE_EVERY: [Kind; 2] = [Kind::ResourceQuota, Kind::LimitRange];
 
 /// What an upgrade writes besides the server's objects: its record, and the database volumes
 /// (the backup of each, and one per PostgreSQL major it may upgrade to).
@@ -305,6 +313,7 @@ fn objects_observation(
             CustomKind::Middleware.api_version().to_owned(),
             CustomKind::HelmChartConfig.api_version().to_owned(),
         ],
+        every: Vec::new(),
     }
 }
 

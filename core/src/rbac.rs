@@ -305,6 +305,7 @@ fn scope(kind: Kind, namespace: &str) -> Option<String> {
 fn reads(namespace: &str) -> Vec<Access> {
     let mut observation = crate::observed::every_object(namespace);
     observation.named.extend(crate::observed::upgrade_objects());
+    observation.every.extend(crate::observed::UPGRADE_EVERY);
     let mut out = access::observation_reads(&observation, |_| true);
     let read: BTreeSet<(String, String, Option<String>)> = out
         .iter()

@@ -69,6 +69,7 @@ pub fn jobs_observation(namespace: &str) -> Observation {
         named: Vec::new(),
         job_selector: labels::MANAGED_SELECTOR.to_owned(),
         api_groups: Vec::new(),
+        every: Vec::new(),
     }
 }
 

@@ -12,7 +12,8 @@ use uyuni_core::inspect::{CaCopy, Inspection};
 use uyuni_core::scripts::JobScript;
 use uyuni_core::scripts::database::SETUP_MARKER;
 use uyuni_core::scripts::image_check::{
-    FIRST_SERVER_IMAGE, SALT_CA_FILE, render_database, render_database_upgrade, render_server,
+    FIRST_SERVER_IMAGE, SALT_CA_FILE, render_database, render_database_for_install,
+    render_database_upgrade, render_server,
 };
 use uyuni_core::scripts::image_inspect::TERMINATION_LOG;
 
@@ -255,7 +256,7 @@ fn a_server_image_whose_start_scripts_leave_the_salt_file_root_alone_is_reported
 }
 
 #[test]
-fn only_the_server_check_job_reports_and_its_report_is_copied_onto_it() {
+fn the_server_and_database_check_jobs_report_and_their_reports_are_copied_onto_them() {
     let params = common::params();
     let jobs = uyuni_core::builders::image_check::jobs(&params);
     let produces: Vec<Option<String>> = jobs
@@ -272,7 +273,7 @@ fn only_the_server_check_job_reports_and_its_report_is_copied_onto_it() {
         produces,
         [
             Some(uyuni_core::catalogue::products::INSPECTION.to_owned()),
-            None,
+            Some(uyuni_core::catalogue::products::INSPECTION.to_owned()),
             None
         ]
     );
@@ -291,7 +292,36 @@ fn database_image() -> Image {
     let image = Image::new();
     image.file("/uyuni-entrypoint.sh", "");
     image.dir("/docker-entrypoint-upgdb.d");
+    image.dir("/dev");
     image
+}
+
+/// A new server takes the major its database image reports, 18 or newer; a migration, whose
+/// PostgreSQL upgrade goes to 18, only 18. Either reports the major as an inspection does.
+#[test]
+fn a_newer_postgresql_is_supported_for_a_new_server_and_refused_for_a_migration() {
+    let image = database_image();
+    let out = image.run(&render_database_for_install(DB, &image.root()), Some("19"));
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(image.report().0.pg_major, Some(19), "{text}");
+
+    let out = image.run(&render_database(DB, &image.root()), Some("19"));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the migration targets PostgreSQL 18"),
+        "{text}"
+    );
+
+    let out = image.run(&render_database_for_install(DB, &image.root()), Some("16"));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("PostgreSQL 18 or newer"), "{text}");
+
+    let out = image.run(&render_database(DB, &image.root()), Some("18"));
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(image.report().0.pg_major, Some(18));
 }
 
 #[test]

@@ -50,6 +50,9 @@ const LAYERS: &[&str] = &[
     "builders",
     // What the data plane holds and what the data sync will do, for the dry run.
     "dataplane",
+    // Whether a new claim is admitted (ResourceQuotas, LimitRanges): an upgrade's check
+    // before any write.
+    "quota",
     // The Pod Security check before any write (it builds the pods), then the planner and its
     // phases.
     "pod_security",

@@ -741,3 +741,158 @@ fn jobs_that_never_call_the_api_get_no_token() {
         .expect("planned");
     assert_eq!(step.action, Action::None, "{}", step.reason);
 }
+
+/// A quota in the namespace: `requests.storage` of `hard`, `used` of it taken.
+fn storage_quota(hard: &str, used: &str) -> Object {
+    Object::ResourceQuota(
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "storage", "namespace": "uyuni"},
+            "spec": {"hard": {"requests.storage": hard}},
+            "status": {"hard": {"requests.storage": hard}, "used": {"requests.storage": used}},
+        }))
+        .expect("a ResourceQuota"),
+    )
+}
+
+/// Runs until the plan is refused; returns the steps carried out before and the refusal.
+fn run_to_refusal(
+    params: &UpgradeParams,
+    start: &Observed,
+    pg_major: &dyn Fn(&str) -> u32,
+) -> (Vec<String>, PlanError) {
+    let mut observed = start.clone();
+    let mut executed = Vec::new();
+    for _ in 0..50 {
+        let step = match params.plan(&observed) {
+            Err(err) => return (executed, err),
+            Ok(plan) => plan.next_step().cloned().expect("refused before the end"),
+        };
+        observed = carried_out(&observed, &params.namespace, &step, pg_major);
+        executed.push(step.id);
+    }
+    panic!("no refusal in 50 steps");
+}
+
+#[test]
+fn too_little_room_for_the_new_volume_is_refused_before_any_write_of_the_servers() {
+    let mut start = installed();
+    let size = match start.get(Kind::PersistentVolumeClaim, "var-pgsql18") {
+        Some(object) => object.to_json()["spec"]["resources"]["requests"]["storage"].clone(),
+        None => panic!("no database claim"),
+    };
+    assert_eq!(size, "50Gi", "the fixture's database volume");
+    // 60Gi with the database's 50Gi used: 10Gi left for a 50Gi backup.
+    start.insert(storage_quota("60Gi", "50Gi"));
+    let params = upgrade_to(TO);
+    let (done, err) = run_to_refusal(&params, &start, &same_major);
+    assert!(
+        done.iter().all(|id| id.starts_with("inspect-")),
+        "written before the refusal: {done:?}"
+    );
+    assert_eq!(done.len(), 4, "{done:?}");
+    let text = err.to_string();
+    assert!(matches!(err, PlanError::UpgradeRefused { .. }), "{err:?}");
+    for part in [
+        "ResourceQuota storage",
+        "10.0 GiB",
+        "var-pgsql18-backup needs 50Gi",
+        "describe resourcequota storage",
+        "--no-backup",
+        "upgrade --rollback",
+        "Nothing of the server was changed",
+    ] {
+        assert!(text.contains(part), "{part:?} missing: {text}");
+    }
+    // The dry run meets it too.
+    let preview = preview(&params, &start);
+    assert!(preview.is_err(), "the preview went on");
+
+    // Without a backup there is no new volume: the upgrade goes on.
+    let no_backup = UpgradeParams {
+        backup: false,
+        ..params.clone()
+    };
+    run(&no_backup, &start, &same_major).expect("upgrades without a backup");
+
+    // A new major needs its volume whatever --no-backup says; with room, it goes on.
+    let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };
+    let (_, err) = run_to_refusal(&no_backup, &start, &major);
+    let text = err.to_string();
+    assert!(
+        text.contains("var-pgsql19 needs 50Gi") && !text.contains("--no-backup"),
+        "{text}"
+    );
+    start.insert(storage_quota("100Gi", "50Gi"));
+    let (_, end) = run(&params, &start, &major).expect("upgrades with room");
+    assert_eq!(claim_of(&end).as_deref(), Some("var-pgsql19"));
+}
+
+fn lifecycle(
+    action: uyuni_core::plan::lifecycle::Lifecycle,
+) -> uyuni_core::plan::lifecycle::LifecycleParams {
+    uyuni_core::plan::lifecycle::LifecycleParams {
+        server: (*upgrade_to(FROM)).clone(),
+        action,
+    }
+}
+
+#[test]
+fn a_server_stop_stopped_is_refused_before_any_write_until_it_is_started() {
+    use uyuni_core::plan::lifecycle::Lifecycle;
+    let running = installed();
+    let stopped = preview(&lifecycle(Lifecycle::Stop), &running)
+        .expect("stops")
+        .end;
+    let params = upgrade_to(TO);
+    let err = params.plan(&stopped).expect_err("refused");
+    let text = err.to_string();
+    assert!(matches!(err, PlanError::ServerStopped { .. }), "{err:?}");
+    assert!(
+        text.contains("is stopped")
+            && text.contains("uyuni -n uyuni start")
+            && text.contains("Nothing was written"),
+        "{text}"
+    );
+    // Started again: the upgrade records the counts the server runs with, never zeros.
+    let started = preview(&lifecycle(Lifecycle::Start), &stopped)
+        .expect("starts")
+        .end;
+    let (_, end) = run(&params, &started, &same_major).expect("upgrades");
+    let record = UpgradeRecord::read(&end).expect("recorded");
+    assert!(
+        !record.replicas.is_empty() && record.replicas.values().all(|n| *n > 0),
+        "{:?}",
+        record.replicas
+    );
+    // An upgrade's own outage is no stop: a run interrupted there goes on.
+    let mut observed = started.clone();
+    let mut scaled_down = false;
+    for _ in 0..200 {
+        let plan = params.plan(&observed).expect("goes on");
+        let Some(step) = plan.next_step().cloned() else {
+            break;
+        };
+        scaled_down |= step.id == "scale-db";
+        observed = carried_out(&observed, &params.namespace, &step, &same_major);
+        if scaled_down {
+            params
+                .plan(&observed)
+                .expect("an upgrade's outage is not refused");
+        }
+    }
+    assert!(scaled_down);
+}
+
+#[test]
+fn the_database_step_names_the_postgresql_major_the_image_reported() {
+    let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };
+    let (steps, _) = run(&upgrade_to(TO), &installed(), &major).expect("upgrades");
+    let db = steps
+        .iter()
+        .find(|s| s.id == "db-deployment")
+        .expect("db planned");
+    assert_eq!(
+        db.description,
+        "the PostgreSQL 19 database on volume var-pgsql19"
+    );
+}

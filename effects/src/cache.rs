@@ -22,7 +22,8 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
+    ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service,
+    ServiceAccount,
 };
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -480,6 +481,8 @@ pub(crate) fn api_resource(kind: Kind) -> ApiResource {
         Kind::Deployment => ApiResource::erase::<Deployment>(&()),
         Kind::Service => ApiResource::erase::<Service>(&()),
         Kind::Ingress => ApiResource::erase::<Ingress>(&()),
+        Kind::ResourceQuota => ApiResource::erase::<ResourceQuota>(&()),
+        Kind::LimitRange => ApiResource::erase::<LimitRange>(&()),
         Kind::Custom(custom) => crate::custom::resource(custom),
     }
 }
@@ -511,6 +514,8 @@ fn to_object(kind: Kind, object: DynamicObject) -> Option<Object> {
         Kind::Deployment => typed(&object, Object::Deployment),
         Kind::Service => typed(&object, Object::Service),
         Kind::Ingress => typed(&object, Object::Ingress),
+        Kind::ResourceQuota => typed(&object, Object::ResourceQuota),
+        Kind::LimitRange => typed(&object, Object::LimitRange),
         Kind::Custom(custom) => Some(Object::Custom(crate::custom::to_custom(custom, object))),
     }
 }

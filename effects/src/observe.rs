@@ -7,7 +7,8 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Secret, Service, ServiceAccount,
+    ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, ResourceQuota, Secret, Service,
+    ServiceAccount,
 };
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -432,6 +433,12 @@ impl Observer {
             })
             .map(|t| self.scope_of(t.kind))
             .collect();
+        out.extend(
+            self.observation
+                .every
+                .iter()
+                .map(|kind| self.scope_of(*kind)),
+        );
         out.push(self.jobs_scope());
         out.sort();
         out.dedup();
@@ -463,6 +470,17 @@ impl Observer {
                 observed.insert(object);
             }
         }
+        for kind in &self.observation.every {
+            let scope = self.scope_of(*kind);
+            let objects = if cache.failed(&scope) {
+                list(&self.client, ns, *kind, progress).await?
+            } else {
+                cache.all(&scope)
+            };
+            for object in objects {
+                observed.insert(object);
+            }
+        }
         let jobs = self.jobs_scope();
         if cache.failed(&jobs) {
             for job in list_jobs(&self.client, ns, &self.observation.job_selector, progress).await?
@@ -478,7 +496,8 @@ impl Observer {
     }
 
     /// Every object the observation names read now: a LIST per kind with two names or more,
-    /// a GET for each other object, and the Jobs by selector.
+    /// a GET for each other object, a LIST of each kind it reads every object of, and the Jobs
+    /// by selector.
     async fn read_directly(
         &self,
         cluster: &ClusterFacts,
@@ -519,6 +538,12 @@ impl Observer {
             }
             tracing::debug!(%target, namespace = ns, "get");
             if let Some(object) = get(client, ns, target, progress).await? {
+                observed.insert(object);
+            }
+        }
+        for kind in &observation.every {
+            tracing::debug!(?kind, namespace = ns, "list every");
+            for object in list(client, ns, *kind, progress).await? {
                 observed.insert(object);
             }
         }
@@ -572,6 +597,8 @@ async fn list(
         Kind::Deployment => list_as(client, ns, kind, progress, Object::Deployment).await?,
         Kind::Service => list_as(client, ns, kind, progress, Object::Service).await?,
         Kind::Ingress => list_as(client, ns, kind, progress, Object::Ingress).await?,
+        Kind::ResourceQuota => list_as(client, ns, kind, progress, Object::ResourceQuota).await?,
+        Kind::LimitRange => list_as(client, ns, kind, progress, Object::LimitRange).await?,
         Kind::Custom(custom) => crate::custom::list(client, ns, custom, progress)
             .await?
             .into_iter()
@@ -738,6 +765,12 @@ async fn get(
         Kind::Ingress => get_namespaced::<Ingress>(client, ns, name, target, progress)
             .await?
             .map(Object::Ingress),
+        Kind::ResourceQuota => get_namespaced::<ResourceQuota>(client, ns, name, target, progress)
+            .await?
+            .map(Object::ResourceQuota),
+        Kind::LimitRange => get_namespaced::<LimitRange>(client, ns, name, target, progress)
+            .await?
+            .map(Object::LimitRange),
         Kind::Custom(kind) => crate::custom::get(client, ns, kind, name, progress)
             .await?
             .map(Object::Custom),

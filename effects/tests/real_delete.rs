@@ -70,6 +70,7 @@ fn observation() -> Observation {
         ],
         job_selector: uyuni_core::labels::MANAGED_SELECTOR.to_owned(),
         api_groups: Vec::new(),
+        every: Vec::new(),
     }
 }
 

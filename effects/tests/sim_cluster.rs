@@ -22,6 +22,7 @@ fn observation(named: Vec<ObjectRef>) -> Observation {
         named,
         job_selector: uyuni_core::labels::MANAGED_SELECTOR.to_owned(),
         api_groups: vec!["cert-manager.io/v1".to_owned()],
+        every: Vec::new(),
     }
 }
 

@@ -80,6 +80,7 @@ impl Command for OneConfigMap {
             ],
             job_selector: uyuni_core::labels::MANAGED_SELECTOR.to_owned(),
             api_groups: Vec::new(),
+            every: Vec::new(),
         }
     }
 

@@ -18,15 +18,25 @@ pub use crate::catalogue::steps::{
 
 /// The check Jobs of a migration, in the order they run.
 pub fn jobs(params: &ServerParams) -> Vec<Job> {
-    checks(params, 3, "the migration")
+    checks(params, 3, "the migration", scripts::render_database)
 }
 
 /// The check Jobs of a fresh server: the server and database images (no PostgreSQL upgrade).
 pub fn install_jobs(params: &ServerParams) -> Vec<Job> {
-    checks(params, 2, "a new server")
+    checks(
+        params,
+        2,
+        "a new server",
+        scripts::render_database_for_install,
+    )
 }
 
-fn checks(params: &ServerParams, count: usize, purpose: &str) -> Vec<Job> {
+fn checks(
+    params: &ServerParams,
+    count: usize,
+    purpose: &str,
+    database: fn(&str, &str) -> crate::scripts::JobScript,
+) -> Vec<Job> {
     let images = &params.spec.image;
     [
         (
@@ -39,7 +49,7 @@ fn checks(params: &ServerParams, count: usize, purpose: &str) -> Vec<Job> {
             DATABASE_STEP,
             "database",
             images.database.as_str(),
-            scripts::render_database(&images.database, ""),
+            database(&images.database, ""),
         ),
         (
             DATABASE_UPGRADE_STEP,
@@ -51,9 +61,11 @@ fn checks(params: &ServerParams, count: usize, purpose: &str) -> Vec<Job> {
     .into_iter()
     .take(count)
     .map(|(step, role, image, script)| {
-        // The server check also reports which kind of image it is (`ca_copy`), in its
-        // termination message, which the run copies onto the Job.
-        let produces = (step == SERVER_STEP).then_some(products::INSPECTION);
+        // The server check also reports which kind of image it is (`ca_copy`), the database
+        // check its PostgreSQL major (`pg_major`), in the termination message, which the run
+        // copies onto the Job.
+        let produces =
+            (step == SERVER_STEP || step == DATABASE_STEP).then_some(products::INSPECTION);
         script_job(
             params,
             &ScriptJob {

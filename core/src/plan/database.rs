@@ -273,6 +273,42 @@ fn settled(step: Step, owner: &str, sync_job: &str) -> Step {
     }
 }
 
+/// The PostgreSQL major of the database image `params` asks for, as a check or an inspection
+/// of that image reported it (the newest first); `None` before either ran. A migration's is
+/// [`pg::TARGET_MAJOR`]: its check takes no other.
+pub fn reported_major(params: &ServerParams, observed: &Observed) -> Option<u32> {
+    let image = params.spec.image.database.as_str();
+    let steps = [
+        crate::catalogue::steps::IMAGE_CHECK_DB,
+        crate::builders::image_inspect::Role::Database.step(),
+        crate::builders::image_inspect::Role::RunningDatabase.step(),
+    ];
+    steps
+        .iter()
+        .flat_map(|step| observed.attempts(step).all())
+        .filter(|job| {
+            job.spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+                .and_then(|p| p.containers.first())
+                .and_then(|c| c.image.as_deref())
+                == Some(image)
+        })
+        .filter_map(|job| {
+            let text = job
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(crate::labels::INSPECTION_ANNOTATION)?;
+            Some((
+                job.metadata.creation_timestamp.clone(),
+                crate::inspect::Inspection::parse(text).pg_major?,
+            ))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, major)| major)
+}
+
 /// The database as every command ends with it: the command's credentials and Jobs before the
 /// start (migrate: the password re-hash), the Services, the `db` Deployment on `claim`, the
 /// wait, and the command's Jobs once it is ready (migrate: the SQL).
@@ -300,12 +336,16 @@ pub(super) fn service_steps(
             observed,
         ));
     }
+    // A migration's check takes PostgreSQL TARGET_MAJOR only; a new server's image tells.
+    let migrated = matches!(settings.origin, crate::settings::Origin::DataSync(_));
+    let major = reported_major(params, observed).or(migrated.then_some(pg::TARGET_MAJOR));
+    let what = match major {
+        Some(major) => format!("the PostgreSQL {major} database"),
+        None => "the database".to_owned(),
+    };
     steps.push(apply_step(
         "db-deployment",
-        format!(
-            "the PostgreSQL {} database on volume {claim}",
-            pg::TARGET_MAJOR
-        ),
+        format!("{what} on volume {claim}"),
         Object::Deployment(database::db_deployment(params, settings, claim)),
         observed,
     ));

@@ -46,6 +46,15 @@ pub enum PlanError {
         cm = names::UPGRADE_CONFIG_MAP
     )]
     UpgradeUnfinished { namespace: String, to: String },
+    /// `upgrade` of a server that `stop` stopped. `start`: the command that starts it.
+    #[error(
+        "the server in namespace {namespace} is stopped (Deployment {deployment} has 0 replicas, as `kubectl uyuni stop` leaves it): an upgrade proves itself by the new server becoming ready, and records the replica counts to come back to. Start it with `{start}`, then run the upgrade again. Nothing was written"
+    )]
+    ServerStopped {
+        namespace: String,
+        deployment: String,
+        start: String,
+    },
     #[error("Secret {secret} was not found in namespace {namespace} and no SSH key was given: pass --ssh-key-private and --ssh-key-public (a key pair without passphrase that can log in to the source), or create the Secret with keys `key` and `key.pub`", secret = names::SSH_KEY_SECRET)]
     SshKeyMissing { namespace: String },
     #[error("ConfigMap {cm} was not found in namespace {namespace} and no known_hosts file was given: pass --ssh-knownhosts (and optionally --ssh-config), or create the ConfigMap with keys `known_hosts` and `config`", cm = names::SSH_CONFIG_MAP)]

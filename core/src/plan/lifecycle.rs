@@ -275,6 +275,7 @@ pub fn observation(params: &LifecycleParams) -> crate::observed::Observation {
         named,
         job_selector: crate::labels::MANAGED_SELECTOR.to_owned(),
         api_groups: Vec::new(),
+        every: Vec::new(),
     }
 }
 

@@ -272,6 +272,8 @@ impl Propagation {
             | Kind::RoleBinding
             | Kind::Service
             | Kind::Ingress
+            | Kind::ResourceQuota
+            | Kind::LimitRange
             | Kind::Custom(_) => Propagation::Background,
         }
     }

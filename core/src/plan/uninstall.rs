@@ -72,7 +72,8 @@ fn rank(target: &ObjectRef) -> Option<(u8, usize)> {
         Kind::Secret if !holds_data(target) => rank(12),
         Kind::PersistentVolumeClaim | Kind::Secret => rank(13),
         Kind::Custom(CustomKind::HelmChartConfig) => rank(14),
-        Kind::Namespace => None,
+        // The user's, only read: never deleted.
+        Kind::Namespace | Kind::ResourceQuota | Kind::LimitRange => None,
     }
 }
 

@@ -413,6 +413,62 @@ fn claim_like(observed: &Observed, namespace: &str, name: &str, like: &str) -> V
     }
 }
 
+/// Refuses an upgrade whose new claim (the new major's volume, or the backup's) the namespace
+/// would not admit, or the cluster not provision: it would fail after the server stopped.
+fn check_room(
+    params: &UpgradeParams,
+    observed: &Observed,
+    major: bool,
+    db_claim_from: &str,
+    db_claim_to: &str,
+    backup_claim: &str,
+) -> Result<(), PlanError> {
+    let ns = &params.namespace;
+    let name = if major { db_claim_to } else { backup_claim };
+    if name.is_empty() || observed.contains(Kind::PersistentVolumeClaim, name) {
+        return Ok(());
+    }
+    let claim = claim_like(observed, ns, name, db_claim_from);
+    let new = crate::quota::NewClaim {
+        name: claim.name,
+        size: claim.size,
+        class: claim.storage_class,
+    };
+    let Err(refusal) = crate::quota::check(observed, std::slice::from_ref(&new)) else {
+        return Ok(());
+    };
+    let fix = match (&*refusal, refusal.object()) {
+        (crate::quota::Refusal::NoClass { .. }, _) => format!(
+            "create the StorageClass again, or make one the default (`{}`)",
+            params.kubectl.cmd(None, "get storageclass")
+        ),
+        (crate::quota::Refusal::QuotaUnknown { .. }, _) => {
+            "run the upgrade again in a moment".to_owned()
+        }
+        (_, Some((resource, object))) => format!(
+            "raise it or free room in the namespace (`{}`), then run the upgrade again",
+            params
+                .kubectl
+                .cmd(Some(ns), &format!("describe {resource} {object}"))
+        ),
+        (_, None) => "free room in the namespace, then run the upgrade again".to_owned(),
+    };
+    let way = if major {
+        format!(
+            "; the database upgraded to the new PostgreSQL major needs volume {name}, the size of {db_claim_from}"
+        )
+    } else {
+        format!(
+            "; or pass --no-backup, which takes no copy of the database and so gives up `{}`",
+            params.kubectl.uyuni(Some(ns), "upgrade --rollback")
+        )
+    };
+    Err(PlanError::UpgradeRefused {
+        namespace: ns.clone(),
+        reason: format!("{refusal}: {fix}{way}"),
+    })
+}
+
 /// A claim step that keeps what exists (a claim is never recreated).
 fn claim_step(
     observed: &Observed,
@@ -548,6 +604,26 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
                 .unwrap_or_default(),
         });
     }
+    // A server `stop` stopped is started by the user, not by an upgrade: the upgrade would
+    // otherwise record zeros as the counts to come back to, and could not tell whether the new
+    // server starts. An upgrade's own outage (one that has not reached its images) is not a
+    // stop.
+    let underway = continuing.is_some_and(|r| !r.reached(observed));
+    if !underway
+        && let Some(stopped) = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+            .into_iter()
+            .find(|name| {
+                observed
+                    .deployment(name)
+                    .is_some_and(|d| desired_replicas(d) == 0)
+            })
+    {
+        return Err(PlanError::ServerStopped {
+            namespace: ns.clone(),
+            deployment: stopped.to_owned(),
+            start: params.kubectl.uyuni(Some(ns), "start"),
+        });
+    }
     let from: BTreeMap<String, String> = match continuing {
         Some(r) => r.from.clone(),
         None => DEPLOYMENTS
@@ -647,6 +723,20 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     } else {
         format!("{db_claim_from}{BACKUP_SUFFIX}")
     };
+
+    // Before the first write of the server's: the namespace admits the claim the data step
+    // creates (its class, its LimitRanges, its ResourceQuotas). Once the upgrade has begun, a
+    // refusal is the API server's, at the claim's step.
+    if continuing.is_none() {
+        check_room(
+            params,
+            observed,
+            major,
+            &db_claim_from,
+            &db_claim_to,
+            &backup_claim,
+        )?;
+    }
 
     // The record first, while ConfigMap uyuni-server-spec still holds the flags before the
     // upgrade; then the new flags.

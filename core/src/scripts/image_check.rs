@@ -9,7 +9,8 @@
 //!   startup probe runs, exists (server-image 5.2.9 and later, see [`FIRST_SERVER_IMAGE`]).
 //!   A supported server image is also reported ([`crate::inspect::Inspection::ca_copy`]):
 //!   whether one of its start scripts copies the CA into the Salt file root ([`SALT_CA_FILE`]);
-//! - database: `PG_MAJOR` (or `postgres --version`) is [`pg::TARGET_MAJOR`], and the image has
+//! - database: `PG_MAJOR` (or `postgres --version`) is [`pg::TARGET_MAJOR`] (for a new server:
+//!   that or newer), reported as `pg_major` like an inspection, and the image has
 //!   its own start-up and upgrade hooks, `/uyuni-entrypoint.sh` and `/docker-entrypoint-upgdb.d`
 //!   (server-postgresql 5.2.3 and later);
 //! - database upgrade: `pg_upgrade` of the target major and the binaries of at least one
@@ -83,14 +84,31 @@ pub fn render_server(image: &str, local_root: &str) -> JobScript {
     )
 }
 
-/// The check of the database image.
+/// The check of a migration's database image: PostgreSQL [`pg::TARGET_MAJOR`] exactly, the
+/// major its PostgreSQL upgrade (`db-upgrade.sh`, `image-check-db-upgrade.sh`) and its password
+/// step (`db-passwords.sh`) go to.
 pub fn render_database(image: &str, local_root: &str) -> JobScript {
+    database_check(image, local_root, "exactly")
+}
+
+/// The check of a new server's database image: PostgreSQL [`pg::TARGET_MAJOR`] or newer, as
+/// the image reports it (nothing of a new server upgrades data between majors).
+pub fn render_database_for_install(image: &str, local_root: &str) -> JobScript {
+    database_check(image, local_root, "at-least")
+}
+
+fn database_check(image: &str, local_root: &str, rule: &str) -> JobScript {
     JobScript::new(
         DATABASE_SCRIPT,
         vec![
             ("IMAGE", image.to_owned()),
             ("TARGET_MAJOR", pg::TARGET_MAJOR.to_string()),
+            ("MAJOR_RULE", rule.to_owned()),
             ("DATABASE_MARKERS", DATABASE_MARKERS.join("\n")),
+            (
+                "TERMINATION_LOG",
+                super::image_inspect::TERMINATION_LOG.to_owned(),
+            ),
         ],
         local_root,
     )

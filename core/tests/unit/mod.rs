@@ -22,6 +22,7 @@ mod plan_steps;
 mod pod_security;
 mod ports;
 mod probe;
+mod quota;
 mod record;
 mod render;
 mod resolve;

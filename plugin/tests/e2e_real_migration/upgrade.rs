@@ -18,6 +18,7 @@ const NS_UPGRADE_MAJOR: &str = "uyuni-upgrade-major";
 const NS_UPGRADE_MIGRATED: &str = "uyuni-upgrade-migrated";
 const NS_UPGRADE_FAILING: &str = "uyuni-upgrade-failing";
 const NS_UPGRADE_LOCKED: &str = "uyuni-upgrade-locked";
+const NS_UPGRADE_QUOTA: &str = "uyuni-upgrade-quota";
 const FQDN: &str = "upgrade.example.com";
 const FROM: &str = "2025.10";
 const TO: &str = "2026.04";
@@ -394,4 +395,129 @@ fn another_command_during_an_upgrade_is_refused_naming_the_upgrade() {
         d["spec"]["replicas"], 1,
         "the refused stop changed the server"
     );
+}
+
+/// Applies ResourceQuota `storage` with `requests.storage` of `hard` bytes and waits until the
+/// quota controller has made it the status admission reads (`status.hard`, `status.used`);
+/// returns the bytes used.
+fn storage_quota(env: &RealEnv, hard: u128) -> u128 {
+    let quota = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "storage", "namespace": env.ns},
+        "spec": {"hard": {"requests.storage": hard.to_string()}},
+    });
+    let out = env
+        .cluster
+        .kubectl(&["apply", "-f", "-"], &quota.to_string())
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    let start = Instant::now();
+    loop {
+        let q = env.get(&["resourcequota", "storage", "-n", env.ns]);
+        let read = |field: &str| {
+            q["status"][field]["requests.storage"]
+                .as_str()
+                .and_then(uyuni_core::quota::value)
+        };
+        if let (Some(h), Some(used)) = (read("hard"), read("used"))
+            && h == hard
+        {
+            return used;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the quota controller did not compute {q:#}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Refused before any write: a server `stop` stopped (start it first), then a ResourceQuota
+/// with too little room for the backup's claim: the dry run and the run are refused after the
+/// inspection Jobs only, naming the quota, the room left, the size and `--no-backup`; with the
+/// quota raised the upgrade completes, the replica counts recorded the server's.
+#[test]
+fn an_upgrade_of_a_stopped_server_or_without_room_for_its_backup_is_refused_before_any_write() {
+    if !real_plane_or_skip("an upgrade refused by a ResourceQuota on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE_QUOTA);
+    install(&env);
+    let stop = env.uyuni(&["stop", "--yes"]);
+    assert!(stop.status.success(), "{}", both(&stop));
+    let stopped = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert_eq!(stopped.status.code(), Some(1), "{}", both(&stopped));
+    let (_, stderr) = text(&stopped);
+    assert!(
+        stderr.contains("is stopped") && stderr.contains(&format!("-n {NS_UPGRADE_QUOTA} start`")),
+        "{stderr}"
+    );
+    assert!(
+        jobs_of(&env, "inspect-server").is_empty(),
+        "the refused run wrote"
+    );
+    let start = env.uyuni(&["start", "--yes"]);
+    assert!(start.status.success(), "{}", both(&start));
+
+    let installed: Vec<Value> = env
+        .items(&["jobs", "-n", env.ns])
+        .iter()
+        .map(|j| j["metadata"]["name"].clone())
+        .collect();
+    let used = storage_quota(&env, 1 << 50);
+    // 10 GiB of room, and the backup takes the database volume's size (more).
+    storage_quota(&env, used + (10 << 30));
+
+    let expect_refusal = |out: &Output| {
+        assert_eq!(out.status.code(), Some(1), "{}", both(out));
+        let (_, stderr) = text(out);
+        for part in [
+            "ResourceQuota storage has room for 10.0 GiB",
+            "volume var-pgsql18-backup needs",
+            "describe resourcequota storage",
+            "--no-backup",
+            "Nothing of the server was changed",
+        ] {
+            assert!(stderr.contains(part), "{part:?} missing: {stderr}");
+        }
+    };
+    let dry = upgrade(&env, &["--tag", TO, "--dry-run"]);
+    expect_refusal(&dry);
+    let refused = upgrade(&env, &["--tag", TO, "--yes"]);
+    expect_refusal(&refused);
+    // Written: the inspection Jobs, nothing of the server's.
+    let steps: Vec<String> = env
+        .items(&["jobs", "-n", env.ns])
+        .iter()
+        .filter(|j| !installed.contains(&j["metadata"]["name"]))
+        .filter_map(|j| j["metadata"]["annotations"]["kubectl-uyuni.io/step"].as_str())
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        steps.iter().all(|s| s.starts_with("inspect-")),
+        "written besides the inspections: {steps:?}"
+    );
+    assert!(!claims(&env).contains(&"var-pgsql18-backup".to_owned()));
+    assert!(
+        !env.items(&["configmaps", "-n", env.ns])
+            .iter()
+            .any(|c| c["metadata"]["name"] == "uyuni-upgrade"),
+        "the refused run wrote its record"
+    );
+    for deployment in ["uyuni", "db"] {
+        assert!(image(&env, deployment).ends_with(FROM), "{deployment}");
+        let d = env.get(&["deployment", deployment, "-n", env.ns]);
+        assert_eq!(d["spec"]["replicas"], 1, "{deployment} was stopped");
+    }
+
+    storage_quota(&env, used + (1 << 40));
+    let out = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let record = env.get(&["configmap", "uyuni-upgrade", "-n", env.ns]);
+    assert_eq!(record["data"]["replicas.uyuni"], "1", "{record:#}");
+    for deployment in ["uyuni", "db"] {
+        assert!(image(&env, deployment).ends_with(TO), "{deployment}");
+    }
+    assert!(claims(&env).contains(&"var-pgsql18-backup".to_owned()));
 }
