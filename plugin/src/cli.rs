@@ -350,6 +350,7 @@ pub enum Command {
     ///
     /// Never fails because the cluster cannot be reached: the client version is printed and a
     /// note says why the server's is missing.
+    #[command(after_help = VERSION_EXAMPLES)]
     Version(VersionCmd),
     /// Print the least-privilege RBAC a command needs, as YAML for `kubectl apply -f -`.
     ///
@@ -366,9 +367,23 @@ pub enum Command {
     #[command(after_help = RBAC_EXAMPLES)]
     Rbac(RbacCmd),
     /// Print a shell completion script (bash, zsh or fish).
-    #[command(long_about = COMPLETION_HELP)]
+    #[command(long_about = COMPLETION_HELP, after_help = COMPLETION_EXAMPLES)]
     Completion(CompletionCmd),
 }
+
+const VERSION_EXAMPLES: &str = "Examples:
+  # The client's version, and the images the server in namespace uyuni runs
+  kubectl uyuni -n uyuni version
+
+  # The same as JSON, for a script
+  kubectl uyuni -n uyuni version -o json";
+
+const COMPLETION_EXAMPLES: &str = "Examples:
+  # Completion of `kubectl-uyuni` in the running bash
+  source <(kubectl-uyuni completion bash)
+
+  # For zsh, once
+  kubectl-uyuni completion zsh > \"${fpath[1]}/_kubectl-uyuni\"";
 
 const RBAC_EXAMPLES: &str = "Examples:
   # As a cluster administrator: what a migration needs, for ServiceAccount deployer of ops

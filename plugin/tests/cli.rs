@@ -196,6 +196,24 @@ fn logs_flags_are_checked_before_the_cluster_is_asked() {
 /// Every flag of every command, in `--help`, under a heading that says what it is about
 /// (source, server, database, TLS, networking, output, kubectl connection…): none is left
 /// among the bare "Options", but `--help` and `--version`.
+/// kubectl's style: every command's help ends with examples to copy.
+#[test]
+fn every_command_has_an_examples_section() {
+    use clap::CommandFactory;
+    let mut command = kubectl_uyuni::cli::Cli::command();
+    command.build();
+    let mut missing = Vec::new();
+    for sub in command.get_subcommands_mut() {
+        if sub.is_hide_set() || sub.get_name() == "help" {
+            continue;
+        }
+        if !sub.render_long_help().to_string().contains("\nExamples:\n") {
+            missing.push(sub.get_name().to_owned());
+        }
+    }
+    assert!(missing.is_empty(), "no Examples section: {missing:?}");
+}
+
 #[test]
 fn every_flag_of_every_command_has_a_heading() {
     use clap::CommandFactory;
