@@ -10,7 +10,7 @@ use uyuni_core::{Action, Observed, preview, simulate};
 
 use crate::common;
 
-fn params(action: Lifecycle) -> LifecycleParams {
+pub(crate) fn params(action: Lifecycle) -> LifecycleParams {
     LifecycleParams {
         server: ServerParams::from_args(
             common::NAMESPACE,
@@ -26,7 +26,7 @@ fn params(action: Lifecycle) -> LifecycleParams {
 }
 
 /// An installed server with two hub replicas and TFTP.
-fn installed() -> Observed {
+pub(crate) fn installed() -> Observed {
     let mut args = crate::install::install_args();
     args.spec.hubxmlrpc_replicas = Some(2);
     let install = InstallParams::from_args(&args).expect("valid");

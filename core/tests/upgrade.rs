@@ -23,13 +23,13 @@ fn installed_with_tag(tag: &str) -> InstallParams {
 }
 
 /// A server installed with `FROM`, as the install's preview leaves it.
-fn installed() -> Observed {
+pub(crate) fn installed() -> Observed {
     preview(&installed_with_tag(FROM), &common::empty_cluster())
         .expect("install plans")
         .end
 }
 
-fn upgrade_to(tag: &str) -> UpgradeParams {
+pub(crate) fn upgrade_to(tag: &str) -> UpgradeParams {
     let mut install = installed_with_tag(tag);
     install.run_id = "20261204120000".to_owned();
     UpgradeParams {
@@ -79,7 +79,7 @@ fn carried_out(
 
 /// Runs `params`' plan step by step on the simulated cluster, the inspection Jobs reporting
 /// what `pg_major` says of database images; returns the steps carried out and the end.
-fn run(
+pub(crate) fn run(
     params: &UpgradeParams,
     start: &Observed,
     pg_major: &dyn Fn(&str) -> u32,
@@ -107,7 +107,7 @@ fn position(ids: &[&str], id: &str) -> usize {
         .unwrap_or_else(|| panic!("{id} missing from {ids:?}"))
 }
 
-fn same_major(_: &str) -> u32 {
+pub(crate) fn same_major(_: &str) -> u32 {
     18
 }
 
@@ -334,7 +334,7 @@ fn an_interrupted_upgrade_goes_on_and_another_target_is_refused_meanwhile() {
     assert!(params.plan(&end).expect("plans").is_done());
 }
 
-fn rollback_of(params: &UpgradeParams) -> UpgradeParams {
+pub(crate) fn rollback_of(params: &UpgradeParams) -> UpgradeParams {
     UpgradeParams {
         rollback: true,
         ..params.clone()
