@@ -20,6 +20,7 @@ mod lifecycle;
 mod mirror;
 mod outage;
 mod phases;
+mod pod_hardening;
 mod policy_scan;
 mod preflight;
 mod properties;

@@ -11,7 +11,7 @@
 //! and only the first step with an action is carried out, so a later step never runs before an
 //! earlier one is complete.
 
-use super::{PlanError, apply_step, job_step, keep_step};
+use super::{PlanError, apply_step, deployment_step, job_step, keep_step};
 use crate::builders::{database, pvc, server};
 use crate::catalogue::names;
 use crate::object::{Kind, Object, ObjectRef};
@@ -300,13 +300,13 @@ pub(super) fn service_steps(
             observed,
         ));
     }
-    steps.push(apply_step(
+    steps.push(deployment_step(
         "db-deployment",
         format!(
             "the PostgreSQL {} database on volume {claim}",
             pg::TARGET_MAJOR
         ),
-        Object::Deployment(database::db_deployment(params, settings, claim)),
+        database::db_deployment(params, settings, claim),
         observed,
     ));
     steps.push(super::deployment_wait_step(
