@@ -263,3 +263,70 @@ fn pod_hardening_leaves_every_pod_but_the_server_within_baseline() {
         }
     }
 }
+
+fn server_container(o: &Observed) -> k8s_openapi::api::core::v1::Container {
+    pod(o.deployment("uyuni").expect("uyuni")).containers[0].clone()
+}
+
+/// `--server-limits` on a server written before the hardening is a change the user asked for:
+/// the Deployment is written, with the limits, the defaults of what was not given, and the
+/// hardening; the skip of the memory limit check goes.
+#[test]
+fn pod_hardening_resource_flags_are_written_at_once_with_the_defaults() {
+    let end = preview(&install_params(1), &common::empty_cluster())
+        .expect("plans")
+        .end;
+    let before = written_before(&end);
+    let mut args = crate::install::install_args();
+    args.spec.hubxmlrpc_replicas = Some(1);
+    args.spec.tftp_host_network = Some(true);
+    args.spec.server_limits = Some("memory=16Gi".into());
+    let params = InstallParams::from_args(&args).expect("valid");
+    let plan = params.plan(&before).expect("plans");
+    let step = plan
+        .steps
+        .iter()
+        .find(|s| s.id == "server-deployment")
+        .expect("the server's step");
+    assert_eq!(step.op, Op::Update, "{}", step.reason);
+    let after = uyuni_core::simulate(&before, &params.namespace, step);
+    let d = after.deployment("uyuni").expect("uyuni");
+    assert!(hardened(d));
+    let resources = server_container(&after).resources.expect("resources");
+    let q = |m: &Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >,
+             k: &str| { m.as_ref().and_then(|m| m.get(k)).map(|q| q.0.clone()) };
+    assert_eq!(q(&resources.limits, "memory").as_deref(), Some("16Gi"));
+    assert_eq!(q(&resources.limits, "cpu"), None);
+    assert_eq!(q(&resources.requests, "memory").as_deref(), Some("4Gi"));
+    let annotations = d.metadata.annotations.clone().unwrap_or_default();
+    assert!(
+        !annotations.values().any(|v| v.starts_with("CKV_K8S_13=")),
+        "{annotations:?}"
+    );
+    assert!(annotations.values().any(|v| v.starts_with("CKV_K8S_11=")));
+}
+
+#[test]
+fn pod_hardening_resource_flags_take_kubectls_form_only() {
+    for bad in [
+        "cpu",
+        "cpu=lots",
+        "gpu=1",
+        "cpu=1,cpu=2",
+        "memory=1.Gi",
+        "memory=-1Gi",
+    ] {
+        let mut args = crate::install::install_args();
+        args.spec.db_requests = Some(bad.into());
+        let err = InstallParams::from_args(&args).expect_err(bad).to_string();
+        assert!(
+            err.contains("--db-requests") && err.contains("cpu=2,memory=8Gi"),
+            "{err}"
+        );
+    }
+    let mut args = crate::install::install_args();
+    args.spec.db_requests = Some("cpu=1.5,memory=512Mi".into());
+    assert!(InstallParams::from_args(&args).is_ok());
+}

@@ -205,6 +205,9 @@ fn install_params(case: &Case) -> uyuni_core::params::InstallParams {
         args.spec.registry_host = Some("registry.example.com".into());
         args.spec.hubxmlrpc_replicas = Some(1);
         args.spec.coco_replicas = Some(1);
+        args.spec.server_requests = Some("cpu=2,memory=8Gi".into());
+        args.spec.server_limits = Some("cpu=8,memory=32Gi".into());
+        args.spec.db_limits = Some("memory=24Gi".into());
         args.spec.tftp_host_network = Some(true);
         args.spec.configure_ingress_controller = Some(true);
     }

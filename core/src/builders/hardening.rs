@@ -101,17 +101,19 @@ pub const SERVER_NET_RAW: Skip = skip(
 pub const NO_CPU_LIMIT: Skip = skip(
     "CKV_K8S_11",
     "a CPU limit throttles the server and the database under load (repository syncs, Salt \
-     events) and protects nothing the request does not; the requests are set",
+     events) and protects nothing the request does not; the requests are set, and \
+     --server-limits and --db-limits set limits",
 );
 pub const DB_MEMORY_LIMIT: Skip = skip(
     "CKV_K8S_13",
     "the database image sizes shared_buffers from the node's memory (/proc/meminfo), so a fixed \
-     limit would have it killed on a larger node; the request is set",
+     limit would have it killed on a larger node; the request is set, and --db-limits sets a \
+     limit",
 );
 pub const SERVER_MEMORY_LIMIT: Skip = skip(
     "CKV_K8S_13",
     "the server's memory grows with the clients it manages, and an out-of-memory kill is an \
-     outage; the request is set",
+     outage; the request is set, and --server-limits sets a limit",
 );
 /// Jobs run once and end.
 pub const JOB_CPU_LIMIT: Skip = skip(
@@ -275,9 +277,50 @@ fn harden_container(
             .push("NET_RAW".to_owned());
     }
     container.security_context = (context != SecurityContext::default()).then_some(context);
-    if container.resources.is_none() {
-        container.resources = Some(requirements(resources));
+    // What the user gave (`--server-requests`…) stays; the defaults fill in the rest.
+    let defaults = requirements(resources);
+    let given = container
+        .resources
+        .get_or_insert_with(ResourceRequirements::default);
+    for (given, default) in [
+        (&mut given.requests, defaults.requests),
+        (&mut given.limits, defaults.limits),
+    ] {
+        for (name, q) in default.into_iter().flatten() {
+            given
+                .get_or_insert_with(BTreeMap::new)
+                .entry(name)
+                .or_insert(q);
+        }
     }
+}
+
+/// Whether the pod's first container has a limit on `resource`.
+fn limited(pod: &PodSpec, resource: &str) -> bool {
+    pod.containers
+        .first()
+        .and_then(|c| c.resources.as_ref())
+        .and_then(|r| r.limits.as_ref())
+        .is_some_and(|l| l.contains_key(resource))
+}
+
+/// Requests and limits the user gave, as the container's resources; `None`: none given.
+pub fn given(
+    requests: &BTreeMap<String, String>,
+    limits: &BTreeMap<String, String>,
+) -> Option<ResourceRequirements> {
+    let map = |m: &BTreeMap<String, String>| {
+        (!m.is_empty()).then(|| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), Quantity(v.clone())))
+                .collect()
+        })
+    };
+    (!requests.is_empty() || !limits.is_empty()).then(|| ResourceRequirements {
+        requests: map(requests),
+        limits: map(limits),
+        ..ResourceRequirements::default()
+    })
 }
 
 /// Does any container of the pod run an image with the tag `latest` (or none)?
@@ -349,21 +392,23 @@ pub fn deployment(mut d: Deployment) -> Deployment {
     for c in pod.init_containers.iter_mut().flatten() {
         harden_container(c, &SMALL_RESOURCES, server, server);
     }
+    let (cpu_limit, memory_limit) = (limited(pod, "cpu"), limited(pod, "memory"));
     match component.as_str() {
-        components::SERVER => skips.extend([
-            SERVER_ESCALATION,
-            SERVER_ADDED_CAPABILITY,
-            SERVER_SYS_ADMIN,
-            SERVER_NET_RAW,
-            NO_CPU_LIMIT,
-            SERVER_MEMORY_LIMIT,
-        ]),
-        components::DB => skips.extend([
-            NO_CPU_LIMIT,
-            DB_MEMORY_LIMIT,
-            SIDECAR_LIVENESS,
-            SIDECAR_READINESS,
-        ]),
+        components::SERVER => {
+            skips.extend([
+                SERVER_ESCALATION,
+                SERVER_ADDED_CAPABILITY,
+                SERVER_SYS_ADMIN,
+                SERVER_NET_RAW,
+            ]);
+            skips.extend((!cpu_limit).then_some(NO_CPU_LIMIT));
+            skips.extend((!memory_limit).then_some(SERVER_MEMORY_LIMIT));
+        }
+        components::DB => {
+            skips.extend([SIDECAR_LIVENESS, SIDECAR_READINESS]);
+            skips.extend((!cpu_limit).then_some(NO_CPU_LIMIT));
+            skips.extend((!memory_limit).then_some(DB_MEMORY_LIMIT));
+        }
         components::TFTP => {
             skips.extend([TFTP_LIVENESS, TFTP_READINESS]);
             if pod.host_network == Some(true) {
