@@ -227,24 +227,37 @@ pub struct ResourceFlags {
 }
 
 const RESOURCE_RULE: &str = "NAME=QUANTITY pairs separated by commas, NAME cpu or memory, as \
-     `kubectl set resources` takes them (for example cpu=2,memory=8Gi)";
+     `kubectl set resources` takes them (for example cpu=2,memory=8Gi), each quantity in the \
+     form the API server keeps (1500m, not 1.5; 1Gi, not 1024Mi; 2, not 2000m)";
 
-/// A Kubernetes quantity as the tool accepts one: a decimal number and a unit suffix
-/// (apimachinery's `resource.Quantity`, without exponents).
+/// A Kubernetes quantity in the canonical form the API server keeps (apimachinery's
+/// `resource.Quantity.String()`: an integer with the largest suffix that keeps it whole, so
+/// `1500m` not `1.5`, `1Gi` not `1024Mi`, `2` not `2000m`): the live object then reads back
+/// as written, and a run again finds nothing to change.
 fn quantity(value: &str) -> bool {
-    const SUFFIXES: [&str; 13] = [
-        "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "m", "k", "M", "G", "T", "P", "E",
-    ];
-    let number = SUFFIXES
+    const BINARY: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    const DECIMAL: [&str; 7] = ["m", "k", "M", "G", "T", "P", "E"];
+    let (number, step) = BINARY
         .iter()
-        .find_map(|s| value.strip_suffix(s))
-        .unwrap_or(value);
-    let mut parts = number.splitn(2, '.');
-    let whole = parts.next().unwrap_or_default();
-    let fraction = parts.next();
-    !whole.is_empty()
-        && whole.bytes().all(|b| b.is_ascii_digit())
-        && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+        .find_map(|s| {
+            value
+                .strip_suffix(s)
+                .map(|n| (n, (*s != "Ei").then_some(1024)))
+        })
+        .or_else(|| {
+            DECIMAL.iter().find_map(|s| {
+                value
+                    .strip_suffix(s)
+                    .map(|n| (n, (*s != "E").then_some(1000)))
+            })
+        })
+        .unwrap_or((value, Some(1000)));
+    let Ok(n) = number.parse::<u64>() else {
+        return false;
+    };
+    !number.starts_with('+')
+        && (number == "0" || !number.starts_with('0'))
+        && step.is_none_or(|step| n == 0 || n % step != 0 || value == number && n < step)
 }
 
 fn resource_list(

@@ -317,6 +317,13 @@ fn pod_hardening_resource_flags_take_kubectls_form_only() {
         "cpu=1,cpu=2",
         "memory=1.Gi",
         "memory=-1Gi",
+        // Not kept by the API server as written: a run again would find the Deployment
+        // changed.
+        "cpu=1.5",
+        "memory=1024Mi",
+        "cpu=2000m",
+        "memory=0.5Gi",
+        "cpu=01",
     ] {
         let mut args = crate::install::install_args();
         args.spec.db_requests = Some(bad.into());
@@ -327,6 +334,12 @@ fn pod_hardening_resource_flags_take_kubectls_form_only() {
         );
     }
     let mut args = crate::install::install_args();
-    args.spec.db_requests = Some("cpu=1.5,memory=512Mi".into());
-    assert!(InstallParams::from_args(&args).is_ok());
+    for good in [
+        "cpu=1500m,memory=1536Mi",
+        "cpu=4,memory=64Gi",
+        "memory=1073741825",
+    ] {
+        args.spec.db_requests = Some(good.into());
+        assert!(InstallParams::from_args(&args).is_ok(), "{good}");
+    }
 }
