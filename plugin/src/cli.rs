@@ -1425,6 +1425,27 @@ pub struct ServerSpecFlags {
     #[arg(long, value_name = "PROFILE", help_heading = "Server security")]
     pub server_apparmor_profile: Option<String>,
 
+    /// CPU and memory requests of the server's container, as `kubectl set resources` takes
+    /// them: cpu=1,memory=4Gi by default (the official chart sets none). [remembered]
+    #[arg(long, value_name = "cpu=N,memory=N", help_heading = "Resources")]
+    pub server_requests: Option<String>,
+
+    /// CPU and memory limits of the server's container (none by default: a memory limit
+    /// reached stops the server, a CPU limit slows it under load). [remembered]
+    #[arg(long, value_name = "cpu=N,memory=N", help_heading = "Resources")]
+    pub server_limits: Option<String>,
+
+    /// CPU and memory requests of the database's container: cpu=500m,memory=1Gi by default.
+    /// [remembered]
+    #[arg(long, value_name = "cpu=N,memory=N", help_heading = "Resources")]
+    pub db_requests: Option<String>,
+
+    /// CPU and memory limits of the database's container (none by default: the image sizes
+    /// its shared buffers from the node's memory, so give room beyond a quarter of it).
+    /// [remembered]
+    #[arg(long, value_name = "cpu=N,memory=N", help_heading = "Resources")]
+    pub db_limits: Option<String>,
+
     /// Ingress controller to expose the server through: auto (the cluster's default
     /// IngressClass), traefik, nginx or none. [remembered]
     #[arg(long, value_name = "CONTROLLER", help_heading = "Networking")]

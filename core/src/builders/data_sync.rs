@@ -257,7 +257,20 @@ thread_local! {
 /// The data-sync Job, named for this run. Kept after it ends (no TTL) so its log stays readable;
 /// `backoffLimit: 0` because a retry is a new, visible Job.
 pub fn data_sync_job(params: &MigrateParams) -> Job {
-    let spec = spec(params);
+    let mut spec = spec(params);
+    // Hardened as every Job (`hardening::job_pod`); it calls the API as its own ServiceAccount
+    // (it patches its own Job with the extracted data). Its identity is the spec without the
+    // hardening, as an earlier version built it: the hardening must not sync the data again.
+    let mut identity = spec.clone();
+    if let Some(pod) = identity.template.spec.as_mut() {
+        super::hardening::strip_job_pod(pod);
+    }
+    let skips = spec
+        .template
+        .spec
+        .as_mut()
+        .map(|pod| super::hardening::job_pod(pod, true))
+        .unwrap_or_default();
     let mut metadata = meta(
         &job_name(&params.run_id),
         &params.namespace,
@@ -272,7 +285,10 @@ pub fn data_sync_job(params: &MigrateParams) -> Job {
             labels::DESCRIPTION_ANNOTATION.to_owned(),
             description(params),
         ),
-        (labels::SPEC_HASH_ANNOTATION.to_owned(), spec_hash(&spec)),
+        (
+            labels::SPEC_HASH_ANNOTATION.to_owned(),
+            spec_hash(&identity),
+        ),
         (
             labels::SYNC_MODE_ANNOTATION.to_owned(),
             sync_mode(params.prepare).to_owned(),
@@ -287,6 +303,9 @@ pub fn data_sync_job(params: &MigrateParams) -> Job {
             params.source_fqdn.clone(),
         ),
     ]));
+    if let Some(a) = metadata.annotations.as_mut() {
+        a.extend(skips);
+    }
     Job {
         metadata,
         spec: Some(spec),

@@ -333,6 +333,10 @@ pub fn db_deployment(params: &ServerParams, settings: &ServerSettings, claim: &s
             super::mount(volumes::DATABASE_VOLUME, scripts::PGDATA),
             cert_mount,
         ]),
+        resources: super::hardening::given(
+            &params.spec.resources.db_requests,
+            &params.spec.resources.db_limits,
+        ),
         ..Container::default()
     };
     Deployment {

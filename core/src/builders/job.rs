@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec, PodTemplateSpec,
-    SeccompProfile, SecurityContext, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec, PodTemplateSpec, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::builders::{data_sync, meta, mount};
+use crate::builders::{data_sync, hardening, meta, mount};
 use crate::labels;
 use crate::params::ServerParams;
 use crate::scripts::JobScript;
@@ -82,7 +82,7 @@ pub fn pod_labels(step: &str) -> BTreeMap<String, String> {
     labels
 }
 
-fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
+fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> (JobSpec, BTreeMap<String, String>) {
     let mut volumes: Vec<Volume> = job
         .claims
         .iter()
@@ -111,7 +111,7 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
         });
         mounts.push(mount("tmp", "/tmp"));
     }
-    JobSpec {
+    let mut spec = JobSpec {
         backoff_limit: Some(0),
         template: PodTemplateSpec {
             metadata: Some(ObjectMeta {
@@ -122,19 +122,7 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
                 image_pull_secrets: super::registry::pod_pull_secrets(&params.spec),
                 restart_policy: Some("Never".to_owned()),
                 service_account_name: job.service_account.map(str::to_owned),
-                // A Job whose script never calls the API gets no token (the namespace's
-                // default ServiceAccount's would be mounted otherwise); the ones that do
-                // (data-sync, ca-key) run as their own ServiceAccount.
-                automount_service_account_token: job.service_account.is_none().then_some(false),
-                // The container runtime's default seccomp profile (Pod Security's `restricted`
-                // asks for it; no Job script makes a call it refuses).
-                security_context: Some(PodSecurityContext {
-                    seccomp_profile: Some(SeccompProfile {
-                        type_: "RuntimeDefault".to_owned(),
-                        ..SeccompProfile::default()
-                    }),
-                    ..job.security_context.clone().unwrap_or_default()
-                }),
+                security_context: job.security_context.clone(),
                 containers: vec![Container {
                     name: job.step.to_owned(),
                     image: Some(job.image.to_owned()),
@@ -146,12 +134,6 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
                     ]),
                     env: (!env.is_empty()).then_some(env),
                     volume_mounts: Some(mounts),
-                    // No script gains privileges through a setuid binary (those that run as
-                    // root start as root; the others never switch user).
-                    security_context: Some(SecurityContext {
-                        allow_privilege_escalation: Some(false),
-                        ..SecurityContext::default()
-                    }),
                     ..Container::default()
                 }],
                 volumes: Some(volumes),
@@ -159,7 +141,20 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> JobSpec {
             }),
         },
         ..JobSpec::default()
-    }
+    };
+    // A Job whose script never calls the API gets no token (the namespace's default
+    // ServiceAccount's would be mounted otherwise); the ones that do (data-sync, ca-key) run as
+    // their own ServiceAccount. The runtime's default seccomp profile (no Job script makes a
+    // call it refuses), no privilege escalation (no script gains privileges through a setuid
+    // binary: those that run as root start as root; the others never switch user), NET_RAW
+    // dropped, requests: `hardening::job_pod`.
+    let skips = spec
+        .template
+        .spec
+        .as_mut()
+        .map(|pod| hardening::job_pod(pod, job.service_account.is_some()))
+        .unwrap_or_default();
+    (spec, skips)
 }
 
 /// The spec without what only says where the tools come from (see [`Identity::Data`]).
@@ -167,24 +162,10 @@ fn data_identity(spec: &JobSpec) -> JobSpec {
     let mut spec = spec.clone();
     if let Some(pod) = spec.template.spec.as_mut() {
         pod.image_pull_secrets = None;
-        // Whether a token is mounted, the seccomp profile and privilege escalation change
-        // nothing of what the Job does to the data: a Job of a version without them is the
-        // same work.
-        pod.automount_service_account_token = None;
-        if let Some(sc) = pod.security_context.as_mut() {
-            sc.seccomp_profile = None;
-        }
-        if pod.security_context == Some(PodSecurityContext::default()) {
-            pod.security_context = None;
-        }
-        for c in pod.containers.iter_mut() {
-            if let Some(sc) = c.security_context.as_mut() {
-                sc.allow_privilege_escalation = None;
-            }
-            if c.security_context == Some(SecurityContext::default()) {
-                c.security_context = None;
-            }
-        }
+        // Whether a token is mounted, the seccomp profile, privilege escalation, capabilities
+        // dropped and resources change nothing of what the Job does to the data: a Job of a
+        // version without them is the same work.
+        hardening::strip_job_pod(pod);
         for c in pod
             .containers
             .iter_mut()
@@ -199,7 +180,7 @@ fn data_identity(spec: &JobSpec) -> JobSpec {
 
 /// The Job of a step for this run.
 pub fn script_job(params: &ServerParams, job: &ScriptJob<'_>) -> Job {
-    let spec = spec(params, job);
+    let (spec, skips) = spec(params, job);
     let hash = match job.identity {
         Identity::Spec => data_sync::spec_hash(&spec),
         Identity::Data => data_sync::spec_hash(&data_identity(&spec)),
@@ -221,6 +202,9 @@ pub fn script_job(params: &ServerParams, job: &ScriptJob<'_>) -> Job {
         (labels::SPEC_HASH_ANNOTATION.to_owned(), hash),
         (labels::RUN_ANNOTATION.to_owned(), params.run_id.clone()),
     ]));
+    if let Some(a) = metadata.annotations.as_mut() {
+        a.extend(skips);
+    }
     if let (Some(product), Some(a)) = (job.produces, metadata.annotations.as_mut()) {
         a.insert(labels::PRODUCES_ANNOTATION.to_owned(), product.to_owned());
     }

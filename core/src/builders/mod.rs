@@ -3,6 +3,7 @@
 
 pub mod data_sync;
 pub mod database;
+pub mod hardening;
 pub mod image_check;
 pub mod image_inspect;
 pub mod ingress;

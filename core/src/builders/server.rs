@@ -332,6 +332,10 @@ pub fn server_deployment(
             ..Lifecycle::default()
         }),
         security_context: Some(server_security_context(&params.spec.server_security)),
+        resources: super::hardening::given(
+            &params.spec.resources.server_requests,
+            &params.spec.resources.server_limits,
+        ),
         ..Container::default()
     };
     let mut deployment = deployment(

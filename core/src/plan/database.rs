@@ -11,7 +11,7 @@
 //! and only the first step with an action is carried out, so a later step never runs before an
 //! earlier one is complete.
 
-use super::{PlanError, apply_step, job_step, keep_step};
+use super::{PlanError, apply_step, deployment_step, job_step, keep_step};
 use crate::builders::{database, pvc, server};
 use crate::catalogue::names;
 use crate::object::{Kind, Object, ObjectRef};
@@ -343,10 +343,10 @@ pub(super) fn service_steps(
         Some(major) => format!("the PostgreSQL {major} database"),
         None => "the database".to_owned(),
     };
-    steps.push(apply_step(
+    steps.push(deployment_step(
         "db-deployment",
         format!("{what} on volume {claim}"),
-        Object::Deployment(database::db_deployment(params, settings, claim)),
+        database::db_deployment(params, settings, claim),
         observed,
     ));
     steps.push(super::deployment_wait_step(

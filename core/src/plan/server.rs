@@ -3,7 +3,7 @@
 //! API and coco when asked for or detected, the TFTP server when the source served TFTP or
 //! `--tftp` says so, and the waits for them.
 
-use super::{apply_step, keep_step};
+use super::{apply_step, deployment_step, keep_step};
 use crate::builders::ingress;
 use crate::builders::{database, server, tftp};
 use crate::catalogue::{components, names};
@@ -325,15 +325,10 @@ fn tftp_deployment_step(
             origin
         )
     };
-    Some(apply_step(
+    Some(deployment_step(
         "tftp-deployment",
         description,
-        Object::Deployment(tftp::tftp_deployment(
-            &params.namespace,
-            &params.spec,
-            fqdn,
-            replicas,
-        )),
+        tftp::tftp_deployment(&params.namespace, &params.spec, fqdn, replicas),
         observed,
     ))
 }
@@ -375,29 +370,29 @@ pub(super) fn steps(
     ));
     let fqdn = &facts.fqdn;
     steps.extend(ingress_steps(params, observed, facts));
-    steps.push(apply_step(
+    steps.push(deployment_step(
         "server-deployment",
         format!("the Uyuni server {fqdn}"),
-        Object::Deployment(server::server_deployment(params, settings, facts)),
+        server::server_deployment(params, settings, facts),
         observed,
     ));
     let hub = facts.hub_replicas;
     if hub > 0 || observed.deployment(server::HUB_DEPLOYMENT).is_some() {
-        steps.push(apply_step(
+        steps.push(deployment_step(
             "hub-xmlrpc-deployment",
             format!("the hub XML-RPC API ({hub} replica(s))"),
-            Object::Deployment(server::hub_deployment(&params.namespace, &params.spec, hub)),
+            server::hub_deployment(&params.namespace, &params.spec, hub),
             observed,
         ));
     }
     if params.spec.coco_replicas > 0 || observed.deployment(server::COCO_DEPLOYMENT).is_some() {
-        steps.push(apply_step(
+        steps.push(deployment_step(
             "coco-deployment",
             format!(
                 "the confidential computing attestation ({} replica(s))",
                 params.spec.coco_replicas
             ),
-            Object::Deployment(server::coco_deployment(params, settings)),
+            server::coco_deployment(params, settings),
             observed,
         ));
     }

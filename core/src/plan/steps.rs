@@ -76,6 +76,65 @@ pub(crate) fn apply_step(
     }
 }
 
+/// The step of a Deployment whose builder gave `base`, under the rollout rule of
+/// [`crate::builders::hardening`]: a changed pod template restarts a running server, so a
+/// Deployment written by a version without the hardening is kept while it matches `base`
+/// ("run it again is safe" holds after the tool's update); the hardened Deployment is written
+/// when it is created or its pod template changes for another reason (an upgrade's image, a
+/// flag). A change outside the template (replicas) writes `base` to such a Deployment,
+/// leaving its pods alone.
+pub(crate) fn deployment_step(
+    id: &str,
+    description: String,
+    base: k8s_openapi::api::apps::v1::Deployment,
+    observed: &Observed,
+) -> Step {
+    let hardened = crate::builders::hardening::deployment(base.clone());
+    let template = |d: &k8s_openapi::api::apps::v1::Deployment| {
+        d.spec
+            .as_ref()
+            .map(|s| serde_json::to_value(&s.template).unwrap_or_default())
+            .unwrap_or_default()
+    };
+    let step = apply_step(
+        id,
+        description.clone(),
+        Object::Deployment(hardened.clone()),
+        observed,
+    );
+    let Some(Object::Deployment(live)) = observed.objects.get(&step.target) else {
+        return step;
+    };
+    if step.op != Op::Update {
+        return step;
+    }
+    let base_object = Object::Deployment(base.clone());
+    if !differs(
+        &base_object.to_json(),
+        &Object::Deployment(live.clone()).to_json(),
+    ) {
+        return keep_step(
+            id,
+            description,
+            step.target,
+            "as intended; its pods get the pod security settings with the next change of its \
+             pod template (an upgrade), not a restart of their own"
+                .into(),
+        );
+    }
+    let live_template = template(live);
+    if !differs(&template(&base), &live_template) && differs(&template(&hardened), &live_template) {
+        return Step {
+            reason: "differs from the intended object outside its pod template; the pods are \
+                     left running"
+                .to_owned(),
+            action: Action::Apply(Box::new(base_object)),
+            ..step
+        };
+    }
+    step
+}
+
 pub(crate) fn keep_step(id: &str, description: String, target: ObjectRef, reason: String) -> Step {
     Step {
         id: id.to_owned(),
