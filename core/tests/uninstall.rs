@@ -403,3 +403,32 @@ fn uninstall_leaves_the_helm_chart_config_of_another_namespaces_server() {
         .expect("a step says why");
     assert!(step.reason.contains("another namespace"), "{}", step.reason);
 }
+
+/// The HelmChartConfig another namespace's server uses is no reason to uninstall here: a
+/// namespace with nothing else of the tool's is refused, not reported as uninstalled.
+#[test]
+fn another_namespaces_helm_chart_config_alone_is_nothing_to_uninstall() {
+    use uyuni_core::builders::ingress::helm_chart_config;
+    let mut observed = Observed::default();
+    observed.insert(Object::Custom(helm_chart_config(
+        names::TRAEFIK_CONFIG,
+        "ports: {}".into(),
+        "another-server",
+    )));
+    for delete_namespace in [false, true] {
+        let error = uninstall::check(&uninstall_params(true, delete_namespace), &observed)
+            .expect_err("refused");
+        assert!(
+            matches!(error, uyuni_core::PlanError::NothingToUninstall { .. }),
+            "{error}"
+        );
+    }
+    // Written for this namespace's server: it is ours to remove.
+    let mut own = Observed::default();
+    own.insert(Object::Custom(helm_chart_config(
+        names::TRAEFIK_CONFIG,
+        "ports: {}".into(),
+        common::NAMESPACE,
+    )));
+    uninstall::check(&uninstall_params(true, false), &own).expect("ours");
+}

@@ -83,7 +83,9 @@ fn rank(target: &ObjectRef) -> Option<(u8, usize)> {
 /// empty, not an error).
 pub fn check(params: &UninstallParams, observed: &Observed) -> Result<(), PlanError> {
     let any = observed.objects.iter().any(|(target, object)| {
-        (target.kind != Kind::Namespace || params.delete_namespace) && ours(object)
+        (target.kind != Kind::Namespace || params.delete_namespace)
+            && ours(object)
+            && !for_another_namespace(target, object, &params.namespace)
     });
     if any {
         Ok(())
@@ -92,6 +94,19 @@ pub fn check(params: &UninstallParams, observed: &Observed) -> Result<(), PlanEr
             namespace: params.namespace.clone(),
         })
     }
+}
+
+/// The ingress controller's HelmChartConfig in `kube-system`, written for another namespace's
+/// server (its annotation names that namespace): neither deleted nor a reason to uninstall here.
+fn for_another_namespace(target: &ObjectRef, object: &Object, ns: &str) -> bool {
+    target.kind == Kind::Custom(CustomKind::HelmChartConfig)
+        && object
+            .metadata()
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(crate::labels::FOR_NAMESPACE_ANNOTATION))
+            .map(String::as_str)
+            != Some(ns)
 }
 
 /// Whether the server serves: Deployment `uyuni` of the tool's is ready. Removing it is an
@@ -202,14 +217,7 @@ pub fn plan(params: &UninstallParams, observed: &Observed) -> Result<Plan, PlanE
             steps.push(keep_step(&id, description, target.clone(), NOT_OURS.into()));
             continue;
         }
-        if target.kind == Kind::Custom(CustomKind::HelmChartConfig)
-            && object
-                .metadata()
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(crate::labels::FOR_NAMESPACE_ANNOTATION))
-                != Some(ns)
-        {
+        if for_another_namespace(target, object, ns) {
             steps.push(keep_step(
                 &id,
                 description,
