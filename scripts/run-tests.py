@@ -70,7 +70,7 @@ LONG = [
     # 3 shards (migrate, install, upgrade): every write boundary, killed and run again;
     # 160 cases, ~2 s of CPU each, migrate's 80 the longest (~150 s in its lane).
     "plugin/e2e_interrupt",
-    "plugin/e2e_faults",  # 2 shards (migrate, install) of 21 runs each, ~150 s
+    "plugin/e2e_faults",  # 3 shards (migrate, install: 21 runs each; upgrade: 11), ~100 s
     "testdata/node_agent",  # 59 s; node_agent_exec's commands run in it, on one cluster
     # 4 shards, one property each: 2 s to ~35 s of CPU each (194 s as one item, sharing 2 cores
     # with other items; 105 s of CPU then, ~80 s with SHA-256 optimized, see Cargo.toml).
@@ -97,7 +97,7 @@ LONG = [
 # two longest items, each keeping one lane busy for two to three minutes.
 SHARDS = {
     "plugin/e2e_migration": 3,
-    "plugin/e2e_faults": 2,
+    "plugin/e2e_faults": 3,
     "plugin/e2e_interrupt": 3,
     "core/properties": 4,
     "core/data_sync_script": 3,

@@ -4,6 +4,8 @@
 //! same objects as a run without faults, with exactly one successful Job per step and no Job
 //! that failed.
 //!
+//! Upgrades (from an install made without faults) too, on half as many seeds.
+//!
 //! `UYUNI_FAULT_SEEDS` sets how many seeds each test runs (default 20).
 
 use std::collections::BTreeMap;
@@ -138,7 +140,19 @@ fn install(env: &Env) -> Output {
 /// Runs `command` without faults, then once per seed with them; every faulty run completes to
 /// the fault-free run's end state.
 fn every_seed_ends_as_without_faults(name: &str, command: fn(&Env) -> Output) {
+    with_setup_every_seed_ends_as_without_faults(name, |_| {}, command, seeds());
+}
+
+/// [`every_seed_ends_as_without_faults`] for `seeds` seeds, each run after `setup` (run
+/// without faults).
+fn with_setup_every_seed_ends_as_without_faults(
+    name: &str,
+    setup: fn(&Env),
+    command: fn(&Env) -> Output,
+    seeds: u64,
+) {
     let clean = env(Faults::default());
+    setup(&clean);
     succeeded(&command(&clean), &format!("{name} without faults"));
     let (objects, jobs) = end_state(&clean);
     assert!(
@@ -146,8 +160,10 @@ fn every_seed_ends_as_without_faults(name: &str, command: fn(&Env) -> Output) {
         "{jobs:?}"
     );
     let mut injected = 0;
-    for seed in 0..seeds() {
-        let faulty_env = env(faulty(seed));
+    for seed in 0..seeds {
+        let faulty_env = env(Faults::default());
+        setup(&faulty_env);
+        faulty_env.sim.set_faults(faulty(seed));
         let out = command(&faulty_env);
         succeeded(&out, &format!("{name} with faults, seed {seed}"));
         let (faulty_objects, faulty_jobs) = end_state(&faulty_env);
@@ -164,7 +180,7 @@ fn every_seed_ends_as_without_faults(name: &str, command: fn(&Env) -> Output) {
             .count();
     }
     assert!(
-        seeds() == 0 || injected > 0,
+        seeds == 0 || injected > 0,
         "no fault reached the runs: the test proves nothing"
     );
 }
@@ -177,4 +193,46 @@ fn seeded_faults_over_whole_migrations_all_complete_as_without_faults() {
 #[test]
 fn seeded_faults_over_whole_installs_all_complete_as_without_faults() {
     every_seed_ends_as_without_faults("install", install);
+}
+
+fn installed_2025_10(env: &Env) {
+    let out = env
+        .kubectl()
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args([
+            "-n",
+            NS,
+            "install",
+            "server.example.com",
+            "--tag",
+            "2025.10",
+        ])
+        .output()
+        .expect("kubectl runs");
+    succeeded(&out, "install --tag 2025.10");
+}
+
+fn upgrade(env: &Env) -> Output {
+    env.kubectl()
+        .arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", NS, "upgrade", "--tag", "2026.04", "--yes"])
+        .args(SHORTER)
+        .output()
+        .expect("kubectl runs")
+}
+
+/// Half the seeds: an upgrade is a third of a migration's writes, and each run installs first.
+#[test]
+fn seeded_faults_over_whole_upgrades_all_complete_as_without_faults() {
+    with_setup_every_seed_ends_as_without_faults(
+        "upgrade",
+        installed_2025_10,
+        upgrade,
+        seeds().div_ceil(2),
+    );
 }
