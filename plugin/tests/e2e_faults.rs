@@ -25,7 +25,8 @@ fn seeds() -> u64 {
 }
 
 /// A tenth of the requests fail: 3% each answered 500, 503 and 429 (Retry-After 1 s), 1%
-/// dropped without an answer; every watch ends after three events.
+/// dropped without an answer; every watch ends after three events — closed (even seeds) or with
+/// a 410 Expired error event, after which the client lists again (odd seeds).
 fn faulty(seed: u64) -> Faults {
     let error = |status, rate| ErrorFault {
         target: FaultTarget::default(),
@@ -40,7 +41,8 @@ fn faulty(seed: u64) -> Faults {
             target: FaultTarget::default(),
             rate: 0.01,
         }],
-        watch_close_after_events: Some(3),
+        watch_close_after_events: seed.is_multiple_of(2).then_some(3),
+        watch_expire_after_events: (!seed.is_multiple_of(2)).then_some(3),
         ..Faults::default()
     }
 }

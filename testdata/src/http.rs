@@ -921,14 +921,30 @@ fn watch(
         .and_then(|t| t.parse::<u64>().ok())
         .map(Duration::from_secs)
         .unwrap_or(Duration::from_secs(1800));
-    let (close_after_events, close_after_ms, event_delay) = {
+    let (close_after_events, expire_after_events, close_after_ms, event_delay) = {
         let f = lock(&shared.faults);
         (
             f.faults.watch_close_after_events,
+            f.faults.watch_expire_after_events,
             f.faults.watch_close_after_ms,
             f.faults.watch_event_delay_ms.map(Duration::from_millis),
         )
     };
+    // What the API server sends when the watch's resourceVersion is compacted away
+    // (k8s.io/apiserver pkg/storage/cacher: "too old resource version", 410 Expired), as an
+    // ERROR event on the open stream; the client must list again.
+    let expired = event_line(
+        "ERROR",
+        &json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": format!("too old resource version: {rv} (injected fault)"),
+            "reason": "Expired",
+            "code": 410,
+        }),
+    );
     let deadline = tokio::time::Instant::now()
         + close_after_ms
             .map(Duration::from_millis)
@@ -951,7 +967,8 @@ fn watch(
         changes.borrow_and_update();
         let mut shutdown = shared.shutdown.clone();
         let mut sent: u32 = 0;
-        let limit_reached = |sent: u32| close_after_events.is_some_and(|n| sent >= n);
+        let closes = |sent: u32| close_after_events.is_some_and(|n| sent >= n);
+        let expires = |sent: u32| expire_after_events.is_some_and(|n| sent >= n);
         let mut cursor;
         let initial: Vec<Bytes>;
         {
@@ -974,7 +991,11 @@ fn watch(
                 return;
             }
             sent += 1;
-            if limit_reached(sent) {
+            if expires(sent) {
+                let _ = tx.send(expired.clone()).await;
+                return;
+            }
+            if closes(sent) {
                 return;
             }
         }
@@ -1011,7 +1032,11 @@ fn watch(
                     return;
                 }
                 sent += 1;
-                if limit_reached(sent) {
+                if expires(sent) {
+                    let _ = tx.send(expired.clone()).await;
+                    return;
+                }
+                if closes(sent) {
                     return;
                 }
             }

@@ -397,6 +397,9 @@ pub struct Faults {
     pub latency_ms: u64,
     /// End every watch after this many events (clients must re-watch).
     pub watch_close_after_events: Option<u32>,
+    /// End every watch after this many events with a 410 Expired ERROR event (clients must
+    /// list again).
+    pub watch_expire_after_events: Option<u32>,
     /// End every watch after this long.
     pub watch_close_after_ms: Option<u64>,
     /// Hold back every watch event after the initial ones this long (a proxy that buffers):

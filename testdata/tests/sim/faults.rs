@@ -487,3 +487,34 @@ async fn the_nth_write_is_carried_out_and_never_answered() {
     // Carried out all the same.
     assert!(api.get_opt("second").await.expect("get").is_some());
 }
+
+#[tokio::test]
+async fn watches_expire_with_a_410_error_event() {
+    let sim = start(SimConfig {
+        faults: Faults {
+            watch_expire_after_events: Some(2),
+            ..Faults::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    for n in ["a", "b", "c"] {
+        sim.put(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": "default"}})).expect("cm");
+    }
+    let c = client(&sim).await;
+    let (_, _, body) = raw(
+        &c,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=30",
+        None,
+        None,
+        None,
+    )
+    .await;
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), 3, "{body}");
+    let last = parse(lines[2]);
+    assert_eq!(last["type"], json!("ERROR"));
+    assert_eq!(last["object"]["code"], json!(410));
+    assert_eq!(last["object"]["reason"], json!("Expired"));
+}
