@@ -936,7 +936,6 @@ fn expected_differences() -> BTreeMap<String, Expect> {
     use Expect::{Answers, RealIsSimWith};
     let template_defaults = |extra: &[&str]| {
         let mut all = vec![
-            "containers[].resources",
             "containers[].terminationMessagePath",
             "containers[].terminationMessagePolicy",
             "dnsPolicy",
@@ -967,8 +966,9 @@ fn expected_differences() -> BTreeMap<String, Expect> {
                 ),
             ]),
         ),
-        // Pod templates are not defaulted by uyuni-sim. A Job's pod sets its securityContext
-        // (the seccomp profile), so the apiserver defaults none.
+        // Pod templates are not defaulted by uyuni-sim. Every pod sets its securityContext (the
+        // seccomp profile) and every container its resources (core/src/builders/hardening.rs),
+        // so the apiserver defaults neither.
         (
             format!("{JOB}: templateDefaults"),
             template_defaults(&["terminationGracePeriodSeconds"]),
@@ -979,7 +979,6 @@ fn expected_differences() -> BTreeMap<String, Expect> {
                 &[
                     &probes[..],
                     &[
-                        "initContainers[].resources",
                         "initContainers[].terminationMessagePath",
                         "initContainers[].terminationMessagePolicy",
                     ],
@@ -990,14 +989,7 @@ fn expected_differences() -> BTreeMap<String, Expect> {
         (
             "apply Deployment/uyuni: templateDefaults".to_owned(),
             template_defaults(
-                &[
-                    &probes[..],
-                    &[
-                        "containers[].readinessProbe.httpGet.scheme",
-                        "securityContext",
-                    ],
-                ]
-                .concat(),
+                &[&probes[..], &["containers[].readinessProbe.httpGet.scheme"]].concat(),
             ),
         ),
         // Empty `omitempty` lists do not survive the round trip through Go types upstream.
