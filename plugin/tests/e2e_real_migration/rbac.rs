@@ -53,7 +53,13 @@ fn account_for(env: &RealEnv, command: &str, name: &str, edit: impl Fn(&mut Valu
     assert!(out.status.success(), "{}", both(&out));
     let mut list: Value = serde_json::from_slice(&out.stdout).expect("a JSON List");
     edit(&mut list);
-    admin(env, &["apply", "-f", "-"], &list.to_string());
+    // Server-side: no client-side validation, whose fetch of the whole OpenAPI document timed
+    // out (32 s) on a loaded machine while the shared clusters started; the server validates.
+    admin(
+        env,
+        &["apply", "--server-side", "-f", "-"],
+        &list.to_string(),
+    );
     let token = admin(
         env,
         &[
