@@ -9,11 +9,11 @@
 //! `UYUNI_FAULT_SEEDS` sets how many seeds each test runs (default 20).
 
 use std::collections::BTreeMap;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use uyuni_testdata::{DropFault, ErrorFault, FaultTarget, Faults, SimConfig, scenarios};
 
-use crate::support::{Env, NS, ssh_flags, text};
+use crate::support::{Env, NS, SOURCE, ssh_flags, text};
 
 pub(crate) const ADMIN_PASSWORD: &str = "install-admin-Pa55";
 
@@ -110,7 +110,38 @@ pub(crate) fn end_state(env: &Env) -> EndState {
     (objects, jobs)
 }
 
-fn succeeded(out: &Output, what: &str) {
+/// The retry schedule (and Retry-After) a tenth as long: the same tries in the same order.
+pub(crate) const SHORTER: [&str; 2] = ["--retry-delay-divisor", "10"];
+
+/// The plugin through the real kubectl on the simulated cluster of `env`.
+fn base(env: &Env) -> Command {
+    let mut c = env.kubectl();
+    c.arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", NS]);
+    c
+}
+
+pub(crate) fn migrate(env: &Env, extra: &[&str]) -> Command {
+    let mut c = base(env);
+    c.args(["migrate", SOURCE, "--yes"])
+        .args(ssh_flags())
+        .args(SHORTER)
+        .args(extra);
+    c
+}
+
+pub(crate) fn install(env: &Env, extra: &[&str]) -> Command {
+    let mut c = base(env);
+    c.env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .args(["install", "server.example.com"])
+        .args(SHORTER)
+        .args(extra);
+    c
+}
+
+pub(crate) fn succeeded(out: &Output, what: &str) {
     let (stdout, stderr) = text(out);
     assert!(
         out.status.success(),
@@ -118,25 +149,24 @@ fn succeeded(out: &Output, what: &str) {
     );
 }
 
-/// The retry schedule (and Retry-After) a tenth as long: the same tries in the same order.
-pub(crate) const SHORTER: [&str; 2] = ["--retry-delay-divisor", "10"];
-
-fn migrate(env: &Env) -> Output {
-    let mut flags = ssh_flags();
-    flags.extend(SHORTER.map(String::from));
-    env.migrate(&flags)
+pub(crate) fn installed_2025_10(env: &Env) {
+    let out = install(env, &["--tag", "2025.10"])
+        .output()
+        .expect("kubectl runs");
+    succeeded(&out, "install --tag 2025.10");
 }
 
-fn install(env: &Env) -> Output {
-    env.kubectl()
-        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
-        .arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args(["-n", NS, "install", "server.example.com"])
+pub(crate) fn upgrade(env: &Env, extra: &[&str]) -> Command {
+    let mut c = base(env);
+    c.args(["upgrade", "--tag", "2026.04", "--yes"])
         .args(SHORTER)
-        .output()
-        .expect("kubectl runs")
+        .args(extra);
+    c
+}
+
+/// `command` run to its end.
+fn run(mut command: Command) -> Output {
+    command.output().expect("kubectl runs")
 }
 
 /// Runs `command` without faults, then once per seed with them; every faulty run completes to
@@ -189,43 +219,12 @@ fn with_setup_every_seed_ends_as_without_faults(
 
 #[test]
 fn seeded_faults_over_whole_migrations_all_complete_as_without_faults() {
-    every_seed_ends_as_without_faults("migrate", migrate);
+    every_seed_ends_as_without_faults("migrate", |env| run(migrate(env, &[])));
 }
 
 #[test]
 fn seeded_faults_over_whole_installs_all_complete_as_without_faults() {
-    every_seed_ends_as_without_faults("install", install);
-}
-
-fn installed_2025_10(env: &Env) {
-    let out = env
-        .kubectl()
-        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
-        .arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args([
-            "-n",
-            NS,
-            "install",
-            "server.example.com",
-            "--tag",
-            "2025.10",
-        ])
-        .output()
-        .expect("kubectl runs");
-    succeeded(&out, "install --tag 2025.10");
-}
-
-fn upgrade(env: &Env) -> Output {
-    env.kubectl()
-        .arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args(["-n", NS, "upgrade", "--tag", "2026.04", "--yes"])
-        .args(SHORTER)
-        .output()
-        .expect("kubectl runs")
+    every_seed_ends_as_without_faults("install", |env| run(install(env, &[])));
 }
 
 /// Half the seeds: an upgrade is a third of a migration's writes, and each run installs first.
@@ -234,7 +233,7 @@ fn seeded_faults_over_whole_upgrades_all_complete_as_without_faults() {
     with_setup_every_seed_ends_as_without_faults(
         "upgrade",
         installed_2025_10,
-        upgrade,
+        |env| run(upgrade(env, &[])),
         seeds().div_ceil(2),
     );
 }

@@ -12,13 +12,15 @@
 //! `UYUNI_INTERRUPT_STRIDE=N` interrupts after every N-th write only (default 1: all).
 
 use std::collections::BTreeMap;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use uyuni_testdata::Faults;
 
-use crate::e2e_faults::{ADMIN_PASSWORD, EndState, SHORTER, end_state, env};
-use crate::support::{Env, NS, SOURCE, ssh_flags, text};
+use crate::e2e_faults::{
+    EndState, end_state, env, install, installed_2025_10, migrate, succeeded, upgrade,
+};
+use crate::support::{Env, NS, text};
 
 fn stride() -> usize {
     std::env::var("UYUNI_INTERRUPT_STRIDE")
@@ -26,33 +28,6 @@ fn stride() -> usize {
         .and_then(|s| s.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(1)
-}
-
-fn base(env: &Env) -> Command {
-    let mut c = env.kubectl();
-    c.arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args(["-n", NS]);
-    c
-}
-
-fn migrate(env: &Env, extra: &[&str]) -> Command {
-    let mut c = base(env);
-    c.args(["migrate", SOURCE, "--yes"])
-        .args(ssh_flags())
-        .args(SHORTER)
-        .args(extra);
-    c
-}
-
-fn install(env: &Env, extra: &[&str]) -> Command {
-    let mut c = base(env);
-    c.env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
-        .args(["install", "server.example.com"])
-        .args(SHORTER)
-        .args(extra);
-    c
 }
 
 fn claims(env: &Env) -> BTreeMap<String, String> {
@@ -69,14 +44,6 @@ fn claims(env: &Env) -> BTreeMap<String, String> {
             )
         })
         .collect()
-}
-
-fn succeeded(out: &Output, what: &str) {
-    let (stdout, stderr) = text(out);
-    assert!(
-        out.status.success(),
-        "{what}\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
 }
 
 fn signal(pid: u32, name: &str) {
@@ -199,21 +166,6 @@ fn an_install_killed_after_any_write_ends_as_an_uninterrupted_one_when_run_again
         setup: nothing,
         command: install,
     });
-}
-
-fn installed_2025_10(env: &Env) {
-    let out = install(env, &["--tag", "2025.10"])
-        .output()
-        .expect("kubectl runs");
-    succeeded(&out, "install --tag 2025.10");
-}
-
-fn upgrade(env: &Env, extra: &[&str]) -> Command {
-    let mut c = base(env);
-    c.args(["upgrade", "--tag", "2026.04", "--yes"])
-        .args(SHORTER)
-        .args(extra);
-    c
 }
 
 #[test]
