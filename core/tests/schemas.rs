@@ -14,6 +14,7 @@ use k8s_openapi::ByteString;
 use uyuni_core::object::CustomKind;
 use uyuni_core::observed::IngressClassInfo;
 use uyuni_core::params::{FileInput, MigrateArgs};
+use uyuni_core::rbac::{self, BindTo};
 use uyuni_core::scripts::data_keys;
 use uyuni_core::secret::SecretString;
 use uyuni_core::{MigrateParams, Object, Observed, preview};
@@ -265,6 +266,25 @@ pub(crate) fn case_documents() -> Vec<(String, Vec<String>)> {
         );
         cases.push((label, new));
     }
+    // `rbac --for COMMAND`'s Roles, ClusterRoles and bindings, with each kind of subject: the
+    // real-plane test applies them without client-side validation (its fetch of the OpenAPI
+    // document timed out on a loaded machine), so their shapes are checked here.
+    let subjects = [
+        BindTo::ServiceAccount {
+            namespace: "accounts".to_owned(),
+            name: "uyuni".to_owned(),
+        },
+        BindTo::User("alice".to_owned()),
+        BindTo::Group("admins".to_owned()),
+    ];
+    let new: Vec<String> = rbac::Command::ALL
+        .iter()
+        .flat_map(|&command| rbac::rules(command, "uyuni", &subjects).objects())
+        .map(|o| serde_json::to_string(&o).expect("json"))
+        .filter(|doc| seen.insert(doc.clone()))
+        .collect();
+    assert!(!new.is_empty(), "rbac prints objects");
+    cases.push((format!("{:02}-rbac", cases.len()), new));
     cases
 }
 

@@ -722,7 +722,7 @@ fn pod_security_the_plugin_refuses_what_the_real_admission_would_refuse() {
     let env = RealEnv::start(&config(Flavour::K3s, true), NS_PSA);
     let kubectl = |args: &[&str], stdin: &str| env.cluster.kubectl(args, stdin).expect("kubectl");
     for (ns, level) in [(env.ns, "baseline"), ("psa-privileged", "privileged")] {
-        let out = kubectl(&["create", "namespace", ns], "");
+        let out = kubectl(&["create", "namespace", ns, "--validate=false"], "");
         assert!(out.status.success(), "{}", both(&out));
         let label = format!("pod-security.kubernetes.io/enforce={level}");
         let out = kubectl(&["label", "namespace", ns, &label], "");
@@ -793,7 +793,15 @@ fn pod_security_the_plugin_refuses_what_the_real_admission_would_refuse() {
             "spec": spec,
         });
         let out = kubectl(
-            &["create", "--dry-run=server", "-f", "-", "-o", "name"],
+            &[
+                "create",
+                "--dry-run=server",
+                "--validate=false",
+                "-f",
+                "-",
+                "-o",
+                "name",
+            ],
             &pod.to_string(),
         );
         (out.status.success(), format!("{name}: {}", both(&out)))
@@ -865,7 +873,10 @@ fn rbac_a_user_without_pods_log_is_refused_before_any_write_and_with_it_all_is_a
     let env = RealEnv::start(&config(Flavour::K3s, true), NS_RBAC);
     let kubectl = |args: &[&str], stdin: &str| env.cluster.kubectl(args, stdin).expect("kubectl");
     let apply = |object: &Value| {
-        let out = kubectl(&["apply", "-f", "-"], &object.to_string());
+        let out = kubectl(
+            &["apply", "--server-side", "--validate=false", "-f", "-"],
+            &object.to_string(),
+        );
         assert!(out.status.success(), "{}", both(&out));
     };
     apply(&migrator_role(false));

@@ -409,7 +409,10 @@ fn storage_quota(env: &RealEnv, hard: u128) -> u128 {
     });
     let out = env
         .cluster
-        .kubectl(&["apply", "-f", "-"], &quota.to_string())
+        .kubectl(
+            &["apply", "--server-side", "--validate=false", "-f", "-"],
+            &quota.to_string(),
+        )
         .expect("kubectl runs");
     assert!(out.status.success(), "{}", both(&out));
     let start = Instant::now();
