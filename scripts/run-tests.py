@@ -67,8 +67,9 @@ LONG = [
     "plugin/e2e_real_migration",  # 26 tests at once (install's, upgrade's, uninstall's, status' and rbac's too), 3 shared control planes
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
-    # 3 shards (migrate, install, upgrade): every write boundary, killed and run again;
-    # 160 cases, ~2 s of CPU each, migrate's 80 the longest (~150 s in its lane).
+    # 6 shards (migrate, install, upgrade; SIGKILL, SIGINT): every write boundary and every
+    # Job, killed and run again; 356 cases, ~2 s of CPU each, migrate's 90 per signal the
+    # longest (~150 s in its lane).
     "plugin/e2e_interrupt",
     "plugin/e2e_faults",  # 3 shards (migrate, install: 21 runs each; upgrade: 11), ~100 s
     "testdata/node_agent",  # 59 s; node_agent_exec's commands run in it, on one cluster
@@ -98,7 +99,7 @@ LONG = [
 SHARDS = {
     "plugin/e2e_migration": 3,
     "plugin/e2e_faults": 3,
-    "plugin/e2e_interrupt": 3,
+    "plugin/e2e_interrupt": 6,
     "core/properties": 4,
     "core/data_sync_script": 3,
 }

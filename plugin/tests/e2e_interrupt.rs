@@ -1,15 +1,20 @@
-//! Interruption at every step boundary (issue 37): a migration and an install through the
-//! real kubectl on uyuni-sim, the plugin killed right after each of its writes took effect
-//! (the simulated API server carries the write out and never answers it, `hold_after_write`)
-//! — by SIGKILL or SIGINT in turn — then run again: every resumed run ends as the
-//! uninterrupted one (the same objects, one successful Job per Job name, none failed), and no
-//! claim that existed when it was killed was recreated (same UID).
+//! Interruption at every step boundary and in the middle of every Job (issue 37): a
+//! migration, an install and an upgrade through the real kubectl on uyuni-sim, the plugin
+//! killed — by SIGKILL, and in a second test by SIGINT — then run again: every resumed run
+//! ends as the uninterrupted one (the same objects, one successful Job per Job name, none
+//! failed), and no claim that existed when it was killed was recreated (same UID).
+//!
+//! - At a boundary: right after each of its writes took effect (the simulated API server
+//!   carries the write out and never answers it, `hold_after_write`).
+//! - Mid-Job: while each Job of the run is running (that step's Jobs made to last, the plugin
+//!   waiting on one); the next run waits on the same Job instead of starting another.
 //!
 //! A SIGINT run releases the namespace's lease: the next run goes on without
 //! `--force-unlock`; after SIGKILL the lease stays until it runs out, and the next run takes
 //! it over with `--force-unlock`, as the refusal says.
 //!
-//! `UYUNI_INTERRUPT_STRIDE=N` interrupts after every N-th write only (default 1: all).
+//! `UYUNI_INTERRUPT_STRIDE=N` interrupts after every N-th write and in every N-th Job only
+//! (default 1: all).
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -46,13 +51,41 @@ fn claims(env: &Env) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn signal(pid: u32, name: &str) {
+fn send(pid: u32, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
         .status()
         .expect("kill runs");
     assert!(status.success(), "kill -{name} {pid}");
 }
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Signal {
+    Kill,
+    Int,
+}
+
+impl Signal {
+    fn name(self) -> &'static str {
+        match self {
+            Signal::Kill => "KILL",
+            Signal::Int => "INT",
+        }
+    }
+}
+
+/// Where the plugin is killed.
+#[derive(Clone, Debug)]
+enum At {
+    /// Right after its `k`-th counted write took effect, the answer never sent.
+    Write(u32),
+    /// While the first Job of this step (its `kubectl-uyuni.io/step` annotation) runs.
+    Job(String),
+}
+
+/// How long a Job of the step interrupted mid-Job runs: long enough for the plugin to be
+/// killed while it waits on it, short enough for the next run to wait it out.
+const JOB_MS: u64 = 1500;
 
 /// A command under test: what runs before it (nothing, or the install an upgrade starts
 /// from), and the command itself with extra flags.
@@ -72,107 +105,192 @@ fn prepared(case: &Case) -> Env {
     env
 }
 
-/// One case: killed after write `k`; `None` when the run wrote less than that.
-fn interrupted_then_resumed(case: &Case, k: u32, expected: &EndState) -> Option<()> {
+/// One case: killed by `signal` at `at`; `None` when the run ended before it got there.
+fn interrupted_then_resumed(
+    case: &Case,
+    at: &At,
+    signal: Signal,
+    expected: &EndState,
+) -> Option<()> {
     let Case { name, command, .. } = *case;
     let env = prepared(case);
-    env.sim.set_faults(Faults {
-        hold_after_write: Some(k),
-        ..Faults::default()
-    });
+    let what = match at {
+        At::Write(k) => format!("{name}, SIG{} after write {k}", signal.name()),
+        At::Job(step) => format!("{name}, SIG{} during Job {step}", signal.name()),
+    };
+    let created = match at {
+        At::Write(k) => {
+            env.sim.set_faults(Faults {
+                hold_after_write: Some(*k),
+                ..Faults::default()
+            });
+            None
+        }
+        At::Job(step) => {
+            let mut scenario = env.sim.scenario();
+            let script = scenario.jobs.entry(step.clone()).or_default();
+            script.duration_ms = JOB_MS;
+            for later in &mut script.later_attempts {
+                later.duration_ms = JOB_MS;
+            }
+            env.sim.set_scenario(scenario);
+            Some(env.sim.job_created_channel(step))
+        }
+    };
+    let reached = || match &created {
+        None => env.sim.holding(),
+        // The hook runs before the create is answered: give the plugin the answer and time
+        // to wait on the Job (which runs JOB_MS).
+        Some(rx) => rx.try_recv().is_ok_and(|_| {
+            std::thread::sleep(Duration::from_millis(300));
+            true
+        }),
+    };
     let mut child = command(&env, &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     let start = Instant::now();
-    while !env.sim.holding() {
+    while !reached() {
         if child.try_wait().expect("try_wait").is_some() {
             let out = child.wait_with_output().expect("wait");
-            succeeded(&out, &format!("{name}: ended before write {k}"));
+            succeeded(&out, &format!("{what}: ended before it"));
             return None;
         }
         assert!(
             start.elapsed() < Duration::from_secs(120),
-            "{name}: write {k} never came"
+            "{what}: never came"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let kill = k % 2 == 1;
     // kubectl execs its plugins: the child's pid is the plugin's.
-    signal(child.id(), if kill { "KILL" } else { "INT" });
+    send(child.id(), signal.name());
     let out = child.wait_with_output().expect("wait");
-    if !kill {
+    if signal == Signal::Int {
         let (_, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(130), "{name}, write {k}:\n{stderr}");
+        assert_eq!(out.status.code(), Some(130), "{what}:\n{stderr}");
         assert!(
             stderr.contains("interrupted by SIGINT"),
-            "{name}, write {k}:\n{stderr}"
+            "{what}:\n{stderr}"
         );
     }
     let before = claims(&env);
     env.sim.set_faults(Faults::default());
-    let resumed = command(&env, if kill { &["--force-unlock"] } else { &[] })
-        .output()
-        .expect("kubectl runs");
-    succeeded(&resumed, &format!("{name}: the run after write {k}"));
+    let resumed = command(
+        &env,
+        if signal == Signal::Kill {
+            &["--force-unlock"]
+        } else {
+            &[]
+        },
+    )
+    .output()
+    .expect("kubectl runs");
+    succeeded(&resumed, &format!("{what}: the next run"));
     let after = claims(&env);
     for (claim, uid) in &before {
         assert_eq!(
             after.get(claim),
             Some(uid),
-            "{name}, write {k}: claim {claim} was recreated or deleted"
+            "{what}: claim {claim} was recreated or deleted"
         );
     }
     assert_eq!(
         &end_state(&env),
         expected,
-        "{name}: the run resumed after write {k} ended elsewhere"
+        "{what}: the next run ended elsewhere"
     );
     Some(())
 }
 
-fn every_boundary(case: &Case) {
+/// Every write boundary and every Job of `case`'s uninterrupted run, each interrupted by
+/// `signal` in a fresh cluster.
+fn every_interruption(case: &Case, signal: Signal) {
     let Case { name, command, .. } = *case;
     let clean = prepared(case);
+    let jobs = clean.sim.job_created_channel("*");
     let out = command(&clean, &[]).output().expect("kubectl runs");
     succeeded(&out, &format!("{name} without interruption"));
     let writes = clean.sim.writes_counted();
     let expected = end_state(&clean);
     assert!(writes > 10, "{name}: only {writes} writes");
-    let mut cases = 0;
-    for k in (1..=writes).step_by(stride()) {
-        if interrupted_then_resumed(case, k, &expected).is_some() {
-            cases += 1;
+    let mut steps: Vec<String> = Vec::new();
+    for job in jobs.try_iter() {
+        if !steps.contains(&job.step) {
+            steps.push(job.step);
         }
     }
-    assert!(cases > 0, "{name}: no interruption happened");
-    eprintln!("{name}: {cases} interruptions of {writes} write boundaries");
+    assert!(!steps.is_empty(), "{name}: no Job ran");
+    let at: Vec<At> = (1..=writes)
+        .step_by(stride())
+        .map(At::Write)
+        .chain(steps.iter().step_by(stride()).cloned().map(At::Job))
+        .collect();
+    let mut cases = 0;
+    for at in &at {
+        match (interrupted_then_resumed(case, at, signal, &expected), at) {
+            (Some(()), _) => cases += 1,
+            // The uninterrupted run created that Job: so must this one.
+            (None, At::Job(step)) => panic!("{name}: the run ended before Job {step} ran"),
+            (None, At::Write(_)) => {}
+        }
+    }
+    assert!(
+        cases > steps.len(),
+        "{name}: too few interruptions happened ({cases})"
+    );
+    eprintln!(
+        "{name}: SIG{} in {cases} of {writes} write boundaries and {} Jobs",
+        signal.name(),
+        steps.len()
+    );
+}
+
+const MIGRATE: Case = Case {
+    name: "migrate",
+    setup: nothing,
+    command: migrate,
+};
+
+const INSTALL: Case = Case {
+    name: "install",
+    setup: nothing,
+    command: install,
+};
+
+const UPGRADE: Case = Case {
+    name: "upgrade",
+    setup: installed_2025_10,
+    command: upgrade,
+};
+
+#[test]
+fn a_migration_killed_anywhere_ends_as_an_uninterrupted_one_when_run_again() {
+    every_interruption(&MIGRATE, Signal::Kill);
 }
 
 #[test]
-fn a_migration_killed_after_any_write_ends_as_an_uninterrupted_one_when_run_again() {
-    every_boundary(&Case {
-        name: "migrate",
-        setup: nothing,
-        command: migrate,
-    });
+fn a_migration_interrupted_anywhere_ends_as_an_uninterrupted_one_when_run_again() {
+    every_interruption(&MIGRATE, Signal::Int);
 }
 
 #[test]
-fn an_install_killed_after_any_write_ends_as_an_uninterrupted_one_when_run_again() {
-    every_boundary(&Case {
-        name: "install",
-        setup: nothing,
-        command: install,
-    });
+fn an_install_killed_anywhere_ends_as_an_uninterrupted_one_when_run_again() {
+    every_interruption(&INSTALL, Signal::Kill);
 }
 
 #[test]
-fn an_upgrade_killed_after_any_write_ends_as_an_uninterrupted_one_when_run_again() {
-    every_boundary(&Case {
-        name: "upgrade",
-        setup: installed_2025_10,
-        command: upgrade,
-    });
+fn an_install_interrupted_anywhere_ends_as_an_uninterrupted_one_when_run_again() {
+    every_interruption(&INSTALL, Signal::Int);
+}
+
+#[test]
+fn an_upgrade_killed_anywhere_ends_as_an_uninterrupted_one_when_run_again() {
+    every_interruption(&UPGRADE, Signal::Kill);
+}
+
+#[test]
+fn an_upgrade_interrupted_anywhere_ends_as_an_uninterrupted_one_when_run_again() {
+    every_interruption(&UPGRADE, Signal::Int);
 }
