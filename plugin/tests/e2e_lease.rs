@@ -359,3 +359,138 @@ fn e2e_lease_a_run_that_lost_its_lease_stops_before_its_next_write() {
         "bob@elsewhere/1/20270101000000"
     );
 }
+
+/// Every command that writes holds the lease (issue 37): with a live run's Lease in the
+/// namespace, install, upgrade, stop, start, restart and uninstall each refuse naming it and
+/// write nothing; without one, each takes it (created before its first other write) and
+/// deletes it at its end. (A run with nothing to do writes nothing and takes no lease.)
+#[test]
+fn e2e_lease_every_writing_command_refuses_while_another_run_holds_it_and_takes_it_otherwise() {
+    use crate::e2e_faults::{env as quick_env, install, installed_2025_10, upgrade};
+    use uyuni_testdata::Faults;
+
+    const OTHER_PID: u32 = 4242;
+    let env = quick_env(Faults::default());
+    installed_2025_10(&env);
+    let hold = || {
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        env.sim
+            .put(serde_json::json!({
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": LEASE,
+                    "namespace": NS,
+                    "annotations": {
+                        "kubectl-uyuni.io/command": "kubectl uyuni -n uyuni upgrade --tag 2026.04",
+                        "kubectl-uyuni.io/user": "alice",
+                        "kubectl-uyuni.io/host": "laptop",
+                        "kubectl-uyuni.io/pid": OTHER_PID.to_string(),
+                    },
+                },
+                "spec": {
+                    "holderIdentity": "alice@laptop/4242/20261204120000",
+                    "leaseDurationSeconds": 3600,
+                    "acquireTime": now,
+                    "renewTime": now,
+                },
+            }))
+            .expect("a live run's lease");
+    };
+    let free = || {
+        assert_eq!(
+            lease(&env).and_then(|l| holder_pid(&l)),
+            Some(OTHER_PID),
+            "the live run's lease is left as it was"
+        );
+        env.sim
+            .delete("coordination.k8s.io/v1", "Lease", Some(NS), LEASE)
+            .expect("the other run ended");
+    };
+    let refused = |name: &str, mut command: Command| {
+        let before = env.sim.request_log().len();
+        let out = command.output().expect("kubectl runs");
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{name} ran:\n{stdout}\n{stderr}");
+        for part in [
+            &format!("another run is writing to namespace {NS}"),
+            &format!("(process {OTHER_PID}), since "),
+            "Nothing was written",
+            "--force-unlock`",
+        ] {
+            assert!(stderr.contains(part), "{name}: {part:?} in:\n{stderr}");
+        }
+        let writes: Vec<String> = env.sim.request_log()[before..]
+            .iter()
+            .filter(|r| r.write && r.resource.as_deref() != Some("selfsubjectaccessreviews"))
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        assert!(writes.is_empty(), "the refused {name} wrote {writes:?}");
+    };
+    let takes = |name: &str, mut command: Command| {
+        let before = env.sim.request_log().len();
+        let out = command.output().expect("kubectl runs");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{name}:\n{stdout}\n{stderr}");
+        let log = env.sim.request_log()[before..].to_vec();
+        let writes: Vec<(String, String)> = log
+            .iter()
+            .filter(|r| r.write && r.status < 300)
+            .filter(|r| r.resource.as_deref() != Some("selfsubjectaccessreviews"))
+            .map(|r| {
+                (
+                    r.verb.clone().unwrap_or_default(),
+                    r.resource.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert!(writes.len() > 2, "{name} wrote nothing: {writes:?}");
+        assert_eq!(
+            writes.first(),
+            Some(&("create".to_owned(), "leases".to_owned())),
+            "{name} wrote before taking the lease: {writes:?}"
+        );
+        assert_eq!(
+            writes.last(),
+            Some(&("delete".to_owned(), "leases".to_owned())),
+            "{name} did not release the lease last: {writes:?}"
+        );
+        assert!(lease(&env).is_none(), "{name} left its lease behind");
+    };
+    let stop = || uyuni_command(&env, &["stop", "--yes"]);
+    let restart = || uyuni_command(&env, &["restart", "--yes"]);
+    let uninstall = || uyuni_command(&env, &["uninstall", "--yes"]);
+
+    // A running server: upgrade, stop, restart and uninstall would write.
+    hold();
+    refused("upgrade", upgrade(&env, &[]));
+    refused("stop", stop());
+    refused("restart", restart());
+    refused("uninstall", uninstall());
+    free();
+    takes("upgrade", upgrade(&env, &[]));
+    takes("stop", stop());
+    // A stopped server: start would write.
+    hold();
+    refused("start", uyuni_command(&env, &["start"]));
+    free();
+    takes("start", uyuni_command(&env, &["start"]));
+    takes("restart", restart());
+    takes("uninstall", uninstall());
+    // An emptied namespace: install would write.
+    hold();
+    refused("install", install(&env, &[]));
+    free();
+    takes("install", install(&env, &[]));
+}
+
+/// `kubectl uyuni --kubeconfig K -n uyuni ARGS…` as a command.
+fn uyuni_command(env: &Env, args: &[&str]) -> Command {
+    let mut c = env.kubectl();
+    c.arg("uyuni")
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args(["-n", NS])
+        .args(args);
+    c
+}
