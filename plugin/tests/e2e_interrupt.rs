@@ -241,8 +241,9 @@ fn every_interruption(case: &Case, signal: Signal) {
         "{name}: too few interruptions happened ({cases})"
     );
     eprintln!(
-        "{name}: SIG{} in {cases} of {writes} write boundaries and {} Jobs",
+        "{name}: SIG{} in {cases} places of {} ({writes} write boundaries, {} Jobs)",
         signal.name(),
+        at.len(),
         steps.len()
     );
 }
