@@ -243,6 +243,7 @@ fn objects_observation(
         ObjectRef::new(Kind::Service, names::DB_SERVICE),
         ObjectRef::new(Kind::Service, names::REPORTDB_SERVICE),
         ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT),
+        ObjectRef::new(Kind::NetworkPolicy, names::DB_NETWORK_POLICY),
         ObjectRef::new(Kind::Deployment, names::SERVER_DEPLOYMENT),
         ObjectRef::new(Kind::Deployment, names::HUB_DEPLOYMENT),
         ObjectRef::new(Kind::Deployment, names::COCO_DEPLOYMENT),

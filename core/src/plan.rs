@@ -32,8 +32,8 @@ pub use migrate::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP, phase, plan};
 use setup::pull_secret_step;
 pub use steps::differs;
 pub(crate) use steps::{
-    apply_step, await_job_step, deployment_step, deployment_wait_step, done_step, job_label,
-    job_name, job_step, keep_step, last_succeeded, run_job_step, wait_step,
+    apply_step, await_job_step, deployment_step, deployment_step_with, deployment_wait_step,
+    done_step, job_label, job_name, job_step, keep_step, last_succeeded, run_job_step, wait_step,
 };
 pub use steps::{delete_step, holds_data, migration_secret_deletion, purge_step};
 

@@ -14,6 +14,7 @@
 use crate::support;
 
 mod install;
+mod network;
 mod rbac;
 mod status;
 mod uninstall;
