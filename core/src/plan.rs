@@ -119,6 +119,12 @@ pub enum Action {
         wait: DeploymentWait,
         #[serde(skip_serializing_if = "Option::is_none")]
         restarted_at: Option<String>,
+        /// With `restarted_at`, for a Deployment whose pods lack the pod security settings
+        /// (`builders::hardening`): its pod template with them, and the policy scan's skip
+        /// annotations, written in the same patch. A restart replaces every pod anyway, so
+        /// they arrive without an outage of their own.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hardened: Option<Box<k8s_openapi::api::apps::v1::Deployment>>,
     },
     /// Delete the object with this propagation, then wait until it is gone: a step that
     /// follows may rely on its absence (and, in the foreground, on that of its pods).

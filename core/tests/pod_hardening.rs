@@ -467,3 +467,87 @@ fn pod_hardening_gives_the_jobs_that_allow_it_a_read_only_root() {
         );
     }
 }
+
+/// `restart` replaces every pod anyway, so it carries the pod security settings to a server
+/// written before them, in the same write as its mark, and nothing else of the template
+/// changes; the database, which restart leaves running, keeps its pods; a server that has them
+/// is restarted with its template as it is.
+#[test]
+fn pod_hardening_arrives_with_a_restart() {
+    use uyuni_core::plan::lifecycle::Lifecycle;
+    let end = preview(&install_params(1), &common::empty_cluster())
+        .expect("plans")
+        .end;
+    let before = written_before(&end);
+    let restart = crate::lifecycle::params(Lifecycle::Restart);
+    let run = preview(&restart, &before).expect("restarts");
+    let mark = uyuni_core::labels::RESTARTED_AT_ANNOTATION;
+    let mut restarted = 0;
+    for d in deployments(&run.end) {
+        let name = d.metadata.name.clone().unwrap_or_default();
+        let old = before.deployment(&name).expect("was there");
+        if name == uyuni_core::catalogue::names::DB_DEPLOYMENT {
+            assert_eq!(d, old, "the database was touched");
+            continue;
+        }
+        restarted += 1;
+        assert!(hardened(d), "{name} restarted without the hardening");
+        assert!(
+            d.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.keys().any(|k| k.starts_with(SKIP_ANNOTATION_PREFIX))),
+            "{name}: no skip annotation"
+        );
+        // The mark and the hardening, nothing else.
+        let mut back = as_before(d.clone());
+        if let Some(a) = back
+            .spec
+            .as_mut()
+            .and_then(|s| s.template.metadata.as_mut())
+            .and_then(|m| m.annotations.as_mut())
+        {
+            assert!(a.remove(mark).is_some(), "{name}: not marked");
+            if a.is_empty() {
+                back.spec
+                    .as_mut()
+                    .expect("spec")
+                    .template
+                    .metadata
+                    .as_mut()
+                    .expect("m")
+                    .annotations = None;
+            }
+        }
+        assert_eq!(
+            back.spec.as_ref().map(|s| &s.template),
+            old.spec.as_ref().map(|s| &s.template),
+            "{name}: the restart changed more than the pod security settings"
+        );
+    }
+    assert!(restarted >= 3, "{restarted}");
+    // Restarted again: the templates have them, the patch carries no template.
+    let again = uyuni_core::plan::lifecycle::plan(
+        &uyuni_core::plan::lifecycle::LifecycleParams {
+            server: uyuni_core::params::ServerParams {
+                run_id: "20261205000000".to_owned(),
+                ..restart.server.clone()
+            },
+            ..restart.clone()
+        },
+        &run.end,
+    )
+    .expect("plans");
+    let scales: Vec<_> = again
+        .steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::Scale { hardened, .. } => Some(hardened.is_some()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !scales.is_empty() && scales.iter().all(|h| !h),
+        "{scales:?}"
+    );
+}

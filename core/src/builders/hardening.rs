@@ -303,9 +303,11 @@ fn harden_container(
         let caps = context
             .capabilities
             .get_or_insert_with(Capabilities::default);
-        caps.drop
-            .get_or_insert_with(Vec::new)
-            .push("NET_RAW".to_owned());
+        let drop = caps.drop.get_or_insert_with(Vec::new);
+        // Idempotent: a restart hardens a live template that may have it already.
+        if !drop.iter().any(|d| d == "NET_RAW") {
+            drop.push("NET_RAW".to_owned());
+        }
     }
     container.security_context = (context != SecurityContext::default()).then_some(context);
     // What the user gave (`--server-requests`…) stays; the defaults fill in the rest.

@@ -179,6 +179,7 @@ pub(super) fn steps(
                     replicas: 0,
                     wait: STOP_WAIT,
                     restarted_at: None,
+                    hardened: None,
                 },
             });
         }
@@ -204,6 +205,7 @@ pub(super) fn steps(
                     replicas: 0,
                     wait: STOP_WAIT,
                     restarted_at: None,
+                    hardened: None,
                 },
             });
         } else {
