@@ -14,8 +14,8 @@
 use crate::support;
 
 mod install;
-mod network;
 mod rbac;
+mod security;
 mod status;
 mod uninstall;
 mod upgrade;

@@ -1,4 +1,7 @@
-//! `--network-policy` on the real control plane: upstream's apiserver admits NetworkPolicy `db`
+//! The pod security work on the real control plane. `restart` of a server whose Deployments
+//! were written without the pod security settings brings them in its own rollout.
+//!
+//! `--network-policy`: upstream's apiserver admits NetworkPolicy `db`
 //! as the tool writes it, with the selectors the policy needs; a run without the flag keeps
 //! it, `--network-policy=false` removes it, and `uninstall` removes it with the rest.
 //!
@@ -12,10 +15,11 @@ use std::process::Output;
 use serde_json::{Value, json};
 use uyuni_testdata::Flavour;
 
-use super::{RealEnv, both, config, real_plane_or_skip};
+use super::{RealEnv, both, condition, config, real_plane_or_skip};
 use crate::support::text;
 
 const NS_NETWORK_POLICY: &str = "uyuni-netpol";
+const NS_RESTART_HARDENING: &str = "uyuni-restart-hardening";
 const FQDN: &str = "server.example.com";
 
 fn install(env: &RealEnv, extra: &[&str]) -> Output {
@@ -120,4 +124,73 @@ fn an_install_with_network_policy_writes_it_and_false_removes_it() {
     let removed = env.uyuni(&["uninstall", "--yes"]);
     assert!(removed.status.success(), "{}", both(&removed));
     assert!(policies(&env).is_empty(), "{:#?}", policies(&env));
+}
+
+/// A server written before the pod security settings (simulated: the seccomp profile and the
+/// token setting taken off the live templates by the cluster admin) gets them back from
+/// `restart`, in the rollout that carries the restart's mark; the database is left running as
+/// it was.
+#[test]
+fn a_restart_brings_the_pod_security_settings_to_an_older_server() {
+    if !real_plane_or_skip("restart with the pod security settings") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::Plain, true), NS_RESTART_HARDENING);
+    let out = install(&env, &["--hubxmlrpc-replicas", "1"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let older = r#"[{"op":"remove","path":"/spec/template/spec/securityContext/seccompProfile"},
+        {"op":"remove","path":"/spec/template/spec/automountServiceAccountToken"}]"#;
+    for name in ["uyuni", "hub-xmlrpc"] {
+        let patched = env
+            .cluster
+            .kubectl(
+                &[
+                    "patch",
+                    "deployment",
+                    name,
+                    "-n",
+                    env.ns,
+                    "--type=json",
+                    "-p",
+                    older,
+                ],
+                "",
+            )
+            .expect("kubectl runs");
+        assert!(patched.status.success(), "{}", both(&patched));
+        let d = env.get(&["deployment", name, "-n", env.ns]);
+        assert!(d["spec"]["template"]["spec"]["securityContext"]["seccompProfile"].is_null());
+    }
+    let db_before = env.get(&["deployment", "db", "-n", env.ns])["spec"]["template"].clone();
+
+    let restarted = env.uyuni(&["restart", "--yes"]);
+    assert!(restarted.status.success(), "{}", both(&restarted));
+    for name in ["uyuni", "hub-xmlrpc"] {
+        let d = env.get(&["deployment", name, "-n", env.ns]);
+        let pod = &d["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
+            "{name}: {pod:#}"
+        );
+        assert_eq!(pod["automountServiceAccountToken"], false, "{name}");
+        assert!(
+            d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+                .is_string(),
+            "{name} not restarted"
+        );
+        assert_eq!(
+            condition(&d, "Available").as_deref(),
+            Some("True"),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        env.get(&["deployment", "db", "-n", env.ns])["spec"]["template"],
+        db_before,
+        "the database was touched"
+    );
+    // The templates are as an install writes them now: a re-run has nothing to do.
+    let again = install(&env, &[]);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(text(&again).1.contains("Nothing to do"), "{}", both(&again));
 }
