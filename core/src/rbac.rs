@@ -275,6 +275,12 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
     }
     for &kind in table.deletes {
         out.extend(access::delete_needs(kind, namespace));
+        // Found before it is deleted: the NetworkPolicy is read only by the commands that
+        // may delete it, not by every reader (`observed::server_observation`).
+        let (group, resource) = access::group_resource(kind);
+        for verb in ["get", "list", "watch"] {
+            out.push(Access::new(verb, group, resource, Some(namespace)));
+        }
     }
     if table.writes {
         out.extend(crate::lock::needs(namespace));

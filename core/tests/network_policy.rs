@@ -336,3 +336,21 @@ fn network_policy_stays_through_an_upgrade() {
     assert_eq!(policy_of(&end), policy_of(&start), "kept as it was");
     assert!(!skips(&end, names::DB_DEPLOYMENT).contains(&"CKV2_K8S_6".to_owned()));
 }
+
+/// A server that never used the flag reads no NetworkPolicy, so its user needs no right on
+/// them; one that has it, or turns it off, reads it; `uninstall` always does.
+#[test]
+fn network_policy_is_read_only_where_it_is_or_was_in_use() {
+    let target = ObjectRef::new(Kind::NetworkPolicy, names::DB_NETWORK_POLICY);
+    let reads = |p: &InstallParams| p.observation().named.contains(&target);
+    assert!(!reads(&install(None)));
+    assert!(reads(&install(Some(true))));
+    let recorded = BTreeMap::from([("network-policy".to_owned(), "true".to_owned())]);
+    let mut args = crate::install::install_args();
+    args.spec.network_policy = Some(false);
+    let (off, _) = uyuni_core::record::params(args, &recorded).expect("valid");
+    assert!(!off.spec.network_policy);
+    assert!(reads(&off), "turned off: read, to delete it");
+    let uninstall = crate::uninstall::uninstall_params(false, false);
+    assert!(uninstall.observation().named.contains(&target));
+}
