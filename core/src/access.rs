@@ -47,6 +47,7 @@ pub fn group_resource(kind: Kind) -> (&'static str, &'static str) {
         Kind::Deployment => ("apps", "deployments"),
         Kind::Service => ("", "services"),
         Kind::Ingress => ("networking.k8s.io", "ingresses"),
+        Kind::NetworkPolicy => ("networking.k8s.io", "networkpolicies"),
         Kind::ResourceQuota => ("", "resourcequotas"),
         Kind::LimitRange => ("", "limitranges"),
         Kind::Custom(c) => (

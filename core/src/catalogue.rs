@@ -39,6 +39,8 @@ pub mod names {
     pub const SELF_SIGNED_ISSUER: &str = "uyuni-root-issuer";
     pub const CA_CERTIFICATE: &str = "uyuni-ca";
     pub const DB_DEPLOYMENT: &str = "db";
+    /// The NetworkPolicy that guards the `db` pods (`--network-policy`).
+    pub const DB_NETWORK_POLICY: &str = "db";
     pub const DB_SERVICE: &str = "db";
     pub const REPORTDB_SERVICE: &str = "reportdb";
     /// The CA as a TLS Secret, the CA issuer's key pair (reference §5.4).

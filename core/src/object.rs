@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, ResourceQuota, Secret, Service,
     ServiceAccount,
 };
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -25,6 +25,8 @@ pub enum Kind {
     Deployment,
     Service,
     Ingress,
+    /// The database's NetworkPolicy (`--network-policy`).
+    NetworkPolicy,
     /// Read only, every one of the namespace ([`crate::observed::Observation::every`]): what
     /// admission lets a new claim take ([`crate::quota`]).
     ResourceQuota,
@@ -124,7 +126,7 @@ impl Serialize for CustomObject {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 19] = [
+    pub const ALL: [Kind; 20] = [
         Kind::Namespace,
         Kind::Secret,
         Kind::ConfigMap,
@@ -136,6 +138,7 @@ impl Kind {
         Kind::Deployment,
         Kind::Service,
         Kind::Ingress,
+        Kind::NetworkPolicy,
         Kind::ResourceQuota,
         Kind::LimitRange,
         Kind::Custom(CustomKind::Issuer),
@@ -160,6 +163,7 @@ impl Kind {
             Kind::Deployment => "Deployment",
             Kind::Service => "Service",
             Kind::Ingress => "Ingress",
+            Kind::NetworkPolicy => "NetworkPolicy",
             Kind::ResourceQuota => "ResourceQuota",
             Kind::LimitRange => "LimitRange",
             Kind::Custom(c) => c.kind(),
@@ -180,6 +184,7 @@ impl Kind {
             Kind::Deployment => "deployment",
             Kind::Service => "service",
             Kind::Ingress => "ingress",
+            Kind::NetworkPolicy => "networkpolicy",
             Kind::ResourceQuota => "resourcequota",
             Kind::LimitRange => "limitrange",
             Kind::Custom(CustomKind::Issuer) => "issuer",
@@ -236,6 +241,7 @@ pub enum Object {
     Deployment(Deployment),
     Service(Service),
     Ingress(Ingress),
+    NetworkPolicy(NetworkPolicy),
     ResourceQuota(ResourceQuota),
     LimitRange(LimitRange),
     Custom(CustomObject),
@@ -255,6 +261,7 @@ impl Object {
             Object::Deployment(_) => Kind::Deployment,
             Object::Service(_) => Kind::Service,
             Object::Ingress(_) => Kind::Ingress,
+            Object::NetworkPolicy(_) => Kind::NetworkPolicy,
             Object::ResourceQuota(_) => Kind::ResourceQuota,
             Object::LimitRange(_) => Kind::LimitRange,
             Object::Custom(o) => Kind::Custom(o.kind),
@@ -274,6 +281,7 @@ impl Object {
             Object::Deployment(o) => &o.metadata,
             Object::Service(o) => &o.metadata,
             Object::Ingress(o) => &o.metadata,
+            Object::NetworkPolicy(o) => &o.metadata,
             Object::ResourceQuota(o) => &o.metadata,
             Object::LimitRange(o) => &o.metadata,
             Object::Custom(o) => &o.metadata,

@@ -111,6 +111,7 @@ pub fn uninstall_observation(params: &crate::params::UninstallParams) -> Observa
         ObjectRef::new(Kind::ConfigMap, names::CONFIG_MAP),
         // The counts `stop` recorded.
         ObjectRef::new(Kind::ConfigMap, names::REPLICAS_CONFIG_MAP),
+        network_policy(),
         ObjectRef::new(Kind::Custom(CustomKind::Issuer), names::SELF_SIGNED_ISSUER),
         ObjectRef::new(Kind::Custom(CustomKind::Certificate), names::CA_CERTIFICATE),
     ];
@@ -177,6 +178,11 @@ pub fn upgrade_objects() -> Vec<ObjectRef> {
 /// The PostgreSQL majors whose volumes an upgrade reads: today's and the next few.
 pub const UPGRADE_MAJORS: std::ops::RangeInclusive<u32> = 14..=30;
 
+/// The tool's NetworkPolicy (`--network-policy`).
+fn network_policy() -> ObjectRef {
+    ObjectRef::new(Kind::NetworkPolicy, names::DB_NETWORK_POLICY)
+}
+
 /// The objects of the server's end state and of a migration's opening, then `extra`.
 fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef>) -> Observation {
     let pull_secret = match &params.spec.pull_secret {
@@ -190,6 +196,12 @@ fn server_observation(params: &crate::params::ServerParams, extra: Vec<ObjectRef
         .cloned()
         .chain(params.spec.volumes.iter().map(|v| v.name.clone()))
         .collect();
+    let mut extra = extra;
+    // Read only where `--network-policy` is or was in use (given now, or in the record, `=false`
+    // included): a server that never had one asks no right on NetworkPolicies of its user.
+    if params.spec.network_policy || params.spec_record.contains_key("network-policy") {
+        extra.push(network_policy());
+    }
     objects_observation(&params.namespace, pull_secret, &claims, extra)
 }
 

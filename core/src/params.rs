@@ -114,6 +114,9 @@ pub struct ServerSpecArgs {
     /// `--configure-ingress-controller[=true|false]`: write the controller's HelmChartConfig
     /// in kube-system.
     pub configure_ingress_controller: Option<bool>,
+    /// `--network-policy[=true|false]`: a NetworkPolicy that lets only the database's
+    /// consumers reach it. `None`: not given (off unless remembered).
+    pub network_policy: Option<bool>,
     pub volumes_class: Option<String>,
     /// `NAME=CLASS` pairs.
     pub volume_classes: Vec<String>,
@@ -216,6 +219,9 @@ pub struct ServerSpec {
     /// Requests and limits given for the server's and the database's containers; what is not
     /// given takes the defaults of `builders::hardening`.
     pub resources: ResourceFlags,
+    /// `--network-policy`: the database reachable only from its consumers
+    /// (`builders::network_policy`).
+    pub network_policy: bool,
 }
 
 /// `--server-requests`, `--server-limits`, `--db-requests`, `--db-limits`: resource name (`cpu`,
@@ -1117,6 +1123,7 @@ impl ServerSpec {
             },
             server_security: resolve_server_security(args)?,
             resources: resolve_resources(args)?,
+            network_policy: args.network_policy.unwrap_or(false),
         })
     }
 

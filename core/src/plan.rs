@@ -32,8 +32,8 @@ pub use migrate::{PREPARE_CHECK_STEP, PREPARE_SYNC_STEP, phase, plan};
 use setup::pull_secret_step;
 pub use steps::differs;
 pub(crate) use steps::{
-    apply_step, await_job_step, deployment_step, deployment_wait_step, done_step, job_label,
-    job_name, job_step, keep_step, last_succeeded, run_job_step, wait_step,
+    apply_step, await_job_step, deployment_step, deployment_step_with, deployment_wait_step,
+    done_step, job_label, job_name, job_step, keep_step, last_succeeded, run_job_step, wait_step,
 };
 pub use steps::{delete_step, holds_data, migration_secret_deletion, purge_step};
 
@@ -119,6 +119,12 @@ pub enum Action {
         wait: DeploymentWait,
         #[serde(skip_serializing_if = "Option::is_none")]
         restarted_at: Option<String>,
+        /// With `restarted_at`, for a Deployment whose pods lack the pod security settings
+        /// (`builders::hardening`): its pod template with them, and the policy scan's skip
+        /// annotations, written in the same patch. A restart replaces every pod anyway, so
+        /// they arrive without an outage of their own.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hardened: Option<Box<k8s_openapi::api::apps::v1::Deployment>>,
     },
     /// Delete the object with this propagation, then wait until it is gone: a step that
     /// follows may rely on its absence (and, in the foreground, on that of its pods).

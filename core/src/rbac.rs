@@ -84,17 +84,21 @@ impl Command {
         match self {
             Command::Install => Table {
                 applies: INSTALL_WRITES,
+                // `--network-policy=false` deletes the tool's NetworkPolicy.
+                deletes: &[Kind::NetworkPolicy],
                 ..Table::WRITER
             },
             Command::Migrate => Table {
                 applies: MIGRATE_WRITES,
                 // A finished migration deletes Secrets uyuni-migration-key and
-                // uyuni-ca-password (`plan::migration_secret_deletion`).
-                deletes: &[Kind::Secret],
+                // uyuni-ca-password (`plan::migration_secret_deletion`);
+                // `--network-policy=false` deletes the tool's NetworkPolicy.
+                deletes: &[Kind::Secret, Kind::NetworkPolicy],
                 ..Table::WRITER
             },
             Command::Upgrade => Table {
                 applies: MIGRATE_WRITES,
+                deletes: &[Kind::NetworkPolicy],
                 reports: true,
                 ..Table::WRITER
             },
@@ -188,6 +192,7 @@ const INSTALL_WRITES: &[Kind] = &[
     Kind::PersistentVolumeClaim,
     Kind::Deployment,
     Kind::Service,
+    Kind::NetworkPolicy,
     Kind::Ingress,
     Kind::Custom(CustomKind::Issuer),
     Kind::Custom(CustomKind::Certificate),
@@ -208,6 +213,7 @@ const MIGRATE_WRITES: &[Kind] = &[
     Kind::RoleBinding,
     Kind::Deployment,
     Kind::Service,
+    Kind::NetworkPolicy,
     Kind::Ingress,
     Kind::Custom(CustomKind::Issuer),
     Kind::Custom(CustomKind::Certificate),
@@ -230,6 +236,7 @@ const UNINSTALL_DELETES: &[Kind] = &[
     Kind::Job,
     Kind::Deployment,
     Kind::Service,
+    Kind::NetworkPolicy,
     Kind::Ingress,
     Kind::Custom(CustomKind::Issuer),
     Kind::Custom(CustomKind::Certificate),
@@ -268,6 +275,12 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
     }
     for &kind in table.deletes {
         out.extend(access::delete_needs(kind, namespace));
+        // Found before it is deleted: the NetworkPolicy is read only by the commands that
+        // may delete it, not by every reader (`observed::server_observation`).
+        let (group, resource) = access::group_resource(kind);
+        for verb in ["get", "list", "watch"] {
+            out.push(Access::new(verb, group, resource, Some(namespace)));
+        }
     }
     if table.writes {
         out.extend(crate::lock::needs(namespace));

@@ -58,6 +58,7 @@ pub const FLAGS: &[&str] = &[
     "ingress",
     "ingress-class",
     "configure-ingress-controller",
+    "network-policy",
     "ssl-cname",
     "volumes-class",
     "volume-class",
@@ -128,7 +129,8 @@ fn shape(key: &str) -> Shape {
         | "tftp-host-network"
         | "server-privileged"
         | "server-super-privileged"
-        | "configure-ingress-controller" => Shape::Bool,
+        | "configure-ingress-controller"
+        | "network-policy" => Shape::Bool,
         "hubxmlrpc-replicas" | "coco-replicas" => Shape::Number,
         "ssl-cname" | "volume-class" | "volume-size" => Shape::List,
         _ => Shape::Text,
@@ -166,6 +168,7 @@ fn get(args: &ServerSpecArgs, key: &str) -> Option<String> {
         "ingress" => text(&args.ingress),
         "ingress-class" => text(&args.ingress_class),
         "configure-ingress-controller" => flag(args.configure_ingress_controller),
+        "network-policy" => flag(args.network_policy),
         "ssl-cname" => list(&args.ssl_cnames),
         "volumes-class" => text(&args.volumes_class),
         "volume-class" => list(&args.volume_classes),
@@ -218,6 +221,7 @@ fn set(args: &mut ServerSpecArgs, key: &str, value: Parsed) {
         "ingress" => args.ingress = text,
         "ingress-class" => args.ingress_class = text,
         "configure-ingress-controller" => args.configure_ingress_controller = flag,
+        "network-policy" => args.network_policy = flag,
         "ssl-cname" => args.ssl_cnames = list,
         "volumes-class" => args.volumes_class = text,
         "volume-class" => args.volume_classes = list,

@@ -140,10 +140,20 @@ pub fn simulate_in_place(observed: &mut Observed, namespace: &str, step: &Step) 
             name,
             replicas,
             restarted_at,
+            hardened,
             ..
         } => {
             if let Some(Object::Deployment(d)) = observed.get(Kind::Deployment, name) {
                 let mut d = d.clone();
+                if let Some(h) = hardened {
+                    d.metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .extend(h.metadata.annotations.clone().unwrap_or_default());
+                    if let (Some(spec), Some(want)) = (d.spec.as_mut(), h.spec.as_ref()) {
+                        spec.template = want.template.clone();
+                    }
+                }
                 if let Some(spec) = d.spec.as_mut() {
                     spec.replicas = Some(*replicas);
                     if let Some(at) = restarted_at {

@@ -343,3 +343,211 @@ fn pod_hardening_resource_flags_take_kubectls_form_only() {
         assert!(InstallParams::from_args(&args).is_ok(), "{good}");
     }
 }
+
+/// The Jobs whose scripts write only to their volumes (the image checks and inspections, the
+/// CA key, the database's backup and restore copies) run with a read-only root and an emptyDir
+/// at `/tmp`; every other Job keeps a writable root and says why (CKV_K8S_22). What the
+/// read-only root adds is no part of a database Job's identity, so the tool's update runs no
+/// copy again.
+#[test]
+fn pod_hardening_gives_the_jobs_that_allow_it_a_read_only_root() {
+    use uyuni_core::builders::hardening::{JOB_TMP_VOLUME, strip_job_pod};
+    let (params, _) = crate::rerun_safety::finished();
+    let migration = preview(&params, &common::after_sync(&params)).expect("plans");
+    let checks = preview(&params, &common::empty_cluster()).expect("plans");
+    let start = upgrade::installed();
+    let (upgraded, end) = upgrade::run(
+        &upgrade::upgrade_to(upgrade::TO),
+        &start,
+        &upgrade::same_major,
+    )
+    .expect("upgrades");
+    let (back, _) = upgrade::run(
+        &upgrade::rollback_of(&upgrade::upgrade_to(upgrade::TO)),
+        &end,
+        &upgrade::same_major,
+    )
+    .expect("rolls back");
+    let jobs: Vec<k8s_openapi::api::batch::v1::Job> = migration
+        .executed
+        .iter()
+        .chain(&checks.executed)
+        .chain(&upgraded)
+        .chain(&back)
+        .filter_map(|s| match s.action.object() {
+            Some(Object::Job(j)) => Some(j.clone()),
+            _ => None,
+        })
+        .collect();
+    let read_only = |step: &str| {
+        step.starts_with("image-check-")
+            || step.starts_with("inspect-")
+            || ["ca-key", "db-backup", "db-restore"].contains(&step)
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for job in &jobs {
+        let step = job
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(uyuni_core::labels::STEP_LABEL))
+            .cloned()
+            .unwrap_or_default();
+        seen.insert((step.clone(), read_only(&step)));
+        let skipped =
+            job.metadata.annotations.iter().flatten().any(|(k, v)| {
+                k.starts_with(SKIP_ANNOTATION_PREFIX) && v.starts_with("CKV_K8S_22=")
+            });
+        let pod = job
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod");
+        for c in &pod.containers {
+            let ro = c
+                .security_context
+                .as_ref()
+                .and_then(|s| s.read_only_root_filesystem);
+            assert_eq!(ro == Some(true), read_only(&step), "{step}: {ro:?}");
+            if read_only(&step) {
+                let tmp = c
+                    .volume_mounts
+                    .iter()
+                    .flatten()
+                    .find(|m| m.mount_path == "/tmp")
+                    .unwrap_or_else(|| panic!("{step}: no /tmp"));
+                let volume = pod
+                    .volumes
+                    .iter()
+                    .flatten()
+                    .find(|v| v.name == tmp.name)
+                    .expect("the /tmp volume");
+                assert!(volume.empty_dir.is_some(), "{step}: {volume:?}");
+            }
+        }
+        assert_eq!(skipped, !read_only(&step), "{step}");
+        // Stripped for the identity, nothing of it is left.
+        let mut stripped = pod.clone();
+        strip_job_pod(&mut stripped);
+        assert!(
+            !stripped
+                .volumes
+                .iter()
+                .flatten()
+                .any(|v| v.name == JOB_TMP_VOLUME),
+            "{step}"
+        );
+        for c in &stripped.containers {
+            assert!(
+                !c.volume_mounts
+                    .iter()
+                    .flatten()
+                    .any(|m| m.name == JOB_TMP_VOLUME),
+                "{step}"
+            );
+            assert!(
+                c.security_context
+                    .as_ref()
+                    .and_then(|s| s.read_only_root_filesystem)
+                    .is_none(),
+                "{step}"
+            );
+        }
+    }
+    for step in [
+        "image-check-server",
+        "ca-key",
+        "db-backup",
+        "db-restore",
+        "db-fixup",
+    ] {
+        assert!(
+            seen.iter().any(|(s, _)| s == step),
+            "{step} not seen: {seen:?}"
+        );
+    }
+}
+
+/// `restart` replaces every pod anyway, so it carries the pod security settings to a server
+/// written before them, in the same write as its mark, and nothing else of the template
+/// changes; the database, which restart leaves running, keeps its pods; a server that has them
+/// is restarted with its template as it is.
+#[test]
+fn pod_hardening_arrives_with_a_restart() {
+    use uyuni_core::plan::lifecycle::Lifecycle;
+    let end = preview(&install_params(1), &common::empty_cluster())
+        .expect("plans")
+        .end;
+    let before = written_before(&end);
+    let restart = crate::lifecycle::params(Lifecycle::Restart);
+    let run = preview(&restart, &before).expect("restarts");
+    let mark = uyuni_core::labels::RESTARTED_AT_ANNOTATION;
+    let mut restarted = 0;
+    for d in deployments(&run.end) {
+        let name = d.metadata.name.clone().unwrap_or_default();
+        let old = before.deployment(&name).expect("was there");
+        if name == uyuni_core::catalogue::names::DB_DEPLOYMENT {
+            assert_eq!(d, old, "the database was touched");
+            continue;
+        }
+        restarted += 1;
+        assert!(hardened(d), "{name} restarted without the hardening");
+        assert!(
+            d.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.keys().any(|k| k.starts_with(SKIP_ANNOTATION_PREFIX))),
+            "{name}: no skip annotation"
+        );
+        // The mark and the hardening, nothing else.
+        let mut back = as_before(d.clone());
+        if let Some(a) = back
+            .spec
+            .as_mut()
+            .and_then(|s| s.template.metadata.as_mut())
+            .and_then(|m| m.annotations.as_mut())
+        {
+            assert!(a.remove(mark).is_some(), "{name}: not marked");
+            if a.is_empty() {
+                back.spec
+                    .as_mut()
+                    .expect("spec")
+                    .template
+                    .metadata
+                    .as_mut()
+                    .expect("m")
+                    .annotations = None;
+            }
+        }
+        assert_eq!(
+            back.spec.as_ref().map(|s| &s.template),
+            old.spec.as_ref().map(|s| &s.template),
+            "{name}: the restart changed more than the pod security settings"
+        );
+    }
+    assert!(restarted >= 3, "{restarted}");
+    // Restarted again: the templates have them, the patch carries no template.
+    let again = uyuni_core::plan::lifecycle::plan(
+        &uyuni_core::plan::lifecycle::LifecycleParams {
+            server: uyuni_core::params::ServerParams {
+                run_id: "20261205000000".to_owned(),
+                ..restart.server.clone()
+            },
+            ..restart.clone()
+        },
+        &run.end,
+    )
+    .expect("plans");
+    let scales: Vec<_> = again
+        .steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::Scale { hardened, .. } => Some(hardened.is_some()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !scales.is_empty() && scales.iter().all(|h| !h),
+        "{scales:?}"
+    );
+}

@@ -92,6 +92,7 @@ fn rbac_covers_every_permission_a_migration_asks() {
         a.spec.tftp = Some(true);
         a.spec.ingress = Some("traefik".to_owned());
         a.spec.configure_ingress_controller = Some(true);
+        a.spec.network_policy = Some(true);
     });
     let start = everything_served(common::empty_cluster());
     let needed = access::needed(&all, &start);
@@ -102,6 +103,12 @@ fn rbac_covers_every_permission_a_migration_asks() {
         "the fixture writes the HelmChartConfig: {needed:#?}"
     );
     assert_covers(Command::Migrate, "a migration with every option", &needed);
+    assert!(
+        needed
+            .iter()
+            .any(|a| a.resource == "networkpolicies" && a.is_write()),
+        "the fixture writes the NetworkPolicy: {needed:#?}"
+    );
 }
 
 #[test]
@@ -119,6 +126,24 @@ fn rbac_covers_every_permission_an_install_asks() {
     ] {
         assert_covers(Command::Install, case, &access::needed(&params, &start));
     }
+    // `--network-policy`, then `--network-policy=false`, which deletes it.
+    let with = crate::network_policy::install(Some(true));
+    let end = preview(&with, &with_namespace(common::empty_cluster()))
+        .expect("plans")
+        .end;
+    let without = crate::network_policy::install(Some(false));
+    let needed = access::needed(&without, &end);
+    assert!(
+        needed
+            .iter()
+            .any(|a| a.resource == "networkpolicies" && a.verb == "delete"),
+        "turning the NetworkPolicy off deletes it: {needed:#?}"
+    );
+    assert_covers(
+        Command::Install,
+        "an install turning --network-policy off",
+        &needed,
+    );
 }
 
 #[test]
@@ -264,7 +289,12 @@ fn rbac_grants_no_more_than_each_command_does() {
             _ => assert!(
                 !writes.iter().any(|a| a.verb == "delete"
                     && a.resource != "leases"
-                    && !(command == Command::Migrate && a.resource == "secrets")),
+                    && !(command == Command::Migrate && a.resource == "secrets")
+                    // `--network-policy=false` removes the tool's NetworkPolicy.
+                    && !(matches!(
+                        command,
+                        Command::Install | Command::Migrate | Command::Upgrade
+                    ) && a.resource == "networkpolicies")),
                 "{} deletes: {writes:?}",
                 command.name()
             ),

@@ -42,7 +42,7 @@ enum Tls {
 
 /// One case: what the cluster offers, the TLS mode, the source's PostgreSQL, and the options
 /// that add objects or fields (registry credentials, hub XML-RPC, TFTP on the host network,
-/// the ingress controller's configuration).
+/// the ingress controller's configuration, the database's NetworkPolicy).
 struct Case {
     flavour: Flavour,
     tls: Tls,
@@ -102,6 +102,7 @@ fn args(case: &Case) -> MigrateArgs {
         args.spec.registry_host = Some("registry.example.com".into());
         args.spec.tftp_host_network = Some(true);
         args.spec.configure_ingress_controller = Some(true);
+        args.spec.network_policy = Some(true);
     }
     args
 }
@@ -187,8 +188,8 @@ const INSTALL_CASES: &[Case] = &[
 
 /// `install`'s parameters of a case: the fixture of `install.rs`, answering to the name the
 /// third-party chain was issued for; the extras add SCC credentials, registry credentials,
-/// the hub XML-RPC API, the attestation, TFTP on the host network and the ingress
-/// controller's configuration.
+/// the hub XML-RPC API, the attestation, TFTP on the host network, the ingress
+/// controller's configuration and the database's NetworkPolicy.
 fn install_params(case: &Case) -> uyuni_core::params::InstallParams {
     let mut args = crate::install::install_args();
     args.fqdn = common::SOURCE.into();
@@ -211,6 +212,7 @@ fn install_params(case: &Case) -> uyuni_core::params::InstallParams {
         args.spec.db_limits = Some("memory=24Gi".into());
         args.spec.tftp_host_network = Some(true);
         args.spec.configure_ingress_controller = Some(true);
+        args.spec.network_policy = Some(true);
     }
     uyuni_core::params::InstallParams::from_args(&args).expect("valid install arguments")
 }

@@ -64,6 +64,7 @@ fn foreign(mut object: Object) -> Object {
         Object::Deployment(o) => &mut o.metadata,
         Object::Service(o) => &mut o.metadata,
         Object::Ingress(o) => &mut o.metadata,
+        Object::NetworkPolicy(o) => &mut o.metadata,
         Object::ResourceQuota(o) => &mut o.metadata,
         Object::LimitRange(o) => &mut o.metadata,
         Object::Custom(o) => &mut o.metadata,

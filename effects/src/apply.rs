@@ -109,6 +109,7 @@ pub(crate) async fn apply_object(
         Object::Deployment(o) => apply_namespaced(client, ns, &target, o, prior, progress).await,
         Object::Service(o) => apply_namespaced(client, ns, &target, o, prior, progress).await,
         Object::Ingress(o) => apply_namespaced(client, ns, &target, o, prior, progress).await,
+        Object::NetworkPolicy(o) => apply_namespaced(client, ns, &target, o, prior, progress).await,
         // Only read (no plan writes them); applied like any object should one ever be.
         Object::ResourceQuota(o) => apply_namespaced(client, ns, &target, o, prior, progress).await,
         Object::LimitRange(o) => apply_namespaced(client, ns, &target, o, prior, progress).await,

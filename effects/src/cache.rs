@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service,
     ServiceAccount,
 };
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::TypeMeta;
@@ -481,6 +481,7 @@ pub(crate) fn api_resource(kind: Kind) -> ApiResource {
         Kind::Deployment => ApiResource::erase::<Deployment>(&()),
         Kind::Service => ApiResource::erase::<Service>(&()),
         Kind::Ingress => ApiResource::erase::<Ingress>(&()),
+        Kind::NetworkPolicy => ApiResource::erase::<NetworkPolicy>(&()),
         Kind::ResourceQuota => ApiResource::erase::<ResourceQuota>(&()),
         Kind::LimitRange => ApiResource::erase::<LimitRange>(&()),
         Kind::Custom(custom) => crate::custom::resource(custom),
@@ -514,6 +515,7 @@ fn to_object(kind: Kind, object: DynamicObject) -> Option<Object> {
         Kind::Deployment => typed(&object, Object::Deployment),
         Kind::Service => typed(&object, Object::Service),
         Kind::Ingress => typed(&object, Object::Ingress),
+        Kind::NetworkPolicy => typed(&object, Object::NetworkPolicy),
         Kind::ResourceQuota => typed(&object, Object::ResourceQuota),
         Kind::LimitRange => typed(&object, Object::LimitRange),
         Kind::Custom(custom) => Some(Object::Custom(crate::custom::to_custom(custom, object))),

@@ -127,14 +127,25 @@ pub(crate) async fn scale(
     ctx: DeploymentWaitContext<'_>,
     replicas: i32,
     restarted_at: Option<&str>,
+    hardened: Option<&Deployment>,
 ) -> Result<Option<String>, EffectsError> {
     let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), ctx.namespace);
     let target = Target::named("deployment", ctx.deployment, Some(ctx.namespace));
     let mut patch = serde_json::json!({"spec": {"replicas": replicas}});
+    // The whole template the plan gives (the live one with the pod security settings): a
+    // merge patch replaces the containers list as a whole, and this one is the live list with
+    // fields added, so nothing of it is lost.
+    if let Some(h) = hardened {
+        if let Some(template) = h.spec.as_ref().map(|s| &s.template) {
+            patch["spec"]["template"] = serde_json::to_value(template).unwrap_or_default();
+        }
+        if let Some(annotations) = &h.metadata.annotations {
+            patch["metadata"] = serde_json::json!({"annotations": annotations});
+        }
+    }
     if let Some(at) = restarted_at {
-        patch["spec"]["template"] = serde_json::json!({"metadata": {"annotations": {
-            uyuni_core::labels::RESTARTED_AT_ANNOTATION: at
-        }}});
+        patch["spec"]["template"]["metadata"]["annotations"]
+            [uyuni_core::labels::RESTARTED_AT_ANNOTATION] = serde_json::json!(at);
     }
     let params = PatchParams::default();
     let merge = Patch::Merge(&patch);

@@ -117,13 +117,14 @@ pub async fn execute_step(
             replicas,
             wait,
             restarted_at,
+            hardened,
         } => {
             let version = scale(
                 client,
                 namespace,
                 step,
                 name,
-                (*replicas, restarted_at.as_deref()),
+                (*replicas, restarted_at.as_deref(), hardened.as_deref()),
                 *wait,
                 observer,
                 progress,
@@ -249,7 +250,11 @@ async fn scale(
     namespace: &str,
     step: &Step,
     name: &str,
-    (replicas, restarted_at): (i32, Option<&str>),
+    (replicas, restarted_at, hardened): (
+        i32,
+        Option<&str>,
+        Option<&k8s_openapi::api::apps::v1::Deployment>,
+    ),
     wait: DeploymentWait,
     observer: Option<&Observer>,
     progress: &dyn Progress,
@@ -266,6 +271,7 @@ async fn scale(
         },
         replicas,
         restarted_at,
+        hardened,
     )
     .await
 }

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, ResourceQuota, Secret, Service,
     ServiceAccount,
 };
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Resource;
 use kube::api::{Api, ListParams};
@@ -597,6 +597,7 @@ async fn list(
         Kind::Deployment => list_as(client, ns, kind, progress, Object::Deployment).await?,
         Kind::Service => list_as(client, ns, kind, progress, Object::Service).await?,
         Kind::Ingress => list_as(client, ns, kind, progress, Object::Ingress).await?,
+        Kind::NetworkPolicy => list_as(client, ns, kind, progress, Object::NetworkPolicy).await?,
         Kind::ResourceQuota => list_as(client, ns, kind, progress, Object::ResourceQuota).await?,
         Kind::LimitRange => list_as(client, ns, kind, progress, Object::LimitRange).await?,
         Kind::Custom(custom) => crate::custom::list(client, ns, custom, progress)
@@ -765,6 +766,9 @@ async fn get(
         Kind::Ingress => get_namespaced::<Ingress>(client, ns, name, target, progress)
             .await?
             .map(Object::Ingress),
+        Kind::NetworkPolicy => get_namespaced::<NetworkPolicy>(client, ns, name, target, progress)
+            .await?
+            .map(Object::NetworkPolicy),
         Kind::ResourceQuota => get_namespaced::<ResourceQuota>(client, ns, name, target, progress)
             .await?
             .map(Object::ResourceQuota),

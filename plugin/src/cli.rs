@@ -1459,6 +1459,13 @@ pub struct ServerSpecFlags {
     /// k3s and RKE2); without it the needed configuration is printed. [remembered]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Networking")]
     pub configure_ingress_controller: Option<bool>,
+
+    /// Write a NetworkPolicy that lets only the database's consumers (the server, the
+    /// attestation, the migration's SQL Job, and the ingress controller that routes the report
+    /// database's port) reach the database; --network-policy=false removes it. It takes
+    /// effect where the cluster's network plugin enforces NetworkPolicies. [remembered]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", help_heading = "Networking")]
+    pub network_policy: Option<bool>,
 }
 
 /// `--dry-run` and how its preview is shown.

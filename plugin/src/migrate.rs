@@ -151,6 +151,7 @@ pub fn spec_args(spec: &cli::ServerSpecFlags) -> Result<ServerSpecArgs> {
         ingress: spec.ingress.clone(),
         ingress_class: spec.ingress_class.clone(),
         configure_ingress_controller: spec.configure_ingress_controller,
+        network_policy: spec.network_policy,
         registry_user: spec.registry_user.clone(),
         registry_password: registry_password(spec)?,
         image_pull_secret: spec.image_pull_secret.clone(),

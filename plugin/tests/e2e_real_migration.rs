@@ -15,6 +15,7 @@ use crate::support;
 
 mod install;
 mod rbac;
+mod security;
 mod status;
 mod uninstall;
 mod upgrade;

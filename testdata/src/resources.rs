@@ -296,6 +296,15 @@ pub fn builtin_resources() -> Vec<ResourceType> {
         builtin(
             "networking.k8s.io",
             "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            true,
+            &["netpol"],
+            &[],
+        ),
+        builtin(
+            "networking.k8s.io",
+            "v1",
             "IngressClass",
             "ingressclasses",
             false,

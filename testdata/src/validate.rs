@@ -65,6 +65,9 @@ pub fn decode(group: &str, kind: &str, obj: &Value) -> Result<Vec<String>, Strin
         ("apps", "Deployment") => roundtrip::<api::apps::v1::Deployment>(obj),
         ("batch", "Job") => roundtrip::<api::batch::v1::Job>(obj),
         ("networking.k8s.io", "Ingress") => roundtrip::<api::networking::v1::Ingress>(obj),
+        ("networking.k8s.io", "NetworkPolicy") => {
+            roundtrip::<api::networking::v1::NetworkPolicy>(obj)
+        }
         ("networking.k8s.io", "IngressClass") => {
             roundtrip::<api::networking::v1::IngressClass>(obj)
         }

@@ -952,8 +952,6 @@ fn expected_differences() -> BTreeMap<String, Expect> {
         "restartPolicy",
         "volumes[].secret.defaultMode",
     ];
-    let job_container = "/0/fieldsV1/f:spec/f:template/f:spec/f:containers/\
-                         k:{\"name\":\"image-check-server\"}";
     [
         // Update operations own what the created object holds, the server's label included.
         (
@@ -991,27 +989,6 @@ fn expected_differences() -> BTreeMap<String, Expect> {
             template_defaults(
                 &[&probes[..], &["containers[].readinessProbe.httpGet.scheme"]].concat(),
             ),
-        ),
-        // Empty `omitempty` lists do not survive the round trip through Go types upstream.
-        (
-            format!("{JOB}: lost"),
-            Answers(
-                json!({}),
-                json!({
-                    "spec.template.spec.containers[0].volumeMounts": {"sent": [], "stored": null},
-                    "spec.template.spec.volumes": {"sent": [], "stored": null},
-                }),
-            ),
-        ),
-        (
-            format!("{JOB}: managedFields"),
-            RealIsSimWith(vec![
-                (format!("{job_container}/f:volumeMounts"), None),
-                (
-                    "/0/fieldsV1/f:spec/f:template/f:spec/f:volumes".into(),
-                    None,
-                ),
-            ]),
         ),
         // The StorageObjectInUseProtection admission plugin.
         (

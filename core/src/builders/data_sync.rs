@@ -269,7 +269,8 @@ pub fn data_sync_job(params: &MigrateParams) -> Job {
         .template
         .spec
         .as_mut()
-        .map(|pod| super::hardening::job_pod(pod, true))
+        // rsync and ssh write under the home directory (`hardening::JOB_READ_ONLY_ROOT`).
+        .map(|pod| super::hardening::job_pod(pod, true, super::hardening::JobRoot::Writable))
         .unwrap_or_default();
     let mut metadata = meta(
         &job_name(&params.run_id),

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use crate::builders::hardening::JobRoot;
 use crate::builders::job::{ClaimMount, Identity, ScriptJob, env, script_job};
 use crate::builders::meta;
 use crate::catalogue::{components, names};
@@ -460,6 +461,7 @@ pub fn fixup_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::Upgr
             security_context: None,
             produces: None,
             identity: Identity::Data,
+            root: JobRoot::Writable,
         },
     )
 }
@@ -520,6 +522,7 @@ pub fn upgrade_job(params: &MigrateParams, data: &ExtractedData, from: Option<u3
             security_context: None,
             produces: None,
             identity: Identity::Data,
+            root: JobRoot::Writable,
         },
     )
 }
@@ -572,6 +575,7 @@ pub fn passwords_job(params: &MigrateParams, data: &ExtractedData, upgrade: pg::
             security_context: Some(postgres_security_context()),
             produces: None,
             identity: Identity::Data,
+            root: JobRoot::Writable,
         },
     )
 }
@@ -602,6 +606,7 @@ pub fn migration_sql_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             security_context: None,
             produces: None,
             identity: Identity::Data,
+            root: JobRoot::Writable,
         },
     )
 }
@@ -664,6 +669,7 @@ pub fn copy_job(
             security_context: Some(postgres_security_context()),
             produces: None,
             identity: Identity::Data,
+            root: JobRoot::ReadOnly,
         },
     )
 }
@@ -718,6 +724,7 @@ pub fn major_upgrade_job(
             security_context: None,
             produces: None,
             identity: Identity::Data,
+            root: JobRoot::Writable,
         },
     )
 }

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile,
-    SecurityContext,
+    Capabilities, Container, EmptyDirVolumeSource, PodSecurityContext, PodSpec,
+    ResourceRequirements, SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -48,10 +48,12 @@ pub const LATEST: Skip = skip(
     "CKV_K8S_14",
     "the tag is the user's choice (--tag); latest is the default as in the official chart",
 );
-/// Every pod: the tool writes no NetworkPolicy yet.
+/// Every pod no NetworkPolicy of the tool's selects: all but the database's with
+/// `--network-policy` (`builders::network_policy`).
 pub const NETWORK_POLICY: Skip = skip(
     "CKV2_K8S_6",
-    "the tool writes no NetworkPolicy yet; the namespace's own policies apply",
+    "the tool writes a NetworkPolicy for the database only, and only with --network-policy; \
+     the namespace's own policies apply to the other pods",
 );
 /// Pods whose images start as root.
 pub const ROOT: Skip = skip(
@@ -74,12 +76,35 @@ pub const READ_ONLY_ROOT: Skip = skip(
     "the image writes outside its volumes: systemd's state and the services' runtime files in \
      the server, postgres' socket and lock files in the database",
 );
-/// Jobs: not verified yet (issue 37 asks for it where the image allows).
+/// The Jobs whose tools write outside the Job's volumes, or may: every Job but those whose
+/// scripts only read the image and write to their volumes ([`JobRoot::ReadOnly`]).
 pub const JOB_READ_ONLY_ROOT: Skip = skip(
     "CKV_K8S_22",
-    "the Jobs run the images' own tools (pg_upgrade, rsync and ssh, the server's scripts); that \
-     none of them writes outside the Job's volumes and /tmp is not verified against the images yet",
+    "the Job runs the images' own tools, which write outside its volumes: pg_upgrade its \
+     output directory and sockets in the working directory, PostgreSQL its lock files, \
+     spacewalk-sql and the server's scripts their logs under /var/log, rsync and ssh their \
+     state under the home directory; only the image checks, the inspections, the CA key Job \
+     and the database's backup and restore copies, which write only to their volumes, run \
+     with a read-only root",
 );
+
+/// The emptyDir a Job with a read-only root gets at `/tmp`: bash writes its here-documents
+/// there (bash 4.4, the images' Leap 15 base, makes a temporary file for each; 5.1 and later
+/// only for those larger than a pipe's buffer), and `lib.sh`'s `conf_set` its scratch file.
+/// Its own name, so that [`strip_job_pod`] knows it from a Job's own `/tmp` volume.
+pub const JOB_TMP_VOLUME: &str = "read-only-root-tmp";
+
+/// Whether a Job's container may have a read-only root filesystem: only where its script
+/// writes nothing outside the Job's volumes and `/tmp` (checked script by script,
+/// `core/scripts/*.sh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobRoot {
+    /// The script only reads the image and writes to its volumes and the termination log
+    /// (the kubelet's own mount): read-only, with an emptyDir at `/tmp`.
+    ReadOnly,
+    /// Its tools write elsewhere ([`JOB_READ_ONLY_ROOT`]).
+    Writable,
+}
 pub const SECRET_ENV: Skip = skip(
     "CKV_K8S_35",
     "the image reads these credentials from environment variables only; they come from \
@@ -278,9 +303,11 @@ fn harden_container(
         let caps = context
             .capabilities
             .get_or_insert_with(Capabilities::default);
-        caps.drop
-            .get_or_insert_with(Vec::new)
-            .push("NET_RAW".to_owned());
+        let drop = caps.drop.get_or_insert_with(Vec::new);
+        // Idempotent: a restart hardens a live template that may have it already.
+        if !drop.iter().any(|d| d == "NET_RAW") {
+            drop.push("NET_RAW".to_owned());
+        }
     }
     container.security_context = (context != SecurityContext::default()).then_some(context);
     // What the user gave (`--server-requests`…) stays; the defaults fill in the rest.
@@ -341,9 +368,14 @@ fn latest_tag(pod: &PodSpec) -> bool {
         })
 }
 
-/// The skips every pod of the tool shares.
-fn common_skips(pod: &PodSpec) -> Vec<Skip> {
-    let mut skips = vec![DIGEST, NETWORK_POLICY, ROOT, HIGH_UID, CAPABILITIES];
+/// The skips every pod of the tool shares; `network_policy`: a NetworkPolicy of the tool's
+/// selects the pod.
+fn common_skips(pod: &PodSpec, network_policy: bool) -> Vec<Skip> {
+    let mut skips = vec![DIGEST];
+    if !network_policy {
+        skips.push(NETWORK_POLICY);
+    }
+    skips.extend([ROOT, HIGH_UID, CAPABILITIES]);
     if latest_tag(pod) {
         skips.push(LATEST);
     }
@@ -363,8 +395,15 @@ fn common_skips(pod: &PodSpec) -> Vec<Skip> {
     skips
 }
 
-/// The hardened form of a Deployment the tool writes, by its component.
-pub fn deployment(mut d: Deployment) -> Deployment {
+/// The hardened form of a Deployment the tool writes, by its component, with no NetworkPolicy
+/// of the tool's.
+pub fn deployment(d: Deployment) -> Deployment {
+    deployment_with(d, false)
+}
+
+/// [`deployment`]; `network_policy`: `--network-policy` is on, so the tool's NetworkPolicy
+/// selects the database's pods (`builders::network_policy`), and only those.
+pub fn deployment_with(mut d: Deployment, network_policy: bool) -> Deployment {
     let component = d
         .metadata
         .labels
@@ -377,7 +416,7 @@ pub fn deployment(mut d: Deployment) -> Deployment {
     };
     pod.automount_service_account_token = Some(false);
     pod.security_context = Some(with_runtime_default_seccomp(pod.security_context.take()));
-    let mut skips = common_skips(pod);
+    let mut skips = common_skips(pod, network_policy && component == components::DB);
     skips.push(READ_ONLY_ROOT);
     let server = component == components::SERVER;
     for (i, c) in pod.containers.iter_mut().enumerate() {
@@ -425,9 +464,10 @@ pub fn deployment(mut d: Deployment) -> Deployment {
     d
 }
 
-/// A Job's pod hardened as every Job's is: requests, NET_RAW dropped, and the skips of what
-/// cannot be; `own_account`: the Job calls the API as its own ServiceAccount.
-pub fn job_pod(pod: &mut PodSpec, own_account: bool) -> BTreeMap<String, String> {
+/// A Job's pod hardened as every Job's is: requests, NET_RAW dropped, a read-only root where
+/// `root` allows it, and the skips of what cannot be; `own_account`: the Job calls the API as
+/// its own ServiceAccount.
+pub fn job_pod(pod: &mut PodSpec, own_account: bool, root: JobRoot) -> BTreeMap<String, String> {
     pod.automount_service_account_token = (!own_account).then_some(false);
     pod.security_context = Some(with_runtime_default_seccomp(pod.security_context.take()));
     for c in pod
@@ -437,18 +477,58 @@ pub fn job_pod(pod: &mut PodSpec, own_account: bool) -> BTreeMap<String, String>
     {
         harden_container(c, &JOB_RESOURCES, false, false);
     }
-    let mut skips = common_skips(pod);
-    skips.extend([JOB_READ_ONLY_ROOT, JOB_CPU_LIMIT, JOB_MEMORY_LIMIT]);
+    if root == JobRoot::ReadOnly {
+        read_only_root(pod);
+    }
+    let mut skips = common_skips(pod, false);
+    if root == JobRoot::Writable {
+        skips.push(JOB_READ_ONLY_ROOT);
+    }
+    skips.extend([JOB_CPU_LIMIT, JOB_MEMORY_LIMIT]);
     if own_account {
         skips.push(JOB_TOKEN);
     }
     skip_annotations(&skips)
 }
 
+/// Every container's root filesystem read-only, and an emptyDir at `/tmp` where the
+/// container has no volume there ([`JOB_TMP_VOLUME`]).
+fn read_only_root(pod: &mut PodSpec) {
+    let mut needs_tmp = false;
+    for c in pod
+        .containers
+        .iter_mut()
+        .chain(pod.init_containers.iter_mut().flatten())
+    {
+        c.security_context
+            .get_or_insert_with(SecurityContext::default)
+            .read_only_root_filesystem = Some(true);
+        let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
+        if !mounts.iter().any(|m| m.mount_path == "/tmp") {
+            mounts.push(VolumeMount {
+                name: JOB_TMP_VOLUME.to_owned(),
+                mount_path: "/tmp".to_owned(),
+                ..VolumeMount::default()
+            });
+            needs_tmp = true;
+        }
+    }
+    if needs_tmp {
+        pod.volumes.get_or_insert_with(Vec::new).push(Volume {
+            name: JOB_TMP_VOLUME.to_owned(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        });
+    }
+}
+
 /// The pod without what this module adds to a Job: a Job of a version without it is the same
 /// work (the database Jobs' identity, the data sync's).
 pub fn strip_job_pod(pod: &mut PodSpec) {
     pod.automount_service_account_token = None;
+    if let Some(volumes) = pod.volumes.as_mut() {
+        volumes.retain(|v| v.name != JOB_TMP_VOLUME);
+    }
     if let Some(sc) = pod.security_context.as_mut() {
         sc.seccomp_profile = None;
     }
@@ -461,8 +541,12 @@ pub fn strip_job_pod(pod: &mut PodSpec) {
         .chain(pod.init_containers.iter_mut().flatten())
     {
         c.resources = None;
+        if let Some(mounts) = c.volume_mounts.as_mut() {
+            mounts.retain(|m| m.name != JOB_TMP_VOLUME);
+        }
         if let Some(sc) = c.security_context.as_mut() {
             sc.allow_privilege_escalation = None;
+            sc.read_only_root_filesystem = None;
             if let Some(caps) = sc.capabilities.as_mut() {
                 if let Some(drop) = caps.drop.as_mut() {
                     drop.retain(|d| d != "NET_RAW");

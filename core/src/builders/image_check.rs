@@ -6,6 +6,7 @@
 
 use k8s_openapi::api::batch::v1::Job;
 
+use crate::builders::hardening::JobRoot;
 use crate::builders::job::{Identity, ScriptJob, script_job};
 use crate::catalogue::{components, products};
 use crate::params::ServerParams;
@@ -84,6 +85,7 @@ fn checks(
                 security_context: None,
                 produces,
                 identity: Identity::Spec,
+                root: JobRoot::ReadOnly,
             },
         )
     })

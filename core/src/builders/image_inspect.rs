@@ -7,6 +7,7 @@
 
 use k8s_openapi::api::batch::v1::Job;
 
+use crate::builders::hardening::JobRoot;
 use crate::builders::job::{Identity, ScriptJob, script_job};
 use crate::catalogue::{components, products, steps};
 use crate::params::ServerParams;
@@ -70,6 +71,7 @@ pub fn job(params: &ServerParams, role: Role, image: &str) -> Job {
             security_context: None,
             produces: Some(products::INSPECTION),
             identity: Identity::Spec,
+            root: JobRoot::ReadOnly,
         },
     )
 }

@@ -49,6 +49,8 @@ pub struct ScriptJob<'a> {
     pub produces: Option<&'static str>,
     /// What the Job's spec-hash annotation identifies, and so when the step runs again.
     pub identity: Identity,
+    /// Whether the script allows a read-only root filesystem (`hardening::JobRoot`).
+    pub root: hardening::JobRoot,
 }
 
 /// What makes two Jobs of a step the same work, so that one that succeeded is not run again.
@@ -152,7 +154,7 @@ fn spec(params: &ServerParams, job: &ScriptJob<'_>) -> (JobSpec, BTreeMap<String
         .template
         .spec
         .as_mut()
-        .map(|pod| hardening::job_pod(pod, job.service_account.is_some()))
+        .map(|pod| hardening::job_pod(pod, job.service_account.is_some(), job.root))
         .unwrap_or_default();
     (spec, skips)
 }

@@ -11,6 +11,7 @@ pub mod install;
 pub mod job;
 pub mod migration;
 pub mod namespace;
+pub mod network_policy;
 pub mod pvc;
 pub mod registry;
 pub mod server;

@@ -14,6 +14,7 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use serde_json::json;
 
 use crate::builders::database::SYNC_JOB_ENV;
+use crate::builders::hardening::JobRoot;
 use crate::builders::job::{Identity, ScriptJob, env, script_job};
 use crate::builders::{meta, string_map};
 use crate::catalogue::{components, names};
@@ -218,6 +219,7 @@ pub fn ca_key_job(params: &MigrateParams, data: &ExtractedData) -> Job {
             security_context: None,
             produces: Some(crate::catalogue::products::CA_KEY),
             identity: Identity::Data,
+            root: JobRoot::ReadOnly,
         },
     )
 }

@@ -11,7 +11,7 @@
 //! and only the first step with an action is carried out, so a later step never runs before an
 //! earlier one is complete.
 
-use super::{PlanError, apply_step, deployment_step, job_step, keep_step};
+use super::{PlanError, apply_step, deployment_step_with, job_step, keep_step};
 use crate::builders::{database, pvc, server};
 use crate::catalogue::names;
 use crate::object::{Kind, Object, ObjectRef};
@@ -179,6 +179,7 @@ pub(super) fn steps(
                     replicas: 0,
                     wait: STOP_WAIT,
                     restarted_at: None,
+                    hardened: None,
                 },
             });
         }
@@ -204,6 +205,7 @@ pub(super) fn steps(
                     replicas: 0,
                     wait: STOP_WAIT,
                     restarted_at: None,
+                    hardened: None,
                 },
             });
         } else {
@@ -343,11 +345,12 @@ pub(super) fn service_steps(
         Some(major) => format!("the PostgreSQL {major} database"),
         None => "the database".to_owned(),
     };
-    steps.push(deployment_step(
+    steps.push(deployment_step_with(
         "db-deployment",
         format!("{what} on volume {claim}"),
         database::db_deployment(params, settings, claim),
         observed,
+        params.spec.network_policy,
     ));
     steps.push(super::deployment_wait_step(
         observed,

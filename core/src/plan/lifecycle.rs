@@ -138,9 +138,48 @@ pub(super) fn scale_step(
             replicas,
             wait,
             restarted_at: None,
+            hardened: None,
         },
         target,
     }
+}
+
+/// What a restart of `live` writes besides its mark: its pod template with the pod security
+/// settings (`builders::hardening`), and their skip annotations, when it lacks them. This is
+/// the rollout rule of `plan::steps::deployment_step` applied to a restart: a running
+/// Deployment is not restarted for the hardening alone, but a restart replaces every pod
+/// anyway, so it carries the hardening at no extra outage. The template is the live one, so a
+/// restart changes nothing else; `None`: nothing to add.
+pub fn hardened(
+    live: &k8s_openapi::api::apps::v1::Deployment,
+) -> Option<k8s_openapi::api::apps::v1::Deployment> {
+    let mut base = live.clone();
+    base.status = None;
+    let want = crate::builders::hardening::deployment(base);
+    let template =
+        |d: &k8s_openapi::api::apps::v1::Deployment| d.spec.as_ref().map(|s| s.template.clone());
+    if template(&want) == template(live) {
+        return None;
+    }
+    let skips: BTreeMap<String, String> = want
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with(crate::builders::hardening::SKIP_ANNOTATION_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Some(k8s_openapi::api::apps::v1::Deployment {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            annotations: (!skips.is_empty()).then_some(skips),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::apps::v1::DeploymentSpec {
+            template: template(&want)?,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
 }
 
 /// A rollout of Deployment `name` marked with `at` (the run's id): done once its pod template
@@ -169,16 +208,23 @@ fn restart_step(name: &str, at: &str, observed: &Observed) -> Option<Step> {
     if marked && deployment_ready(live) {
         return Some(keep_step(&id, description, target, "restarted".into()));
     }
+    let hardening = hardened(live);
     Some(Step {
         id,
         description,
         op: Op::Restart,
-        reason: format!("{replicas} replica(s) running"),
+        reason: match &hardening {
+            Some(_) => {
+                format!("{replicas} replica(s) running; the new pods get the pod security settings")
+            }
+            None => format!("{replicas} replica(s) running"),
+        },
         action: Action::Scale {
             name: name.to_owned(),
             replicas,
             wait: START_WAIT,
             restarted_at: Some(at.to_owned()),
+            hardened: hardening.map(Box::new),
         },
         target,
     })

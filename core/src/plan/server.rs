@@ -5,7 +5,7 @@
 
 use super::{apply_step, deployment_step, keep_step};
 use crate::builders::ingress;
-use crate::builders::{database, server, tftp};
+use crate::builders::{database, network_policy, server, tftp};
 use crate::catalogue::{components, names};
 use crate::object::CustomKind;
 use crate::object::{Kind, Object, ObjectRef};
@@ -333,6 +333,41 @@ fn tftp_deployment_step(
     ))
 }
 
+/// NetworkPolicy `db` with `--network-policy`; without it, the tool's own one deleted (the flag
+/// was turned off: `--network-policy=false`), a policy of someone else's left alone, and
+/// nothing planned where there is none.
+fn network_policy_step(params: &ServerParams, observed: &Observed, facts: &Facts) -> Option<Step> {
+    let target = ObjectRef::new(Kind::NetworkPolicy, names::DB_NETWORK_POLICY);
+    if params.spec.network_policy {
+        let controller = facts.ingress.as_ref().map(|(c, _)| *c);
+        return Some(apply_step(
+            "network-policy-db",
+            format!(
+                "NetworkPolicy {}: only the database's consumers reach it on port {}",
+                names::DB_NETWORK_POLICY,
+                ports::PGSQL_PORT
+            ),
+            Object::NetworkPolicy(network_policy::db_network_policy(
+                &params.namespace,
+                controller,
+            )),
+            observed,
+        ));
+    }
+    if !ours(observed, &target) {
+        return None;
+    }
+    super::delete_step(
+        observed,
+        target,
+        format!(
+            "delete NetworkPolicy {}: --network-policy is off",
+            names::DB_NETWORK_POLICY
+        ),
+    )
+    .ok()
+}
+
 pub(super) fn steps(
     params: &ServerParams,
     observed: &Observed,
@@ -370,6 +405,7 @@ pub(super) fn steps(
     ));
     let fqdn = &facts.fqdn;
     steps.extend(ingress_steps(params, observed, facts));
+    steps.extend(network_policy_step(params, observed, facts));
     steps.push(deployment_step(
         "server-deployment",
         format!("the Uyuni server {fqdn}"),

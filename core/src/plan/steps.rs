@@ -89,7 +89,19 @@ pub(crate) fn deployment_step(
     base: k8s_openapi::api::apps::v1::Deployment,
     observed: &Observed,
 ) -> Step {
-    let hardened = crate::builders::hardening::deployment(base.clone());
+    deployment_step_with(id, description, base, observed, false)
+}
+
+/// [`deployment_step`]; `network_policy`: the tool's NetworkPolicy selects the pods
+/// (`hardening::deployment_with`).
+pub(crate) fn deployment_step_with(
+    id: &str,
+    description: String,
+    base: k8s_openapi::api::apps::v1::Deployment,
+    observed: &Observed,
+    network_policy: bool,
+) -> Step {
+    let hardened = crate::builders::hardening::deployment_with(base.clone(), network_policy);
     let template = |d: &k8s_openapi::api::apps::v1::Deployment| {
         d.spec
             .as_ref()
@@ -331,6 +343,7 @@ impl Propagation {
             | Kind::RoleBinding
             | Kind::Service
             | Kind::Ingress
+            | Kind::NetworkPolicy
             | Kind::ResourceQuota
             | Kind::LimitRange
             | Kind::Custom(_) => Propagation::Background,

@@ -5,7 +5,8 @@
 //!
 //! 1. the Deployments, the server and its components first and `db` last (the server writes
 //!    to the database until its pods are gone);
-//! 2. what routes to them: Services, Ingresses, Traefik's routes and middleware;
+//! 2. what routes to them: Services, the database's NetworkPolicy, Ingresses, Traefik's routes
+//!    and middleware;
 //! 3. cert-manager's Certificates, then the Issuers that sign them;
 //! 4. the Jobs (their logs go with them: the last thing the user may want to read);
 //! 5. ConfigMaps, RoleBindings, Roles, ServiceAccounts and the Secrets that hold no data;
@@ -58,7 +59,8 @@ fn rank(target: &ObjectRef) -> Option<(u8, usize)> {
                 // A Deployment of ours that is none of these: before `db`, after the rest.
                 .unwrap_or(DEPLOYMENTS.len() - 1),
         )),
-        Kind::Service => rank(1),
+        // The database's NetworkPolicy goes with the Services, once no pod it guards is left.
+        Kind::Service | Kind::NetworkPolicy => rank(1),
         Kind::Ingress => rank(2),
         Kind::Custom(CustomKind::IngressRouteTcp | CustomKind::IngressRouteUdp) => rank(3),
         Kind::Custom(CustomKind::Middleware) => rank(4),
