@@ -197,4 +197,21 @@ pub mod data_keys {
     pub const COPIED_BYTES: &str = "copied_bytes";
     pub const COPY_MS: &str = "copy_ms";
     pub const REST_MS: &str = "rest_ms";
+    /// Written by a finished migration (not by the Job): the secret keys it emptied, separated
+    /// by spaces, because their values are in their home Secrets ([`HOMES`]) by then.
+    pub const REDACTED: &str = "redacted";
+
+    /// Where each secret value of the Secret lives once the migration has written it, as
+    /// (data key, Secret, key of that Secret). The CA key's home holds it decrypted (the CA
+    /// key Job's work), the others' the very value.
+    pub const HOMES: [(&str, &str, &str); 4] = [
+        (DB_PASSWORD, super::names::DB_SECRET, "password"),
+        (
+            REPORT_DB_PASSWORD,
+            super::names::REPORTDB_SECRET,
+            "password",
+        ),
+        (CA_KEY, super::names::CA_SECRET, "tls.key"),
+        (SERVER_KEY, super::names::SERVER_CERT_SECRET, "tls.key"),
+    ];
 }
