@@ -53,6 +53,9 @@ pub mod names {
     pub const DB_CA_CONFIG_MAP: &str = "db-ca";
     /// Role and RoleBinding letting the CA key Job write the key into Secret `uyuni-ca`.
     pub const CA_KEY_ROLE: &str = "uyuni-ca-key";
+    /// The CA key Job's own ServiceAccount: the data-sync Job's (`uyuni-migration`) may
+    /// patch only Secret `uyuni-migration-data`, this one only Secret `uyuni-ca`.
+    pub const CA_KEY_SERVICE_ACCOUNT: &str = "uyuni-ca-key";
     /// Ingresses (reference §6.3).
     pub const INGRESS_SSL: &str = "uyuni-ingress-ssl";
     pub const INGRESS_NOSSL: &str = "uyuni-ingress-nossl";

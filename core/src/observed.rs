@@ -68,13 +68,14 @@ pub fn observation(params: &MigrateParams) -> Observation {
 
 /// The objects a migration reads that an install does not write. An install still reads
 /// Secret `uyuni-migration-data`, to refuse a namespace a migration writes to.
-const MIGRATION_ONLY: [(Kind, &str); 8] = [
+const MIGRATION_ONLY: [(Kind, &str); 9] = [
     (Kind::Secret, names::SSH_KEY_SECRET),
     (Kind::ConfigMap, names::SSH_CONFIG_MAP),
     (Kind::ServiceAccount, names::MIGRATION_SERVICE_ACCOUNT),
     (Kind::Role, names::MIGRATION_ROLE),
     (Kind::RoleBinding, names::MIGRATION_ROLE_BINDING),
     (Kind::Secret, names::CA_PASSWORD_SECRET),
+    (Kind::ServiceAccount, names::CA_KEY_SERVICE_ACCOUNT),
     (Kind::Role, names::CA_KEY_ROLE),
     (Kind::RoleBinding, names::CA_KEY_ROLE),
 ];
@@ -254,6 +255,7 @@ fn objects_observation(
         ObjectRef::new(Kind::Secret, names::DB_CERT_SECRET),
         ObjectRef::new(Kind::ConfigMap, names::CA_CONFIG_MAP),
         ObjectRef::new(Kind::ConfigMap, names::DB_CA_CONFIG_MAP),
+        ObjectRef::new(Kind::ServiceAccount, names::CA_KEY_SERVICE_ACCOUNT),
         ObjectRef::new(Kind::Role, names::CA_KEY_ROLE),
         ObjectRef::new(Kind::RoleBinding, names::CA_KEY_ROLE),
     ]);
