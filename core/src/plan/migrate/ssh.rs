@@ -89,7 +89,8 @@ pub(in crate::plan) fn ssh_key_step(
     ))
 }
 
-/// The last steps of a finished migration: the Secrets only the migration used — the SSH key
+/// The last steps of a finished migration: the secret values of Secret uyuni-migration-data
+/// emptied ([`redaction_step`]), then the Secrets only the migration used — the SSH key
 /// that logs in to the source, the password of the source's CA key — deleted, once every step
 /// before has succeeded (the server runs; the CA key is decrypted into Secret uyuni-ca), or
 /// kept with `--keep-migration-data`. Nothing needs them later: the SSH key step plans nothing
