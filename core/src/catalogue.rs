@@ -55,6 +55,9 @@ pub mod names {
     pub const DB_CA_CONFIG_MAP: &str = "db-ca";
     /// Role and RoleBinding letting the CA key Job write the key into Secret `uyuni-ca`.
     pub const CA_KEY_ROLE: &str = "uyuni-ca-key";
+    /// The CA key Job's own ServiceAccount: the data-sync Job's (`uyuni-migration`) may
+    /// patch only Secret `uyuni-migration-data`, this one only Secret `uyuni-ca`.
+    pub const CA_KEY_SERVICE_ACCOUNT: &str = "uyuni-ca-key";
     /// Ingresses (reference §6.3).
     pub const INGRESS_SSL: &str = "uyuni-ingress-ssl";
     pub const INGRESS_NOSSL: &str = "uyuni-ingress-nossl";
@@ -199,4 +202,21 @@ pub mod data_keys {
     pub const COPIED_BYTES: &str = "copied_bytes";
     pub const COPY_MS: &str = "copy_ms";
     pub const REST_MS: &str = "rest_ms";
+    /// Written by a finished migration (not by the Job): the secret keys it emptied, separated
+    /// by spaces, because their values are in their home Secrets ([`HOMES`]) by then.
+    pub const REDACTED: &str = "redacted";
+
+    /// Where each secret value of the Secret lives once the migration has written it, as
+    /// (data key, Secret, key of that Secret). The CA key's home holds it decrypted (the CA
+    /// key Job's work), the others' the very value.
+    pub const HOMES: [(&str, &str, &str); 4] = [
+        (DB_PASSWORD, super::names::DB_SECRET, "password"),
+        (
+            REPORT_DB_PASSWORD,
+            super::names::REPORTDB_SECRET,
+            "password",
+        ),
+        (CA_KEY, super::names::CA_SECRET, "tls.key"),
+        (SERVER_KEY, super::names::SERVER_CERT_SECRET, "tls.key"),
+    ];
 }

@@ -68,13 +68,14 @@ pub fn observation(params: &MigrateParams) -> Observation {
 
 /// The objects a migration reads that an install does not write. An install still reads
 /// Secret `uyuni-migration-data`, to refuse a namespace a migration writes to.
-const MIGRATION_ONLY: [(Kind, &str); 8] = [
+const MIGRATION_ONLY: [(Kind, &str); 9] = [
     (Kind::Secret, names::SSH_KEY_SECRET),
     (Kind::ConfigMap, names::SSH_CONFIG_MAP),
     (Kind::ServiceAccount, names::MIGRATION_SERVICE_ACCOUNT),
     (Kind::Role, names::MIGRATION_ROLE),
     (Kind::RoleBinding, names::MIGRATION_ROLE_BINDING),
     (Kind::Secret, names::CA_PASSWORD_SECRET),
+    (Kind::ServiceAccount, names::CA_KEY_SERVICE_ACCOUNT),
     (Kind::Role, names::CA_KEY_ROLE),
     (Kind::RoleBinding, names::CA_KEY_ROLE),
 ];
@@ -266,6 +267,7 @@ fn objects_observation(
         ObjectRef::new(Kind::Secret, names::DB_CERT_SECRET),
         ObjectRef::new(Kind::ConfigMap, names::CA_CONFIG_MAP),
         ObjectRef::new(Kind::ConfigMap, names::DB_CA_CONFIG_MAP),
+        ObjectRef::new(Kind::ServiceAccount, names::CA_KEY_SERVICE_ACCOUNT),
         ObjectRef::new(Kind::Role, names::CA_KEY_ROLE),
         ObjectRef::new(Kind::RoleBinding, names::CA_KEY_ROLE),
     ]);
@@ -506,12 +508,50 @@ impl Observed {
     }
 
     /// The data the data-sync Job wrote, if any; `None` when the Secret is absent or empty.
+    /// The secret values a finished migration emptied (key [`data_keys::REDACTED`]) are read
+    /// from their home Secrets ([`data_keys::HOMES`]), so that every later run plans from the
+    /// same data as before.
     pub fn extracted(&self) -> Result<Option<ExtractedData>, ExtractError> {
-        match self.secret(names::MIGRATION_DATA_SECRET) {
-            Some(secret) => ExtractedData::from_secret(secret),
-            None => Ok(None),
+        let Some(secret) = self.secret(names::MIGRATION_DATA_SECRET) else {
+            return Ok(None);
+        };
+        let Some(mut data) = ExtractedData::from_secret(secret)? else {
+            return Ok(None);
+        };
+        for key in redacted_keys(secret) {
+            let Some((key, home, home_key)) = data_keys::HOMES.iter().find(|h| h.0 == key) else {
+                return Err(ExtractError::UnknownRedacted(key.to_owned()));
+            };
+            let value = self
+                .secret(home)
+                .and_then(|s| s.data.as_ref())
+                .and_then(|d| d.get(*home_key))
+                .filter(|v| !v.0.is_empty())
+                .map(|v| String::from_utf8(v.0.clone()))
+                .and_then(Result::ok)
+                .map(SecretString::new)
+                .ok_or(ExtractError::HomeLacks { key, home })?;
+            match *key {
+                data_keys::DB_PASSWORD => data.db_password = value,
+                data_keys::REPORT_DB_PASSWORD => data.report_db_password = value,
+                data_keys::CA_KEY => data.ca_key = Some(value),
+                _ => data.server_key = Some(value),
+            }
         }
+        Ok(Some(data))
     }
+}
+
+/// The keys a finished migration emptied in Secret `uyuni-migration-data` (see
+/// [`data_keys::REDACTED`]); none while it holds the values itself.
+pub fn redacted_keys(secret: &Secret) -> Vec<&str> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(data_keys::REDACTED))
+        .and_then(|v| std::str::from_utf8(&v.0).ok())
+        .map(|v| v.split_whitespace().collect())
+        .unwrap_or_default()
 }
 
 /// A value the data-sync Job extracted. During `--dry-run` the values are not known yet and are
@@ -552,6 +592,19 @@ pub enum ExtractError {
     NotText(&'static str),
     #[error("Secret uyuni-migration-data key {key:?} is not a boolean: {value:?}")]
     NotBool { key: &'static str, value: String },
+    /// A finished migration emptied `key`, whose value lives in Secret `home` since; that
+    /// Secret is gone or no longer holds it.
+    #[error(
+        "Secret uyuni-migration-data no longer holds {key:?}: the finished migration kept it only in Secret {home}, which is missing or lacks it. Restore Secret {home} (from a backup of the namespace), or sync again: delete the final data-sync Job (kubectl get jobs -l kubectl-uyuni.io/step=data-sync) and run the migration again"
+    )]
+    HomeLacks {
+        key: &'static str,
+        home: &'static str,
+    },
+    #[error(
+        "Secret uyuni-migration-data says key {0:?} was emptied, which no kubectl-uyuni empties: a newer kubectl-uyuni wrote it; use that version"
+    )]
+    UnknownRedacted(String),
 }
 
 /// Text shown instead of values that only the data-sync can know.

@@ -44,7 +44,8 @@ pub struct MigrateArgs {
     pub prepare: bool,
     /// `--compress`: rsync compresses the data on the wire.
     pub compress: bool,
-    /// `--keep-migration-data`: the Secrets only the migration used stay after it finished.
+    /// `--keep-migration-data`: the Secrets only the migration used, and the secret values of
+    /// `uyuni-migration-data`, stay after it finished.
     pub keep_migration_data: bool,
     /// Identifies this invocation (UTC `YYYYMMDDhhmmss` from the caller's clock); Job names
     /// carry it.
@@ -367,8 +368,9 @@ pub struct MigrateParams {
     /// rsync compresses on the wire (`-z`): for slow links only; on a LAN it costs the copy
     /// more CPU than it saves.
     pub compress: bool,
-    /// Keep Secrets uyuni-migration-key and uyuni-ca-password once the migration has
-    /// finished; by default they are deleted then, as nothing needs them any more.
+    /// Keep Secrets uyuni-migration-key and uyuni-ca-password, and the secret values of
+    /// uyuni-migration-data, once the migration has finished; by default they are deleted
+    /// (the values emptied) then, as nothing needs them any more.
     pub keep_migration_data: bool,
     /// Given on the command line; `None` means: reuse the Secret in the cluster.
     pub ssh_key: Option<SshKeyPair>,

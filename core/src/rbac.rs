@@ -251,6 +251,12 @@ const UNINSTALL_DELETES: &[Kind] = &[
 pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
     let table = command.table();
     let mut out = reads(namespace);
+    if matches!(command, Command::Status | Command::Logs) {
+        // Their observations name no Secret (`status::observation`, `status::jobs_observation`
+        // plus a Deployment): neither reads one, so neither gets a right on Secrets, which the
+        // shared reads would grant as a LIST of every Secret of the namespace.
+        out.retain(|a| a.resource != "secrets");
+    }
     for &kind in table.applies {
         let ns = scope(kind, namespace);
         out.extend(access::apply_needs(kind, ns.as_deref(), true));

@@ -15,6 +15,7 @@ mod golden;
 mod image_check_scripts;
 mod install;
 mod install_properties;
+mod job_accounts;
 mod layers;
 mod lifecycle;
 mod migration_secrets;

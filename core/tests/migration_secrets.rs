@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use uyuni_core::catalogue::names;
+use uyuni_core::catalogue::{data_keys, names};
 use uyuni_core::object::{Kind, ObjectRef};
 use uyuni_core::plan::{Action, migration_secret_deletion};
 use uyuni_core::{MigrateParams, Observed, plan, preview};
@@ -122,4 +122,205 @@ fn only_the_migration_secrets_can_be_deleted_on_that_path() {
     assert!(migration_secret_deletion(&o, claim, String::new()).is_err());
     let key = ObjectRef::new(Kind::Secret, names::SSH_KEY_SECRET);
     assert!(migration_secret_deletion(&o, key, String::new()).is_ok());
+}
+
+/// The secret values of Secret uyuni-migration-data: emptied by a finished migration.
+const SECRET_KEYS: [&str; 3] = [
+    data_keys::DB_PASSWORD,
+    data_keys::REPORT_DB_PASSWORD,
+    data_keys::CA_KEY,
+];
+
+fn data_value(o: &Observed, key: &str) -> Option<String> {
+    o.secret(names::MIGRATION_DATA_SECRET)
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get(key))
+        .map(|v| String::from_utf8(v.0.clone()).expect("text"))
+}
+
+/// `end` with Secret uyuni-migration-data as the data-sync Job left it in `synced`.
+fn unredacted(end: &Observed, synced: &Observed) -> Observed {
+    let mut o = end.clone();
+    o.insert(
+        synced
+            .get(Kind::Secret, names::MIGRATION_DATA_SECRET)
+            .expect("synced data")
+            .clone(),
+    );
+    o
+}
+
+/// A plan without the redaction's own step, which differs by nature.
+fn without_redaction(plan: uyuni_core::Plan) -> Vec<uyuni_core::Step> {
+    plan.steps
+        .into_iter()
+        .filter(|s| s.id != "redact-migration-data")
+        .collect()
+}
+
+#[test]
+fn a_finished_migration_empties_the_secret_values_of_its_data_and_keeps_the_facts() {
+    let params = common::params();
+    let synced = common::after_sync(&params);
+    let preview = preview(&params, &synced).expect("plans");
+    let end = &preview.end;
+    for key in SECRET_KEYS {
+        let before = data_value(&synced, key).expect("synced");
+        assert!(!before.is_empty());
+        assert_eq!(data_value(end, key).as_deref(), Some(""), "{key} stays");
+    }
+    assert_eq!(
+        data_value(end, data_keys::REDACTED).as_deref(),
+        Some("db_password report_db_password ca.key")
+    );
+    // The facts later runs plan from stay as the Job wrote them.
+    for key in [
+        data_keys::JOB,
+        data_keys::DB_USER,
+        data_keys::PG_VERSION,
+        data_keys::TIMEZONE,
+        data_keys::CA_CERT,
+        data_keys::TFTP,
+    ] {
+        assert_eq!(data_value(end, key), data_value(&synced, key), "{key}");
+    }
+    // Emptied after everything that put the values in their home Secrets: the credentials
+    // and the CA key Job.
+    let at = |id: &str| {
+        preview
+            .executed
+            .iter()
+            .position(|s| s.id == id)
+            .unwrap_or_else(|| panic!("{id} not carried out"))
+    };
+    let redaction = at("redact-migration-data");
+    for home in [names::DB_SECRET, names::REPORTDB_SECRET, "ca-key"] {
+        assert!(at(home) < redaction, "{home} after the redaction");
+    }
+    // The values are read from their homes: the same data, the CA key now the decrypted one.
+    let read = end.extracted().expect("reads").expect("data");
+    let raw = unredacted(end, &synced)
+        .extracted()
+        .expect("reads")
+        .expect("data");
+    assert_eq!(read.db_password, raw.db_password);
+    assert_eq!(read.report_db_password, raw.report_db_password);
+    assert!(read.ca_key.is_some());
+    assert_eq!(
+        uyuni_core::observed::ExtractedData {
+            ca_key: None,
+            ..read
+        },
+        uyuni_core::observed::ExtractedData {
+            ca_key: None,
+            ..raw
+        }
+    );
+}
+
+#[test]
+fn later_runs_plan_the_same_with_the_data_emptied_as_with_it_kept() {
+    use uyuni_core::params::{Origin, UpgradeParams};
+    use uyuni_core::plan::Planner;
+    use uyuni_core::plan::lifecycle::{self, Lifecycle, LifecycleParams};
+    let params = common::params();
+    let synced = common::after_sync(&params);
+    let redacted = preview(&params, &synced).expect("plans").end;
+    assert_eq!(
+        data_value(&redacted, data_keys::DB_PASSWORD).as_deref(),
+        Some("")
+    );
+    let kept = unredacted(&redacted, &synced);
+    let rerun = without_ssh_flags(&params);
+    for params in [&rerun, &params] {
+        assert_eq!(
+            without_redaction(plan(params, &redacted).expect("plans")),
+            without_redaction(plan(params, &kept).expect("plans"))
+        );
+    }
+    // An upgrade of the migrated server, to another tag: every step the same.
+    let mut target = rerun.clone();
+    target.run_id = "20261204120000".to_owned();
+    target.spec.image.server = format!("{}-next", target.spec.image.server);
+    let upgrade = UpgradeParams {
+        origin: Origin::Migrated(Box::new(target)),
+        backup: true,
+        rollback: false,
+    };
+    assert_eq!(
+        upgrade.plan(&redacted).expect("plans"),
+        upgrade.plan(&kept).expect("plans")
+    );
+    // Stop and start.
+    for action in [Lifecycle::Stop, Lifecycle::Start, Lifecycle::Restart] {
+        let lifecycle = LifecycleParams {
+            server: (*params).clone(),
+            action,
+        };
+        assert_eq!(
+            lifecycle::plan(&lifecycle, &redacted).expect("plans"),
+            lifecycle::plan(&lifecycle, &kept).expect("plans")
+        );
+    }
+    // A whole re-run from the emptied state ends where one from the kept state ends.
+    let from_redacted = preview(&rerun, &redacted).expect("plans");
+    assert!(
+        from_redacted.executed.is_empty(),
+        "{:#?}",
+        from_redacted.executed
+    );
+    let from_kept = preview(&rerun, &kept).expect("plans");
+    assert_eq!(
+        from_kept
+            .executed
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect::<Vec<_>>(),
+        ["redact-migration-data"]
+    );
+    assert_eq!(from_kept.end, redacted);
+}
+
+#[test]
+fn a_migration_interrupted_anywhere_resumes_to_the_same_emptied_data() {
+    let params = common::params();
+    let synced = common::after_sync(&params);
+    let whole = preview(&params, &synced).expect("plans");
+    let mut state = synced.clone();
+    for step in &whole.executed {
+        let resumed = preview(&params, &state).expect("a resumed run plans");
+        assert_eq!(resumed.end, whole.end, "resumed before {}", step.id);
+        state = uyuni_core::simulate(&state, &params.namespace, step);
+        // Every value is in one place or the other at every boundary.
+        let data = state.extracted().expect("reads").expect("data");
+        assert_eq!(data.db_password.expose(), "s3cret pass#1");
+        assert!(data.ca_key.is_some());
+    }
+}
+
+#[test]
+fn keep_migration_data_keeps_the_secret_values_and_a_lost_home_is_named() {
+    let keep = MigrateParams {
+        keep_migration_data: true,
+        ..common::params()
+    };
+    let synced = common::after_sync(&keep);
+    let end = preview(&keep, &synced).expect("plans").end;
+    for key in SECRET_KEYS {
+        assert_eq!(data_value(&end, key), data_value(&synced, key), "{key}");
+    }
+    assert_eq!(data_value(&end, data_keys::REDACTED), None);
+
+    // Emptied, then the home of the passwords lost: the run says where the value went.
+    let params = without_ssh_flags(&common::params());
+    let mut broken = preview(&common::params(), &synced).expect("plans").end;
+    broken
+        .objects
+        .remove(&ObjectRef::new(Kind::Secret, names::DB_SECRET));
+    let err = plan(&params, &broken).expect_err("refused").to_string();
+    assert!(
+        err.contains("no longer holds \"db_password\"")
+            && err.contains("Restore Secret db-credentials"),
+        "{err}"
+    );
 }

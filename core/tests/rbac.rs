@@ -274,6 +274,21 @@ fn rbac_covers_what_status_and_logs_read() {
             .any(|a| a.is_write() || a.subresource.is_some()),
         "status only reads, and no log"
     );
+    // Neither reads a Secret, so neither may list them (a LIST returns every Secret's data).
+    for command in [Command::Status, Command::Logs] {
+        let secrets: Vec<Access> = rbac::needs(command, ns)
+            .into_iter()
+            .filter(|a| a.resource == "secrets")
+            .collect();
+        assert!(secrets.is_empty(), "{command:?}: {secrets:#?}");
+    }
+    assert!(
+        !uyuni_core::status::observation(ns)
+            .named
+            .iter()
+            .chain(&uyuni_core::status::jobs_observation(ns).named)
+            .any(|t| t.kind == Kind::Secret)
+    );
 }
 
 /// The readers write nothing; only uninstall deletes, and migrate its two Secrets; none gets a
@@ -379,8 +394,8 @@ fn patched_secrets(job: &k8s_openapi::api::batch::v1::Job) -> Vec<String> {
 /// Each Job that runs with a ServiceAccount (data-sync, ca-key) may do only what its script
 /// does: the scripts' one API request is `lib.sh`'s `patch_secret`, a PATCH of the Secret its
 /// environment names, so every Role bound to the Job's account grants `patch`, on `secrets`,
-/// on those names only. (data-sync and ca-key share the migration's account, so each may
-/// patch the other's Secret; see docs/rbac.md.)
+/// on those names only. data-sync and ca-key each have an account of their own, so neither
+/// may patch the other's Secret (docs/rbac.md).
 #[test]
 fn rbac_jobs_service_accounts_may_only_patch_the_secrets_their_scripts_report_in() {
     let scripts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
@@ -441,6 +456,10 @@ fn rbac_jobs_service_accounts_may_only_patch_the_secrets_their_scripts_report_in
             .flat_map(|j| patched_secrets(j))
             .collect();
         assert!(!allowed.is_empty(), "{:?}", job.metadata.name);
+        let mut distinct = allowed.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 1, "{account} patches {distinct:?}");
         let mut roles = 0;
         for object in run.end.objects.values() {
             let uyuni_core::Object::RoleBinding(binding) = object else {

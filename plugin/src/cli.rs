@@ -1176,8 +1176,10 @@ pub struct MigrateFlags {
     #[arg(long, help_heading = SSH)]
     pub compress: bool,
 
-    /// Keep Secrets uyuni-migration-key (the SSH key to the source) and uyuni-ca-password once
-    /// the migration has finished. Without it they are deleted then: no later run needs them.
+    /// Keep Secrets uyuni-migration-key (the SSH key to the source) and uyuni-ca-password, and
+    /// the secret values of uyuni-migration-data, once the migration has finished. Without it
+    /// the two are deleted then and the values emptied (the server's Secrets hold them): no
+    /// later run needs them.
     #[arg(long, help_heading = SSH)]
     pub keep_migration_data: bool,
 

@@ -377,11 +377,24 @@ fn a_migration_completes_on_the_real_control_plane_and_a_second_run_plans_nothin
         );
         assert_eq!(claim["spec"]["storageClassName"], "local-path", "{name}");
     }
-    // What the data-sync pod patched as its ServiceAccount, through the Role we wrote.
+    // What the data-sync pod patched as its ServiceAccount, through the Role we wrote: the
+    // facts stay, the secret values were emptied once the server's Secrets held them.
     let data = env.get(&["secret", "uyuni-migration-data", "-n", env.ns]);
     assert!(
         data["data"].as_object().is_some_and(|d| d.len() > 3),
         "{data:#}"
+    );
+    assert_migration_data_redacted(&env, &["db_password", "report_db_password", "ca.key"]);
+    // The CA key Job ran as its own ServiceAccount, which patched Secret uyuni-ca.
+    for job in jobs_of(&env, "ca-key") {
+        assert_eq!(
+            job["spec"]["template"]["spec"]["serviceAccountName"], "uyuni-ca-key",
+            "{job:#}"
+        );
+    }
+    assert!(
+        secret_text(&env, "uyuni-ca", "tls.key").is_some_and(|k| !k.is_empty()),
+        "the CA key Job did not write the key"
     );
 
     let traefik = || env.get(&["helmchartconfig", "traefik", "-n", "kube-system"]);
@@ -520,7 +533,9 @@ fn a_tag_given_to_prepare_is_remembered_by_the_final_run() {
     let spec = env.get(&["configmap", "uyuni-server-spec", "-n", env.ns]);
     assert_eq!(spec["data"]["tag"], "2025.10", "{spec:#}");
 
-    let out = env.migrate(&[]);
+    // --keep-migration-data: the Secrets and values only the migration used stay.
+    let keep = ["--keep-migration-data".to_owned()];
+    let out = env.migrate(&keep);
     assert!(out.status.success(), "{}", both(&out));
     let server = env.get(&["deployment", "uyuni", "-n", env.ns]);
     let image = server["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -528,14 +543,71 @@ fn a_tag_given_to_prepare_is_remembered_by_the_final_run() {
         .unwrap_or_default();
     assert!(image.ends_with("/uyuni/server:2025.10"), "{image}");
     assert_eq!(condition(&server, "Available").as_deref(), Some("True"));
+    assert_migration_data_kept(&env);
+    let secrets = env.items(&["secrets", "-n", env.ns]);
+    for kept in ["uyuni-migration-key", "uyuni-ca-password"] {
+        assert!(
+            secrets.iter().any(|s| s["metadata"]["name"] == kept),
+            "Secret {kept} was deleted"
+        );
+    }
 
-    // Once more without the flag: nothing is written, nothing reverted.
+    // Once more without the tag: nothing is written, nothing reverted.
     let before = written_versions(&env);
-    let again = env.migrate(&[]);
+    let again = env.migrate(&keep);
     let (_, stderr) = text(&again);
     assert!(again.status.success(), "{}", both(&again));
     assert!(stderr.contains("Nothing to do"), "{stderr}");
     assert_eq!(written_versions(&env), before, "the run changed objects");
+
+    // A run without --keep-migration-data finishes the clean-up.
+    let out = env.migrate(&[]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert_migration_data_redacted(&env, &["db_password", "report_db_password", "ca.key"]);
+    let secrets = env.items(&["secrets", "-n", env.ns]);
+    for gone in ["uyuni-migration-key", "uyuni-ca-password"] {
+        assert!(
+            !secrets.iter().any(|s| s["metadata"]["name"] == gone),
+            "Secret {gone} is left after the migration"
+        );
+    }
+    // And a run after that reads the emptied values from the server's Secrets: nothing to do.
+    let again = env.migrate(&[]);
+    let (_, stderr) = text(&again);
+    assert!(again.status.success(), "{}", both(&again));
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+}
+
+/// Secret uyuni-migration-data holds `redacted` emptied and says so; the facts later runs
+/// plan from stay.
+fn assert_migration_data_redacted(env: &RealEnv, redacted: &[&str]) {
+    let value = |key: &str| secret_text(env, "uyuni-migration-data", key);
+    for key in redacted {
+        assert_eq!(
+            value(key).as_deref(),
+            Some(""),
+            "{key} is left in uyuni-migration-data"
+        );
+    }
+    assert_eq!(
+        value("redacted").as_deref(),
+        Some(redacted.join(" ").as_str())
+    );
+    for key in ["job", "db_user", "pg_version", "ca.crt"] {
+        assert!(value(key).is_some_and(|v| !v.is_empty()), "{key} is gone");
+    }
+}
+
+/// Secret uyuni-migration-data still holds its secret values, as the data sync wrote them.
+fn assert_migration_data_kept(env: &RealEnv) {
+    let value = |key: &str| secret_text(env, "uyuni-migration-data", key);
+    for key in ["db_password", "report_db_password", "ca.key"] {
+        assert!(
+            value(key).is_some_and(|v| !v.is_empty()),
+            "{key} was emptied"
+        );
+    }
+    assert_eq!(value("redacted"), None);
 }
 
 /// The Secret's `key`, decoded.
@@ -637,6 +709,8 @@ fn a_third_party_certificate_found_on_the_source_is_kept_on_the_real_control_pla
     );
     let issuers = env.items(&["issuers.cert-manager.io", "-n", env.ns]);
     assert!(issuers.is_empty(), "an Issuer was written: {issuers:#?}");
+    // The source's server key is kept in Secret uyuni-cert only.
+    assert_migration_data_redacted(&env, &["db_password", "report_db_password", "server.key"]);
 
     let before = written_versions(&env);
     let again = env.uyuni_without_ca_password(&["migrate", SOURCE, "--yes"]);

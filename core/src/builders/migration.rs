@@ -9,7 +9,7 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 
 use crate::builders::{meta, string_map};
 
-use crate::catalogue::{components, names};
+use crate::catalogue::{components, data_keys, names};
 use crate::params::{SshConfig, SshKeyPair};
 
 pub fn ssh_key_secret(namespace: &str, key: &SshKeyPair) -> Secret {
@@ -91,6 +91,29 @@ pub fn role_binding(namespace: &str) -> RoleBinding {
 
 /// Created empty; the data-sync Job fills it (create cannot be limited to one name by RBAC, so
 /// the tool creates it and the Job only patches it).
+/// Secret `uyuni-migration-data` as a finished migration leaves it: the values of `data` (what
+/// the data-sync Job wrote) with the secret ones of `redacted` emptied, and the list of those
+/// in key [`data_keys::REDACTED`]. The whole data is written, not just the emptied keys: the
+/// write replaces what the Job's own merge patch set.
+pub fn redacted_migration_data(
+    namespace: &str,
+    data: &BTreeMap<String, ByteString>,
+    redacted: &[&str],
+) -> Secret {
+    let mut data = data.clone();
+    for key in redacted {
+        data.insert((*key).to_owned(), ByteString(Vec::new()));
+    }
+    data.insert(
+        data_keys::REDACTED.to_owned(),
+        ByteString(redacted.join(" ").into_bytes()),
+    );
+    Secret {
+        data: Some(data),
+        ..migration_data_secret(namespace)
+    }
+}
+
 pub fn migration_data_secret(namespace: &str) -> Secret {
     Secret {
         metadata: meta(

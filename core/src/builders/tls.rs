@@ -8,7 +8,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     ConfigMap, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector, Secret,
-    SecretVolumeSource, Volume, VolumeMount,
+    SecretVolumeSource, ServiceAccount, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use serde_json::json;
@@ -98,7 +98,16 @@ pub fn ca_key_role(namespace: &str) -> Role {
     }
 }
 
-/// Grants that Role to the migration's ServiceAccount, which the CA key Job runs as.
+/// The ServiceAccount the CA key Job runs as, its own: the data-sync Job's account may not
+/// write Secret `uyuni-ca`, nor this one Secret `uyuni-migration-data`.
+pub fn ca_key_service_account(namespace: &str) -> ServiceAccount {
+    ServiceAccount {
+        metadata: meta(names::CA_KEY_SERVICE_ACCOUNT, namespace, components::TLS),
+        ..ServiceAccount::default()
+    }
+}
+
+/// Grants that Role to the CA key Job's ServiceAccount.
 pub fn ca_key_role_binding(namespace: &str) -> RoleBinding {
     RoleBinding {
         metadata: meta(names::CA_KEY_ROLE, namespace, components::TLS),
@@ -109,7 +118,7 @@ pub fn ca_key_role_binding(namespace: &str) -> RoleBinding {
         },
         subjects: Some(vec![Subject {
             kind: "ServiceAccount".to_owned(),
-            name: names::MIGRATION_SERVICE_ACCOUNT.to_owned(),
+            name: names::CA_KEY_SERVICE_ACCOUNT.to_owned(),
             namespace: Some(namespace.to_owned()),
             ..Subject::default()
         }]),
@@ -215,7 +224,7 @@ pub fn ca_key_job(params: &MigrateParams, data: &ExtractedData) -> Job {
                 ),
                 scratch,
             ],
-            service_account: Some(names::MIGRATION_SERVICE_ACCOUNT),
+            service_account: Some(names::CA_KEY_SERVICE_ACCOUNT),
             security_context: None,
             produces: Some(crate::catalogue::products::CA_KEY),
             identity: Identity::Data,

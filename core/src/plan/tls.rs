@@ -72,10 +72,16 @@ fn third_party_steps(
     ]
 }
 
-/// The Role and RoleBinding letting the CA key Job write Secret `uyuni-ca`, kept in step
-/// whether the key is still to be decrypted or already there.
-fn ca_key_rbac_steps(ns: &str, observed: &Observed) -> [Step; 2] {
+/// The ServiceAccount, Role and RoleBinding letting the CA key Job write Secret `uyuni-ca`,
+/// kept in step whether the key is still to be decrypted or already there.
+fn ca_key_rbac_steps(ns: &str, observed: &Observed) -> [Step; 3] {
     [
+        apply_step(
+            "ca-key-service-account",
+            "ServiceAccount the CA key Job runs as".into(),
+            Object::ServiceAccount(tls::ca_key_service_account(ns)),
+            observed,
+        ),
         apply_step(
             "ca-key-role",
             "permission to patch Secret uyuni-ca only".into(),
@@ -84,7 +90,7 @@ fn ca_key_rbac_steps(ns: &str, observed: &Observed) -> [Step; 2] {
         ),
         apply_step(
             "ca-key-role-binding",
-            "grants it to the migration's ServiceAccount".into(),
+            "grants it to the CA key Job's ServiceAccount".into(),
             Object::RoleBinding(tls::ca_key_role_binding(ns)),
             observed,
         ),
@@ -105,7 +111,10 @@ fn reused_ca_steps(
     let live_ca = observed.secret(names::CA_SECRET);
     if live_ca.is_some_and(|s| tls::ca_secret_complete(s, &ca)) {
         // Done: the same steps, as no-ops, so that a plan shows how the key got there (the
-        // password's Secret too once a finished migration deleted it).
+        // password's Secret too once a finished migration deleted it). Decided on the key,
+        // not on the Job's spec: a CA key Job of an older spec (one that ran as the data-sync
+        // Job's ServiceAccount, before the CA key Job had its own) that put the key there is
+        // done, and not run again.
         let password_kept = observed.secret(names::CA_PASSWORD_SECRET).is_some();
         steps.push(keep_step(
             "ca-password",

@@ -231,6 +231,13 @@ fn rbac_for_install_upgrade_status_and_uninstall_are_enough_for_each_with_a_serv
     let status: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(status.is_object(), "{status}");
     assert!(!text(&out).0.is_empty());
+    // logs, with its rules alone (no right on Secrets, as status): the steps, a server's log.
+    let token = account_for(&env, "logs", "logreader", |_| {});
+    for args in [&["logs"][..], &["logs", "--component", "db", "--tail", "5"]] {
+        let out = as_token(&env, &token, args).output().expect("kubectl runs");
+        assert!(out.status.success(), "{args:?}: {}", both(&out));
+        assert_no_token(&out, &token);
+    }
 
     for (command, account) in [("stop", "stopper"), ("start", "starter")] {
         let token = account_for(&env, command, account, |_| {});

@@ -2,7 +2,8 @@
 //! reused after checking them.
 
 use crate::builders::migration;
-use crate::catalogue::names;
+use crate::builders::tls;
+use crate::catalogue::{data_keys, names};
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::Observed;
 use crate::params::MigrateParams;
@@ -88,7 +89,8 @@ pub(in crate::plan) fn ssh_key_step(
     ))
 }
 
-/// The last steps of a finished migration: the Secrets only the migration used — the SSH key
+/// The last steps of a finished migration: the secret values of Secret uyuni-migration-data
+/// emptied ([`redaction_step`]), then the Secrets only the migration used — the SSH key
 /// that logs in to the source, the password of the source's CA key — deleted, once every step
 /// before has succeeded (the server runs; the CA key is decrypted into Secret uyuni-ca), or
 /// kept with `--keep-migration-data`. Nothing needs them later: the SSH key step plans nothing
@@ -98,7 +100,7 @@ pub(in crate::plan) fn cleanup_steps(
     params: &MigrateParams,
     observed: &Observed,
 ) -> Result<Vec<Step>, PlanError> {
-    let mut steps = Vec::new();
+    let mut steps: Vec<Step> = redaction_step(params, observed).into_iter().collect();
     for (name, what) in [
         (
             names::SSH_KEY_SECRET,
@@ -129,6 +131,77 @@ pub(in crate::plan) fn cleanup_steps(
         }
     }
     Ok(steps)
+}
+
+/// The step that empties the secret values of Secret `uyuni-migration-data` (the source's
+/// database passwords, its encrypted CA key or its server key) once each is in its home Secret
+/// ([`data_keys::HOMES`]), from where every later run reads it (`Observed::extracted`): a value
+/// is emptied only after its home was written and checked, so a run interrupted anywhere finds
+/// each value in one place or the other. The non-secret facts stay: later runs plan from them.
+/// A value no Secret of the server holds (the source's key when `--ssl-*` files replaced it)
+/// stays. `None` when there is no such Secret.
+fn redaction_step(params: &MigrateParams, observed: &Observed) -> Option<Step> {
+    let secret = observed.secret(names::MIGRATION_DATA_SECRET)?;
+    let data = secret.data.clone().unwrap_or_default();
+    let id = "redact-migration-data";
+    let description = format!(
+        "Secret {} without the secret values the server's Secrets hold: the migration has finished",
+        names::MIGRATION_DATA_SECRET
+    );
+    let target = ObjectRef::new(Kind::Secret, names::MIGRATION_DATA_SECRET);
+    let done = crate::observed::redacted_keys(secret);
+    let holds = |key: &str| data.get(key).is_some_and(|v| !v.0.is_empty());
+    let at_home = |key: &str, home: &str, home_key: &str| {
+        let Some(home) = observed.secret(home) else {
+            return false;
+        };
+        if key == data_keys::CA_KEY {
+            // The home holds the key decrypted: it is there when Secret uyuni-ca is complete
+            // for the source's CA certificate.
+            let ca = data
+                .get(data_keys::CA_CERT)
+                .and_then(|c| std::str::from_utf8(&c.0).ok());
+            return ca.is_some_and(|ca| tls::ca_secret_complete(home, ca));
+        }
+        let home_value = home.data.as_ref().and_then(|d| d.get(home_key));
+        home_value.is_some_and(|h| Some(h) == data.get(key))
+    };
+    let mut redacted = Vec::new();
+    let mut staying = Vec::new();
+    for (key, home, home_key) in data_keys::HOMES {
+        if done.contains(&key) || (holds(key) && at_home(key, home, home_key)) {
+            redacted.push(key);
+        } else if holds(key) {
+            staying.push(key);
+        }
+    }
+    let pending = redacted.iter().any(|k| !done.contains(k));
+    if params.keep_migration_data && pending {
+        return Some(keep_step(
+            id,
+            description,
+            target,
+            format!("kept (--keep-migration-data): {}", redacted.join(", ")),
+        ));
+    }
+    if !pending {
+        let reason = match (redacted.is_empty(), staying.is_empty()) {
+            (_, false) => format!(
+                "{} stays: no Secret of the server holds it",
+                staying.join(", ")
+            ),
+            (false, true) => "holds no secret value: they are in the server's Secrets".into(),
+            (true, true) => "holds no secret value".into(),
+        };
+        return Some(keep_step(id, description, target, reason));
+    }
+    let intended = migration::redacted_migration_data(&params.namespace, &data, &redacted);
+    Some(apply_step(
+        id,
+        description,
+        Object::Secret(intended),
+        observed,
+    ))
 }
 
 pub(in crate::plan) fn ssh_config_step(
