@@ -8,7 +8,8 @@
 
 use std::borrow::Cow;
 
-use crate::catalogue::names;
+use crate::catalogue::{names, steps};
+use crate::inspect::{CaCopy, Inspection};
 use crate::object::{CustomKind, Kind};
 use crate::observed::{ExtractedData, Observed};
 use crate::params::{IngressMode, InstallParams, MigrateParams, PullSecret, ServerParams};
@@ -41,6 +42,9 @@ pub struct Facts {
     pub ingress: Option<(Controller, Option<String>)>,
     /// The checks before any write, from params and the cluster alone.
     pub preflight: Preflight,
+    /// Whether the server Deployment mounts `uyuni-ca`'s CA read-only at the Salt file root's
+    /// CA file: for a server image that does not copy it there at start ([`salt_ca_mount`]).
+    pub salt_ca_mount: bool,
 }
 
 /// The outcomes of the checks made before any write, each decided once here. Two checks are
@@ -132,6 +136,7 @@ pub fn resolve(params: &MigrateParams, observed: &Observed, data: &ExtractedData
         pg,
         ingress: ingress(params, observed),
         preflight: preflight(params, observed),
+        salt_ca_mount: salt_ca_mount(params, observed),
     }
 }
 
@@ -188,6 +193,7 @@ pub fn install(params: &InstallParams, observed: &Observed) -> Facts {
             },
             storage: storage::check(params, observed),
         },
+        salt_ca_mount: salt_ca_mount(params, observed),
     }
 }
 
@@ -387,6 +393,73 @@ pub(crate) fn data_claim(upgrade: pg::Upgrade) -> String {
         pg::Upgrade::NotNeeded => volumes::DATABASE_VOLUME.to_owned(),
         pg::Upgrade::Needed { .. } | pg::Upgrade::Unknown => volumes::upgraded_database_volume(),
     }
+}
+
+/// The newest report on `image` that tells `what`, among the Jobs of `steps` that ran that
+/// image (an image check's or an inspection's report, copied onto its Job as
+/// [`crate::labels::INSPECTION_ANNOTATION`]); `None` before any told it. A dry run's stand-in
+/// report tells nothing.
+pub fn reported<T>(
+    observed: &Observed,
+    steps: &[&str],
+    image: &str,
+    what: impl Fn(&Inspection) -> Option<T>,
+) -> Option<T> {
+    steps
+        .iter()
+        .flat_map(|step| observed.attempts(step).all())
+        .filter(|job| {
+            job.spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+                .and_then(|p| p.containers.first())
+                .and_then(|c| c.image.as_deref())
+                == Some(image)
+        })
+        .filter_map(|job| {
+            let text = job
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(crate::labels::INSPECTION_ANNOTATION)?;
+            Some((
+                job.metadata.creation_timestamp.clone(),
+                what(&Inspection::parse(text))?,
+            ))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, value)| value)
+}
+
+/// Which kind of server image `params` asks for, as its check (install, migrate) or its
+/// inspection (upgrade, and a rollback's image, inspected as the one the server ran) reported
+/// it; `None` before either ran, and for a report of a version of this tool that did not tell.
+pub fn server_image_kind(params: &ServerParams, observed: &Observed) -> Option<CaCopy> {
+    reported(
+        observed,
+        &[
+            steps::IMAGE_CHECK_SERVER,
+            steps::INSPECT_SERVER,
+            steps::INSPECT_RUNNING_SERVER,
+        ],
+        &params.spec.image.server,
+        |report| report.ca_copy,
+    )
+}
+
+/// Whether the server Deployment mounts `uyuni-ca`'s CA read-only over the Salt file root's
+/// CA file ([`crate::scripts::image_check::SALT_CA_FILE`]), as the official chart does: only
+/// for an image known not to copy it there at start (`ca_copy=none`). Such an image has only
+/// its package's symlink there, which Salt cannot serve (`crate::builders::server` cites
+/// both). An image that copies it must find no read-only file there: the copy fails, and the
+/// newest script stops the start on it.
+///
+/// An image whose kind is not known (no report yet, as in a dry run before its check ran, or a
+/// check run by a version of this tool that did not report it) gets no mount: a wrong mount
+/// stops the server's start, a missing one only leaves the CA out of what Salt serves to new
+/// clients, with the server up, and the next run after a check mounts it.
+pub fn salt_ca_mount(params: &ServerParams, observed: &Observed) -> bool {
+    server_image_kind(params, observed) == Some(CaCopy::None)
 }
 
 /// The claim the `db` Deployment runs on (its volume [`volumes::DATABASE_VOLUME`]), when it

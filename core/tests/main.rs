@@ -30,6 +30,7 @@ mod registry;
 mod release;
 mod rerun_safety;
 mod safety_checks;
+mod salt_ca;
 mod schemas;
 mod selectors;
 mod server_pod;

@@ -38,6 +38,20 @@ impl Role {
         }
     }
 
+    /// A server image: its inspection also reports which kind it is (`ca_copy`), which decides
+    /// the server Deployment's mounts on that image (`crate::resolve::salt_ca_mount`).
+    pub fn is_server(self) -> bool {
+        matches!(self, Role::RunningServer | Role::Server)
+    }
+
+    fn reports(self) -> &'static str {
+        if self.is_server() {
+            "its release and whether it copies the CA into the Salt file root"
+        } else {
+            "its release and PostgreSQL version"
+        }
+    }
+
     fn what(self) -> &'static str {
         match self {
             Role::RunningServer => "the server image the server runs",
@@ -55,13 +69,14 @@ pub fn job(params: &ServerParams, role: Role, image: &str) -> Job {
         params,
         &ScriptJob {
             step: role.step(),
-            description: format!(
-                "inspect {} ({image}): its release and PostgreSQL version",
-                role.what()
-            ),
+            description: format!("inspect {} ({image}): {}", role.what(), role.reports()),
             component: components::UPGRADE,
             image,
-            script: image_inspect::render(image, ""),
+            script: if role.is_server() {
+                image_inspect::render_server(image, "")
+            } else {
+                image_inspect::render(image, "")
+            },
             claims: Vec::new(),
             tmpfs_tmp: false,
             env: Vec::new(),
