@@ -828,6 +828,57 @@ fn too_little_room_for_the_new_volume_is_refused_before_any_write_of_the_servers
     assert_eq!(claim_of(&end).as_deref(), Some("var-pgsql19"));
 }
 
+/// An upgrade resumed after its outage began, before its backup volume was created (the run
+/// was interrupted, or the quota changed meanwhile): the room is checked again, and the
+/// refusal says the upgrade has begun, the database is untouched, and the ways on.
+#[test]
+fn a_resumed_upgrade_checks_the_room_for_its_backup_until_the_volume_exists() {
+    let params = upgrade_to(TO);
+    let mut observed = installed();
+    loop {
+        let plan = params.plan(&observed).expect("plans");
+        let step = plan
+            .next_step()
+            .cloned()
+            .expect("not done before the backup");
+        if step.id == "pvc-var-pgsql18-backup" {
+            break;
+        }
+        observed = carried_out(&observed, &params.namespace, &step, &same_major);
+    }
+    assert_eq!(
+        observed
+            .deployment(names::SERVER_DEPLOYMENT)
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.replicas),
+        Some(0),
+        "the outage began"
+    );
+    observed.insert(storage_quota("60Gi", "50Gi"));
+    let err = params.plan(&observed).expect_err("refused");
+    assert!(matches!(err, PlanError::UpgradeStalled { .. }), "{err:?}");
+    let text = err.to_string();
+    for part in [
+        "cannot go on",
+        "ResourceQuota storage",
+        "var-pgsql18-backup needs 50Gi",
+        "--no-backup",
+        "The database is as it was before the upgrade",
+        "upgrade --rollback",
+    ] {
+        assert!(text.contains(part), "{part:?} missing: {text}");
+    }
+    assert!(
+        !text.contains("Nothing of the server was changed"),
+        "{text}"
+    );
+    // With room, it goes on to the end.
+    observed.insert(storage_quota("100Gi", "50Gi"));
+    let (_, end) = run(&params, &observed, &same_major).expect("upgrades");
+    assert!(claim_of(&end).is_some());
+    assert!(end.contains(Kind::PersistentVolumeClaim, "var-pgsql18-backup"));
+}
+
 fn lifecycle(
     action: uyuni_core::plan::lifecycle::Lifecycle,
 ) -> uyuni_core::plan::lifecycle::LifecycleParams {

@@ -30,6 +30,16 @@ pub enum PlanError {
         "upgrade refused in namespace {namespace}: {reason}. Nothing of the server was changed"
     )]
     UpgradeRefused { namespace: String, reason: String },
+    /// A resumed upgrade whose new volume the namespace would not admit: the upgrade has begun
+    /// (its record is written, the server may be stopped for it), its data step not yet.
+    #[error(
+        "the upgrade in namespace {namespace} cannot go on: {reason}. The database is as it was before the upgrade (its copy or major upgrade has not begun); the server may be stopped for the upgrade until it goes on, or until `{rollback}` returns to the images before"
+    )]
+    UpgradeStalled {
+        namespace: String,
+        reason: String,
+        rollback: String,
+    },
     #[error(
         "the inspection of image {image} in namespace {namespace} did not tell {missing}: it is not a server or database image this tool can upgrade to. Check the image flags (--image/--tag, --db-image/--pgsql-tag). Nothing of the server was changed"
     )]

@@ -415,6 +415,8 @@ fn claim_like(observed: &Observed, namespace: &str, name: &str, like: &str) -> V
 
 /// Refuses an upgrade whose new claim (the new major's volume, or the backup's) the namespace
 /// would not admit, or the cluster not provision: it would fail after the server stopped.
+/// `begun`: this upgrade's record is written already (a resumed run), so the refusal says in
+/// which state the server is.
 fn check_room(
     params: &UpgradeParams,
     observed: &Observed,
@@ -422,6 +424,7 @@ fn check_room(
     db_claim_from: &str,
     db_claim_to: &str,
     backup_claim: &str,
+    begun: bool,
 ) -> Result<(), PlanError> {
     let ns = &params.namespace;
     let name = if major { db_claim_to } else { backup_claim };
@@ -453,19 +456,27 @@ fn check_room(
         ),
         (_, None) => "free room in the namespace, then run the upgrade again".to_owned(),
     };
+    let rollback = params.kubectl.uyuni(Some(ns), "upgrade --rollback");
     let way = if major {
         format!(
             "; the database upgraded to the new PostgreSQL major needs volume {name}, the size of {db_claim_from}"
         )
     } else {
         format!(
-            "; or pass --no-backup, which takes no copy of the database and so gives up `{}`",
-            params.kubectl.uyuni(Some(ns), "upgrade --rollback")
+            "; or pass --no-backup, which takes no copy of the database and so gives up `{rollback}`"
         )
     };
+    let reason = format!("{refusal}: {fix}{way}");
+    if begun {
+        return Err(PlanError::UpgradeStalled {
+            namespace: ns.clone(),
+            reason,
+            rollback,
+        });
+    }
     Err(PlanError::UpgradeRefused {
         namespace: ns.clone(),
-        reason: format!("{refusal}: {fix}{way}"),
+        reason,
     })
 }
 
@@ -725,18 +736,19 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     };
 
     // Before the first write of the server's: the namespace admits the claim the data step
-    // creates (its class, its LimitRanges, its ResourceQuotas). Once the upgrade has begun, a
-    // refusal is the API server's, at the claim's step.
-    if continuing.is_none() {
-        check_room(
-            params,
-            observed,
-            major,
-            &db_claim_from,
-            &db_claim_to,
-            &backup_claim,
-        )?;
-    }
+    // creates (its class, its LimitRanges, its ResourceQuotas). And on every run until that
+    // claim exists: a resumed upgrade (interrupted, or stopped by a failure) meets a quota
+    // that changed meanwhile here, with the same advice, not as the API server's refusal at
+    // the claim's step.
+    check_room(
+        params,
+        observed,
+        major,
+        &db_claim_from,
+        &db_claim_to,
+        &backup_claim,
+        continuing.is_some(),
+    )?;
 
     // The record first, while ConfigMap uyuni-server-spec still holds the flags before the
     // upgrade; then the new flags.
