@@ -935,6 +935,68 @@ fn a_server_stop_stopped_is_refused_before_any_write_until_it_is_started() {
     assert!(scaled_down);
 }
 
+/// `upgrade --rollback` of a server `stop` stopped after its upgrade is refused before any
+/// write, naming `start`: it would otherwise start it again. Started, the rollback goes on; a
+/// rollback interrupted in its own outage goes on too; after the rollback, a stopped server is
+/// again not started by a re-run of it.
+#[test]
+fn a_rollback_of_a_server_stopped_after_its_upgrade_is_refused_until_it_is_started() {
+    use uyuni_core::plan::lifecycle::Lifecycle;
+    let params = upgrade_to(TO);
+    let (_, upgraded) = run(&params, &installed(), &same_major).expect("upgrades");
+    let stopped = preview(&lifecycle(Lifecycle::Stop), &upgraded)
+        .expect("stops")
+        .end;
+    let back = UpgradeParams {
+        rollback: true,
+        ..params.clone()
+    };
+    let err = back.plan(&stopped).expect_err("refused");
+    assert!(
+        matches!(err, PlanError::StoppedBeforeRollback { .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    for part in [
+        "is stopped",
+        "uyuni -n uyuni start",
+        "upgrade --rollback",
+        "Nothing was written",
+    ] {
+        assert!(text.contains(part), "{part:?} missing: {text}");
+    }
+    let started = preview(&lifecycle(Lifecycle::Start), &stopped)
+        .expect("starts")
+        .end;
+    // Interrupted after its outage began: it goes on.
+    let mut observed = started.clone();
+    let mut scaled_down = false;
+    for _ in 0..200 {
+        let plan = back.plan(&observed).expect("goes on");
+        let Some(step) = plan.next_step().cloned() else {
+            break;
+        };
+        scaled_down |= step.id == "scale-db";
+        observed = carried_out(&observed, &params.namespace, &step, &same_major);
+    }
+    assert!(scaled_down);
+    let rolled_back = observed;
+    for name in [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT] {
+        assert!(
+            live_image(&rolled_back, name).is_some_and(|i| i.ends_with(FROM)),
+            "{name}"
+        );
+    }
+    let stopped_again = preview(&lifecycle(Lifecycle::Stop), &rolled_back)
+        .expect("stops")
+        .end;
+    let err = back.plan(&stopped_again).expect_err("refused again");
+    assert!(
+        matches!(err, PlanError::StoppedBeforeRollback { .. }),
+        "{err:?}"
+    );
+}
+
 #[test]
 fn the_database_step_names_the_postgresql_major_the_image_reported() {
     let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };

@@ -48,6 +48,16 @@ pub enum PlanError {
         image: String,
         missing: String,
     },
+    /// `upgrade --rollback` of a server that `stop` stopped after its upgrade.
+    #[error(
+        "the server in namespace {namespace} is stopped (Deployment {deployment} has 0 replicas, as `kubectl uyuni stop` leaves it): a rollback would start it again on the images before the upgrade. Start it with `{start}`, then run `{rollback}`; the rollback stops it first, and what it writes meanwhile is lost with the rest of what was written since the upgrade began. Nothing was written"
+    )]
+    StoppedBeforeRollback {
+        namespace: String,
+        deployment: String,
+        start: String,
+        rollback: String,
+    },
     #[error("nothing to roll back in namespace {namespace}: {why}. Nothing was written")]
     NothingToRollBack { namespace: String, why: String },
     /// An earlier upgrade has not reached its images, and this run asks for others.

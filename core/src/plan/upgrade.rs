@@ -109,6 +109,9 @@ pub struct UpgradeRecord {
     pub spec: BTreeMap<String, String>,
     /// The run of the rollback that returned to `from`; empty while the upgrade stands.
     pub rolled_back: String,
+    /// The run of the rollback that began to return to `from` (its first write): the
+    /// Deployments at 0 replicas from then on are its outage, not a stop.
+    pub rolling_back: String,
 }
 
 impl UpgradeRecord {
@@ -143,6 +146,7 @@ impl UpgradeRecord {
         record.backup_claim = text("backup-claim");
         record.run = text("run");
         record.rolled_back = text("rolled-back");
+        record.rolling_back = text("rolling-back");
         Some(record)
     }
 
@@ -175,6 +179,9 @@ impl UpgradeRecord {
         }
         if !self.rolled_back.is_empty() {
             data.insert("rolled-back".to_owned(), self.rolled_back.clone());
+        }
+        if !self.rolling_back.is_empty() {
+            data.insert("rolling-back".to_owned(), self.rolling_back.clone());
         }
         ConfigMap {
             metadata: meta(names::UPGRADE_CONFIG_MAP, namespace, components::UPGRADE),
@@ -790,6 +797,7 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
                     .and_then(|c| c.data.clone())
                     .unwrap_or_default(),
                 rolled_back: String::new(),
+                rolling_back: String::new(),
             };
             steps.push(apply_step(
                 record_step_id,
@@ -905,6 +913,31 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
             why: "the upgrade kept no copy of the database (--no-backup), and the old images cannot run on the schema the new server updated".to_owned(),
         });
     }
+    // A server `stop` stopped after its upgrade (or after this rollback) is started by the
+    // user, not by a rollback: the rollback would start it on the images before, and a server
+    // stopped on purpose (a broken new release that must not act on its clients meanwhile)
+    // would run again. What the rollback restores keeps nothing the stopped server would
+    // write once started, so starting it first loses nothing the rollback keeps. Zeros before
+    // the upgrade reached its images are the upgrade's outage, and after the rollback began,
+    // the rollback's own.
+    let stopped_on_purpose = !record.rolled_back.is_empty()
+        || record.rolling_back.is_empty() && record.reached(observed);
+    if stopped_on_purpose
+        && let Some(stopped) = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+            .into_iter()
+            .find(|name| {
+                observed
+                    .deployment(name)
+                    .is_some_and(|d| desired_replicas(d) == 0)
+            })
+    {
+        return Err(PlanError::StoppedBeforeRollback {
+            namespace: ns.clone(),
+            deployment: stopped.to_owned(),
+            start: params.kubectl.uyuni(Some(ns), "start"),
+            rollback: params.kubectl.uyuni(Some(ns), "upgrade --rollback"),
+        });
+    }
     // The parameters of the end state before the upgrade: its images and its specification.
     let mut back = params.clone();
     back.rollback = false;
@@ -925,6 +958,26 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     }
     let back = &back;
     let mut steps = super::opening_checks(back, observed, Vec::new())?;
+    // First: the record says a rollback began, so that a resumed one tells its own outage
+    // from a stop.
+    let marked = UpgradeRecord {
+        rolling_back: if record.rolling_back.is_empty() {
+            params.run_id.clone()
+        } else {
+            record.rolling_back.clone()
+        },
+        ..record.clone()
+    };
+    steps.push(apply_step(
+        "rollback-record",
+        format!(
+            "ConfigMap {}: the rollback marked as begun",
+            names::UPGRADE_CONFIG_MAP
+        ),
+        Object::ConfigMap(marked.config_map(ns)),
+        observed,
+    ));
+    let record = marked;
     steps.push(super::spec_record_step(back, observed));
 
     let db_image = live_image(observed, names::DB_DEPLOYMENT).unwrap_or_default();
