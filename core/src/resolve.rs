@@ -98,6 +98,44 @@ pub fn cert_manager(params: &MigrateParams, observed: &Observed) -> Result<(), C
     }
 }
 
+/// A new server's parameters in effect: its database volume named for the PostgreSQL major its
+/// database image check reported (`var-pgsql19` for PostgreSQL 19), as the chart names it per
+/// major (`uyuni.pgPVCName`); once a `db` runs, the volume it runs on (after an upgrade to a
+/// new major, the volume named for that one). The name fixed in the parameters
+/// (`var-pgsql18`) before either is known, as in a dry run before the check.
+pub fn install_in_effect<'a>(
+    params: &'a InstallParams,
+    observed: &Observed,
+) -> Cow<'a, InstallParams> {
+    let named = volumes::upgraded_database_volume();
+    let reported_major = || {
+        reported(
+            observed,
+            &[
+                steps::IMAGE_CHECK_DB,
+                steps::INSPECT_DB,
+                steps::INSPECT_RUNNING_DB,
+            ],
+            &params.spec.image.database,
+            |report| report.pg_major,
+        )
+        .map(|major| format!("{}{major}", volumes::DATABASE_VOLUME))
+    };
+    let Some(claim) = live_db_claim(observed)
+        .or_else(reported_major)
+        .filter(|claim| *claim != named)
+    else {
+        return Cow::Borrowed(params);
+    };
+    let mut in_effect = params.clone();
+    for v in &mut in_effect.spec.volumes {
+        if v.name == named {
+            v.name.clone_from(&claim);
+        }
+    }
+    Cow::Owned(in_effect)
+}
+
 /// The parameters in effect in this cluster: as given, except that a pull Secret written by an
 /// earlier run stays in use when no registry flag is given (the pods that run already reference
 /// it). Every object is built from these.
@@ -183,7 +221,14 @@ pub fn install(params: &InstallParams, observed: &Observed) -> Facts {
         pg: Ok(pg::Upgrade::NotNeeded),
         // Where `db` runs already, it stays: after an upgrade to a new PostgreSQL major, the
         // volume named for it, not the one the install began with.
-        db_claim: live_db_claim(observed).unwrap_or_else(volumes::upgraded_database_volume),
+        db_claim: live_db_claim(observed).unwrap_or_else(|| {
+            params
+                .spec
+                .volumes
+                .iter()
+                .find(|v| v.role == volumes::VolumeRole::Database)
+                .map_or_else(volumes::upgraded_database_volume, |v| v.name.clone())
+        }),
         ingress: ingress(params, observed),
         preflight: Preflight {
             cert_manager: if served || !needs_cert_manager {

@@ -11,6 +11,7 @@ mod certs;
 mod data_sync_script;
 mod database_plan;
 mod database_scripts;
+mod db_volume;
 mod golden;
 mod image_check_scripts;
 mod install;

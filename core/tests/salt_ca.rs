@@ -18,14 +18,19 @@ use crate::upgrade::{FROM, TO, upgrade_to};
 
 /// What the check or inspection Job of `image` reports, its server images of kind
 /// `kind(image)` (`none`, `salt-file-root`, or `None`: a report that does not say).
-fn report(step: &str, image: &str, kind: &dyn Fn(&str) -> Option<&'static str>) -> String {
+fn report(
+    step: &str,
+    image: &str,
+    kind: &dyn Fn(&str) -> Option<&'static str>,
+    pg_major: u32,
+) -> String {
     let tag = image.rsplit(':').next().unwrap_or_default();
     let ca_copy = kind(image)
         .map(|k| format!("ca_copy={k}\n"))
         .unwrap_or_default();
     match step {
         "image-check-server" => ca_copy,
-        "image-check-db" | "inspect-db" | "inspect-running-db" => "pg_major=18\n".to_owned(),
+        "image-check-db" | "inspect-db" | "inspect-running-db" => format!("pg_major={pg_major}\n"),
         _ => format!("product=uyuni\nrelease={tag}\n{ca_copy}"),
     }
 }
@@ -36,6 +41,16 @@ fn run<P: Planner>(
     params: &P,
     start: &Observed,
     kind: &dyn Fn(&str) -> Option<&'static str>,
+) -> (Vec<Step>, Observed) {
+    run_with(params, start, kind, 18)
+}
+
+/// [`run`], the database images reporting PostgreSQL `pg_major`.
+pub(crate) fn run_with<P: Planner>(
+    params: &P,
+    start: &Observed,
+    kind: &dyn Fn(&str) -> Option<&'static str>,
+    pg_major: u32,
 ) -> (Vec<Step>, Observed) {
     let ns = params.server().namespace.clone();
     let mut observed = start.clone();
@@ -57,7 +72,7 @@ fn run<P: Planner>(
                 .unwrap_or_default();
             job.metadata.annotations.get_or_insert_default().insert(
                 labels::INSPECTION_ANNOTATION.to_owned(),
-                report(&step.id, &image, kind),
+                report(&step.id, &image, kind, pg_major),
             );
             observed.insert(Object::Job(job));
         }
@@ -96,7 +111,7 @@ fn mounted() -> Option<(String, Option<String>, Option<bool>)> {
     ))
 }
 
-fn installed_with_tag(tag: &str) -> InstallParams {
+pub(crate) fn installed_with_tag(tag: &str) -> InstallParams {
     let mut args = crate::install::install_args();
     args.spec.tag = Some(tag.to_owned());
     InstallParams::from_args(&args).expect("valid install arguments")
