@@ -997,6 +997,70 @@ fn a_rollback_of_a_server_stopped_after_its_upgrade_is_refused_until_it_is_start
     );
 }
 
+/// Before a PostgreSQL major upgrade, its image is checked for the majors it goes between
+/// (`pg_upgrade` of the new, the binaries of the old), before anything of the server's is
+/// written; while the check has not passed, nothing more is planned. A same-major upgrade
+/// needs no such check.
+#[test]
+fn the_database_upgrade_image_is_checked_for_the_majors_before_any_write() {
+    let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };
+    let params = upgrade_to(TO);
+    let (steps, _) = run(&params, &installed(), &major).expect("upgrades");
+    let done = ids(&steps);
+    assert!(
+        position(&done, "check-db-upgrade") < position(&done, "upgrade-record"),
+        "{done:?}"
+    );
+    let check = steps
+        .iter()
+        .find(|s| s.id == "check-db-upgrade")
+        .expect("the check");
+    let Action::RunJob { job, .. } = &check.action else {
+        panic!("not a Job")
+    };
+    let container = &job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod")
+        .containers[0];
+    assert_eq!(
+        container.image.as_deref(),
+        Some(params.spec.image.database_upgrade.as_str())
+    );
+    let env = |name: &str| {
+        container
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+    };
+    assert_eq!(env("TARGET_MAJOR").as_deref(), Some("19"));
+    assert_eq!(env("SOURCE_MAJORS").as_deref(), Some("18"));
+
+    // The check failed: the next plan runs it again and plans no write of the server's.
+    let mut observed = installed();
+    for step in &steps {
+        if step.id == "check-db-upgrade" {
+            observed.insert(Object::Job(common::finished((**job).clone(), false)));
+            break;
+        }
+        observed = carried_out(&observed, &params.namespace, step, &major);
+    }
+    let plan = params.plan(&observed).expect("plans");
+    let next = plan.next_step().expect("a step");
+    assert_eq!(next.id, "check-db-upgrade", "{}", next.reason);
+    assert!(
+        !plan.steps.iter().any(|s| s.id == "upgrade-record"),
+        "{:?}",
+        ids(&plan.steps)
+    );
+
+    let (same, _) = run(&params, &installed(), &same_major).expect("upgrades");
+    assert!(!ids(&same).contains(&"check-db-upgrade"));
+}
+
 #[test]
 fn the_database_step_names_the_postgresql_major_the_image_reported() {
     let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };

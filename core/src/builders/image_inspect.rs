@@ -62,6 +62,36 @@ impl Role {
     }
 }
 
+/// An upgrade's check of the database upgrade image before a PostgreSQL major upgrade from
+/// `from` to `to` (`core/scripts/image-check-db-upgrade.sh`, as a migration checks it): the
+/// image has `pg_upgrade` of `to` and the binaries of `from`, or the Job fails with its verdict
+/// (`UNSUPPORTED: …`), before anything of the server's is written.
+pub fn database_upgrade_check(params: &ServerParams, from: u32, to: u32) -> Job {
+    let image = params.spec.image.database_upgrade.as_str();
+    script_job(
+        params,
+        &ScriptJob {
+            step: steps::CHECK_DB_UPGRADE,
+            description: format!(
+                "check that the database upgrade image {image} upgrades PostgreSQL {from} to {to}"
+            ),
+            component: components::UPGRADE,
+            image,
+            script: crate::scripts::image_check::render_database_upgrade_between(
+                image, from, to, "",
+            ),
+            claims: Vec::new(),
+            tmpfs_tmp: false,
+            env: Vec::new(),
+            extra_volumes: Vec::new(),
+            service_account: None,
+            security_context: None,
+            produces: None,
+            identity: Identity::Spec,
+        },
+    )
+}
+
 /// The inspection Job of `image` in its `role`. Its identity is its whole spec: another image
 /// is another inspection.
 pub fn job(params: &ServerParams, role: Role, image: &str) -> Job {

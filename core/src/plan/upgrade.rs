@@ -721,6 +721,26 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
         },
     )?;
 
+    // A PostgreSQL major upgrade: its image must upgrade from the major the database runs to
+    // the new one (`pg_upgrade` of the new, the binaries of the old). Checked before the first
+    // write of the server's; nothing more is planned until the check has passed (a failed one
+    // ends the run with its verdict, and runs again with the next run).
+    if decision.pg_to > decision.pg_from {
+        let check = job_step(
+            observed,
+            image_inspect::database_upgrade_check(params, decision.pg_from, decision.pg_to),
+            INSPECT_WAIT,
+        );
+        let passed = check.op == Op::Done;
+        steps.push(check);
+        if !passed {
+            return Ok(Plan {
+                namespace: ns.clone(),
+                steps,
+            });
+        }
+    }
+
     // Where the data goes.
     let db_claim_from = match continuing {
         Some(r) if !r.db_claim_from.is_empty() => r.db_claim_from.clone(),
