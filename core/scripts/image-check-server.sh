@@ -58,7 +58,7 @@ if ! grep -qF -- "$MARKER" "$ROOT$SETUP_LIB"; then
   unsupported "server image $IMAGE does not read its setup marker at $MARKER ($SETUP_LIB does not name it): it would set the server up again on the migrated data. Use a server image of $FIRST or later, or the default latest (--image/--tag)"
 fi
 # Which kind of image: one that copies the CA into the Salt file root at start must not find a
-# read-only file there (the server Deployment mounts none; core/src/builders/server.rs).
+# read-only file there, one that does not gets the CA mounted there (core/src/builders/server.rs).
 ca_copy=none
 for f in "$ROOT$INIT_DIR"/*; do
   [ -f "$f" ] || continue

@@ -10,11 +10,16 @@
 #                 /etc/*release, or the digits and dots after the first "(" of
 #                 /etc/susemanager-release
 #   pg_major      PG_MAJOR of the image's environment, else the major of `postgres --version`
+#   ca_copy       for a server image (INIT_DIR set) only, as the server image check reports it
+#                 (image-check-server.sh): salt-file-root when one of the image's start scripts
+#                 names SALT_CA_FILE, else none
 # A key the image does not tell is left out.
 #
 # Parameters, set by the Job spec; none of them is a secret:
 #   IMAGE              the image inspected, for messages
 #   TERMINATION_LOG    where the report goes besides the log (the kubelet's default path)
+#   INIT_DIR           a server image's: the directory of the scripts it runs at every start
+#   SALT_CA_FILE       a server image's: the CA's place in the Salt file root
 #   LOCAL_ROOT         prefix of every path: empty in a Job, a directory in tests
 # and PG_MAJOR, when the image sets it.
 # shellcheck source-path=SCRIPTDIR
@@ -55,6 +60,21 @@ if [ -z "$major" ] && command -v postgres >/dev/null 2>&1; then
 fi
 major=${major%%.*}
 [ -n "$major" ] && report+=("pg_major=$major")
+# The server image check's test (image-check-server.sh), here rather than in lib.sh, whose
+# text is part of every Job's spec.
+if [ -n "${INIT_DIR:-}" ]; then
+  : "${SALT_CA_FILE:?SALT_CA_FILE is not set}"
+  ca_copy=none
+  for f in "$ROOT$INIT_DIR"/*; do
+    [ -f "$f" ] || continue
+    if grep -qF -- "$SALT_CA_FILE" "$f"; then
+      ca_copy=salt-file-root
+      echo "${f#"$ROOT"} copies the CA to $SALT_CA_FILE at start"
+      break
+    fi
+  done
+  report+=("ca_copy=$ca_copy")
+fi
 
 echo "Inspected $IMAGE:"
 : >"$ROOT$TERMINATION_LOG"

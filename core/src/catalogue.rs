@@ -104,6 +104,8 @@ pub mod steps {
     pub const INSPECT_RUNNING_DB: &str = "inspect-running-db";
     pub const INSPECT_SERVER: &str = "inspect-server";
     pub const INSPECT_DB: &str = "inspect-db";
+    /// An upgrade's check of the database upgrade image, before a PostgreSQL major upgrade.
+    pub const CHECK_DB_UPGRADE: &str = "check-db-upgrade";
     /// The copy of the stopped database's directory an upgrade keeps as its way back.
     pub const DB_BACKUP: &str = "db-backup";
     /// A rollback's copy of that backup into the database's volume.

@@ -8,7 +8,8 @@
 
 use std::borrow::Cow;
 
-use crate::catalogue::names;
+use crate::catalogue::{names, steps};
+use crate::inspect::{CaCopy, Inspection};
 use crate::object::{CustomKind, Kind};
 use crate::observed::{ExtractedData, Observed};
 use crate::params::{IngressMode, InstallParams, MigrateParams, PullSecret, ServerParams};
@@ -41,6 +42,9 @@ pub struct Facts {
     pub ingress: Option<(Controller, Option<String>)>,
     /// The checks before any write, from params and the cluster alone.
     pub preflight: Preflight,
+    /// Whether the server Deployment mounts `uyuni-ca`'s CA read-only at the Salt file root's
+    /// CA file: for a server image that does not copy it there at start ([`salt_ca_mount`]).
+    pub salt_ca_mount: bool,
 }
 
 /// The outcomes of the checks made before any write, each decided once here. Two checks are
@@ -94,6 +98,44 @@ pub fn cert_manager(params: &MigrateParams, observed: &Observed) -> Result<(), C
     }
 }
 
+/// A new server's parameters in effect: its database volume named for the PostgreSQL major its
+/// database image check reported (`var-pgsql19` for PostgreSQL 19), as the chart names it per
+/// major (`uyuni.pgPVCName`); once a `db` runs, the volume it runs on (after an upgrade to a
+/// new major, the volume named for that one). The name fixed in the parameters
+/// (`var-pgsql18`) before either is known, as in a dry run before the check.
+pub fn install_in_effect<'a>(
+    params: &'a InstallParams,
+    observed: &Observed,
+) -> Cow<'a, InstallParams> {
+    let named = volumes::upgraded_database_volume();
+    let reported_major = || {
+        reported(
+            observed,
+            &[
+                steps::IMAGE_CHECK_DB,
+                steps::INSPECT_DB,
+                steps::INSPECT_RUNNING_DB,
+            ],
+            &params.spec.image.database,
+            |report| report.pg_major,
+        )
+        .map(|major| format!("{}{major}", volumes::DATABASE_VOLUME))
+    };
+    let Some(claim) = live_db_claim(observed)
+        .or_else(reported_major)
+        .filter(|claim| *claim != named)
+    else {
+        return Cow::Borrowed(params);
+    };
+    let mut in_effect = params.clone();
+    for v in &mut in_effect.spec.volumes {
+        if v.name == named {
+            v.name.clone_from(&claim);
+        }
+    }
+    Cow::Owned(in_effect)
+}
+
 /// The parameters in effect in this cluster: as given, except that a pull Secret written by an
 /// earlier run stays in use when no registry flag is given (the pods that run already reference
 /// it). Every object is built from these.
@@ -132,6 +174,7 @@ pub fn resolve(params: &MigrateParams, observed: &Observed, data: &ExtractedData
         pg,
         ingress: ingress(params, observed),
         preflight: preflight(params, observed),
+        salt_ca_mount: salt_ca_mount(params, observed),
     }
 }
 
@@ -178,7 +221,14 @@ pub fn install(params: &InstallParams, observed: &Observed) -> Facts {
         pg: Ok(pg::Upgrade::NotNeeded),
         // Where `db` runs already, it stays: after an upgrade to a new PostgreSQL major, the
         // volume named for it, not the one the install began with.
-        db_claim: live_db_claim(observed).unwrap_or_else(volumes::upgraded_database_volume),
+        db_claim: live_db_claim(observed).unwrap_or_else(|| {
+            params
+                .spec
+                .volumes
+                .iter()
+                .find(|v| v.role == volumes::VolumeRole::Database)
+                .map_or_else(volumes::upgraded_database_volume, |v| v.name.clone())
+        }),
         ingress: ingress(params, observed),
         preflight: Preflight {
             cert_manager: if served || !needs_cert_manager {
@@ -188,6 +238,7 @@ pub fn install(params: &InstallParams, observed: &Observed) -> Facts {
             },
             storage: storage::check(params, observed),
         },
+        salt_ca_mount: salt_ca_mount(params, observed),
     }
 }
 
@@ -387,6 +438,73 @@ pub(crate) fn data_claim(upgrade: pg::Upgrade) -> String {
         pg::Upgrade::NotNeeded => volumes::DATABASE_VOLUME.to_owned(),
         pg::Upgrade::Needed { .. } | pg::Upgrade::Unknown => volumes::upgraded_database_volume(),
     }
+}
+
+/// The newest report on `image` that tells `what`, among the Jobs of `steps` that ran that
+/// image (an image check's or an inspection's report, copied onto its Job as
+/// [`crate::labels::INSPECTION_ANNOTATION`]); `None` before any told it. A dry run's stand-in
+/// report tells nothing.
+pub fn reported<T>(
+    observed: &Observed,
+    steps: &[&str],
+    image: &str,
+    what: impl Fn(&Inspection) -> Option<T>,
+) -> Option<T> {
+    steps
+        .iter()
+        .flat_map(|step| observed.attempts(step).all())
+        .filter(|job| {
+            job.spec
+                .as_ref()
+                .and_then(|s| s.template.spec.as_ref())
+                .and_then(|p| p.containers.first())
+                .and_then(|c| c.image.as_deref())
+                == Some(image)
+        })
+        .filter_map(|job| {
+            let text = job
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(crate::labels::INSPECTION_ANNOTATION)?;
+            Some((
+                job.metadata.creation_timestamp.clone(),
+                what(&Inspection::parse(text))?,
+            ))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, value)| value)
+}
+
+/// Which kind of server image `params` asks for, as its check (install, migrate) or its
+/// inspection (upgrade, and a rollback's image, inspected as the one the server ran) reported
+/// it; `None` before either ran, and for a report of a version of this tool that did not tell.
+pub fn server_image_kind(params: &ServerParams, observed: &Observed) -> Option<CaCopy> {
+    reported(
+        observed,
+        &[
+            steps::IMAGE_CHECK_SERVER,
+            steps::INSPECT_SERVER,
+            steps::INSPECT_RUNNING_SERVER,
+        ],
+        &params.spec.image.server,
+        |report| report.ca_copy,
+    )
+}
+
+/// Whether the server Deployment mounts `uyuni-ca`'s CA read-only over the Salt file root's
+/// CA file ([`crate::scripts::image_check::SALT_CA_FILE`]), as the official chart does: only
+/// for an image known not to copy it there at start (`ca_copy=none`). Such an image has only
+/// its package's symlink there, which Salt cannot serve (`crate::builders::server` cites
+/// both). An image that copies it must find no read-only file there: the copy fails, and the
+/// newest script stops the start on it.
+///
+/// An image whose kind is not known (no report yet, as in a dry run before its check ran, or a
+/// check run by a version of this tool that did not report it) gets no mount: a wrong mount
+/// stops the server's start, a missing one only leaves the CA out of what Salt serves to new
+/// clients, with the server up, and the next run after a check mounts it.
+pub fn salt_ca_mount(params: &ServerParams, observed: &Observed) -> bool {
+    server_image_kind(params, observed) == Some(CaCopy::None)
 }
 
 /// The claim the `db` Deployment runs on (its volume [`volumes::DATABASE_VOLUME`]), when it

@@ -77,10 +77,21 @@ pub fn check(params: &ServerParams, observed: &Observed) -> Result<(), StorageEr
         .volumes
         .iter()
         .map(|c| (c.name.as_str(), c.storage_class.as_deref()))
-        .chain(std::iter::once((
-            upgraded.as_str(),
-            volumes::upgraded_database_class(&params.spec.volumes),
-        )))
+        // Only where the specification has the database's volume before an upgrade (a
+        // migration's): an install names its database's volume itself.
+        .chain(
+            params
+                .spec
+                .volumes
+                .iter()
+                .any(|v| v.name == volumes::DATABASE_VOLUME)
+                .then(|| {
+                    (
+                        upgraded.as_str(),
+                        volumes::upgraded_database_class(&params.spec.volumes),
+                    )
+                }),
+        )
         .filter(|(name, _)| !observed.contains(Kind::PersistentVolumeClaim, name))
         .collect();
     // An install's specification names the database claim `var-pgsql18` already.

@@ -400,3 +400,28 @@ fn the_upgrade_image_needs_pg_upgrade_of_the_target_and_a_supported_source() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("upgrades PostgreSQL 16 to 18"), "{text}");
 }
+
+/// An upgrade's check of the same image between its two majors: `pg_upgrade` of the new one and
+/// the binaries of the one the database runs; another source major does not do.
+#[test]
+fn the_upgrade_image_is_checked_between_an_upgrades_majors() {
+    use uyuni_core::scripts::image_check::render_database_upgrade_between;
+    let image = Image::new();
+    image.file("/usr/lib/postgresql19/bin/pg_upgrade", "");
+    image.file("/usr/lib/postgresql16/bin/postgres", "");
+    let out = image.run(
+        &render_database_upgrade_between(UPGRADE, 18, 19, &image.root()),
+        None,
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("none of PostgreSQL 18"), "{text}");
+    image.file("/usr/lib/postgresql18/bin/postgres", "");
+    let out = image.run(
+        &render_database_upgrade_between(UPGRADE, 18, 19, &image.root()),
+        None,
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("upgrades PostgreSQL 18 to 19"), "{text}");
+}

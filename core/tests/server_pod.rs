@@ -299,7 +299,8 @@ fn renewable_certificates_are_mounted_as_directories() {
     // (15-setup-trust-store.sh), which a read-only file mounted there would make fail.
     assert!(mounts.iter().all(|m| m.sub_path.is_none()), "{mounts:?}");
     // Nor a volume over any directory above it: the file stays in the image's writable layer,
-    // for either kind of image the server check reports (`ca_copy`).
+    // for an image whose kind is not known (no check has reported it here; the test below
+    // has both kinds).
     let salt_ca = uyuni_core::scripts::image_check::SALT_CA_FILE;
     assert!(
         !mounts
@@ -352,6 +353,96 @@ fn renewable_certificates_are_mounted_as_directories() {
         reload.security_context.as_ref().and_then(|s| s.run_as_user),
         Some(999)
     );
+}
+
+/// The server Deployment of `params` on a cluster where the server image check of `checked`
+/// reported `report` (none: no check ran).
+fn server_pod_after_check(
+    checked: &MigrateParams,
+    params: &MigrateParams,
+    report: Option<&str>,
+) -> Deployment {
+    let mut observed = uyuni_core::Observed::default();
+    if let Some(report) = report {
+        let mut job = uyuni_core::builders::image_check::jobs(checked)
+            .into_iter()
+            .next()
+            .expect("the server check");
+        job.metadata.annotations.get_or_insert_default().insert(
+            uyuni_core::labels::INSPECTION_ANNOTATION.to_owned(),
+            report.to_owned(),
+        );
+        observed.insert(Object::Job(job));
+    }
+    let data = data();
+    let facts = uyuni_core::resolve::resolve(params, &observed, &data);
+    server::server_deployment(
+        params,
+        &uyuni_core::settings::ServerSettings::migrated(&data),
+        &facts,
+    )
+}
+
+/// The CA in the Salt file root by the kind of server image the check reported: a read-only
+/// subPath file of `uyuni-ca` for an image that does not copy it there at start, as the chart
+/// mounts it; nothing there for one that copies it (a read-only file would stop its start),
+/// nor for one whose kind is not known.
+#[test]
+fn the_salt_file_roots_ca_is_mounted_only_for_images_that_do_not_copy_it() {
+    let salt_ca = uyuni_core::scripts::image_check::SALT_CA_FILE;
+    let params = common::params();
+    let mounted = server_pod_after_check(&params, &params, Some("ca_copy=none\n"));
+    let mount = container(&mounted, "uyuni")
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == salt_ca)
+        .cloned()
+        .expect("a mount at the Salt file root's CA");
+    assert_eq!(mount.read_only, Some(true));
+    assert_eq!(mount.sub_path.as_deref(), Some("ca.crt"));
+    let volume = pod(&mounted)
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)
+        .cloned()
+        .expect("its volume");
+    assert_eq!(
+        volume.config_map.map(|c| c.name),
+        Some("uyuni-ca".to_owned()),
+        "the CA ConfigMap, as the chart's ca-cert volume"
+    );
+    // Another image than the one checked: its kind is not known.
+    let other = params_with(|a| a.spec.tag = Some("2099.01".into()));
+    assert_ne!(other.spec.image.server, params.spec.image.server);
+    for (deployed, report) in [
+        (&params, Some("ca_copy=salt-file-root\n")),
+        (&params, None),
+        (&params, Some("placeholder=true\n")),
+        (&params, Some("ca_copy=sometimes\n")),
+        (&other, Some("ca_copy=none\n")),
+    ] {
+        let d = server_pod_after_check(&params, deployed, report);
+        let mounts = container(&d, "uyuni")
+            .volume_mounts
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            !mounts
+                .iter()
+                .any(|m| m.mount_path == salt_ca || m.name == mount.name),
+            "{report:?}: {mounts:?}"
+        );
+        assert!(
+            !pod(&d)
+                .volumes
+                .iter()
+                .flatten()
+                .any(|v| v.name == mount.name),
+            "{report:?}"
+        );
+    }
 }
 
 /// Defect 5: `db` is ready only when the image's own health check says so, where it has one.

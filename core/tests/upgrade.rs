@@ -828,6 +828,57 @@ fn too_little_room_for_the_new_volume_is_refused_before_any_write_of_the_servers
     assert_eq!(claim_of(&end).as_deref(), Some("var-pgsql19"));
 }
 
+/// An upgrade resumed after its outage began, before its backup volume was created (the run
+/// was interrupted, or the quota changed meanwhile): the room is checked again, and the
+/// refusal says the upgrade has begun, the database is untouched, and the ways on.
+#[test]
+fn a_resumed_upgrade_checks_the_room_for_its_backup_until_the_volume_exists() {
+    let params = upgrade_to(TO);
+    let mut observed = installed();
+    loop {
+        let plan = params.plan(&observed).expect("plans");
+        let step = plan
+            .next_step()
+            .cloned()
+            .expect("not done before the backup");
+        if step.id == "pvc-var-pgsql18-backup" {
+            break;
+        }
+        observed = carried_out(&observed, &params.namespace, &step, &same_major);
+    }
+    assert_eq!(
+        observed
+            .deployment(names::SERVER_DEPLOYMENT)
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.replicas),
+        Some(0),
+        "the outage began"
+    );
+    observed.insert(storage_quota("60Gi", "50Gi"));
+    let err = params.plan(&observed).expect_err("refused");
+    assert!(matches!(err, PlanError::UpgradeStalled { .. }), "{err:?}");
+    let text = err.to_string();
+    for part in [
+        "cannot go on",
+        "ResourceQuota storage",
+        "var-pgsql18-backup needs 50Gi",
+        "--no-backup",
+        "The database is as it was before the upgrade",
+        "upgrade --rollback",
+    ] {
+        assert!(text.contains(part), "{part:?} missing: {text}");
+    }
+    assert!(
+        !text.contains("Nothing of the server was changed"),
+        "{text}"
+    );
+    // With room, it goes on to the end.
+    observed.insert(storage_quota("100Gi", "50Gi"));
+    let (_, end) = run(&params, &observed, &same_major).expect("upgrades");
+    assert!(claim_of(&end).is_some());
+    assert!(end.contains(Kind::PersistentVolumeClaim, "var-pgsql18-backup"));
+}
+
 fn lifecycle(
     action: uyuni_core::plan::lifecycle::Lifecycle,
 ) -> uyuni_core::plan::lifecycle::LifecycleParams {
@@ -882,6 +933,132 @@ fn a_server_stop_stopped_is_refused_before_any_write_until_it_is_started() {
         }
     }
     assert!(scaled_down);
+}
+
+/// `upgrade --rollback` of a server `stop` stopped after its upgrade is refused before any
+/// write, naming `start`: it would otherwise start it again. Started, the rollback goes on; a
+/// rollback interrupted in its own outage goes on too; after the rollback, a stopped server is
+/// again not started by a re-run of it.
+#[test]
+fn a_rollback_of_a_server_stopped_after_its_upgrade_is_refused_until_it_is_started() {
+    use uyuni_core::plan::lifecycle::Lifecycle;
+    let params = upgrade_to(TO);
+    let (_, upgraded) = run(&params, &installed(), &same_major).expect("upgrades");
+    let stopped = preview(&lifecycle(Lifecycle::Stop), &upgraded)
+        .expect("stops")
+        .end;
+    let back = UpgradeParams {
+        rollback: true,
+        ..params.clone()
+    };
+    let err = back.plan(&stopped).expect_err("refused");
+    assert!(
+        matches!(err, PlanError::StoppedBeforeRollback { .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    for part in [
+        "is stopped",
+        "uyuni -n uyuni start",
+        "upgrade --rollback",
+        "Nothing was written",
+    ] {
+        assert!(text.contains(part), "{part:?} missing: {text}");
+    }
+    let started = preview(&lifecycle(Lifecycle::Start), &stopped)
+        .expect("starts")
+        .end;
+    // Interrupted after its outage began: it goes on.
+    let mut observed = started.clone();
+    let mut scaled_down = false;
+    for _ in 0..200 {
+        let plan = back.plan(&observed).expect("goes on");
+        let Some(step) = plan.next_step().cloned() else {
+            break;
+        };
+        scaled_down |= step.id == "scale-db";
+        observed = carried_out(&observed, &params.namespace, &step, &same_major);
+    }
+    assert!(scaled_down);
+    let rolled_back = observed;
+    for name in [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT] {
+        assert!(
+            live_image(&rolled_back, name).is_some_and(|i| i.ends_with(FROM)),
+            "{name}"
+        );
+    }
+    let stopped_again = preview(&lifecycle(Lifecycle::Stop), &rolled_back)
+        .expect("stops")
+        .end;
+    let err = back.plan(&stopped_again).expect_err("refused again");
+    assert!(
+        matches!(err, PlanError::StoppedBeforeRollback { .. }),
+        "{err:?}"
+    );
+}
+
+/// Before a PostgreSQL major upgrade, its image is checked for the majors it goes between
+/// (`pg_upgrade` of the new, the binaries of the old), before anything of the server's is
+/// written; while the check has not passed, nothing more is planned. A same-major upgrade
+/// needs no such check.
+#[test]
+fn the_database_upgrade_image_is_checked_for_the_majors_before_any_write() {
+    let major = |image: &str| if image.ends_with(TO) { 19 } else { 18 };
+    let params = upgrade_to(TO);
+    let (steps, _) = run(&params, &installed(), &major).expect("upgrades");
+    let done = ids(&steps);
+    assert!(
+        position(&done, "check-db-upgrade") < position(&done, "upgrade-record"),
+        "{done:?}"
+    );
+    let check = steps
+        .iter()
+        .find(|s| s.id == "check-db-upgrade")
+        .expect("the check");
+    let Action::RunJob { job, .. } = &check.action else {
+        panic!("not a Job")
+    };
+    let container = &job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod")
+        .containers[0];
+    assert_eq!(
+        container.image.as_deref(),
+        Some(params.spec.image.database_upgrade.as_str())
+    );
+    let env = |name: &str| {
+        container
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+    };
+    assert_eq!(env("TARGET_MAJOR").as_deref(), Some("19"));
+    assert_eq!(env("SOURCE_MAJORS").as_deref(), Some("18"));
+
+    // The check failed: the next plan runs it again and plans no write of the server's.
+    let mut observed = installed();
+    for step in &steps {
+        if step.id == "check-db-upgrade" {
+            observed.insert(Object::Job(common::finished((**job).clone(), false)));
+            break;
+        }
+        observed = carried_out(&observed, &params.namespace, step, &major);
+    }
+    let plan = params.plan(&observed).expect("plans");
+    let next = plan.next_step().expect("a step");
+    assert_eq!(next.id, "check-db-upgrade", "{}", next.reason);
+    assert!(
+        !plan.steps.iter().any(|s| s.id == "upgrade-record"),
+        "{:?}",
+        ids(&plan.steps)
+    );
+
+    let (same, _) = run(&params, &installed(), &same_major).expect("upgrades");
+    assert!(!ids(&same).contains(&"check-db-upgrade"));
 }
 
 #[test]

@@ -145,14 +145,18 @@ pub fn migration() -> Scenario {
         }
         scenario.jobs.insert(step.to_string(), script);
     }
-    // An upgrade's inspections: a server image is Uyuni of the release its tag names, a
-    // database image PostgreSQL 18 (a namespace's scenario sets another major).
+    // An upgrade's inspections: a server image is Uyuni of the release its tag names, of the
+    // kind the server check reports, a database image PostgreSQL 18 (a namespace's scenario
+    // sets another major).
     for (step, report) in [
         (
             "inspect-running-server",
-            "product=uyuni\nrelease=$IMAGE_TAG\n",
+            "product=uyuni\nrelease=$IMAGE_TAG\nca_copy=salt-file-root\n",
         ),
-        ("inspect-server", "product=uyuni\nrelease=$IMAGE_TAG\n"),
+        (
+            "inspect-server",
+            "product=uyuni\nrelease=$IMAGE_TAG\nca_copy=salt-file-root\n",
+        ),
         ("inspect-running-db", "pg_major=18\n"),
         ("inspect-db", "pg_major=18\n"),
     ] {
@@ -251,5 +255,24 @@ pub fn migration() -> Scenario {
         "db-finalize".to_string(),
         JobScript::succeed(500, &["Reindexing the database", "Database finalized"]),
     );
+    scenario
+}
+
+/// [`migration`] with server images of the kind before upstream's trust-store script copied the
+/// CA into the Salt file root (`ca_copy=none`): the server image check and the inspections of
+/// server images say so, and the server Deployment mounts the CA there.
+pub fn migration_with_server_images_not_copying_the_ca() -> Scenario {
+    let mut scenario = migration();
+    for step in [
+        "image-check-server",
+        "inspect-running-server",
+        "inspect-server",
+    ] {
+        if let Some(script) = scenario.jobs.get_mut(step)
+            && let Some(message) = &mut script.termination_message
+        {
+            *message = message.replace("ca_copy=salt-file-root", "ca_copy=none");
+        }
+    }
     scenario
 }

@@ -39,6 +39,20 @@ impl Role {
         }
     }
 
+    /// A server image: its inspection also reports which kind it is (`ca_copy`), which decides
+    /// the server Deployment's mounts on that image (`crate::resolve::salt_ca_mount`).
+    pub fn is_server(self) -> bool {
+        matches!(self, Role::RunningServer | Role::Server)
+    }
+
+    fn reports(self) -> &'static str {
+        if self.is_server() {
+            "its release and whether it copies the CA into the Salt file root"
+        } else {
+            "its release and PostgreSQL version"
+        }
+    }
+
     fn what(self) -> &'static str {
         match self {
             Role::RunningServer => "the server image the server runs",
@@ -49,6 +63,38 @@ impl Role {
     }
 }
 
+/// An upgrade's check of the database upgrade image before a PostgreSQL major upgrade from
+/// `from` to `to` (`core/scripts/image-check-db-upgrade.sh`, as a migration checks it): the
+/// image has `pg_upgrade` of `to` and the binaries of `from`, or the Job fails with its verdict
+/// (`UNSUPPORTED: …`), before anything of the server's is written.
+pub fn database_upgrade_check(params: &ServerParams, from: u32, to: u32) -> Job {
+    let image = params.spec.image.database_upgrade.as_str();
+    script_job(
+        params,
+        &ScriptJob {
+            step: steps::CHECK_DB_UPGRADE,
+            description: format!(
+                "check that the database upgrade image {image} upgrades PostgreSQL {from} to {to}"
+            ),
+            component: components::UPGRADE,
+            image,
+            script: crate::scripts::image_check::render_database_upgrade_between(
+                image, from, to, "",
+            ),
+            claims: Vec::new(),
+            tmpfs_tmp: false,
+            env: Vec::new(),
+            extra_volumes: Vec::new(),
+            service_account: None,
+            security_context: None,
+            produces: None,
+            identity: Identity::Spec,
+            // The same script as the migration's check of this image, read-only as that one.
+            root: JobRoot::ReadOnly,
+        },
+    )
+}
+
 /// The inspection Job of `image` in its `role`. Its identity is its whole spec: another image
 /// is another inspection.
 pub fn job(params: &ServerParams, role: Role, image: &str) -> Job {
@@ -56,13 +102,14 @@ pub fn job(params: &ServerParams, role: Role, image: &str) -> Job {
         params,
         &ScriptJob {
             step: role.step(),
-            description: format!(
-                "inspect {} ({image}): its release and PostgreSQL version",
-                role.what()
-            ),
+            description: format!("inspect {} ({image}): {}", role.what(), role.reports()),
             component: components::UPGRADE,
             image,
-            script: image_inspect::render(image, ""),
+            script: if role.is_server() {
+                image_inspect::render_server(image, "")
+            } else {
+                image_inspect::render(image, "")
+            },
             claims: Vec::new(),
             tmpfs_tmp: false,
             env: Vec::new(),

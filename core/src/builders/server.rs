@@ -4,10 +4,10 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    AppArmorProfile, Capabilities, ConfigMapProjection, Container, EmptyDirVolumeSource, EnvVar,
-    ExecAction, HTTPGetAction, KeyToPath, Lifecycle, LifecycleHandler, PodSpec, Probe,
-    ProjectedVolumeSource, SELinuxOptions, SecretVolumeSource, SecurityContext, TCPSocketAction,
-    Volume, VolumeMount, VolumeProjection,
+    AppArmorProfile, Capabilities, ConfigMapProjection, ConfigMapVolumeSource, Container,
+    EmptyDirVolumeSource, EnvVar, ExecAction, HTTPGetAction, KeyToPath, Lifecycle,
+    LifecycleHandler, PodSpec, Probe, ProjectedVolumeSource, SELinuxOptions, SecretVolumeSource,
+    SecurityContext, TCPSocketAction, Volume, VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -19,6 +19,7 @@ use crate::catalogue::{components, names};
 use crate::params::{ServerParams, ServerSecurity, ServerSpec};
 use crate::ports::{self, Features};
 use crate::resolve::Facts;
+use crate::scripts::image_check::SALT_CA_FILE;
 use crate::settings::ServerSettings;
 use crate::volumes::VolumeRole;
 
@@ -73,23 +74,30 @@ pub fn server_security_context(security: &ServerSecurity) -> SecurityContext {
 /// (images-today §A.4): the startup probe allows a day, practically unlimited.
 pub const STARTUP_SECONDS: i32 = 24 * 3600;
 
-/// The CA outside the trust anchors is not mounted, for either kind of server image the image
-/// check reports (`ca_copy`, `core/scripts/image-check-server.sh`). Upstream
+/// The CA outside the trust anchors, in the Salt file root, by the kind of server image the
+/// image check or inspection reports (`ca_copy`, `core/scripts/image-check-server.sh`;
+/// decided once in `crate::resolve::salt_ca_mount`, [`Facts::salt_ca_mount`]). Upstream
 /// (uyuni-project/uyuni, `containers/server-image/root/docker-entrypoint-init.d/
 /// 15-setup-trust-store.sh`): once the server is set up, the script copies the anchors'
 /// `LOCAL-RHN-ORG-TRUSTED-SSL-CERT` to `/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT`
-/// at every start — `@4d6fcfde` also to `/srv/www/htdocs/pub/`, without `set -e`; the newest,
-/// `@2ca715b5` (PR #12133 "Replace ca-certs PVC with a projected volume of CAs", open), only to
-/// the Salt file root, under `set -eo pipefail`, saying the file "must stay a real file (not a
-/// symlink): saltfs cannot serve symlinks (bsc#1219577), and the certs/ directory also holds .sls
-/// states, so it cannot be volume-mounted". The chart's read-only subPath mounts over those files
-/// (`containers/server-helm/templates/server.yaml` `@0ad23f80`, volume `ca-cert` of ConfigMap
-/// `uyuni-ca`, subPath `ca.crt`) make that `cp` fail, and with `set -e` the start stops there,
-/// before `update-ca-certificates`. Here nothing covers that path — no file, no directory — so
-/// the copy lands in the image's writable layer and the start goes on; the script only reads the
-/// anchors directory, which is read-only here as in the chart. What an image whose start scripts
-/// do not name the file has there is its package's (`susemanager-sls` `%post` creates it empty
-/// when missing; `susemanager-utils/susemanager-sls/susemanager-sls.spec` `@d1bbc1fd`).
+/// at every start — `@4d6fcfde95d9` also to `/srv/www/htdocs/pub/`, without `set -e`; the
+/// newest, `@2ca715b57878` (PR #12133 "Replace ca-certs PVC with a projected volume of CAs",
+/// open), only to the Salt file root, under `set -eo pipefail`, saying the file "must stay a
+/// real file (not a symlink): saltfs cannot serve symlinks (bsc#1219577), and the certs/
+/// directory also holds .sls states, so it cannot be volume-mounted". The chart mounts
+/// ConfigMap `uyuni-ca`'s `ca.crt` read-only with subPath over that file
+/// (`containers/server-helm/templates/server.yaml` `@0ad23f802ecf`, volume `ca-cert`):
+/// - an image that copies it (`ca_copy=salt-file-root`) gets nothing there — no file, no
+///   directory: its `cp` onto a read-only file fails, and with `set -e` the start stops there,
+///   before `update-ca-certificates`; unmounted, the copy lands in the image's writable layer;
+/// - an image that does not (`ca_copy=none`, the images before that script copied it) has only
+///   its package's link there (`susemanager-utils/susemanager-sls/susemanager-sls.spec`
+///   `@d1bbc1fd3168`, `%post`: `ln -sf /srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT` onto it,
+///   "Create broken link when it will be replaces with the real file"), which Salt cannot
+///   serve, so the clients would get no CA: it gets the chart's mount, [`SALT_CA_VOLUME`].
+///
+/// A subPath mount keeps the file the pod started with: a CA renewed in `uyuni-ca` reaches it
+/// at the server's next start (the trust anchors directory below gets it at once).
 /// `/srv/www/htdocs/pub/RHN-ORG-TRUSTED-SSL-CERT` is a symlink to the anchor in the `srv-www`
 /// volume, made by the data sync as on a classic server (the PR's later versions no longer copy
 /// to `pub`; one says it "is served via Apache Alias").
@@ -103,6 +111,9 @@ pub const STARTUP_SECONDS: i32 = 24 * 3600;
 /// `@2ca715b5`'s `set -e` it would stop the start (raised in PR #12133's review, 2026-06-24).
 pub const TRUST_ANCHORS_DIR: &str = "/etc/pki/trust/anchors";
 pub const LOCAL_CA_FILE: &str = "LOCAL-RHN-ORG-TRUSTED-SSL-CERT";
+/// The chart's volume of the CA mounted into the Salt file root (above), for images that do not
+/// copy it there.
+pub const SALT_CA_VOLUME: &str = "ca-cert";
 pub const DB_CA_FILE: &str = "DB-RHN-ORG-TRUSTED-SSL-CERT";
 /// The chart's optional ConfigMap of more CAs to trust.
 pub const CUSTOM_CAS_CONFIG_MAP: &str = "custom-cas";
@@ -167,6 +178,19 @@ fn trust_anchors_volume() -> Volume {
                 config_map(names::DB_CA_CONFIG_MAP, Some(DB_CA_FILE), None),
                 config_map(CUSTOM_CAS_CONFIG_MAP, None, Some(true)),
             ]),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// ConfigMap `uyuni-ca`, as the chart's `ca-cert` volume.
+fn salt_ca_volume() -> Volume {
+    Volume {
+        name: SALT_CA_VOLUME.to_owned(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: names::CA_CONFIG_MAP.to_owned(),
+            default_mode: Some(0o644),
+            ..ConfigMapVolumeSource::default()
         }),
         ..Volume::default()
     }
@@ -283,6 +307,14 @@ pub fn server_deployment(
     mounts.push(read_only("tls-key", TLS_KEY_DIR));
     mounts.push(mount("run", "/run"));
     mounts.push(mount("cgroup", "/sys/fs/cgroup"));
+    if facts.salt_ca_mount {
+        volumes.push(salt_ca_volume());
+        mounts.push(VolumeMount {
+            read_only: Some(true),
+            sub_path: Some("ca.crt".to_owned()),
+            ..mount(SALT_CA_VOLUME, SALT_CA_FILE)
+        });
+    }
     let mut environment = server_env(settings, fqdn);
     // The data sync points `server.susemanager.fromdir` at the mirror's mount path.
     if let Some(claim) = &params.spec.mirror_claim {

@@ -279,36 +279,16 @@ fn settled(step: Step, owner: &str, sync_job: &str) -> Step {
 /// of that image reported it (the newest first); `None` before either ran. A migration's is
 /// [`pg::TARGET_MAJOR`]: its check takes no other.
 pub fn reported_major(params: &ServerParams, observed: &Observed) -> Option<u32> {
-    let image = params.spec.image.database.as_str();
-    let steps = [
-        crate::catalogue::steps::IMAGE_CHECK_DB,
-        crate::builders::image_inspect::Role::Database.step(),
-        crate::builders::image_inspect::Role::RunningDatabase.step(),
-    ];
-    steps
-        .iter()
-        .flat_map(|step| observed.attempts(step).all())
-        .filter(|job| {
-            job.spec
-                .as_ref()
-                .and_then(|s| s.template.spec.as_ref())
-                .and_then(|p| p.containers.first())
-                .and_then(|c| c.image.as_deref())
-                == Some(image)
-        })
-        .filter_map(|job| {
-            let text = job
-                .metadata
-                .annotations
-                .as_ref()?
-                .get(crate::labels::INSPECTION_ANNOTATION)?;
-            Some((
-                job.metadata.creation_timestamp.clone(),
-                crate::inspect::Inspection::parse(text).pg_major?,
-            ))
-        })
-        .max_by(|a, b| a.0.cmp(&b.0))
-        .map(|(_, major)| major)
+    crate::resolve::reported(
+        observed,
+        &[
+            crate::catalogue::steps::IMAGE_CHECK_DB,
+            crate::builders::image_inspect::Role::Database.step(),
+            crate::builders::image_inspect::Role::RunningDatabase.step(),
+        ],
+        &params.spec.image.database,
+        |report| report.pg_major,
+    )
 }
 
 /// The database as every command ends with it: the command's credentials and Jobs before the

@@ -30,6 +30,16 @@ pub enum PlanError {
         "upgrade refused in namespace {namespace}: {reason}. Nothing of the server was changed"
     )]
     UpgradeRefused { namespace: String, reason: String },
+    /// A resumed upgrade whose new volume the namespace would not admit: the upgrade has begun
+    /// (its record is written, the server may be stopped for it), its data step not yet.
+    #[error(
+        "the upgrade in namespace {namespace} cannot go on: {reason}. The database is as it was before the upgrade (its copy or major upgrade has not begun); the server may be stopped for the upgrade until it goes on, or until `{rollback}` returns to the images before"
+    )]
+    UpgradeStalled {
+        namespace: String,
+        reason: String,
+        rollback: String,
+    },
     #[error(
         "the inspection of image {image} in namespace {namespace} did not tell {missing}: it is not a server or database image this tool can upgrade to. Check the image flags (--image/--tag, --db-image/--pgsql-tag). Nothing of the server was changed"
     )]
@@ -37,6 +47,16 @@ pub enum PlanError {
         namespace: String,
         image: String,
         missing: String,
+    },
+    /// `upgrade --rollback` of a server that `stop` stopped after its upgrade.
+    #[error(
+        "the server in namespace {namespace} is stopped (Deployment {deployment} has 0 replicas, as `kubectl uyuni stop` leaves it): a rollback would start it again on the images before the upgrade. Start it with `{start}`, then run `{rollback}`; the rollback stops it first, and what it writes meanwhile is lost with the rest of what was written since the upgrade began. Nothing was written"
+    )]
+    StoppedBeforeRollback {
+        namespace: String,
+        deployment: String,
+        start: String,
+        rollback: String,
     },
     #[error("nothing to roll back in namespace {namespace}: {why}. Nothing was written")]
     NothingToRollBack { namespace: String, why: String },

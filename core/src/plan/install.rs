@@ -86,11 +86,21 @@ fn check_namespace(params: &InstallParams, observed: &Observed) -> Result<(), Pl
         });
     }
     if !params.reuse_volumes {
+        // The volume this install's `db` runs on is its own, also when an upgrade to a new
+        // PostgreSQL major created it.
+        let db_volume = installed_here(
+            observed,
+            &ObjectRef::new(Kind::Deployment, names::DB_DEPLOYMENT),
+        )
+        .then(|| crate::resolve::live_db_claim(observed))
+        .flatten();
         let held: Vec<String> = claims(params)
             .into_iter()
             .filter(|name| {
                 let target = ObjectRef::new(Kind::PersistentVolumeClaim, name.clone());
-                observed.objects.contains_key(&target) && !installed_here(observed, &target)
+                observed.objects.contains_key(&target)
+                    && !installed_here(observed, &target)
+                    && db_volume.as_ref() != Some(name)
             })
             .collect();
         if !held.is_empty() {
@@ -285,6 +295,7 @@ fn setup_credentials(params: &InstallParams, observed: &Observed) -> Result<Vec<
 /// Plans `install` from what was observed.
 pub fn plan(params: &InstallParams, observed: &Observed) -> Result<Plan, PlanError> {
     let params = &*crate::resolve::in_effect(params, observed);
+    let params = &*crate::resolve::install_in_effect(params, observed);
     let ns = &params.namespace;
     // Refused in this order, before any write.
     check_namespace(params, observed)?;

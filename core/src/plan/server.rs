@@ -3,7 +3,7 @@
 //! API and coco when asked for or detected, the TFTP server when the source served TFTP or
 //! `--tftp` says so, and the waits for them.
 
-use super::{apply_step, deployment_step, keep_step};
+use super::{apply_step, deployment_step, keep_step, steps::deployment_step_since};
 use crate::builders::ingress;
 use crate::builders::{database, network_policy, server, tftp};
 use crate::catalogue::{components, names};
@@ -406,11 +406,26 @@ pub(super) fn steps(
     let fqdn = &facts.fqdn;
     steps.extend(ingress_steps(params, observed, facts));
     steps.extend(network_policy_step(params, observed, facts));
-    steps.push(deployment_step(
+    // Versions of this tool before the CA mount wrote no mount for any image: a running server
+    // without it keeps running until its template changes for another reason.
+    let before_salt_ca_mount: Vec<_> = facts
+        .salt_ca_mount
+        .then(|| {
+            let facts = Facts {
+                salt_ca_mount: false,
+                ..facts.clone()
+            };
+            server::server_deployment(params, settings, &facts)
+        })
+        .into_iter()
+        .collect();
+    steps.push(deployment_step_since(
         "server-deployment",
         format!("the Uyuni server {fqdn}"),
         server::server_deployment(params, settings, facts),
+        &before_salt_ca_mount,
         observed,
+        false,
     ));
     let hub = facts.hub_replicas;
     if hub > 0 || observed.deployment(server::HUB_DEPLOYMENT).is_some() {

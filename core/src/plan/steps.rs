@@ -89,7 +89,7 @@ pub(crate) fn deployment_step(
     base: k8s_openapi::api::apps::v1::Deployment,
     observed: &Observed,
 ) -> Step {
-    deployment_step_with(id, description, base, observed, false)
+    deployment_step_since(id, description, base, &[], observed, false)
 }
 
 /// [`deployment_step`]; `network_policy`: the tool's NetworkPolicy selects the pods
@@ -98,6 +98,23 @@ pub(crate) fn deployment_step_with(
     id: &str,
     description: String,
     base: k8s_openapi::api::apps::v1::Deployment,
+    observed: &Observed,
+    network_policy: bool,
+) -> Step {
+    deployment_step_since(id, description, base, &[], observed, network_policy)
+}
+
+/// [`deployment_step_with`] with the same rule for what earlier versions of this tool wrote:
+/// `earlier` are the builder's results before it learned something that changes the pod
+/// template (the CA mounted into the Salt file root for the images that do not copy it there).
+/// A live Deployment that is one of them, hardened or not, is kept, its pods running; the next
+/// change of its pod template carries what the tool learned. A change outside the template
+/// writes that form with the change, leaving its pods alone.
+pub(crate) fn deployment_step_since(
+    id: &str,
+    description: String,
+    base: k8s_openapi::api::apps::v1::Deployment,
+    earlier: &[k8s_openapi::api::apps::v1::Deployment],
     observed: &Observed,
     network_policy: bool,
 ) -> Step {
@@ -120,32 +137,49 @@ pub(crate) fn deployment_step_with(
     if step.op != Op::Update {
         return step;
     }
-    let base_object = Object::Deployment(base.clone());
-    if !differs(
-        &base_object.to_json(),
-        &Object::Deployment(live.clone()).to_json(),
-    ) {
-        return keep_step(
-            id,
-            description,
-            step.target,
-            "as intended; its pods get the pod security settings with the next change of its \
-             pod template (an upgrade), not a restart of their own"
-                .into(),
-        );
+    let live_object = Object::Deployment(live.clone()).to_json();
+    // Every form the tool writes or wrote, the current one first: the plain ones, which a
+    // running server keeps (they differ from the current in their pod templates only), and
+    // the hardened earlier ones. The current hardened form is the step's own.
+    let mut forms: Vec<(k8s_openapi::api::apps::v1::Deployment, &str)> =
+        vec![(base, HARDENING_LATER)];
+    for form in earlier {
+        forms.push((form.clone(), LEARNED_LATER));
+        forms.push((
+            crate::builders::hardening::deployment_with(form.clone(), network_policy),
+            LEARNED_LATER,
+        ));
+    }
+    if let Some((_, why)) = forms
+        .iter()
+        .find(|(form, _)| !differs(&Object::Deployment(form.clone()).to_json(), &live_object))
+    {
+        return keep_step(id, description, step.target, format!("as intended; {why}"));
     }
     let live_template = template(live);
-    if !differs(&template(&base), &live_template) && differs(&template(&hardened), &live_template) {
+    if differs(&template(&hardened), &live_template)
+        && let Some((form, _)) = forms
+            .into_iter()
+            .find(|(form, _)| !differs(&template(form), &live_template))
+    {
         return Step {
             reason: "differs from the intended object outside its pod template; the pods are \
                      left running"
                 .to_owned(),
-            action: Action::Apply(Box::new(base_object)),
+            action: Action::Apply(Box::new(Object::Deployment(form))),
             ..step
         };
     }
     step
 }
+
+/// Why a Deployment written before the hardening is kept.
+const HARDENING_LATER: &str = "its pods get the pod security settings with the next change of \
+                               its pod template (an upgrade), not a restart of their own";
+/// Why a Deployment written before the tool learned something of its image is kept.
+const LEARNED_LATER: &str = "its pods get what this version of the tool adds to their template \
+                             (the CA mounted for an image that does not copy it) with the next \
+                             change of that template (an upgrade), not a restart of their own";
 
 pub(crate) fn keep_step(id: &str, description: String, target: ObjectRef, reason: String) -> Step {
     Step {

@@ -181,7 +181,11 @@ pub fn claims(observed: &Observed) -> Vec<ClaimSummary> {
 /// What a claim of the catalogue holds, in words.
 fn holds(name: &str) -> String {
     use crate::volumes::VolumeRole;
-    if name == crate::volumes::upgraded_database_volume() {
+    // `var-pgsql18`, and the volume of another PostgreSQL major (`var-pgsql19`).
+    if name
+        .strip_prefix(crate::volumes::DATABASE_VOLUME)
+        .is_some_and(|major| !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit()))
+    {
         return "the PostgreSQL database".to_owned();
     }
     match crate::volumes::find(name) {

@@ -109,6 +109,9 @@ pub struct UpgradeRecord {
     pub spec: BTreeMap<String, String>,
     /// The run of the rollback that returned to `from`; empty while the upgrade stands.
     pub rolled_back: String,
+    /// The run of the rollback that began to return to `from` (its first write): the
+    /// Deployments at 0 replicas from then on are its outage, not a stop.
+    pub rolling_back: String,
 }
 
 impl UpgradeRecord {
@@ -143,6 +146,7 @@ impl UpgradeRecord {
         record.backup_claim = text("backup-claim");
         record.run = text("run");
         record.rolled_back = text("rolled-back");
+        record.rolling_back = text("rolling-back");
         Some(record)
     }
 
@@ -175,6 +179,9 @@ impl UpgradeRecord {
         }
         if !self.rolled_back.is_empty() {
             data.insert("rolled-back".to_owned(), self.rolled_back.clone());
+        }
+        if !self.rolling_back.is_empty() {
+            data.insert("rolling-back".to_owned(), self.rolling_back.clone());
         }
         ConfigMap {
             metadata: meta(names::UPGRADE_CONFIG_MAP, namespace, components::UPGRADE),
@@ -415,6 +422,8 @@ fn claim_like(observed: &Observed, namespace: &str, name: &str, like: &str) -> V
 
 /// Refuses an upgrade whose new claim (the new major's volume, or the backup's) the namespace
 /// would not admit, or the cluster not provision: it would fail after the server stopped.
+/// `begun`: this upgrade's record is written already (a resumed run), so the refusal says in
+/// which state the server is.
 fn check_room(
     params: &UpgradeParams,
     observed: &Observed,
@@ -422,6 +431,7 @@ fn check_room(
     db_claim_from: &str,
     db_claim_to: &str,
     backup_claim: &str,
+    begun: bool,
 ) -> Result<(), PlanError> {
     let ns = &params.namespace;
     let name = if major { db_claim_to } else { backup_claim };
@@ -453,19 +463,27 @@ fn check_room(
         ),
         (_, None) => "free room in the namespace, then run the upgrade again".to_owned(),
     };
+    let rollback = params.kubectl.uyuni(Some(ns), "upgrade --rollback");
     let way = if major {
         format!(
             "; the database upgraded to the new PostgreSQL major needs volume {name}, the size of {db_claim_from}"
         )
     } else {
         format!(
-            "; or pass --no-backup, which takes no copy of the database and so gives up `{}`",
-            params.kubectl.uyuni(Some(ns), "upgrade --rollback")
+            "; or pass --no-backup, which takes no copy of the database and so gives up `{rollback}`"
         )
     };
+    let reason = format!("{refusal}: {fix}{way}");
+    if begun {
+        return Err(PlanError::UpgradeStalled {
+            namespace: ns.clone(),
+            reason,
+            rollback,
+        });
+    }
     Err(PlanError::UpgradeRefused {
         namespace: ns.clone(),
-        reason: format!("{refusal}: {fix}{way}"),
+        reason,
     })
 }
 
@@ -703,6 +721,26 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
         },
     )?;
 
+    // A PostgreSQL major upgrade: its image must upgrade from the major the database runs to
+    // the new one (`pg_upgrade` of the new, the binaries of the old). Checked before the first
+    // write of the server's; nothing more is planned until the check has passed (a failed one
+    // ends the run with its verdict, and runs again with the next run).
+    if decision.pg_to > decision.pg_from {
+        let check = job_step(
+            observed,
+            image_inspect::database_upgrade_check(params, decision.pg_from, decision.pg_to),
+            INSPECT_WAIT,
+        );
+        let passed = check.op == Op::Done;
+        steps.push(check);
+        if !passed {
+            return Ok(Plan {
+                namespace: ns.clone(),
+                steps,
+            });
+        }
+    }
+
     // Where the data goes.
     let db_claim_from = match continuing {
         Some(r) if !r.db_claim_from.is_empty() => r.db_claim_from.clone(),
@@ -725,18 +763,19 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     };
 
     // Before the first write of the server's: the namespace admits the claim the data step
-    // creates (its class, its LimitRanges, its ResourceQuotas). Once the upgrade has begun, a
-    // refusal is the API server's, at the claim's step.
-    if continuing.is_none() {
-        check_room(
-            params,
-            observed,
-            major,
-            &db_claim_from,
-            &db_claim_to,
-            &backup_claim,
-        )?;
-    }
+    // creates (its class, its LimitRanges, its ResourceQuotas). And on every run until that
+    // claim exists: a resumed upgrade (interrupted, or stopped by a failure) meets a quota
+    // that changed meanwhile here, with the same advice, not as the API server's refusal at
+    // the claim's step.
+    check_room(
+        params,
+        observed,
+        major,
+        &db_claim_from,
+        &db_claim_to,
+        &backup_claim,
+        continuing.is_some(),
+    )?;
 
     // The record first, while ConfigMap uyuni-server-spec still holds the flags before the
     // upgrade; then the new flags.
@@ -778,6 +817,7 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
                     .and_then(|c| c.data.clone())
                     .unwrap_or_default(),
                 rolled_back: String::new(),
+                rolling_back: String::new(),
             };
             steps.push(apply_step(
                 record_step_id,
@@ -893,6 +933,31 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
             why: "the upgrade kept no copy of the database (--no-backup), and the old images cannot run on the schema the new server updated".to_owned(),
         });
     }
+    // A server `stop` stopped after its upgrade (or after this rollback) is started by the
+    // user, not by a rollback: the rollback would start it on the images before, and a server
+    // stopped on purpose (a broken new release that must not act on its clients meanwhile)
+    // would run again. What the rollback restores keeps nothing the stopped server would
+    // write once started, so starting it first loses nothing the rollback keeps. Zeros before
+    // the upgrade reached its images are the upgrade's outage, and after the rollback began,
+    // the rollback's own.
+    let stopped_on_purpose = !record.rolled_back.is_empty()
+        || record.rolling_back.is_empty() && record.reached(observed);
+    if stopped_on_purpose
+        && let Some(stopped) = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+            .into_iter()
+            .find(|name| {
+                observed
+                    .deployment(name)
+                    .is_some_and(|d| desired_replicas(d) == 0)
+            })
+    {
+        return Err(PlanError::StoppedBeforeRollback {
+            namespace: ns.clone(),
+            deployment: stopped.to_owned(),
+            start: params.kubectl.uyuni(Some(ns), "start"),
+            rollback: params.kubectl.uyuni(Some(ns), "upgrade --rollback"),
+        });
+    }
     // The parameters of the end state before the upgrade: its images and its specification.
     let mut back = params.clone();
     back.rollback = false;
@@ -913,6 +978,26 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     }
     let back = &back;
     let mut steps = super::opening_checks(back, observed, Vec::new())?;
+    // First: the record says a rollback began, so that a resumed one tells its own outage
+    // from a stop.
+    let marked = UpgradeRecord {
+        rolling_back: if record.rolling_back.is_empty() {
+            params.run_id.clone()
+        } else {
+            record.rolling_back.clone()
+        },
+        ..record.clone()
+    };
+    steps.push(apply_step(
+        "rollback-record",
+        format!(
+            "ConfigMap {}: the rollback marked as begun",
+            names::UPGRADE_CONFIG_MAP
+        ),
+        Object::ConfigMap(marked.config_map(ns)),
+        observed,
+    ));
+    let record = marked;
     steps.push(super::spec_record_step(back, observed));
 
     let db_image = live_image(observed, names::DB_DEPLOYMENT).unwrap_or_default();

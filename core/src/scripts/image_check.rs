@@ -120,12 +120,32 @@ pub fn render_database_upgrade(image: &str, local_root: &str) -> JobScript {
         .iter()
         .map(u32::to_string)
         .collect();
+    render_database_upgrade_of(image, &majors.join(" "), pg::TARGET_MAJOR, local_root)
+}
+
+/// The check of the database upgrade image for an upgrade's PostgreSQL major upgrade: the same
+/// script, from the major the database runs to the one its new image runs.
+pub fn render_database_upgrade_between(
+    image: &str,
+    from: u32,
+    to: u32,
+    local_root: &str,
+) -> JobScript {
+    render_database_upgrade_of(image, &from.to_string(), to, local_root)
+}
+
+fn render_database_upgrade_of(
+    image: &str,
+    source_majors: &str,
+    target: u32,
+    local_root: &str,
+) -> JobScript {
     JobScript::new(
         DATABASE_UPGRADE_SCRIPT,
         vec![
             ("IMAGE", image.to_owned()),
-            ("TARGET_MAJOR", pg::TARGET_MAJOR.to_string()),
-            ("SOURCE_MAJORS", majors.join(" ")),
+            ("TARGET_MAJOR", target.to_string()),
+            ("SOURCE_MAJORS", source_majors.to_owned()),
         ],
         local_root,
     )

@@ -1,5 +1,6 @@
 //! The image inspection's script (`core/scripts/image-inspect.sh`): run in each image an upgrade
-//! involves, it reports the image's product, release and PostgreSQL major as `key=value` lines
+//! involves, it reports the image's product, release and PostgreSQL major (and a server image's
+//! kind, `ca_copy`) as `key=value` lines
 //! in its container's termination message ([`crate::inspect`]). Kubernetes copies the file at
 //! `terminationMessagePath` (default `/dev/termination-log`, policy `File`) into the container's
 //! `state.terminated.message`, at most 4096 bytes (k8s.io/api core/v1 `Container`
@@ -22,4 +23,15 @@ pub fn render(image: &str, local_root: &str) -> JobScript {
         ],
         local_root,
     )
+}
+
+/// The inspection of server image `image`: also which kind of server image it is, as the
+/// server image check reports it (`ca_copy`), for the server Deployment an upgrade writes.
+pub fn render_server(image: &str, local_root: &str) -> JobScript {
+    let mut script = render(image, local_root);
+    script.env.extend([
+        ("INIT_DIR", super::image_check::SERVER_INIT_DIR.to_owned()),
+        ("SALT_CA_FILE", super::image_check::SALT_CA_FILE.to_owned()),
+    ]);
+    script
 }

@@ -19,6 +19,7 @@ const NS_UPGRADE_MIGRATED: &str = "uyuni-upgrade-migrated";
 const NS_UPGRADE_FAILING: &str = "uyuni-upgrade-failing";
 const NS_UPGRADE_LOCKED: &str = "uyuni-upgrade-locked";
 const NS_UPGRADE_QUOTA: &str = "uyuni-upgrade-quota";
+const NS_UPGRADE_SALT_CA: &str = "uyuni-upgrade-salt-ca";
 const FQDN: &str = "upgrade.example.com";
 const FROM: &str = "2025.10";
 const TO: &str = "2026.04";
@@ -45,6 +46,14 @@ pub(crate) fn add_scenarios(shared: &mut Scenario) {
         backup.duration_ms = 8_000;
     }
     shared.namespaces.insert(NS_UPGRADE_LOCKED.into(), locked);
+    // In NS_UPGRADE_SALT_CA the server image installed does not copy the CA into the Salt file
+    // root (`ca_copy=none`); the one upgraded to does.
+    let mut salt_ca = scenarios::migration_with_server_images_not_copying_the_ca();
+    if let Some(script) = salt_ca.jobs.get_mut("inspect-server") {
+        script.termination_message =
+            Some("product=uyuni\nrelease=$IMAGE_TAG\nca_copy=salt-file-root\n".to_owned());
+    }
+    shared.namespaces.insert(NS_UPGRADE_SALT_CA.into(), salt_ca);
 }
 
 fn install(env: &RealEnv) {
@@ -523,4 +532,105 @@ fn an_upgrade_of_a_stopped_server_or_without_room_for_its_backup_is_refused_befo
         assert!(image(&env, deployment).ends_with(TO), "{deployment}");
     }
     assert!(claims(&env).contains(&"var-pgsql18-backup".to_owned()));
+}
+
+/// The server Deployment's mount at the Salt file root's CA, as (index of the mount, index of
+/// its volume, the volume's ConfigMap, subPath, readOnly).
+fn salt_ca_mount(env: &RealEnv) -> Option<(usize, usize, String, String, bool)> {
+    let d = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    let pod = &d["spec"]["template"]["spec"];
+    let mounts = pod["containers"][0]["volumeMounts"].as_array()?;
+    let at = mounts.iter().position(|m| {
+        m["mountPath"] == "/usr/share/susemanager/salt/certs/RHN-ORG-TRUSTED-SSL-CERT"
+    })?;
+    let mount = &mounts[at];
+    let volumes = pod["volumes"].as_array()?;
+    let volume = volumes.iter().position(|v| v["name"] == mount["name"])?;
+    Some((
+        at,
+        volume,
+        volumes[volume]["configMap"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        mount["subPath"].as_str().unwrap_or_default().to_owned(),
+        mount["readOnly"].as_bool().unwrap_or_default(),
+    ))
+}
+
+/// The CA in the Salt file root by the kind of server image: installed on an image that does
+/// not copy it there at start, the server gets `uyuni-ca`'s CA there as a read-only subPath
+/// file; a server written without that mount (as an earlier version of this tool wrote it) is
+/// not restarted for it by a plain re-run; the upgrade to an image that copies it drops it,
+/// and the server starts.
+#[test]
+fn the_salt_file_roots_ca_follows_the_kind_of_server_image_through_an_upgrade() {
+    if !real_plane_or_skip("the CA in the Salt file root on the real control plane") {
+        return;
+    }
+    let env = RealEnv::start(&config(Flavour::K3s, true), NS_UPGRADE_SALT_CA);
+    install(&env);
+    let (mount, volume, config_map, sub_path, read_only) =
+        salt_ca_mount(&env).expect("the CA mounted for an image that does not copy it");
+    assert_eq!(
+        (config_map.as_str(), sub_path.as_str(), read_only),
+        ("uyuni-ca", "ca.crt", true)
+    );
+
+    // The Deployment as a version of this tool before the mount wrote it.
+    let patch = format!(
+        r#"[{{"op":"remove","path":"/spec/template/spec/containers/0/volumeMounts/{mount}"}},{{"op":"remove","path":"/spec/template/spec/volumes/{volume}"}}]"#
+    );
+    let out = env
+        .cluster
+        .kubectl(
+            &[
+                "-n",
+                env.ns,
+                "patch",
+                "deployment",
+                "uyuni",
+                "--type=json",
+                "-p",
+                &patch,
+            ],
+            "",
+        )
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
+    assert_eq!(salt_ca_mount(&env), None);
+    let generation = |env: &RealEnv| {
+        env.get(&["deployment", "uyuni", "-n", env.ns])["metadata"]["generation"].clone()
+    };
+    let before = generation(&env);
+    let again = env
+        .command(&["install", FQDN, "--tag", FROM])
+        .env("UYUNI_ADMIN_PASSWORD", "upgrade-admin-Pa55")
+        .output()
+        .expect("kubectl runs");
+    assert!(again.status.success(), "{}", both(&again));
+    let (_, stderr) = text(&again);
+    assert!(stderr.contains("Nothing to do"), "{stderr}");
+    assert_eq!(
+        generation(&env),
+        before,
+        "the running server was rolled out"
+    );
+
+    let out = upgrade(&env, &["--tag", TO, "--yes"]);
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(image(&env, "uyuni").ends_with(TO));
+    assert_eq!(
+        salt_ca_mount(&env),
+        None,
+        "a read-only file where the image copies the CA"
+    );
+    let d = env.get(&["deployment", "uyuni", "-n", env.ns]);
+    assert_eq!(condition(&d, "Available").as_deref(), Some("True"), "{d:#}");
+    let report = jobs_of(&env, "inspect-server")[0]["metadata"]["annotations"]
+        ["kubectl-uyuni.io/inspection"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(report.contains("ca_copy=salt-file-root"), "{report}");
 }

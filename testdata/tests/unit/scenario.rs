@@ -100,3 +100,37 @@ fn edit_job_data_edits_the_steps_secret_data() {
         assert!(!p.string_data.contains_key("ca.key"));
     }
 }
+
+/// The server images' kind (`ca_copy`): today's in the migration scenario, for the server check
+/// and every inspection of a server image alike; the older kind in its variant, nothing else
+/// changed.
+#[test]
+fn server_images_report_their_kind_and_the_variant_reports_the_older_one() {
+    let steps = [
+        "image-check-server",
+        "inspect-running-server",
+        "inspect-server",
+    ];
+    let kind = |s: &Scenario, step: &str| {
+        s.jobs[step]
+            .termination_message
+            .as_deref()
+            .and_then(|m| m.lines().find_map(|l| l.strip_prefix("ca_copy=")))
+            .map(str::to_owned)
+    };
+    let today = scenarios::migration();
+    let older = scenarios::migration_with_server_images_not_copying_the_ca();
+    for step in steps {
+        assert_eq!(
+            kind(&today, step).as_deref(),
+            Some("salt-file-root"),
+            "{step}"
+        );
+        assert_eq!(kind(&older, step).as_deref(), Some("none"), "{step}");
+    }
+    let mut same = older.clone();
+    for step in steps {
+        same.jobs.insert(step.to_owned(), today.jobs[step].clone());
+    }
+    assert_eq!(same, today);
+}
