@@ -271,6 +271,8 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
     }
     if table.writes {
         out.extend(crate::lock::needs(namespace));
+        // The record of each operation, the oldest pruned (`operation`).
+        out.extend(crate::operation::needs(namespace));
         // The preflight's own reviews (`effects::access`); `system:basic-user` grants them in
         // a default cluster, but not every cluster keeps it.
         for resource in ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] {

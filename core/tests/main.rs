@@ -19,6 +19,7 @@ mod layers;
 mod lifecycle;
 mod migration_secrets;
 mod mirror;
+mod operation;
 mod outage;
 mod phases;
 mod pod_hardening;

@@ -35,6 +35,7 @@ pub mod job;
 pub mod lease;
 pub mod logs;
 pub mod observe;
+pub mod operation;
 pub mod progress;
 pub mod record;
 pub mod retry;

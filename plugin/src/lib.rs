@@ -13,6 +13,7 @@ pub mod lifecycle;
 pub mod lock;
 pub mod logs;
 pub mod migrate;
+pub mod operation;
 pub mod output;
 pub mod prompt;
 pub mod rbac;

@@ -137,7 +137,7 @@ fn taker(writer: &Writer<'_>) -> Taker {
 }
 
 /// Whether `step` creates the run's namespace.
-fn creates_namespace(step: &Step) -> bool {
+pub(crate) fn creates_namespace(step: &Step) -> bool {
     matches!(&step.action, Action::Apply(object) if object.object_ref().kind == Kind::Namespace)
 }
 

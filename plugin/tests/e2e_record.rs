@@ -1,0 +1,115 @@
+//! The record of each operation (`uyuni_core::operation`) on the simulated cluster: a
+//! migration leaves one ConfigMap saying what ran, with every step done or found done, each
+//! Job's attempt and the end of its log; `status` shows it; `logs` reads a kept log once the
+//! Job's pod is gone.
+
+use crate::support;
+
+use support::{Env, NS, quick_migration, ssh_flags, text};
+use uyuni_testdata::SimConfig;
+
+/// The records in the namespace, oldest first: name, record, data.
+pub(crate) fn records(env: &Env) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    let mut out: Vec<_> = env
+        .sim
+        .objects("v1", "ConfigMap", Some(NS))
+        .into_iter()
+        .filter(|cm| cm["metadata"]["labels"]["app.kubernetes.io/component"] == "operation")
+        .map(|cm| {
+            let name = cm["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let record: serde_json::Value =
+                serde_json::from_str(cm["data"]["operation.json"].as_str().unwrap_or("null"))
+                    .unwrap_or_default();
+            (name, record, cm["data"].clone())
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn a_migration_records_its_steps_jobs_and_logs_and_status_and_logs_read_them() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(!stderr.contains("record of this operation"), "{stderr}");
+
+    let found = records(&env);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let (name, record, data) = &found[0];
+    assert!(
+        name.starts_with("uyuni-operation-") && name.ends_with("-migrate"),
+        "{name}"
+    );
+    assert_eq!(record["command"], "migrate", "{record:#}");
+    assert_eq!(record["outcome"], "succeeded", "{record:#}");
+    assert!(
+        record["fingerprint"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("sha256:")),
+        "{record:#}"
+    );
+    let steps = record["steps"].as_array().expect("steps");
+    assert!(steps.len() > 20, "{record:#}");
+    for step in steps {
+        assert!(
+            step["phase"] == "done" || step["phase"] == "skipped",
+            "{step:#}"
+        );
+    }
+    // Each Job step names its Job and attempt, and its Job's log is kept.
+    let sync = steps
+        .iter()
+        .find(|s| s["id"] == "data-sync")
+        .unwrap_or_else(|| panic!("no data-sync step: {record:#}"));
+    let job = sync["job"].as_str().expect("the data sync's Job");
+    // Its Jobs: the copy while the source serves, then the final one, which is the step's.
+    let jobs = env.jobs_of("data-sync");
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(sync["attempt"], 2, "{sync:#}");
+    assert!(
+        jobs.iter().any(|j| j["metadata"]["name"] == job),
+        "{sync:#}"
+    );
+    let log = data[format!("log.{job}")].as_str().unwrap_or_default();
+    assert!(!log.is_empty(), "no kept log of {job}: {data:#}");
+    assert_eq!(
+        sync["summary"].as_str(),
+        log.lines().last(),
+        "{sync:#}\n{log}"
+    );
+
+    // status: the last operation's command and outcome.
+    let out = env.uyuni(&["status"]);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("Last operation: migrate, succeeded"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let out = env.uyuni(&["status", "-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["recorded"]["command"], "migrate", "{report:#}");
+    assert_eq!(report["recorded"]["outcome"], "succeeded", "{report:#}");
+
+    // The Jobs' pods gone, `logs` reads the kept logs and says so.
+    for pod in env.sim.objects("v1", "Pod", Some(NS)) {
+        let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+        if pod_name.starts_with("uyuni-data-sync-") {
+            env.sim
+                .delete("v1", "Pod", Some(NS), pod_name)
+                .expect("pod deleted");
+        }
+    }
+    let out = env.uyuni(&["logs", "data-sync", "--all-attempts"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains(log), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stderr.contains("kept in the operation record"), "{stderr}");
+}
