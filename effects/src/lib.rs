@@ -38,6 +38,7 @@ pub mod observe;
 pub mod operation;
 pub mod progress;
 pub mod record;
+pub mod report;
 pub mod retry;
 
 pub mod apply;

@@ -17,6 +17,7 @@ pub mod operation;
 pub mod output;
 pub mod prompt;
 pub mod rbac;
+pub mod report;
 pub mod schema;
 pub mod source_probe;
 pub mod status;
@@ -107,6 +108,7 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
         Command::Status(cmd) => status::run(cmd, cli).await,
         Command::Logs(cmd) => logs::run(cmd, cli).await,
         Command::Rbac(cmd) => rbac::run(cmd, cli).await,
+        Command::Report(cmd) => report::run(cmd, cli).await,
         Command::Completion(cmd) => {
             completion::print_script(cmd.shell);
             Ok(())

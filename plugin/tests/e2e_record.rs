@@ -1,7 +1,10 @@
 //! The record of each operation (`uyuni_core::operation`) on the simulated cluster: a
 //! migration leaves one ConfigMap saying what ran, with every step done or found done, each
 //! Job's attempt and the end of its log; `status` shows it; `logs` reads a kept log once the
-//! Job's pod is gone.
+//! Job's pod is gone; `report` bundles it with the objects, their pods and the events.
+
+use std::collections::BTreeMap;
+use std::io::Read;
 
 use crate::support;
 
@@ -112,4 +115,84 @@ fn a_migration_records_its_steps_jobs_and_logs_and_status_and_logs_read_them() {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains(log), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stderr.contains("kept in the operation record"), "{stderr}");
+}
+
+/// The files of a report bundle: path → text.
+pub(crate) fn unpack(file: &std::path::Path) -> BTreeMap<String, String> {
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(file).expect("the bundle"));
+    let mut archive = tar::Archive::new(gz);
+    let mut out = BTreeMap::new();
+    for entry in archive.entries().expect("a tar archive") {
+        let mut entry = entry.expect("an entry");
+        let path = entry.path().expect("a path").display().to_string();
+        let mut text = String::new();
+        entry.read_to_string(&mut text).expect("text");
+        out.insert(path, text);
+    }
+    out
+}
+
+#[test]
+fn a_report_bundles_the_record_its_logs_and_the_objects_with_secrets_masked() {
+    let env = Env::new(SimConfig {
+        scenario: quick_migration(),
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    assert!(out.status.success(), "{}", text(&out).1);
+    let (name, record, data) = records(&env).pop().expect("a record");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("bundle.tar.gz");
+    let out = env.uyuni(&[
+        "report",
+        "--file",
+        file.to_str().expect("utf-8"),
+        "-o",
+        "json",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let result: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(result["kind"], "Report", "{result:#}");
+    assert!(result["serverVersion"].is_string(), "{result:#}");
+
+    let files = unpack(&file);
+    let prefix = format!("uyuni-report-{NS}/");
+    let get = |path: &str| {
+        files
+            .get(&format!("{prefix}{path}"))
+            .unwrap_or_else(|| panic!("no {path} in {:?}", files.keys()))
+    };
+    // The record, every step done or found done, and each kept log.
+    let kept: serde_json::Value =
+        serde_json::from_str(get(&format!("operations/{name}.json"))).expect("the record");
+    assert_eq!(kept, record);
+    let mut logs = 0;
+    for (key, log) in data.as_object().expect("data") {
+        if let Some(job) = key.strip_prefix("log.") {
+            assert_eq!(get(&format!("operations/{name}/{job}.log")), log);
+            logs += 1;
+        }
+    }
+    assert!(logs >= 5, "{logs} logs");
+    // The objects, the pods, the events and the summary.
+    assert!(get("objects/deployment_uyuni.yaml").contains("kind: Deployment"));
+    assert!(
+        files
+            .keys()
+            .any(|k| k.starts_with(&format!("{prefix}pods/")))
+    );
+    assert!(files.contains_key(&format!("{prefix}events.yaml")));
+    let summary: serde_json::Value = serde_json::from_str(get("report.json")).expect("JSON");
+    assert_eq!(summary["toolVersion"], env!("CARGO_PKG_VERSION"));
+    // A Secret by its keys, every value masked.
+    let secret = get("objects/secret_db-credentials.yaml");
+    assert!(secret.contains("password:"), "{secret}");
+    for line in secret
+        .lines()
+        .filter(|l| l.trim_start().starts_with("password:"))
+    {
+        assert!(line.contains("***"), "{secret}");
+    }
 }
