@@ -621,6 +621,7 @@ pub enum RbacFor {
     Start,
     Restart,
     Logs,
+    Report,
 }
 
 impl RbacFor {
@@ -636,6 +637,7 @@ impl RbacFor {
             RbacFor::Start => Command::Start,
             RbacFor::Restart => Command::Restart,
             RbacFor::Logs => Command::Logs,
+            RbacFor::Report => Command::Report,
         }
     }
 }
