@@ -196,3 +196,54 @@ fn a_report_bundles_the_record_its_logs_and_the_objects_with_secrets_masked() {
         assert!(line.contains("***"), "{secret}");
     }
 }
+
+#[test]
+fn a_failed_run_is_recorded_with_its_step_and_exit_reason_and_status_shows_it() {
+    let mut scenario = quick_migration();
+    scenario.jobs.insert(
+        "db-fixup".into(),
+        uyuni_testdata::JobScript::fail(3, &["fixing up", "psql: the fix-up failed"]),
+    );
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let out = env.migrate(&ssh_flags());
+    assert!(!out.status.success(), "the fix-up fails");
+
+    let (_, record, _) = records(&env).pop().expect("a record");
+    assert_eq!(record["outcome"], "failed", "{record:#}");
+    assert!(
+        record["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{record:#}"
+    );
+    let steps = record["steps"].as_array().expect("steps");
+    let failed: Vec<&serde_json::Value> = steps.iter().filter(|s| s["phase"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "{record:#}");
+    assert_eq!(failed[0]["id"], "db-fixup", "{record:#}");
+    assert!(failed[0]["exitReason"].is_string(), "{record:#}");
+    assert_eq!(
+        failed[0]["summary"], "psql: the fix-up failed",
+        "{record:#}"
+    );
+    // Nothing after it ran.
+    let at = steps
+        .iter()
+        .position(|s| s["phase"] == "failed")
+        .expect("failed");
+    assert!(
+        steps[at + 1..].iter().all(|s| s["phase"] == "pending"),
+        "{record:#}"
+    );
+
+    let out = env.uyuni(&["status"]);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("Last operation: migrate, failed")
+            && stdout.contains("failed at step db-fixup"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let out = env.uyuni(&["status", "-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["recorded"]["failedStep"], "db-fixup", "{report:#}");
+}
