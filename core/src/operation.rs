@@ -64,11 +64,13 @@ pub enum StepPhase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
-    /// No end recorded: still running, or the run was killed (a record whose run no longer
-    /// holds the namespace's lease was interrupted).
+    /// No end recorded: still running, or the run was killed (SIGKILL, a closed laptop).
     Running,
     Succeeded,
     Failed,
+    /// Stopped by SIGINT or SIGTERM; the step then running (a Job) may still run in the
+    /// cluster, and the same command resumes.
+    Interrupted,
 }
 
 /// One step of the record.
@@ -301,6 +303,13 @@ impl Operation {
                 }
             }
         }
+    }
+
+    /// The run was stopped by a signal at `at`: the step running stays so (its Job goes on).
+    pub fn interrupt(&mut self, at: &str, why: &str) {
+        self.ended = Some(at.to_owned());
+        self.outcome = Outcome::Interrupted;
+        self.error = Some(one_line(why));
     }
 
     /// The failed step, if any.

@@ -185,6 +185,7 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
     let result = run_recorded(command, drive, &mut recorder).await;
     recorder.finish(result.as_ref().err());
     recorder.flush(drive.conn, drive.reporter).await;
+    drive.run_lock.note_record(None);
     result
 }
 
@@ -278,6 +279,7 @@ async fn run_recorded<C: Command>(
                     reporter,
                 )
                 .await;
+            drive.run_lock.note_record(recorder.unfinished(conn));
         }
         executed += 1;
         if executed > uyuni_core::preview::MAX_STEPS {
@@ -305,6 +307,7 @@ async fn run_recorded<C: Command>(
         recorder.start(step, &observed);
         if boundary {
             recorder.flush(conn, reporter).await;
+            drive.run_lock.note_record(recorder.unfinished(conn));
         }
         let namespace = command.namespace();
         reporter.set_job_context(namespace);

@@ -183,6 +183,12 @@ async fn interruptible(
         result = work => Ok(result),
         signal = interrupt() => Err(signal),
     };
+    // Stopped by a signal: the operation record says so while this run still holds the lease.
+    if let Err(signal) = &outcome {
+        run_lock
+            .record_interrupted(&format!("interrupted by {}", signal.name()), reporter)
+            .await;
+    }
     // However the run ended (done, failed, or interrupted), its namespace's lease is released
     // for the next run.
     run_lock.release(reporter).await;

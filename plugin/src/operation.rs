@@ -215,11 +215,61 @@ impl Recorder {
         }
     }
 
+    /// The record as last written, for the run's end by a signal ([`Unfinished`]).
+    pub fn unfinished(&self, conn: &uyuni_effects::Connection) -> Option<Unfinished> {
+        if self.disabled {
+            return None;
+        }
+        let (name, operation) = self.record.as_ref()?;
+        Some(Unfinished {
+            conn: conn.clone(),
+            namespace: self.namespace.clone(),
+            name: name.clone(),
+            operation: operation.clone(),
+        })
+    }
+
     /// A progress sink that keeps the Jobs' log lines and passes every event on to `inner`.
     pub fn capturing<'a>(&'a self, inner: &'a Reporter) -> Capturing<'a> {
         Capturing {
             inner,
             logs: (self.record.is_some() && !self.disabled).then_some(&self.logs),
+        }
+    }
+}
+
+/// A record as last written by a run still going: what a signal that stops the run (the loop's
+/// future dropped, `crate::interruptible`) marks interrupted, through the lease's holder
+/// ([`crate::lock::RunLock::note_record`]).
+pub struct Unfinished {
+    conn: uyuni_effects::Connection,
+    namespace: String,
+    name: String,
+    operation: Operation,
+}
+
+impl std::fmt::Debug for Unfinished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Unfinished({}/{})", self.namespace, self.name)
+    }
+}
+
+impl Unfinished {
+    /// Writes the record as interrupted by `why` (`interrupted by SIGINT`); a failure is only
+    /// a warning, as every write of the record.
+    pub async fn interrupted(mut self, why: &str, reporter: &Reporter) {
+        self.operation.interrupt(&now(), why);
+        let data = std::collections::BTreeMap::from([(
+            operation::RECORD_KEY.to_owned(),
+            operation::record_json(&self.operation),
+        )]);
+        if let Err(e) =
+            uyuni_effects::operation::update(&self.conn.client, &self.namespace, &self.name, &data)
+                .await
+        {
+            reporter.warn(&format!(
+                "the record of this operation could not be marked interrupted ({e}); it says the run is still running"
+            ));
         }
     }
 }

@@ -370,7 +370,8 @@ fn recorded_line(r: &uyuni_core::status::Recorded, ns: &str, kubectl: &Kubectl) 
     let outcome = match r.outcome {
         Outcome::Succeeded => "succeeded",
         Outcome::Failed => "failed",
-        Outcome::Running => "not ended (still running, or interrupted)",
+        Outcome::Running => "not ended (still running, or killed)",
+        Outcome::Interrupted => "interrupted",
     };
     let mut out = format!(
         "\nLast operation: {}, {outcome} ({when}; record ConfigMap {})\n",

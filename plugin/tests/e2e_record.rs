@@ -247,3 +247,61 @@ fn a_failed_run_is_recorded_with_its_step_and_exit_reason_and_status_shows_it() 
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["recorded"]["failedStep"], "db-fixup", "{report:#}");
 }
+
+/// Ctrl-C during the data sync: the record says `interrupted`, by which signal, with the
+/// sync still `running` (its Job goes on); the run again ends with a record of its own.
+#[test]
+fn a_run_stopped_by_sigint_is_recorded_as_interrupted() {
+    let mut scenario = quick_migration();
+    if let Some(job) = scenario.jobs.get_mut("data-sync") {
+        job.duration_ms = 20_000;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let child = crate::e2e_faults::migrate(&env, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = std::time::Instant::now();
+    let running_sync = |env: &Env| {
+        records(env).iter().any(|(_, r, _)| {
+            r["steps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["id"] == "data-sync" && s["phase"] == "running")
+        })
+    };
+    while !running_sync(&env) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the data sync never showed running: {:#?}",
+            records(&env)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // kubectl execs its plugins: the child's pid is the plugin's.
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out).1);
+
+    let (_, record, _) = records(&env).pop().expect("a record");
+    assert_eq!(record["outcome"], "interrupted", "{record:#}");
+    assert_eq!(record["error"], "interrupted by SIGINT", "{record:#}");
+    assert!(record["ended"].is_string(), "{record:#}");
+
+    let out = crate::e2e_faults::migrate(&env, &[])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", text(&out).1);
+    let found = records(&env);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_eq!(found[1].1["outcome"], "succeeded");
+}
