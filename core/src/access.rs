@@ -247,9 +247,11 @@ pub fn needed_by<P: Planner>(params: &P, observed: &Observed, foreseen: &[Step])
     for step in foreseen {
         out.extend(step_needs(step, &params.namespace));
     }
-    // A run that writes holds the namespace's Lease from its first write to its end.
+    // A run that writes holds the namespace's Lease from its first write to its end,
+    // and writes the record of the operation (`operation`), pruning the oldest.
     if foreseen.iter().any(|s| s.action != Action::None) {
         out.extend(crate::lock::needs(&params.namespace));
+        out.extend(crate::operation::needs(&params.namespace));
     }
     out.sort();
     out.dedup();

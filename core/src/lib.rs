@@ -38,6 +38,7 @@ pub mod labels;
 pub mod lock;
 pub mod object;
 pub mod observed;
+pub mod operation;
 pub mod outage;
 pub mod params;
 pub mod permission;

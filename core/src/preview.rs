@@ -159,6 +159,11 @@ impl Numbering {
         }
     }
 
+    /// The steps foreseen at the run's start.
+    pub fn foreseen(&self) -> Vec<Step> {
+        self.foreseen.clone()
+    }
+
     /// `step`, about to be carried out; `remaining`: the steps of its plan still to carry out,
     /// itself included (the total never says fewer than the plan has left).
     pub fn step(&mut self, step: &Step, remaining: usize) -> Numbered {

@@ -50,10 +50,11 @@ pub enum Command {
     Start,
     Restart,
     Logs,
+    Report,
 }
 
 impl Command {
-    pub const ALL: [Command; 9] = [
+    pub const ALL: [Command; 10] = [
         Command::Install,
         Command::Migrate,
         Command::Upgrade,
@@ -63,6 +64,7 @@ impl Command {
         Command::Start,
         Command::Restart,
         Command::Logs,
+        Command::Report,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +78,7 @@ impl Command {
             Command::Start => "start",
             Command::Restart => "restart",
             Command::Logs => "logs",
+            Command::Report => "report",
         }
     }
 
@@ -114,7 +117,9 @@ impl Command {
             }
             .writer(),
             Command::Status => Table::READER,
-            Command::Logs => Table {
+            // The operation records (ConfigMaps) and Secrets are among every command's reads;
+            // a report also lists the namespace's events (`effects::report`).
+            Command::Logs | Command::Report => Table {
                 logs: true,
                 ..Table::READER
             },
@@ -290,6 +295,8 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
     }
     if table.writes {
         out.extend(crate::lock::needs(namespace));
+        // The record of each operation, the oldest pruned (`operation`).
+        out.extend(crate::operation::needs(namespace));
         // The preflight's own reviews (`effects::access`); `system:basic-user` grants them in
         // a default cluster, but not every cluster keeps it.
         for resource in ["selfsubjectaccessreviews", "selfsubjectrulesreviews"] {
@@ -303,6 +310,9 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
     }
     if !table.logs {
         out.retain(|a| a.subresource.is_none());
+    }
+    if command == Command::Report {
+        out.push(Access::new("list", "", "events", Some(namespace)));
     }
     out.sort();
     out.dedup();

@@ -267,12 +267,21 @@ pub fn done_step_line(step: &Step) -> String {
     )
 }
 
-/// Counts for the summary line.
+/// Counts for the summary line; a plan that writes also says that the run keeps its record
+/// (`operation`): bookkeeping of the loop, not a step, but a write the user should expect.
 pub fn summary(steps: &[Step]) -> String {
     let count = |op: Op| steps.iter().filter(|s| s.op == op).count();
     let jobs = count(Op::RunJob) + count(Op::AwaitJob);
+    let record = if steps.iter().any(|s| s.action != crate::plan::Action::None) {
+        format!(
+            " The run records itself in ConfigMap {}<start>-<command>.",
+            crate::operation::NAME_PREFIX
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "Plan: {} to create, {} to update, {} to delete, {} unchanged, {} Job{} to run.",
+        "Plan: {} to create, {} to update, {} to delete, {} unchanged, {} Job{} to run.{record}",
         count(Op::Create),
         count(Op::Update),
         count(Op::Delete),

@@ -98,6 +98,42 @@ pub struct Status {
     pub last_operation: Option<Operation>,
     /// The last upgrade, as ConfigMap `uyuni-upgrade` records it; `None` when there was none.
     pub upgrade: Option<Upgrade>,
+    /// The newest operation record (`operation`): the last run of a writing command, how it
+    /// ended, and where it failed. `None` when there is none (or it could not be read).
+    pub recorded: Option<Recorded>,
+}
+
+/// The newest operation record, in short.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Recorded {
+    /// The record's ConfigMap.
+    pub record: String,
+    pub command: String,
+    pub outcome: crate::operation::Outcome,
+    pub started: String,
+    pub ended: Option<String>,
+    /// The step that failed, its exit reason, and the run's error.
+    pub failed_step: Option<String>,
+    pub exit_reason: Option<String>,
+    pub error: Option<String>,
+}
+
+impl Recorded {
+    pub fn of(stored: &crate::operation::Stored) -> Recorded {
+        let op = &stored.operation;
+        let failed = op.failed_step();
+        Recorded {
+            record: stored.name.clone(),
+            command: op.command.clone(),
+            outcome: op.outcome,
+            started: op.started.clone(),
+            ended: op.ended.clone(),
+            failed_step: failed.map(|s| s.id.clone()),
+            exit_reason: failed.and_then(|s| s.exit_reason.clone()),
+            error: op.error.clone(),
+        }
+    }
 }
 
 /// The last upgrade: from which release to which, where it stands, and its way back.
@@ -818,6 +854,7 @@ pub fn report(
         migration,
         last_operation,
         upgrade,
+        recorded: None,
     }
 }
 

@@ -57,6 +57,8 @@ const LAYERS: &[&str] = &[
     // phases.
     "pod_security",
     "plan",
+    // The record of each operation: its steps as the loop carries them out.
+    "operation",
     // The pure model of each step, and what is printed from plans.
     "simulate",
     "outage",

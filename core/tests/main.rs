@@ -22,6 +22,7 @@ mod lifecycle;
 mod migration_secrets;
 mod mirror;
 mod network_policy;
+mod operation;
 mod outage;
 mod phases;
 mod pod_hardening;

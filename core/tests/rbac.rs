@@ -51,7 +51,8 @@ fn not_granted(command: Command, needed: &[Access]) -> Vec<String> {
 
 fn assert_covers(command: Command, case: &str, needed: &[Access]) {
     assert!(
-        needed.iter().any(Access::is_write) || matches!(command, Command::Status | Command::Logs),
+        needed.iter().any(Access::is_write)
+            || matches!(command, Command::Status | Command::Logs | Command::Report),
         "{case}: the fixture's run writes nothing, so it proves nothing"
     );
     let missing = not_granted(command, needed);
@@ -291,7 +292,8 @@ fn rbac_covers_what_status_and_logs_read() {
     );
 }
 
-/// The readers write nothing; only uninstall deletes, and migrate its two Secrets; none gets a
+/// The readers write nothing; only uninstall deletes, migrate its two Secrets and every writer
+/// the oldest operation records (ConfigMaps) and its Lease; none gets a
 /// right on namespaces beyond reading them, nor anything named `*`.
 #[test]
 fn rbac_grants_no_more_than_each_command_does() {
@@ -299,11 +301,15 @@ fn rbac_grants_no_more_than_each_command_does() {
         let needs = rbac::needs(command, common::NAMESPACE);
         let writes: Vec<&Access> = needs.iter().filter(|a| a.is_write()).collect();
         match command {
-            Command::Status | Command::Logs => assert!(writes.is_empty(), "{writes:?}"),
+            Command::Status | Command::Logs | Command::Report => {
+                assert!(writes.is_empty(), "{writes:?}")
+            }
             Command::Uninstall => {}
             _ => assert!(
                 !writes.iter().any(|a| a.verb == "delete"
                     && a.resource != "leases"
+                    // The oldest operation records (`operation::KEEP`).
+                    && a.resource != "configmaps"
                     && !(command == Command::Migrate && a.resource == "secrets")
                     // `--network-policy=false` removes the tool's NetworkPolicy.
                     && !(matches!(
@@ -500,4 +506,31 @@ fn rbac_jobs_service_accounts_may_only_patch_the_secrets_their_scripts_report_in
         }
         assert!(roles > 0, "no Role bound to {account}");
     }
+}
+
+/// `report` reads what `logs` reads, the operation records and the Secrets (kept as keys only)
+/// among them, and the namespace's events; it writes nothing.
+#[test]
+fn rbac_for_report_reads_the_records_secrets_and_events() {
+    let ns = common::NAMESPACE;
+    let needs = rbac::needs(Command::Report, ns);
+    for (verb, resource) in [
+        ("list", "configmaps"),
+        ("list", "secrets"),
+        ("list", "events"),
+        ("list", "pods"),
+    ] {
+        assert!(
+            needs.iter().any(|a| a.verb == verb
+                && a.resource == resource
+                && a.namespace.as_deref() == Some(ns)),
+            "{verb} {resource}: {needs:#?}"
+        );
+    }
+    assert!(
+        needs
+            .iter()
+            .any(|a| a.subresource.as_deref() == Some("log"))
+    );
+    assert!(!needs.iter().any(Access::is_write), "{needs:#?}");
 }

@@ -35,8 +35,10 @@ pub mod job;
 pub mod lease;
 pub mod logs;
 pub mod observe;
+pub mod operation;
 pub mod progress;
 pub mod record;
+pub mod report;
 pub mod retry;
 
 pub mod apply;

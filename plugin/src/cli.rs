@@ -366,6 +366,16 @@ pub enum Command {
     /// --delete-namespace).
     #[command(after_help = RBAC_EXAMPLES)]
     Rbac(RbacCmd),
+    /// Write a support bundle (tar.gz) of the namespace's server, with every secret value
+    /// redacted.
+    ///
+    /// The operation records (each run of install, migrate, upgrade, uninstall, stop, start
+    /// and restart: its steps, Jobs and how it ended) with the Job logs they keep, the specs of
+    /// kubectl-uyuni's objects in the namespace (Secrets by name, type and keys only), their
+    /// pods, the namespace's events, and the versions of the tool and of the API server.
+    /// Reads only; what it may not read is named in the bundle's report.json and on stdout.
+    #[command(after_help = REPORT_EXAMPLES)]
+    Report(ReportCmd),
     /// Print a shell completion script (bash, zsh or fish).
     #[command(long_about = COMPLETION_HELP, after_help = COMPLETION_EXAMPLES)]
     Completion(CompletionCmd),
@@ -395,6 +405,16 @@ const RBAC_EXAMPLES: &str = "Examples:
 
   # Read-only access for a user: status (--for logs adds the pods' logs)
   kubectl uyuni -n uyuni rbac --for status --bind-user alice | kubectl apply -f -";
+
+const REPORT_EXAMPLES: &str = "Examples:
+  # A bundle of namespace uyuni's server, to attach to a support request
+  kubectl uyuni -n uyuni report
+
+  # Into a file of your choice
+  kubectl uyuni -n uyuni report --file /tmp/uyuni-report.tar.gz
+
+  # What it holds
+  tar tzf /tmp/uyuni-report.tar.gz";
 
 const MIGRATE_EXAMPLES: &str = "Examples:
   # Review everything the migration would write, with the SSH material to the source
@@ -601,6 +621,7 @@ pub enum RbacFor {
     Start,
     Restart,
     Logs,
+    Report,
 }
 
 impl RbacFor {
@@ -616,6 +637,7 @@ impl RbacFor {
             RbacFor::Start => Command::Start,
             RbacFor::Restart => Command::Restart,
             RbacFor::Logs => Command::Logs,
+            RbacFor::Report => Command::Report,
         }
     }
 }
@@ -643,6 +665,17 @@ pub struct RbacCmd {
 
     /// The kubeconfig user (kubectl's --user; the same as --kube-user).
     #[arg(id = "rbac_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportCmd {
+    /// Where to write the bundle; default: uyuni-report-NAMESPACE-TIME.tar.gz here.
+    #[arg(short = 'f', long, value_name = "FILE", help_heading = OUTPUT)]
+    pub file: Option<String>,
+
+    /// The kubeconfig user (kubectl's --user; the same as --kube-user).
+    #[arg(id = "report_user", long = "user", value_name = "NAME", help_heading = KUBECTL)]
     pub user: Option<String>,
 }
 
@@ -845,6 +878,7 @@ impl Cli {
             Command::Uninstall(v) => v.user.clone(),
             Command::Stop(v) | Command::Start(v) | Command::Restart(v) => v.user.clone(),
             Command::Rbac(v) => v.user.clone(),
+            Command::Report(v) => v.user.clone(),
             Command::Migrate(_) | Command::Completion(_) => None,
         };
         if matches!(self.command, Command::Migrate(_)) && self.user_before_command.is_some() {

@@ -54,6 +54,9 @@ pub trait Command {
     /// What the lease records of this run, and the command that repeats it.
     fn writer(&self) -> Writer<'_>;
 
+    /// What the operation's record says of the command (`crate::operation`).
+    fn identity(&self) -> crate::operation::Identity;
+
     /// Before the lease check of `step`, the next step of `plan`: the user's consent. A hook
     /// that asks takes the lease first ([`Drive::take_lease`]), so that a yes is never asked
     /// for a run that another run's lease then refuses.
@@ -175,7 +178,22 @@ async fn explain_refusal(
 }
 
 /// Runs `command` until its plan has nothing left to do; returns what the cluster holds then.
+/// From its first write on, the run keeps the record of the operation (`crate::operation`),
+/// its end included, whether it succeeded or failed.
 pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Observed> {
+    let mut recorder = crate::operation::Recorder::new(command.namespace());
+    let result = run_recorded(command, drive, &mut recorder).await;
+    recorder.finish(result.as_ref().err());
+    recorder.flush(drive.conn, drive.reporter).await;
+    drive.run_lock.note_record(None);
+    result
+}
+
+async fn run_recorded<C: Command>(
+    command: &mut C,
+    drive: &Drive<'_>,
+    recorder: &mut crate::operation::Recorder,
+) -> Result<Observed> {
     let conn = drive.conn;
     let reporter = drive.reporter;
     let mut observer = uyuni_effects::Observer::new(conn.client.clone(), command.observation());
@@ -248,6 +266,21 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
         // One writer at a time: the namespace's lease, taken before the first write (dry runs
         // never get here), checked before every later one.
         drive.take_lease(&command.writer(), step).await?;
+        // The record, from the first write on (the lease held: one writer of records too),
+        // but for the write of the namespace, which must exist to hold it.
+        if !crate::lock::creates_namespace(step) {
+            let run_id = command.writer().run_id.to_owned();
+            recorder
+                .begin(
+                    conn,
+                    &command.identity(),
+                    &run_id,
+                    &numbers.foreseen(),
+                    reporter,
+                )
+                .await;
+            drive.run_lock.note_record(recorder.unfinished(conn));
+        }
         executed += 1;
         if executed > uyuni_core::preview::MAX_STEPS {
             bail!(
@@ -265,7 +298,17 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
         for (position, done) in &numbered.done_before {
             reporter.done_step(*position, numbered.total, done);
         }
+        recorder.skipped(&numbered.done_before);
         reporter.step(numbered.position, numbered.total, step);
+        // The record is written before a step whose end the cluster decides (it may take
+        // hours: `status` shows it running), with what ended since the last write; plain
+        // writes are batched into it.
+        let boundary = !step.action.predictable();
+        recorder.start(step, &observed);
+        if boundary {
+            recorder.flush(conn, reporter).await;
+            drive.run_lock.note_record(recorder.unfinished(conn));
+        }
         let namespace = command.namespace();
         reporter.set_job_context(namespace);
         // What the snapshot says of the object written spares a read before the write; what
@@ -278,9 +321,12 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
             step,
             &prior,
             Some(&observer),
-            reporter,
+            &recorder.capturing(reporter),
         )
         .await?;
+        // Its end reaches the cluster with the next write of the record: the start of the next
+        // step whose end the cluster decides, or the run's end.
+        recorder.done(step);
         observer.expect(&done);
         if step.action.predictable() {
             predicted = Some(uyuni_core::simulate(&observed, namespace, step));
@@ -294,6 +340,7 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
         for (position, done) in &left {
             reporter.done_step(*position, total, done);
         }
+        recorder.skipped(&left);
     }
     // The live progress view must be gone before data goes to stdout.
     reporter.finish(true);

@@ -476,6 +476,13 @@ impl crate::drive::Command for InstallCommand<'_> {
         uyuni_core::access::needed_by(&self.params, observed, foreseen)
     }
 
+    fn identity(&self) -> crate::operation::Identity {
+        crate::operation::Identity {
+            command: "install",
+            fingerprint: uyuni_core::operation::fingerprint(&self.params),
+        }
+    }
+
     fn writer(&self) -> crate::lock::Writer<'_> {
         let params = &self.params;
         crate::lock::Writer {

@@ -13,9 +13,11 @@ pub mod lifecycle;
 pub mod lock;
 pub mod logs;
 pub mod migrate;
+pub mod operation;
 pub mod output;
 pub mod prompt;
 pub mod rbac;
+pub mod report;
 pub mod schema;
 pub mod source_probe;
 pub mod status;
@@ -106,6 +108,7 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
         Command::Status(cmd) => status::run(cmd, cli).await,
         Command::Logs(cmd) => logs::run(cmd, cli).await,
         Command::Rbac(cmd) => rbac::run(cmd, cli).await,
+        Command::Report(cmd) => report::run(cmd, cli).await,
         Command::Completion(cmd) => {
             completion::print_script(cmd.shell);
             Ok(())
@@ -180,6 +183,12 @@ async fn interruptible(
         result = work => Ok(result),
         signal = interrupt() => Err(signal),
     };
+    // Stopped by a signal: the operation record says so while this run still holds the lease.
+    if let Err(signal) = &outcome {
+        run_lock
+            .record_interrupted(&format!("interrupted by {}", signal.name()), reporter)
+            .await;
+    }
     // However the run ended (done, failed, or interrupted), its namespace's lease is released
     // for the next run.
     run_lock.release(reporter).await;

@@ -24,6 +24,8 @@ use crate::output::Reporter;
 #[derive(Debug, Default)]
 pub struct RunLock {
     held: Mutex<Option<Held>>,
+    /// The run's operation record as last written while the run goes on.
+    record: std::sync::Mutex<Option<crate::operation::Unfinished>>,
 }
 
 /// `kubectl uyuni ARGS…` as this process was started, `--token`'s value replaced: passwords and
@@ -137,7 +139,7 @@ fn taker(writer: &Writer<'_>) -> Taker {
 }
 
 /// Whether `step` creates the run's namespace.
-fn creates_namespace(step: &Step) -> bool {
+pub(crate) fn creates_namespace(step: &Step) -> bool {
     matches!(&step.action, Action::Apply(object) if object.object_ref().kind == Kind::Namespace)
 }
 
@@ -186,6 +188,27 @@ impl RunLock {
     /// Releases the lease if this run holds it; a lease that cannot be released runs out by
     /// itself. Bounded in time: an interrupted run against an API server that stopped
     /// answering must still end.
+    /// The run's operation record as last written (`None` once the run ended it itself).
+    pub fn note_record(&self, record: Option<crate::operation::Unfinished>) {
+        *self
+            .record
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = record;
+    }
+
+    /// A signal stopped the run: its record says so (before the lease goes, while this run
+    /// is still the one writer).
+    pub async fn record_interrupted(&self, why: &str, reporter: &Reporter) {
+        let record = self
+            .record
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(record) = record {
+            record.interrupted(why, reporter).await;
+        }
+    }
+
     pub async fn release(&self, reporter: &Reporter) {
         let Some(held) = self.held.lock().await.take() else {
             return;

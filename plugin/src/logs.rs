@@ -110,6 +110,8 @@ pub async fn run(cmd: &LogsCmd, cli: &Cli) -> Result<()> {
     };
     let jobs = step_jobs(ns, &observed, step, attempts)?;
     let count = jobs.len();
+    // Read once, when a pod turns out to be gone.
+    let mut records: Option<Vec<uyuni_core::operation::Stored>> = None;
     for (i, job) in jobs.iter().enumerate() {
         if count > 1 {
             eprintln!(
@@ -123,6 +125,27 @@ pub async fn run(cmd: &LogsCmd, cli: &Cli) -> Result<()> {
             .await
             .with_context(|| format!("cannot read the pods of Job {}", job.name))?;
         let Some(pod) = current_pod(&pods) else {
+            if records.is_none() {
+                // A user who may not list ConfigMaps gets the error below.
+                let listed = uyuni_effects::operation::list(client, ns).await;
+                records = Some(uyuni_core::operation::newest_first(
+                    &listed.unwrap_or_default(),
+                ));
+            }
+            if let Some((record, text)) = records
+                .as_deref()
+                .and_then(|r| uyuni_core::operation::kept_log(r, &job.name))
+            {
+                eprintln!(
+                    "(the pod of Job {} is gone: its log as kept in the operation record, ConfigMap {record}; the record keeps the last 16 KiB of each Job's log, and --follow, --tail, --since and --timestamps do not apply to it)",
+                    job.name
+                );
+                std::io::stdout()
+                    .lock()
+                    .write_all(text.as_bytes())
+                    .context("cannot write to stdout")?;
+                continue;
+            }
             let why = format!(
                 "the pod of Job {} is gone (deleted, or never scheduled), and its log with it",
                 job.name

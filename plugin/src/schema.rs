@@ -77,5 +77,6 @@ pub fn documents() -> Vec<Document> {
             "logs.json",
             "kubectl uyuni logs -o json (without STEP: the steps and their Jobs)",
         ),
+        schema::<crate::report::ReportResult>("report.json", "kubectl uyuni report -o json"),
     ]
 }

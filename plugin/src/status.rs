@@ -28,7 +28,8 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
         let pods = uyuni_effects::logs::pods(&conn.client, &ns, MANAGED_SELECTOR)
             .await
             .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
-        let status = report(&ns, &observed, &pods, &kubectl);
+        let mut status = report(&ns, &observed, &pods, &kubectl);
+        status.recorded = recorded(&conn, &ns).await;
         write(&render_data(cli.output, &status, |s| {
             human_with(s, &kubectl)
         })?)?;
@@ -50,6 +51,7 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
             .await
             .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
         status = report(&ns, &observed, &pods, &kubectl);
+        status.recorded = recorded(&conn, &ns).await;
         let text = render_data(cli.output, &status, |s| human_with(s, &kubectl))?;
         if last.as_deref() != Some(text.as_str()) {
             if last.is_some() {
@@ -64,6 +66,17 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
         }
     }
     verdict(cmd, &status, &kubectl)
+}
+
+/// The newest operation record in `ns`; none when there is none, or it cannot be read (a
+/// user who may read the server's objects but not ConfigMaps still gets the report).
+async fn recorded(
+    conn: &uyuni_effects::Connection,
+    ns: &str,
+) -> Option<uyuni_core::status::Recorded> {
+    let listed = uyuni_effects::operation::list(&conn.client, ns).await;
+    let records = uyuni_core::operation::newest_first(&listed.ok()?);
+    records.first().map(uyuni_core::status::Recorded::of)
 }
 
 /// Between two reports of `-w`: a YAML document separator, nothing between JSON documents
@@ -321,6 +334,9 @@ pub fn human_with(s: &Status, kubectl: &Kubectl) -> String {
         }
         out.push('\n');
     }
+    if let Some(r) = &s.recorded {
+        out.push_str(&recorded_line(r, &s.namespace, kubectl));
+    }
     if let Some(op) = &s.last_operation {
         match &op.run {
             Some(run) => out.push_str(&format!("\nLast operation (run {run}):\n")),
@@ -339,6 +355,39 @@ pub fn human_with(s: &Status, kubectl: &Kubectl) -> String {
             }
         }
         out.push_str(&table(&rows));
+    }
+    out
+}
+
+/// The newest record in a line or two: command, outcome, when, and for a failure the step and
+/// its exit reason.
+fn recorded_line(r: &uyuni_core::status::Recorded, ns: &str, kubectl: &Kubectl) -> String {
+    use uyuni_core::operation::Outcome;
+    let when = match &r.ended {
+        Some(ended) => format!("started {}, ended {ended}", r.started),
+        None => format!("started {}", r.started),
+    };
+    let outcome = match r.outcome {
+        Outcome::Succeeded => "succeeded",
+        Outcome::Failed => "failed",
+        Outcome::Running => "not ended (still running, or killed)",
+        Outcome::Interrupted => "interrupted",
+    };
+    let mut out = format!(
+        "\nLast operation: {}, {outcome} ({when}; record ConfigMap {})\n",
+        r.command, r.record
+    );
+    if let Some(step) = &r.failed_step {
+        out.push_str(&format!(
+            "  failed at step {step}: {}\n  `{}` shows its log\n",
+            r.exit_reason
+                .as_deref()
+                .or(r.error.as_deref())
+                .unwrap_or("no reason recorded"),
+            kubectl.uyuni(Some(ns), &format!("logs {step}"))
+        ));
+    } else if let Some(error) = &r.error {
+        out.push_str(&format!("  {error}\n"));
     }
     out
 }

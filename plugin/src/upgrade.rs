@@ -398,6 +398,13 @@ impl crate::drive::Command for UpgradeCommand<'_> {
         uyuni_core::access::needed_by(&self.params, observed, foreseen)
     }
 
+    fn identity(&self) -> crate::operation::Identity {
+        crate::operation::Identity {
+            command: "upgrade",
+            fingerprint: uyuni_core::operation::fingerprint(&self.params),
+        }
+    }
+
     fn writer(&self) -> crate::lock::Writer<'_> {
         let params = &self.params;
         crate::lock::Writer {

@@ -278,6 +278,7 @@ fn rbac_prints_each_commands_rules() {
         "start",
         "restart",
         "logs",
+        "report",
     ] {
         let out = plugin()
             .env("KUBECONFIG", "/nonexistent/kubeconfig")

@@ -158,6 +158,7 @@ fn complete_lists_subcommands_flags_and_values() {
             "logs",
             "version",
             "rbac",
+            "report",
             "completion"
         ]
     );

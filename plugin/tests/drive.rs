@@ -1,7 +1,8 @@
 //! The drive loop knows no command: a command of a few lines (one ConfigMap, then a step that
 //! waits for nothing) is driven against the simulated cluster through the same loop `migrate`
 //! uses, with its lease and permission check, and converges; a second drive plans nothing and
-//! writes nothing.
+//! writes nothing. The loop keeps the record of each operation that writes (`operation`): its
+//! steps and its end, the newest ten; a record that cannot be written does not fail the run.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,8 @@ struct OneConfigMap {
     /// The steps the loop carried out, by id.
     carried_out: Vec<String>,
     first_observations: usize,
+    /// Its record's name comes from it.
+    run_id: String,
 }
 
 impl OneConfigMap {
@@ -35,6 +38,7 @@ impl OneConfigMap {
             kubectl: Kubectl::default(),
             carried_out: Vec::new(),
             first_observations: 0,
+            run_id: "20261204120000".to_owned(),
         }
     }
 
@@ -138,12 +142,19 @@ impl Command for OneConfigMap {
             .collect()
     }
 
+    fn identity(&self) -> kubectl_uyuni::operation::Identity {
+        kubectl_uyuni::operation::Identity {
+            command: "drive",
+            fingerprint: uyuni_core::operation::fingerprint(&self.value),
+        }
+    }
+
     fn writer(&self) -> Writer<'_> {
         Writer {
             namespace: NS,
             kubectl: &self.kubectl,
             repeat: "the same test again".to_owned(),
-            run_id: "test",
+            run_id: &self.run_id,
             as_user: None,
             lease_duration_seconds: None,
             force_unlock: false,
@@ -225,4 +236,101 @@ async fn drive_a_command_of_its_own_converges_and_a_second_drive_plans_nothing()
     drive_once(&sim, &mut third).await;
     assert_eq!(third.carried_out, ["config"]);
     assert_eq!(stored_value(&sim).as_deref(), Some("two"));
+}
+
+/// The operation records in the simulated cluster, oldest first.
+fn records(sim: &SimCluster) -> Vec<(String, serde_json::Value)> {
+    let mut out: Vec<(String, serde_json::Value)> = sim
+        .objects("v1", "ConfigMap", Some(NS))
+        .into_iter()
+        .filter(|cm| cm["metadata"]["labels"]["app.kubernetes.io/component"] == "operation")
+        .map(|cm| {
+            let name = cm["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let record =
+                serde_json::from_str(cm["data"]["operation.json"].as_str().unwrap_or("null"))
+                    .unwrap_or_default();
+            (name, record)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_writing_drive_leaves_a_record_of_its_steps_and_the_newest_ten_are_kept() {
+    let sim = SimCluster::start(SimConfig::default())
+        .await
+        .expect("simulated cluster");
+    sim.put(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+        .expect("namespace");
+
+    let mut first = OneConfigMap::new("one");
+    drive_once(&sim, &mut first).await;
+    let found = records(&sim);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let (name, record) = &found[0];
+    assert_eq!(name, "uyuni-operation-20261204120000-drive");
+    assert_eq!(record["command"], "drive");
+    assert_eq!(record["run"], "20261204120000");
+    assert_eq!(record["outcome"], "succeeded");
+    assert_eq!(record["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        record["fingerprint"],
+        uyuni_core::operation::fingerprint(&"one".to_owned()).as_str()
+    );
+    assert!(record["ended"].is_string(), "{record:#}");
+    let steps = record["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 1, "{record:#}");
+    assert_eq!(steps[0]["id"], "config");
+    assert_eq!(steps[0]["phase"], "done");
+    assert!(steps[0]["started"].is_string() && steps[0]["ended"].is_string());
+
+    // A run that writes nothing records nothing.
+    let mut again = OneConfigMap::new("one");
+    again.run_id = "20261204120001".to_owned();
+    drive_once(&sim, &mut again).await;
+    assert_eq!(records(&sim).len(), 1);
+
+    // Twelve more operations: the ten newest records stay, the oldest are deleted.
+    for i in 0..12 {
+        let mut next = OneConfigMap::new(&format!("value {i}"));
+        next.run_id = format!("202612041201{i:02}");
+        drive_once(&sim, &mut next).await;
+    }
+    let names: Vec<String> = records(&sim).into_iter().map(|(n, _)| n).collect();
+    let expected: Vec<String> = (2..12)
+        .map(|i| format!("uyuni-operation-202612041201{i:02}-drive"))
+        .collect();
+    assert_eq!(names, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_that_cannot_be_written_does_not_fail_the_run() {
+    let sim = SimCluster::start(SimConfig::default())
+        .await
+        .expect("simulated cluster");
+    sim.put(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+        .expect("namespace");
+    // Every write of the record is refused for good.
+    sim.set_faults(uyuni_testdata::Faults {
+        errors: vec![uyuni_testdata::ErrorFault {
+            target: uyuni_testdata::FaultTarget {
+                verb: Some(uyuni_testdata::Verb::Patch),
+                resource: Some("configmaps".to_owned()),
+                name: Some("uyuni-operation-20261204120000-drive".to_owned()),
+            },
+            status: 403,
+            rate: 1.0,
+            retry_after_seconds: 1,
+        }],
+        ..uyuni_testdata::Faults::default()
+    });
+    let mut first = OneConfigMap::new("one");
+    drive_once(&sim, &mut first).await;
+    assert_eq!(first.carried_out, ["config"]);
+    assert_eq!(stored_value(&sim).as_deref(), Some("one"));
+    assert!(records(&sim).is_empty());
 }

@@ -84,6 +84,10 @@ pub(crate) fn end_state(env: &Env) -> EndState {
             if o["metadata"]["labels"]["app.kubernetes.io/managed-by"] != "kubectl-uyuni" {
                 continue;
             }
+            // Each run's own record (an interrupted run leaves one more).
+            if o["metadata"]["labels"]["app.kubernetes.io/component"] == "operation" {
+                continue;
+            }
             let name = o["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()

@@ -63,9 +63,16 @@ fn managed_objects(env: &Env) -> Vec<String> {
                 continue;
             }
             let name = o["metadata"]["name"].as_str().unwrap_or_default();
-            // Job names carry the run id: the step stands for them.
+            // Job names carry the run id: the step stands for them; the operation records'
+            // carry the run's start: the command stands for them.
             let name = match o["metadata"]["annotations"]["kubectl-uyuni.io/step"].as_str() {
                 Some(step) if kind == "Job" => format!("<{step}>"),
+                _ if o["metadata"]["labels"]["app.kubernetes.io/component"] == "operation" => {
+                    format!(
+                        "<operation {}>",
+                        name.rsplit('-').next().unwrap_or_default()
+                    )
+                }
                 _ => name.to_owned(),
             };
             out.push(format!("{kind}/{name}"));
@@ -390,8 +397,10 @@ fn rerun_with_changed_flags(env: &Env) {
         let record = resource == "configmaps" && name == "uyuni-server-spec";
         // The run's one-writer lease, taken and released.
         let lease = resource == "leases";
+        // The run's operation record.
+        let operation = resource == "configmaps" && name.starts_with("uyuni-operation-");
         assert!(
-            resource == "deployments" || image_check || record || lease,
+            resource == "deployments" || image_check || record || lease || operation,
             "{} {resource} {name}",
             w.method
         );

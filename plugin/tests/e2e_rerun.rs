@@ -154,10 +154,15 @@ fn api_errors_that_advise_running_again_are_cleared_by_running_again() {
         env.kubeconfig().display()
     );
 
-    // A conflict (409) on an apply: answered once, not retried.
+    // A conflict (409) on an apply: answered once, not retried. (A step's ConfigMap: the
+    // operation record's writes end no run.)
     env.sim.set_faults(Faults {
         fail_once: vec![FailOnce {
-            target: FaultTarget::new(Some(Verb::Patch), Some("configmaps"), None),
+            target: FaultTarget::new(
+                Some(Verb::Patch),
+                Some("configmaps"),
+                Some("uyuni-server-spec"),
+            ),
             status: 409,
             retry_after_seconds: 1,
         }],

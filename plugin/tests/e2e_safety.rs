@@ -710,10 +710,12 @@ fn answered(answer: &str) -> (Env, Option<i32>, String, Vec<String>) {
     std::io::Read::read_to_string(&mut reader, &mut rest).expect("read");
     let status = child.wait().expect("wait");
     // Every write after the answer but the release of the run's own Lease (one writer at a
-    // time), which ends every run that took it.
+    // time), which ends every run that took it, and the end written into the run's operation
+    // record (`uyuni_core::operation`: bookkeeping, no step).
     let after: Vec<String> = env.sim.request_log()[before..]
         .iter()
         .filter(|r| r.write && !(r.method == "DELETE" && r.resource.as_deref() == Some("leases")))
+        .filter(|r| !r.path.contains("/configmaps/uyuni-operation-"))
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
     (env, status.code(), rest, after)

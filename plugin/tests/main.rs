@@ -16,6 +16,7 @@ mod e2e_interrupt;
 mod e2e_lease;
 mod e2e_migration;
 mod e2e_real_migration;
+mod e2e_record;
 mod e2e_remembered;
 mod e2e_requests;
 mod e2e_rerun;

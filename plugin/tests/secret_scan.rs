@@ -3,8 +3,9 @@
 //! password and the passwords an install generates, looked for in everything a user or a
 //! cluster reader can see — every output of every command in every format (dry runs human,
 //! `--summary`, `-o json`, `-o yaml`; runs at `-v=6`; `status`; `logs` of every step), every
-//! Job's and Deployment's command, arguments and literal environment values, and every Job's
-//! log. Zero hits.
+//! Job's and Deployment's command, arguments and literal environment values, every Job's
+//! log, the operation records and the files of a `report` bundle — each secret as given and
+//! base64-encoded, as a Secret's data holds it. Zero hits.
 
 use std::process::Output;
 
@@ -30,6 +31,8 @@ fn sentinels(env: &Env) -> Vec<String> {
     for secret in env.sim.objects("v1", "Secret", Some(NS)) {
         for key in ["password", "key", "tls.key", "ca.key"] {
             if let Some(value) = decoded(&secret, key).filter(|v| v.len() >= 8) {
+                // As a Secret's data holds it: a copied Secret shows it so.
+                all.push(base64::engine::general_purpose::STANDARD.encode(&value));
                 // A PEM key by its body lines, which is how it would show up in a log.
                 all.extend(
                     value
@@ -43,6 +46,11 @@ fn sentinels(env: &Env) -> Vec<String> {
             }
         }
     }
+    let encoded: Vec<String> = all
+        .iter()
+        .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
+        .collect();
+    all.extend(encoded);
     all.sort();
     all.dedup();
     all
@@ -194,4 +202,27 @@ fn scan_after_run(env: &Env, seen: &mut Seen, command: &str) {
         seen.output(&format!("{command}: logs {step}"), &out);
     }
     seen.pod_specs(env);
+    // The operation records as the cluster holds them, and the support bundle, unpacked.
+    for cm in env.sim.objects("v1", "ConfigMap", Some(NS)) {
+        if cm["metadata"]["labels"]["app.kubernetes.io/component"] == "operation" {
+            seen.0.push((
+                format!("{command}: record {}", cm["metadata"]["name"]),
+                cm.to_string(),
+            ));
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("report.tar.gz");
+    let out = env.uyuni(&["report", "--file", file.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "report: {}", text(&out).1);
+    seen.output(&format!("{command}: report"), &out);
+    let files = crate::e2e_record::unpack(&file);
+    assert!(
+        files.keys().any(|k| k.contains("/operations/")),
+        "{command}: no record in the report: {:?}",
+        files.keys()
+    );
+    for (path, content) in files {
+        seen.0.push((format!("{command}: report {path}"), content));
+    }
 }

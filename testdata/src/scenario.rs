@@ -411,8 +411,8 @@ pub struct Faults {
     pub include_version: bool,
     /// Let faults hit discovery and OpenAPI requests too.
     pub include_discovery: bool,
-    /// The N-th committed write of the server's objects (1-based; Leases and access reviews
-    /// are not counted) is carried out and never answered: the client hangs right after a
+    /// The N-th committed write of the server's objects (1-based; Leases, access reviews and
+    /// the operation records, ConfigMaps `uyuni-operation-*`, are not counted) is carried out and never answered: the client hangs right after a
     /// step boundary, where a test kills it ([`crate::SimCluster::holding`]).
     pub hold_after_write: Option<u32>,
 }

@@ -250,6 +250,7 @@ fn an_install_completes_with_a_generated_ca_and_a_second_run_plans_nothing() {
         generated,
         "the generated password changed"
     );
+    report_holds_the_install(&env, &generated);
 
     let other = env
         .command(&["install", "other.example.com"])
@@ -728,4 +729,59 @@ fn a_servers_life_install_status_stop_start_uninstall_reinstall_purge() {
         .map(|o| format!("{}/{}", o["kind"], o["metadata"]["name"]))
         .collect();
     assert!(left.is_empty(), "left after the purge: {left:?}");
+}
+
+/// `report` after the install (the second run wrote nothing, so recorded nothing): the bundle
+/// holds the install's record with every step done or found done, its Jobs' kept logs, the
+/// objects, and no secret, as given or as a Secret's data holds it.
+fn report_holds_the_install(env: &RealEnv, generated: &str) {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("report.tar.gz");
+    let out = env.uyuni(&["report", "--file", file.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", both(&out));
+    let files = crate::e2e_record::unpack(&file);
+    let prefix = format!("uyuni-report-{}/", env.ns);
+    let records: Vec<(&String, &String)> = files
+        .iter()
+        .filter(|(k, _)| k.starts_with(&format!("{prefix}operations/")) && k.ends_with(".json"))
+        .collect();
+    assert_eq!(records.len(), 1, "{:?}", files.keys());
+    let record: Value = serde_json::from_str(records[0].1).expect("the record");
+    assert_eq!(record["command"], "install", "{record:#}");
+    assert_eq!(record["outcome"], "succeeded", "{record:#}");
+    let steps = record["steps"].as_array().expect("steps");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["phase"] == "done" || s["phase"] == "skipped"),
+        "{record:#}"
+    );
+    let jobs: Vec<&str> = steps.iter().filter_map(|s| s["job"].as_str()).collect();
+    assert!(!jobs.is_empty(), "{record:#}");
+    for job in jobs {
+        assert!(
+            files.keys().any(|k| k.ends_with(&format!("/{job}.log"))),
+            "no kept log of {job}: {:?}",
+            files.keys()
+        );
+    }
+    assert!(
+        files.contains_key(&format!("{prefix}objects/deployment_uyuni.yaml")),
+        "{:?}",
+        files.keys()
+    );
+    let summary: Value =
+        serde_json::from_str(&files[&format!("{prefix}report.json")]).expect("report.json");
+    assert!(summary["serverVersion"].is_string(), "{summary:#}");
+    let secrets = [ADMIN_PASSWORD.to_owned(), generated.to_owned()];
+    for secret in secrets {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&secret);
+        for (path, text) in &files {
+            assert!(
+                !text.contains(&secret) && !text.contains(&encoded),
+                "a secret in {path}"
+            );
+        }
+    }
 }

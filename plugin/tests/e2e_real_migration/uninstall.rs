@@ -35,7 +35,7 @@ fn install(env: &RealEnv, extra: &[&str]) -> Output {
         .expect("kubectl runs")
 }
 
-/// Every object of the tool's in the test's namespace, as `Kind/name`.
+/// Every object of the tool's in the test's namespace but the operation records, as `Kind/name`.
 fn ours(env: &RealEnv) -> Vec<String> {
     let mut out: Vec<String> = env
         .items(&[
@@ -43,7 +43,8 @@ fn ours(env: &RealEnv) -> Vec<String> {
             "-n",
             env.ns,
             "-l",
-            "app.kubernetes.io/managed-by=kubectl-uyuni",
+            // Without the operation records, which uninstall leaves (README, docs/report.md).
+            "app.kubernetes.io/managed-by=kubectl-uyuni,app.kubernetes.io/component!=operation",
         ])
         .iter()
         .map(|o: &Value| {

@@ -37,6 +37,7 @@ fn subcommands_flags_and_values() {
             "logs",
             "version",
             "rbac",
+            "report",
             "completion"
         ]
     );
