@@ -110,9 +110,9 @@ SHARDS = {
 # item: in shards, each process started the clusters its tests needed (six starts, about 7 s of
 # CPU each). Its tests mostly wait on their clusters, so they wait together.
 THREADS = {
-    # Its eight migration tests, in its `install` module install's six, in `uninstall`
-    # uninstall's two, in `status` one, in `rbac` three (and upgrade's).
-    "plugin/e2e_real_migration": 26,
+    # All its tests at once: the migration's, and those of its modules (install, upgrade,
+    # uninstall, status, rbac, security); count them when adding one.
+    "plugin/e2e_real_migration": 30,
 }
 
 # What `cargo clippy -- -D warnings` passes clippy-driver (its arguments, joined this way).
