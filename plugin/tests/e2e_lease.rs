@@ -494,3 +494,81 @@ fn uyuni_command(env: &Env, args: &[&str]) -> Command {
         .args(args);
     c
 }
+
+/// Two different commands at once (issue 37): while an upgrade runs (its Jobs made to last), a
+/// stop is refused naming the upgrade that holds the namespace's lease, writing nothing; the
+/// upgrade completes, and the same stop then goes through.
+#[test]
+fn e2e_lease_a_stop_during_an_upgrade_is_refused_naming_the_upgrade() {
+    use crate::e2e_faults::{env as quick_env, installed_2025_10, upgrade};
+    use uyuni_testdata::Faults;
+
+    let env = quick_env(Faults::default());
+    installed_2025_10(&env);
+    let mut scenario = env.sim.scenario();
+    for job in scenario.jobs.values_mut() {
+        job.duration_ms = 1_000;
+    }
+    env.sim.set_scenario(scenario);
+    let created = env.sim.job_created_channel("*");
+    let running = upgrade(&env, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    created
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the upgrade starts a Job");
+    let holder = lease(&env).expect("the upgrade holds the lease");
+    assert_eq!(holder_pid(&holder), Some(running.id()));
+    assert!(
+        holder["metadata"]["annotations"]["kubectl-uyuni.io/command"]
+            .as_str()
+            .is_some_and(|c| c.contains("upgrade --tag 2026.04")),
+        "{holder:#?}"
+    );
+    let stop = || {
+        env.kubectl()
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(env.kubeconfig())
+            .args(["-n", NS, "stop", "--yes"])
+            .output()
+            .expect("kubectl runs")
+    };
+    let refused = stop();
+    let (_, stderr) = text(&refused);
+    assert!(!refused.status.success(), "{stderr}");
+    for part in [
+        &format!("another run is writing to namespace {NS}"),
+        "upgrade --tag 2026.04",
+        &format!("(process {}), since ", running.id()),
+        "Nothing was written",
+    ] {
+        assert!(stderr.contains(part), "{part:?} in:\n{stderr}");
+    }
+    // The upgrade writes meanwhile: what a stop writes first is its record and its replica
+    // counts, and neither is there.
+    let stop_writes: Vec<String> = env
+        .sim
+        .objects("v1", "ConfigMap", Some(NS))
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str())
+        .filter(|n| n.ends_with("-stop") || *n == "uyuni-replicas")
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        stop_writes.is_empty(),
+        "the refused stop wrote {stop_writes:?}"
+    );
+    let out = running.wait_with_output().expect("the upgrade ends");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let stopped = stop();
+    let (stdout, stderr) = text(&stopped);
+    assert!(
+        stopped.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(lease(&env).is_none(), "released at the end of the stop");
+}

@@ -419,9 +419,17 @@ pub(super) fn steps(
         })
         .into_iter()
         .collect();
+    // Before the image's check (or inspection) has run, as in a dry run, its kind is not
+    // known and the plan shows no CA mount (`resolve::salt_ca_mount`): say that it may come.
+    let kind_unknown = if crate::resolve::server_image_kind(params, observed).is_none() {
+        "; the CA mounted into the Salt file root if the image does not copy it there \
+         (known after the image check)"
+    } else {
+        ""
+    };
     steps.push(deployment_step_since(
         "server-deployment",
-        format!("the Uyuni server {fqdn}"),
+        format!("the Uyuni server {fqdn}{kind_unknown}"),
         server::server_deployment(params, settings, facts),
         &before_salt_ca_mount,
         observed,
