@@ -599,6 +599,23 @@ fn the_salt_file_roots_ca_follows_the_kind_of_server_image_through_an_upgrade() 
         .expect("kubectl runs");
     assert!(out.status.success(), "{}", both(&out));
     assert_eq!(salt_ca_mount(&env), None);
+    // The edit rolls the server out: the re-run below must find it ready, as a server an
+    // earlier version wrote would be, or it plans a wait for it.
+    let out = env
+        .cluster
+        .kubectl(
+            &[
+                "-n",
+                env.ns,
+                "rollout",
+                "status",
+                "deployment/uyuni",
+                "--timeout=300s",
+            ],
+            "",
+        )
+        .expect("kubectl runs");
+    assert!(out.status.success(), "{}", both(&out));
     let generation = |env: &RealEnv| {
         env.get(&["deployment", "uyuni", "-n", env.ns])["metadata"]["generation"].clone()
     };
