@@ -627,15 +627,7 @@ pub fn plan(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     // server starts. An upgrade's own outage (one that has not reached its images) is not a
     // stop.
     let underway = continuing.is_some_and(|r| !r.reached(observed));
-    if !underway
-        && let Some(stopped) = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
-            .into_iter()
-            .find(|name| {
-                observed
-                    .deployment(name)
-                    .is_some_and(|d| desired_replicas(d) == 0)
-            })
-    {
+    if !underway && let Some(stopped) = stopped_deployment(observed) {
         return Err(PlanError::ServerStopped {
             namespace: ns.clone(),
             deployment: stopped.to_owned(),
@@ -942,15 +934,7 @@ fn rollback(params: &UpgradeParams, observed: &Observed) -> Result<Plan, PlanErr
     // the rollback's own.
     let stopped_on_purpose = !record.rolled_back.is_empty()
         || record.rolling_back.is_empty() && record.reached(observed);
-    if stopped_on_purpose
-        && let Some(stopped) = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
-            .into_iter()
-            .find(|name| {
-                observed
-                    .deployment(name)
-                    .is_some_and(|d| desired_replicas(d) == 0)
-            })
-    {
+    if stopped_on_purpose && let Some(stopped) = stopped_deployment(observed) {
         return Err(PlanError::StoppedBeforeRollback {
             namespace: ns.clone(),
             deployment: stopped.to_owned(),
@@ -1077,4 +1061,16 @@ impl super::Planner for UpgradeParams {
     fn with_stand_in(&self, _error: &PlanError) -> Option<Self> {
         None
     }
+}
+
+/// The server's or the database's Deployment when it is scaled to 0 (by `stop`, or an
+/// outage): what an upgrade and a rollback each refuse to take for the user's counts.
+fn stopped_deployment(observed: &Observed) -> Option<&'static str> {
+    [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+        .into_iter()
+        .find(|name| {
+            observed
+                .deployment(name)
+                .is_some_and(|d| desired_replicas(d) == 0)
+        })
 }
