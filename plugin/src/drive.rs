@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use uyuni_core::access::Access;
-use uyuni_core::plan::{Plan, PlanError};
+use uyuni_core::plan::{Plan, PlanError, Planner};
 use uyuni_core::{Observation, Observed, Step};
 
 use crate::lock::{RunLock, Writer};
@@ -20,11 +20,20 @@ use crate::output::Reporter;
 // be `Send`, so plain `async fn` is enough.
 #[allow(async_fn_in_trait)]
 pub trait Command {
+    /// The core planner's parameters the command runs with.
+    type Params: Planner;
+
+    fn params(&self) -> &Self::Params;
+
     /// The namespace the steps are carried out in.
-    fn namespace(&self) -> &str;
+    fn namespace(&self) -> &str {
+        &self.params().server().namespace
+    }
 
     /// What to read of the cluster: the objects the planner looks at.
-    fn observation(&self) -> Observation;
+    fn observation(&self) -> Observation {
+        self.params().observation()
+    }
 
     /// Called once, with the run's first observation, before the first plan: choices that
     /// depend on what earlier runs left (the run's id, unused by their Jobs).
@@ -35,7 +44,9 @@ pub trait Command {
         Vec::new()
     }
 
-    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError>;
+    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
+        self.params().plan(observed)
+    }
 
     /// A plan failed: `Ok` when the inputs were completed (a password asked for) and the
     /// plan may be made again; the error to end the run with otherwise.
@@ -45,11 +56,15 @@ pub trait Command {
 
     /// The steps of the whole run as far as they can be planned now: the progress total, and
     /// what the permission check covers.
-    fn foreseen(&self, observed: &Observed) -> Vec<Step>;
+    fn foreseen(&self, observed: &Observed) -> Vec<Step> {
+        uyuni_core::preview::foreseen(self.params(), observed)
+    }
 
     /// The requests the run makes to carry out `foreseen` and observe, for the permission
     /// check before the first write.
-    fn access_needed(&self, observed: &Observed, foreseen: &[Step]) -> Vec<Access>;
+    fn access_needed(&self, observed: &Observed, foreseen: &[Step]) -> Vec<Access> {
+        uyuni_core::access::needed_by(self.params(), observed, foreseen)
+    }
 
     /// What the lease records of this run, and the command that repeats it.
     fn writer(&self) -> Writer<'_>;

@@ -7,14 +7,18 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::{Result, bail};
 use serde::Serialize;
+use uyuni_core::access::Access;
 use uyuni_core::dataplane::{self, DataPlane};
-use uyuni_core::plan::Op;
+use uyuni_core::params::ServerParams;
+use uyuni_core::plan::phase::Input;
+use uyuni_core::plan::{Op, Planner};
+use uyuni_core::preview::Preview;
 use uyuni_core::record::Setting;
 use uyuni_core::render::{self, Line, LineKind, RenderOptions};
 use uyuni_core::{MigrateParams, Observed, Step};
 use uyuni_effects::dry_run::{ServerDryRun, server_dry_run};
 
-use crate::cli::{Cli, ColorChoice, DryRun, MigrateCmd, OutputFormat};
+use crate::cli::{Cli, ColorChoice, DryRun, MigrateCmd, OutputFormat, PreviewFlags};
 use crate::output::Reporter;
 use crate::source_probe;
 
@@ -95,7 +99,7 @@ pub(crate) struct ServerCheck {
 pub(crate) struct DryRunDocument<'a> {
     #[serde(flatten)]
     plan: render::PlanDocument,
-    data_plane: &'a DataPlane,
+    data_plane: DataPlane,
     safety: &'a uyuni_core::preview::Safety,
     /// The remembered flags in effect, and what a flag changed (`core::record`).
     remembered: &'a [Setting],
@@ -131,13 +135,115 @@ impl<'a> From<&'a ServerCheck> for ServerCheckJson<'a> {
     }
 }
 
+/// The start of a writing command's dry run: what `params` reads of the cluster (a refused read
+/// explained as the real run explains it), the run's id as the real run chooses it (unused by
+/// earlier runs' Jobs: the names its Jobs get), and the preview of the whole operation. Where a
+/// real run would stop before writing (cert-manager missing) the preview assumes what is
+/// missing, with a warning; the state returned is the one the preview planned from.
+pub(crate) async fn observe_and_preview<P>(
+    conn: &uyuni_effects::Connection,
+    params: &mut P,
+    reporter: &Reporter,
+) -> Result<(Observed, Preview)>
+where
+    P: Planner + std::ops::DerefMut<Target = ServerParams>,
+{
+    let observed = crate::drive::observe(
+        conn,
+        &params.observation(),
+        |empty| uyuni_core::access::needed(&*params, empty),
+        reporter,
+    )
+    .await?;
+    params.run_id = crate::clock::run_id_unused_in(&observed);
+    let (preview, assumption) = uyuni_core::preview::dry_run_preview(&*params, &observed)?;
+    Ok(match assumption {
+        Some(a) => {
+            reporter.warn(&format!("{}.\n{}", a.refused, a.assumed));
+            (a.observed, preview)
+        }
+        None => (observed, preview),
+    })
+}
+
+/// The permission check the real run makes before its first write, of the steps `executed`;
+/// `None` when it could not be asked (with a warning).
+pub(crate) async fn review_access<P: Planner>(
+    conn: &uyuni_effects::Connection,
+    params: &P,
+    observed: &Observed,
+    executed: &[Step],
+    reporter: &Reporter,
+) -> Option<(Vec<Access>, Vec<(Access, bool)>)> {
+    let needed = uyuni_core::access::needed_by(params, observed, executed);
+    crate::drive::review_access(conn, needed, reporter).await
+}
+
+/// [`review_access`] as the preview's line of inputs: whether the user may make every request.
+pub(crate) async fn access_input<P: Planner>(
+    conn: &uyuni_effects::Connection,
+    params: &P,
+    observed: &Observed,
+    executed: &[Step],
+    reporter: &Reporter,
+) -> Option<Input> {
+    let (needed, answers) = review_access(conn, params, observed, executed, reporter).await?;
+    Some(uyuni_core::access::input(
+        &needed,
+        &answers,
+        &params.server().kubectl,
+    ))
+}
+
+/// With `--show-secrets`: where the values printed stay.
+pub(crate) fn warn_secrets_shown(flags: &PreviewFlags, reporter: &Reporter) {
+    if flags.show_secrets {
+        reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
+    }
+}
+
+/// Prints the preview in the format asked for: the intended manifests of `steps` (YAML),
+/// `document` (JSON) or `human`'s lines (painted), which get the diffs' options; only the one
+/// asked for is made. After a server-side dry run, the error naming the objects the API server
+/// would refuse.
+pub(crate) async fn print<D: Serialize>(
+    cli: &Cli,
+    flags: &PreviewFlags,
+    steps: &[Step],
+    checks: Option<&[ServerCheck]>,
+    document: impl AsyncFnOnce() -> D,
+    human: impl AsyncFnOnce(RenderOptions) -> Vec<Line>,
+) -> Result<()> {
+    let text = match cli.output {
+        OutputFormat::Yaml => render::manifests_yaml(steps, flags.show_secrets),
+        OutputFormat::Json => serde_json::to_string_pretty(&document().await)? + "\n",
+        OutputFormat::Human => {
+            let options = RenderOptions {
+                context: flags.diff_context,
+                show_secrets: flags.show_secrets,
+            };
+            paint(&human(options).await, colours(cli.color))
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    refuse_rejected(checks)
+}
+
+/// With `--dry-run=server`: every write of `steps` sent to the API server with `dryRun=All`,
+/// and how it judged each.
 pub(crate) async fn server_checks(
+    flags: &PreviewFlags,
     conn: &uyuni_effects::Connection,
     namespace: &str,
     observed: &Observed,
     steps: &[Step],
     reporter: &Reporter,
-) -> Result<Vec<ServerCheck>> {
+) -> Result<Option<Vec<ServerCheck>>> {
+    if flags.dry_run != Some(DryRun::Server) {
+        return Ok(None);
+    }
     let namespace_exists = observed.contains(uyuni_core::Kind::Namespace, namespace);
     let mut checks = Vec::new();
     for object in steps.iter().filter_map(|s| s.action.object()) {
@@ -148,7 +254,7 @@ pub(crate) async fn server_checks(
             result,
         });
     }
-    Ok(checks)
+    Ok(Some(checks))
 }
 
 pub(crate) fn server_text(checks: &[ServerCheck]) -> String {
@@ -179,114 +285,94 @@ fn confirmation(cmd: &MigrateCmd, safety: &uyuni_core::preview::Safety) -> Strin
     format!("    {:<20} {how}\n", "Outage confirmation")
 }
 
-/// Runs the preview and prints it. Returns whether anything would change.
+/// Migrate's dry run: observes, previews and prints. Returns whether anything would change.
 pub async fn run(
     cmd: &MigrateCmd,
     cli: &Cli,
     conn: &uyuni_effects::Connection,
-    params: &MigrateParams,
+    params: &mut MigrateParams,
     remembered: &[Setting],
-    observed: &Observed,
     reporter: &Reporter,
 ) -> Result<bool> {
-    let (preview, assumption) = uyuni_core::preview::dry_run_preview(params, observed)?;
-    if let Some(a) = &assumption {
-        reporter.warn(&format!("{}.\n{}", a.refused, a.assumed));
-    }
-    let observed = assumption.as_ref().map_or(observed, |a| &a.observed);
-    let changes = !preview.executed.is_empty();
+    let (observed, preview) = observe_and_preview(conn, params, reporter).await?;
+    let (params, observed) = (&*params, &observed);
     let mut safety = uyuni_core::preview::safety(params, observed, &preview);
     // The preview's steps are the ones a run would take (`preview::foreseen`, which plans
     // past a missing password the same way): no second planning pass.
-    let needed = uyuni_core::access::needed_by(params, observed, &preview.executed);
-    if let Some((needed, answers)) = crate::drive::review_access(conn, needed, reporter).await {
-        safety.inputs.push(uyuni_core::access::input(
-            &needed,
-            &answers,
-            &params.kubectl,
-        ));
+    if let Some(input) = access_input(conn, params, observed, &preview.executed, reporter).await {
+        safety.inputs.push(input);
     }
-    if cmd.preview.show_secrets {
-        reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
-    }
-    let checks = match cmd.preview.dry_run {
-        Some(DryRun::Server) => {
-            Some(server_checks(conn, &params.namespace, observed, &preview.steps, reporter).await?)
-        }
-        _ => None,
+    warn_secrets_shown(&cmd.preview, reporter);
+    let checks = server_checks(
+        &cmd.preview,
+        conn,
+        &params.namespace,
+        observed,
+        &preview.steps,
+        reporter,
+    )
+    .await?;
+    let plane = async || {
+        let measured = source_probe::measure(cmd, params).await;
+        dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str))
     };
-    let options = RenderOptions {
-        context: cmd.preview.diff_context,
-        show_secrets: cmd.preview.show_secrets,
+    let document = async || DryRunDocument {
+        plan: render::plan_document(&params.namespace, &preview.steps, observed),
+        data_plane: plane().await,
+        safety: &safety,
+        remembered,
+        execution: render::execution(&preview.executed),
+        server_dry_run: checks
+            .as_ref()
+            .map(|checks| checks.iter().map(ServerCheckJson::from).collect()),
     };
-    let mut stdout = std::io::stdout().lock();
-    match cli.output {
-        OutputFormat::Yaml => {
-            stdout.write_all(
-                render::manifests_yaml(&preview.steps, cmd.preview.show_secrets).as_bytes(),
-            )?;
+    let human = async |options| {
+        let plane = plane().await;
+        for warning in plane.warnings() {
+            reporter.warn(&warning);
         }
-        OutputFormat::Json => {
-            let measured = source_probe::measure(cmd, params).await;
-            let plane =
-                dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str));
-            let document = DryRunDocument {
-                plan: render::plan_document(&params.namespace, &preview.steps, observed),
-                data_plane: &plane,
-                safety: &safety,
-                remembered,
-                execution: render::execution(&preview.executed),
-                server_dry_run: checks
-                    .as_ref()
-                    .map(|checks| checks.iter().map(ServerCheckJson::from).collect()),
-            };
-            serde_json::to_writer_pretty(&mut stdout, &document)?;
-            writeln!(stdout)?;
+        let mut lines = vec![
+            Line::plain(format!(
+                "Dry run: nothing is written. Migration of {} into namespace {}:",
+                params.source_fqdn, params.namespace
+            )),
+            Line::plain(""),
+        ];
+        // What a reader needs first: the summary and the outage; then the steps, the data
+        // plane and the rest; the diffs last (none with --summary).
+        lines.push(Line::plain(render::summary(&preview.steps)));
+        lines.push(Line::plain(""));
+        lines.extend(render::plain_lines(&safety.render(&params.source_fqdn)));
+        lines.extend(render::plain_lines(&confirmation(cmd, &safety)));
+        lines.push(Line::plain(""));
+        lines.extend(render::steps_lines(&preview.steps));
+        lines.push(Line::plain(""));
+        lines.extend(render::plain_lines(&plane.render()));
+        lines.push(Line::plain(""));
+        lines.extend(render::plain_lines(&uyuni_core::record::render(remembered)));
+        if let Some(checks) = &checks {
+            lines.extend(render::plain_lines(&server_text(checks)));
         }
-        OutputFormat::Human => {
-            let measured = source_probe::measure(cmd, params).await;
-            let plane: DataPlane =
-                dataplane::data_plane(params, observed, measured.as_ref().map_err(String::as_str));
-            for warning in plane.warnings() {
-                reporter.warn(&warning);
-            }
-            let mut lines = vec![
-                Line::plain(format!(
-                    "Dry run: nothing is written. Migration of {} into namespace {}:",
-                    params.source_fqdn, params.namespace
-                )),
-                Line::plain(""),
-            ];
-            // What a reader needs first: the summary and the outage; then the steps, the data
-            // plane and the rest; the diffs last (none with --summary).
-            lines.push(Line::plain(render::summary(&preview.steps)));
-            lines.push(Line::plain(""));
-            lines.extend(render::plain_lines(&safety.render(&params.source_fqdn)));
-            lines.extend(render::plain_lines(&confirmation(cmd, &safety)));
-            lines.push(Line::plain(""));
-            lines.extend(render::steps_lines(&preview.steps));
-            lines.push(Line::plain(""));
-            lines.extend(render::plain_lines(&plane.render()));
-            lines.push(Line::plain(""));
-            lines.extend(render::plain_lines(&uyuni_core::record::render(remembered)));
-            if let Some(checks) = &checks {
-                lines.extend(render::plain_lines(&server_text(checks)));
-            }
-            if !cmd.preview.summary {
-                lines.extend(render::diffs_lines(&preview.steps, observed, options));
-            }
-            lines.push(Line::plain(""));
-            lines.push(Line::plain(format!(
-                "Values only a step can know are shown as \"{}\".",
-                uyuni_core::observed::PLACEHOLDER
-            )));
-            let text = paint(&lines, colours(cli.color));
-            stdout.write_all(text.as_bytes())?;
+        if !cmd.preview.summary {
+            lines.extend(render::diffs_lines(&preview.steps, observed, options));
         }
-    }
-    stdout.flush()?;
-    refuse_rejected(checks.as_deref())?;
-    Ok(changes)
+        lines.push(Line::plain(""));
+        lines.push(Line::plain(format!(
+            "Values only a step can know are shown as \"{}\".",
+            uyuni_core::observed::PLACEHOLDER
+        )));
+        lines
+    };
+    print(
+        cli,
+        &cmd.preview,
+        &preview.steps,
+        checks.as_deref(),
+        document,
+        human,
+    )
+    .await?;
+    Ok(!preview.executed.is_empty())
 }
 
 /// After a server-side dry run: an error naming the objects the API server would refuse.

@@ -2,17 +2,14 @@
 //! install's planner and its one question (the administrator's password), or the pure preview
 //! with `--dry-run`.
 
-use std::io::Write;
-
 use anyhow::{Result, anyhow};
 use uyuni_core::catalogue::names;
 use uyuni_core::params::{CaSubjectArgs, GeneratedPasswords, InstallArgs, InstallParams};
-use uyuni_core::plan::{Plan, Planner};
-use uyuni_core::render::{self, Line, RenderOptions};
+use uyuni_core::render::{self, Line};
 use uyuni_core::secret::SecretString;
 use uyuni_core::{Observed, PlanError};
 
-use crate::cli::{self, Cli, InstallCmd, OutputFormat};
+use crate::cli::{self, Cli, InstallCmd};
 use crate::migrate::spec_args;
 use crate::output::Reporter;
 use crate::prompt::{password, prompt_secret};
@@ -161,114 +158,76 @@ async fn start(
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &InstallCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, mut params, remembered) = start(cmd, cli, reporter).await?;
-    let observed = crate::drive::observe(
+    let (observed, preview) =
+        crate::dry_run::observe_and_preview(&conn, &mut params, reporter).await?;
+    let (params, observed) = (&params, &observed);
+    let access_line =
+        crate::dry_run::access_input(&conn, params, observed, &preview.executed, reporter).await;
+    crate::dry_run::warn_secrets_shown(&cmd.preview, reporter);
+    let checks = crate::dry_run::server_checks(
+        &cmd.preview,
         &conn,
-        &params.observation(),
-        |empty| uyuni_core::access::needed(&params, empty),
+        &params.namespace,
+        observed,
+        &preview.steps,
         reporter,
     )
     .await?;
-    params.run_id = clock::run_id_unused_in(&observed);
-    let (preview, assumption) = uyuni_core::preview::dry_run_preview(&params, &observed)?;
-    if let Some(a) = &assumption {
-        reporter.warn(&format!("{}.\n{}", a.refused, a.assumed));
-    }
-    let observed = assumption.as_ref().map_or(&observed, |a| &a.observed);
-    let needed = uyuni_core::access::needed_by(&params, observed, &preview.executed);
-    let mut access_line = None;
-    if let Some((needed, answers)) = crate::drive::review_access(&conn, needed, reporter).await {
-        access_line = Some(uyuni_core::access::input(
-            &needed,
-            &answers,
-            &params.kubectl,
-        ));
-    }
-    if cmd.preview.show_secrets {
-        reporter.warn("--show-secrets: Secret values are printed below; they stay in your terminal's scrollback");
-    }
-    let checks = match cmd.preview.dry_run {
-        Some(cli::DryRun::Server) => Some(
-            crate::dry_run::server_checks(
-                &conn,
-                &params.namespace,
-                observed,
-                &preview.steps,
-                reporter,
-            )
-            .await?,
-        ),
-        _ => None,
+    let document = async || InstallPreview {
+        plan: render::plan_document(&params.namespace, &preview.steps, observed),
+        remembered: &remembered,
+        execution: render::execution(&preview.executed),
+        server_dry_run: checks.as_ref().map(|checks| {
+            checks
+                .iter()
+                .map(crate::dry_run::ServerCheckJson::from)
+                .collect()
+        }),
     };
-    let options = RenderOptions {
-        context: cmd.preview.diff_context,
-        show_secrets: cmd.preview.show_secrets,
-    };
-    let mut stdout = std::io::stdout().lock();
-    match cli.output {
-        OutputFormat::Yaml => stdout.write_all(
-            render::manifests_yaml(&preview.steps, cmd.preview.show_secrets).as_bytes(),
-        )?,
-        OutputFormat::Json => {
-            let document = InstallPreview {
-                plan: render::plan_document(&params.namespace, &preview.steps, observed),
-                remembered: &remembered,
-                execution: render::execution(&preview.executed),
-                server_dry_run: checks.as_ref().map(|checks| {
-                    checks
-                        .iter()
-                        .map(crate::dry_run::ServerCheckJson::from)
-                        .collect()
-                }),
-            };
-            serde_json::to_writer_pretty(&mut stdout, &document)?;
-            writeln!(stdout)?;
-        }
-        OutputFormat::Human => {
-            let mut lines = vec![
-                Line::plain(format!(
-                    "Dry run: nothing is written. Install of {} into namespace {}:",
-                    params.fqdn, params.namespace
-                )),
-                Line::plain(""),
-                Line::plain(render::summary(&preview.steps)),
-                Line::plain(""),
-            ];
-            lines.extend(render::steps_lines(&preview.steps));
-            lines.push(Line::plain(""));
-            lines.push(Line::plain("Inputs:"));
+    let human = async |options| {
+        let mut lines = vec![
+            Line::plain(format!(
+                "Dry run: nothing is written. Install of {} into namespace {}:",
+                params.fqdn, params.namespace
+            )),
+            Line::plain(""),
+            Line::plain(render::summary(&preview.steps)),
+            Line::plain(""),
+        ];
+        lines.extend(render::steps_lines(&preview.steps));
+        lines.push(Line::plain(""));
+        lines.push(Line::plain("Inputs:"));
+        lines.push(Line::plain(format!(
+            "    {:<20} {}",
+            "Admin password",
+            admin_password_line(params, observed)
+        )));
+        if let Some(input) = &access_line {
             lines.push(Line::plain(format!(
                 "    {:<20} {}",
-                "Admin password",
-                admin_password_line(&params, observed)
+                input.name,
+                access_text(&input.need, input.how)
             )));
-            if let Some(input) = &access_line {
-                lines.push(Line::plain(format!(
-                    "    {:<20} {}",
-                    input.name,
-                    access_text(&input.need, input.how)
-                )));
-            }
-            lines.push(Line::plain(""));
-            lines.extend(render::plain_lines(&uyuni_core::record::render(
-                &remembered,
-            )));
-            if let Some(checks) = &checks {
-                lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
-            }
-            if !cmd.preview.summary {
-                lines.extend(render::diffs_lines(&preview.steps, observed, options));
-            }
-            lines.push(Line::plain(""));
-            lines.push(Line::plain(format!(
-                "Values only a step can know are shown as \"{}\".",
-                uyuni_core::plan::GENERATED_CA_PLACEHOLDER
-            )));
-            let text = crate::dry_run::paint(&lines, crate::dry_run::colours(cli.color));
-            stdout.write_all(text.as_bytes())?;
         }
-    }
-    stdout.flush()?;
-    crate::dry_run::refuse_rejected(checks.as_deref())?;
+        lines.push(Line::plain(""));
+        lines.extend(render::plain_lines(&uyuni_core::record::render(
+            &remembered,
+        )));
+        if let Some(checks) = &checks {
+            lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
+        }
+        if !cmd.preview.summary {
+            lines.extend(render::diffs_lines(&preview.steps, observed, options));
+        }
+        lines.push(Line::plain(""));
+        lines.push(Line::plain(format!(
+            "Values only a step can know are shown as \"{}\".",
+            uyuni_core::plan::GENERATED_CA_PLACEHOLDER
+        )));
+        lines
+    };
+    let steps = &preview.steps;
+    crate::dry_run::print(cli, &cmd.preview, steps, checks.as_deref(), document, human).await?;
     Ok(!preview.executed.is_empty())
 }
 
@@ -412,12 +371,10 @@ struct InstallCommand<'a> {
 }
 
 impl crate::drive::Command for InstallCommand<'_> {
-    fn namespace(&self) -> &str {
-        &self.params.namespace
-    }
+    type Params = InstallParams;
 
-    fn observation(&self) -> uyuni_core::Observation {
-        self.params.observation()
+    fn params(&self) -> &InstallParams {
+        &self.params
     }
 
     fn first_observation(&mut self, observed: &Observed) {
@@ -432,10 +389,6 @@ impl crate::drive::Command for InstallCommand<'_> {
                 observed,
             ))
             .collect()
-    }
-
-    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
-        self.params.plan(observed)
     }
 
     fn on_plan_error(&mut self, error: PlanError) -> Result<(), PlanError> {
@@ -462,18 +415,6 @@ impl crate::drive::Command for InstallCommand<'_> {
             }
             other => Err(other),
         }
-    }
-
-    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
-        uyuni_core::preview::foreseen(&self.params, observed)
-    }
-
-    fn access_needed(
-        &self,
-        observed: &Observed,
-        foreseen: &[uyuni_core::Step],
-    ) -> Vec<uyuni_core::access::Access> {
-        uyuni_core::access::needed_by(&self.params, observed, foreseen)
     }
 
     fn identity(&self) -> crate::operation::Identity {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use uyuni_core::Observed;
 use uyuni_core::params::{ServerParams, ServerSpecArgs};
 use uyuni_core::plan::lifecycle::{self, Lifecycle, LifecycleParams};
-use uyuni_core::plan::{Plan, PlanError, Planner};
+use uyuni_core::plan::{Plan, Planner};
 use uyuni_core::render;
 
 use crate::cli::{self, Cli, LifecycleCmd, OutputFormat};
@@ -181,12 +181,10 @@ struct LifecycleCommand<'a> {
 }
 
 impl crate::drive::Command for LifecycleCommand<'_> {
-    fn namespace(&self) -> &str {
-        &self.params.namespace
-    }
+    type Params = LifecycleParams;
 
-    fn observation(&self) -> uyuni_core::Observation {
-        self.params.observation()
+    fn params(&self) -> &LifecycleParams {
+        &self.params
     }
 
     fn first_observation(&mut self, observed: &Observed) {
@@ -194,22 +192,6 @@ impl crate::drive::Command for LifecycleCommand<'_> {
         if !lifecycle::serving(observed) {
             self.confirmed = true;
         }
-    }
-
-    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
-        self.params.plan(observed)
-    }
-
-    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
-        uyuni_core::preview::foreseen(&self.params, observed)
-    }
-
-    fn access_needed(
-        &self,
-        observed: &Observed,
-        foreseen: &[uyuni_core::Step],
-    ) -> Vec<uyuni_core::access::Access> {
-        uyuni_core::access::needed_by(&self.params, observed, foreseen)
     }
 
     fn identity(&self) -> crate::operation::Identity {

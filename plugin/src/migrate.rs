@@ -208,17 +208,7 @@ async fn start(
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &MigrateCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, mut params, settings) = start(cmd, cli, reporter).await?;
-    let observation = uyuni_core::observed::observation(&params);
-    let observed = crate::drive::observe(
-        &conn,
-        &observation,
-        |empty| uyuni_core::access::needed(&params, empty),
-        reporter,
-    )
-    .await?;
-    // The names the real run would give its Jobs.
-    params.run_id = clock::run_id_unused_in(&observed);
-    crate::dry_run::run(cmd, cli, &conn, &params, &settings, &observed, reporter).await
+    crate::dry_run::run(cmd, cli, &conn, &mut params, &settings, reporter).await
 }
 
 /// The human form of the result; `db_volume`: the claim the database runs on now (final runs).
@@ -422,12 +412,10 @@ struct MigrateCommand<'a> {
 }
 
 impl crate::drive::Command for MigrateCommand<'_> {
-    fn namespace(&self) -> &str {
-        &self.params.namespace
-    }
+    type Params = MigrateParams;
 
-    fn observation(&self) -> uyuni_core::Observation {
-        uyuni_core::observed::observation(&self.params)
+    fn params(&self) -> &MigrateParams {
+        &self.params
     }
 
     fn first_observation(&mut self, observed: &Observed) {
@@ -442,10 +430,6 @@ impl crate::drive::Command for MigrateCommand<'_> {
             .collect()
     }
 
-    fn plan(&self, observed: &Observed) -> Result<Plan, uyuni_core::PlanError> {
-        uyuni_core::plan(&self.params, observed)
-    }
-
     fn on_plan_error(&mut self, error: uyuni_core::PlanError) -> Result<(), uyuni_core::PlanError> {
         match error {
             // The planner says when the CA password is needed; only then is it asked for.
@@ -456,18 +440,6 @@ impl crate::drive::Command for MigrateCommand<'_> {
             }
             other => Err(other),
         }
-    }
-
-    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
-        uyuni_core::preview::foreseen(&self.params, observed)
-    }
-
-    fn access_needed(
-        &self,
-        observed: &Observed,
-        foreseen: &[uyuni_core::Step],
-    ) -> Vec<uyuni_core::access::Access> {
-        uyuni_core::access::needed_by(&self.params, observed, foreseen)
     }
 
     fn identity(&self) -> crate::operation::Identity {

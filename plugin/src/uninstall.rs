@@ -3,16 +3,14 @@
 //! the data purged), or the pure preview with `--dry-run`; at the end, what was kept and how
 //! to reinstall on it or remove it.
 
-use std::io::Write;
-
 use anyhow::{Result, anyhow, bail};
 use uyuni_core::catalogue::names;
 use uyuni_core::params::UninstallParams;
 use uyuni_core::plan::{Plan, Planner, uninstall};
-use uyuni_core::render::{self, Line, RenderOptions};
+use uyuni_core::render::{self, Line};
 use uyuni_core::{Kind, Observed, PlanError};
 
-use crate::cli::{Cli, OutputFormat, UninstallCmd};
+use crate::cli::{Cli, UninstallCmd};
 use crate::output::Reporter;
 use crate::prompt::interactive;
 use crate::{clock, connect};
@@ -78,69 +76,47 @@ async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<b
     uninstall::check(&params, &observed).map_err(|e| anyhow!(e.render(&params.kubectl)))?;
     let preview = uyuni_core::preview::preview(&params, &observed)?;
     let steps = uyuni_core::preview::steps_with_deletions(&preview);
-    let needed = uyuni_core::access::needed_by(&params, &observed, &preview.executed);
-    let mut access_line = None;
-    if let Some((needed, answers)) = crate::drive::review_access(&conn, needed, reporter).await {
-        access_line = Some(uyuni_core::access::input(
-            &needed,
-            &answers,
-            &params.kubectl,
-        ));
-    }
-    let options = RenderOptions {
-        context: cmd.preview.diff_context,
-        show_secrets: cmd.preview.show_secrets,
+    let access_line =
+        crate::dry_run::access_input(&conn, &params, &observed, &preview.executed, reporter).await;
+    let document = async || UninstallPreview {
+        plan: render::plan_document(&params.namespace, &steps, &observed),
+        execution: render::execution(&preview.executed),
     };
-    let mut stdout = std::io::stdout().lock();
-    match cli.output {
-        OutputFormat::Yaml => {
-            stdout.write_all(render::manifests_yaml(&steps, cmd.preview.show_secrets).as_bytes())?
-        }
-        OutputFormat::Json => {
-            let document = UninstallPreview {
-                plan: render::plan_document(&params.namespace, &steps, &observed),
-                execution: render::execution(&preview.executed),
-            };
-            serde_json::to_writer_pretty(&mut stdout, &document)?;
-            writeln!(stdout)?;
-        }
-        OutputFormat::Human => {
-            let mut lines = vec![
-                Line::plain(format!(
-                    "Dry run: nothing is deleted. Uninstall from namespace {}:",
-                    params.namespace
-                )),
-                Line::plain(""),
-            ];
-            lines.extend(render::steps_lines(&steps));
+    let human = async |options| {
+        let mut lines = vec![
+            Line::plain(format!(
+                "Dry run: nothing is deleted. Uninstall from namespace {}:",
+                params.namespace
+            )),
+            Line::plain(""),
+        ];
+        lines.extend(render::steps_lines(&steps));
+        lines.push(Line::plain(""));
+        if params.purge_volumes {
+            lines.push(Line::plain(
+                "--purge-volumes deletes these claims and the data on them:",
+            ));
+            lines.extend(claim_lines(&observed).into_iter().map(Line::plain));
             lines.push(Line::plain(""));
-            if params.purge_volumes {
-                lines.push(Line::plain(
-                    "--purge-volumes deletes these claims and the data on them:",
-                ));
-                lines.extend(claim_lines(&observed).into_iter().map(Line::plain));
-                lines.push(Line::plain(""));
-            }
-            if uninstall::serving(&observed) {
-                lines.push(Line::plain(format!(
-                    "The server in Deployment {} serves now: a run asks before removing it (--yes without a terminal).",
-                    names::SERVER_DEPLOYMENT
-                )));
-            }
-            if let Some(input) = &access_line {
-                lines.push(Line::plain(format!(
-                    "{}: {}",
-                    input.name,
-                    crate::install::access_text(&input.need, input.how)
-                )));
-                lines.push(Line::plain(""));
-            }
-            lines.extend(render::diffs_lines(&steps, &observed, options));
-            let text = crate::dry_run::paint(&lines, crate::dry_run::colours(cli.color));
-            stdout.write_all(text.as_bytes())?;
         }
-    }
-    stdout.flush()?;
+        if uninstall::serving(&observed) {
+            lines.push(Line::plain(format!(
+                "The server in Deployment {} serves now: a run asks before removing it (--yes without a terminal).",
+                names::SERVER_DEPLOYMENT
+            )));
+        }
+        if let Some(input) = &access_line {
+            lines.push(Line::plain(format!(
+                "{}: {}",
+                input.name,
+                crate::install::access_text(&input.need, input.how)
+            )));
+            lines.push(Line::plain(""));
+        }
+        lines.extend(render::diffs_lines(&steps, &observed, options));
+        lines
+    };
+    crate::dry_run::print(cli, &cmd.preview, &steps, None, document, human).await?;
     Ok(!preview.executed.is_empty())
 }
 
@@ -302,12 +278,10 @@ impl UninstallCommand<'_> {
 }
 
 impl crate::drive::Command for UninstallCommand<'_> {
-    fn namespace(&self) -> &str {
-        &self.params.namespace
-    }
+    type Params = UninstallParams;
 
-    fn observation(&self) -> uyuni_core::Observation {
-        self.params.observation()
+    fn params(&self) -> &UninstallParams {
+        &self.params
     }
 
     fn first_observation(&mut self, observed: &Observed) {
@@ -327,18 +301,6 @@ impl crate::drive::Command for UninstallCommand<'_> {
             return Err(refused.clone());
         }
         self.params.plan(observed)
-    }
-
-    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
-        uyuni_core::preview::foreseen(&self.params, observed)
-    }
-
-    fn access_needed(
-        &self,
-        observed: &Observed,
-        foreseen: &[uyuni_core::Step],
-    ) -> Vec<uyuni_core::access::Access> {
-        uyuni_core::access::needed_by(&self.params, observed, foreseen)
     }
 
     fn identity(&self) -> crate::operation::Identity {

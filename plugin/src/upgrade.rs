@@ -2,17 +2,15 @@
 //! validated parameters → the drive loop (`drive.rs`) with upgrade's planner and its one
 //! question (the outage), or the pure preview with `--dry-run`.
 
-use std::io::Write;
-
 use anyhow::Result;
+use uyuni_core::Observed;
 use uyuni_core::catalogue::names;
 use uyuni_core::params::{GeneratedPasswords, InstallArgs, MigrateArgs, Origin, UpgradeParams};
-use uyuni_core::plan::{Plan, Planner};
-use uyuni_core::render::{self, Line, RenderOptions};
-use uyuni_core::{Observed, PlanError};
+use uyuni_core::plan::Plan;
+use uyuni_core::render::{self, Line};
 use uyuni_effects::record::ServerOrigin;
 
-use crate::cli::{self, Cli, OutputFormat, UpgradeCmd};
+use crate::cli::{self, Cli, UpgradeCmd};
 use crate::install::generate_password;
 use crate::migrate::spec_args;
 use crate::output::Reporter;
@@ -119,87 +117,58 @@ async fn start(
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
 async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<bool> {
     let (conn, mut params, remembered) = start(cmd, cli, reporter).await?;
-    let observed = crate::drive::observe(
-        &conn,
-        &params.observation(),
-        |empty| uyuni_core::access::needed(&params, empty),
-        reporter,
-    )
-    .await?;
-    params.run_id = clock::run_id_unused_in(&observed);
-    let (preview, assumption) = uyuni_core::preview::dry_run_preview(&params, &observed)?;
-    if let Some(a) = &assumption {
-        reporter.warn(&format!("{}.\n{}", a.refused, a.assumed));
-    }
-    let observed = assumption.as_ref().map_or(&observed, |a| &a.observed);
-    let needed = uyuni_core::access::needed_by(&params, observed, &preview.executed);
-    if let Some((needed, answers)) = crate::drive::review_access(&conn, needed, reporter).await
+    let (observed, preview) =
+        crate::dry_run::observe_and_preview(&conn, &mut params, reporter).await?;
+    let (params, observed) = (&params, &observed);
+    if let Some((needed, answers)) =
+        crate::dry_run::review_access(&conn, params, observed, &preview.executed, reporter).await
         && let Err(e) = uyuni_core::access::check(&needed, &answers)
     {
         reporter.warn(&e.to_string());
     }
-    let checks = match cmd.preview.dry_run {
-        Some(cli::DryRun::Server) => Some(
-            crate::dry_run::server_checks(
-                &conn,
-                &params.namespace,
-                observed,
-                &preview.steps,
-                reporter,
-            )
-            .await?,
-        ),
-        _ => None,
+    let checks = crate::dry_run::server_checks(
+        &cmd.preview,
+        &conn,
+        &params.namespace,
+        observed,
+        &preview.steps,
+        reporter,
+    )
+    .await?;
+    let document = async || UpgradePreview {
+        plan: render::plan_document(&params.namespace, &preview.steps, observed),
+        remembered: &remembered,
+        execution: render::execution(&preview.executed),
     };
-    let options = RenderOptions {
-        context: cmd.preview.diff_context,
-        show_secrets: cmd.preview.show_secrets,
+    let human = async |options| {
+        let mut lines = vec![
+            Line::plain(format!(
+                "Dry run: nothing is written. Upgrade of the server in namespace {} to {}:",
+                params.namespace, params.spec.image.server
+            )),
+            Line::plain(""),
+        ];
+        lines.push(Line::plain(render::summary(&preview.steps)));
+        lines.push(Line::plain(outage_line(&preview.executed)));
+        lines.push(Line::plain(
+            "The releases and PostgreSQL versions are known once the inspection Jobs have run; this preview assumes an upgrade without a PostgreSQL major change.",
+        ));
+        lines.push(Line::plain(""));
+        lines.extend(render::steps_lines(&preview.steps));
+        lines.push(Line::plain(""));
+        lines.extend(render::plain_lines(&uyuni_core::record::render(
+            &remembered,
+        )));
+        if let Some(checks) = &checks {
+            lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
+        }
+        if !cmd.preview.summary {
+            lines.extend(render::diffs_lines(&preview.steps, observed, options));
+        }
+        lines
     };
-    let mut stdout = std::io::stdout().lock();
-    match cli.output {
-        OutputFormat::Yaml => stdout.write_all(
-            render::manifests_yaml(&preview.steps, cmd.preview.show_secrets).as_bytes(),
-        )?,
-        OutputFormat::Json => {
-            let document = UpgradePreview {
-                plan: render::plan_document(&params.namespace, &preview.steps, observed),
-                remembered: &remembered,
-                execution: render::execution(&preview.executed),
-            };
-            serde_json::to_writer_pretty(&mut stdout, &document)?;
-            writeln!(stdout)?;
-        }
-        OutputFormat::Human => {
-            let mut lines = vec![
-                Line::plain(format!(
-                    "Dry run: nothing is written. Upgrade of the server in namespace {} to {}:",
-                    params.namespace, params.spec.image.server
-                )),
-                Line::plain(""),
-            ];
-            lines.push(Line::plain(render::summary(&preview.steps)));
-            lines.push(Line::plain(outage_line(&preview.executed)));
-            lines.push(Line::plain(
-                "The releases and PostgreSQL versions are known once the inspection Jobs have run; this preview assumes an upgrade without a PostgreSQL major change.",
-            ));
-            lines.push(Line::plain(""));
-            lines.extend(render::steps_lines(&preview.steps));
-            lines.push(Line::plain(""));
-            lines.extend(render::plain_lines(&uyuni_core::record::render(
-                &remembered,
-            )));
-            if let Some(checks) = &checks {
-                lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
-            }
-            if !cmd.preview.summary {
-                lines.extend(render::diffs_lines(&preview.steps, observed, options));
-            }
-            let text = crate::dry_run::paint(&lines, crate::dry_run::colours(cli.color));
-            stdout.write_all(text.as_bytes())?;
-        }
-    }
-    stdout.flush()?;
-    crate::dry_run::refuse_rejected(checks.as_deref())?;
+    let steps = &preview.steps;
+    crate::dry_run::print(cli, &cmd.preview, steps, checks.as_deref(), document, human).await?;
     Ok(!preview.executed.is_empty())
 }
 
@@ -364,12 +333,10 @@ struct UpgradeCommand<'a> {
 }
 
 impl crate::drive::Command for UpgradeCommand<'_> {
-    fn namespace(&self) -> &str {
-        &self.params.namespace
-    }
+    type Params = UpgradeParams;
 
-    fn observation(&self) -> uyuni_core::Observation {
-        self.params.observation()
+    fn params(&self) -> &UpgradeParams {
+        &self.params
     }
 
     fn first_observation(&mut self, observed: &Observed) {
@@ -380,22 +347,6 @@ impl crate::drive::Command for UpgradeCommand<'_> {
         uyuni_core::storage::unchecked_warning(observed)
             .into_iter()
             .collect()
-    }
-
-    fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
-        self.params.plan(observed)
-    }
-
-    fn foreseen(&self, observed: &Observed) -> Vec<uyuni_core::Step> {
-        uyuni_core::preview::foreseen(&self.params, observed)
-    }
-
-    fn access_needed(
-        &self,
-        observed: &Observed,
-        foreseen: &[uyuni_core::Step],
-    ) -> Vec<uyuni_core::access::Access> {
-        uyuni_core::access::needed_by(&self.params, observed, foreseen)
     }
 
     fn identity(&self) -> crate::operation::Identity {

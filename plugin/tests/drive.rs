@@ -13,15 +13,18 @@ use kubectl_uyuni::lock::{RunLock, Writer};
 use kubectl_uyuni::output::{Reporter, ReporterOptions};
 use uyuni_core::access::Access;
 use uyuni_core::kubectl::Kubectl;
-use uyuni_core::plan::{Action, Op, Plan, PlanError, Step};
+use uyuni_core::params::{ServerParams, ServerSpecArgs};
+use uyuni_core::plan::{Action, Op, Plan, PlanError, Planner, Step};
 use uyuni_core::{Kind, Object, ObjectRef, Observation, Observed};
 use uyuni_testdata::{SimCluster, SimConfig};
 
 const NS: &str = "drive-test";
 const NAME: &str = "drive-test";
 
-/// Keeps one ConfigMap with one value.
+/// Keeps one ConfigMap with one value: its own parameters and planner.
+#[derive(Clone)]
 struct OneConfigMap {
+    server: ServerParams,
     value: String,
     kubectl: Kubectl,
     /// The steps the loop carried out, by id.
@@ -34,6 +37,15 @@ struct OneConfigMap {
 impl OneConfigMap {
     fn new(value: &str) -> OneConfigMap {
         OneConfigMap {
+            server: ServerParams::from_args(
+                NS,
+                true,
+                &Kubectl::default(),
+                "20261204120000",
+                "test",
+                &ServerSpecArgs::default(),
+            )
+            .expect("valid parameters"),
             value: value.to_owned(),
             kubectl: Kubectl::default(),
             carried_out: Vec::new(),
@@ -70,9 +82,9 @@ fn step(id: &str, op: Op, target: ObjectRef, action: Action) -> Step {
     }
 }
 
-impl Command for OneConfigMap {
-    fn namespace(&self) -> &str {
-        NS
+impl Planner for OneConfigMap {
+    fn server(&self) -> &ServerParams {
+        &self.server
     }
 
     fn observation(&self) -> Observation {
@@ -86,10 +98,6 @@ impl Command for OneConfigMap {
             api_groups: Vec::new(),
             every: Vec::new(),
         }
-    }
-
-    fn first_observation(&mut self, _observed: &Observed) {
-        self.first_observations += 1;
     }
 
     fn plan(&self, observed: &Observed) -> Result<Plan, PlanError> {
@@ -123,16 +131,24 @@ impl Command for OneConfigMap {
         })
     }
 
-    fn foreseen(&self, observed: &Observed) -> Vec<Step> {
-        let mut state = observed.clone();
-        let mut out = Vec::new();
-        while let Some(next) = self.plan(&state).ok().and_then(|p| p.next_step().cloned()) {
-            uyuni_core::simulate::simulate_in_place(&mut state, NS, &next);
-            out.push(next);
-        }
-        out
+    fn with_stand_in(&self, _error: &PlanError) -> Option<Self> {
+        None
+    }
+}
+
+impl Command for OneConfigMap {
+    type Params = Self;
+
+    fn params(&self) -> &Self {
+        self
     }
 
+    fn first_observation(&mut self, _observed: &Observed) {
+        self.first_observations += 1;
+    }
+
+    // The permission check of a command of its own: what it writes, not what core's planners
+    // write.
     fn access_needed(&self, _observed: &Observed, foreseen: &[Step]) -> Vec<Access> {
         foreseen
             .iter()
