@@ -171,6 +171,29 @@ pub fn step_job(step: &Step) -> Option<&str> {
     }
 }
 
+impl StepRecord {
+    /// A step not started yet.
+    fn pending(id: &str, description: &str) -> StepRecord {
+        StepRecord {
+            id: id.to_owned(),
+            description: description.to_owned(),
+            phase: StepPhase::Pending,
+            started: None,
+            ended: None,
+            job: None,
+            attempt: None,
+            exit_reason: None,
+            summary: None,
+        }
+    }
+
+    /// The step was found done when its turn came (or at the run's end).
+    fn skip(&mut self) {
+        self.phase = StepPhase::Skipped;
+        self.summary = Some("done already".to_owned());
+    }
+}
+
 impl Operation {
     /// A new record, every step of `steps` (the run's foreseen steps) pending.
     pub fn new(
@@ -193,17 +216,7 @@ impl Operation {
             error: None,
             steps: steps
                 .iter()
-                .map(|s| StepRecord {
-                    id: s.id.clone(),
-                    description: s.description.clone(),
-                    phase: StepPhase::Pending,
-                    started: None,
-                    ended: None,
-                    job: None,
-                    attempt: None,
-                    exit_reason: None,
-                    summary: None,
-                })
+                .map(|s| StepRecord::pending(&s.id, &s.description))
                 .collect(),
         }
     }
@@ -218,17 +231,7 @@ impl Operation {
         {
             Some(i) => i,
             None => {
-                self.steps.push(StepRecord {
-                    id: id.to_owned(),
-                    description: description.to_owned(),
-                    phase: StepPhase::Pending,
-                    started: None,
-                    ended: None,
-                    job: None,
-                    attempt: None,
-                    exit_reason: None,
-                    summary: None,
-                });
+                self.steps.push(StepRecord::pending(id, description));
                 self.steps.len() - 1
             }
         };
@@ -271,8 +274,7 @@ impl Operation {
             .iter_mut()
             .find(|s| s.id == id && s.phase == StepPhase::Pending)
         {
-            record.phase = StepPhase::Skipped;
-            record.summary = Some("done already".to_owned());
+            record.skip();
         }
     }
 
@@ -285,8 +287,7 @@ impl Operation {
                 self.outcome = Outcome::Succeeded;
                 for s in &mut self.steps {
                     if s.phase == StepPhase::Pending {
-                        s.phase = StepPhase::Skipped;
-                        s.summary = Some("done already".to_owned());
+                        s.skip();
                     }
                 }
             }
