@@ -254,25 +254,12 @@ async fn drive_a_command_of_its_own_converges_and_a_second_drive_plans_nothing()
     assert_eq!(stored_value(&sim).as_deref(), Some("two"));
 }
 
-/// The operation records in the simulated cluster, oldest first.
+/// The operation records in the simulated cluster, oldest first: name and record.
 fn records(sim: &SimCluster) -> Vec<(String, serde_json::Value)> {
-    let mut out: Vec<(String, serde_json::Value)> = sim
-        .objects("v1", "ConfigMap", Some(NS))
+    crate::support::records::operations(sim, NS)
         .into_iter()
-        .filter(|cm| cm["metadata"]["labels"]["app.kubernetes.io/component"] == "operation")
-        .map(|cm| {
-            let name = cm["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let record =
-                serde_json::from_str(cm["data"]["operation.json"].as_str().unwrap_or("null"))
-                    .unwrap_or_default();
-            (name, record)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+        .map(|(name, record, _)| (name, record))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,34 +3,14 @@
 //! Job's attempt and the end of its log; `status` shows it; `logs` reads a kept log once the
 //! Job's pod is gone; `report` bundles it with the objects, their pods and the events.
 
-use std::collections::BTreeMap;
-use std::io::Read;
-
 use crate::support;
 
 use support::{Env, NS, quick_migration, ssh_flags, text};
 use uyuni_testdata::SimConfig;
 
 /// The records in the namespace, oldest first: name, record, data.
-pub(crate) fn records(env: &Env) -> Vec<(String, serde_json::Value, serde_json::Value)> {
-    let mut out: Vec<_> = env
-        .sim
-        .objects("v1", "ConfigMap", Some(NS))
-        .into_iter()
-        .filter(|cm| cm["metadata"]["labels"]["app.kubernetes.io/component"] == "operation")
-        .map(|cm| {
-            let name = cm["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let record: serde_json::Value =
-                serde_json::from_str(cm["data"]["operation.json"].as_str().unwrap_or("null"))
-                    .unwrap_or_default();
-            (name, record, cm["data"].clone())
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+fn records(env: &Env) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    support::records::operations(&env.sim, NS)
 }
 
 #[test]
@@ -117,21 +97,6 @@ fn a_migration_records_its_steps_jobs_and_logs_and_status_and_logs_read_them() {
     assert!(stderr.contains("kept in the operation record"), "{stderr}");
 }
 
-/// The files of a report bundle: path → text.
-pub(crate) fn unpack(file: &std::path::Path) -> BTreeMap<String, String> {
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(file).expect("the bundle"));
-    let mut archive = tar::Archive::new(gz);
-    let mut out = BTreeMap::new();
-    for entry in archive.entries().expect("a tar archive") {
-        let mut entry = entry.expect("an entry");
-        let path = entry.path().expect("a path").display().to_string();
-        let mut text = String::new();
-        entry.read_to_string(&mut text).expect("text");
-        out.insert(path, text);
-    }
-    out
-}
-
 #[test]
 fn a_report_bundles_the_record_its_logs_and_the_objects_with_secrets_masked() {
     let env = Env::new(SimConfig {
@@ -157,7 +122,7 @@ fn a_report_bundles_the_record_its_logs_and_the_objects_with_secrets_masked() {
     assert_eq!(result["kind"], "Report", "{result:#}");
     assert!(result["serverVersion"].is_string(), "{result:#}");
 
-    let files = unpack(&file);
+    let files = support::records::unpack(&file);
     let prefix = format!("uyuni-report-{NS}/");
     let get = |path: &str| {
         files

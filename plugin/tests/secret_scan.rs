@@ -216,7 +216,7 @@ fn scan_after_run(env: &Env, seen: &mut Seen, command: &str) {
     let out = env.uyuni(&["report", "--file", file.to_str().expect("utf-8")]);
     assert!(out.status.success(), "report: {}", text(&out).1);
     seen.output(&format!("{command}: report"), &out);
-    let files = crate::e2e_record::unpack(&file);
+    let files = crate::support::records::unpack(&file);
     assert!(
         files.keys().any(|k| k.contains("/operations/")),
         "{command}: no record in the report: {:?}",

@@ -740,7 +740,7 @@ fn report_holds_the_install(env: &RealEnv, generated: &str) {
     let file = dir.path().join("report.tar.gz");
     let out = env.uyuni(&["report", "--file", file.to_str().expect("utf-8")]);
     assert!(out.status.success(), "{}", both(&out));
-    let files = crate::e2e_record::unpack(&file);
+    let files = crate::support::records::unpack(&file);
     let prefix = format!("uyuni-report-{}/", env.ns);
     let records: Vec<(&String, &String)> = files
         .iter()

@@ -9,6 +9,8 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use uyuni_testdata::{Scenario, SimCluster, SimConfig, scenarios};
 
+pub mod records;
+
 pub const SOURCE: &str = "uyuni.example.com";
 pub const NS: &str = "uyuni";
 /// The source CA's password, given through the environment unless a test says otherwise.
