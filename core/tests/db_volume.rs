@@ -5,8 +5,8 @@ use uyuni_core::Kind;
 use uyuni_core::plan::Planner;
 
 use crate::common;
-use crate::salt_ca::{installed_with_tag, run_with};
-use crate::upgrade::FROM;
+use crate::salt_ca::run_with;
+use crate::upgrade::{FROM, installed_with_tag};
 
 #[test]
 fn an_install_names_its_database_volume_for_the_major_its_image_reported() {

@@ -5,16 +5,14 @@
 //! not restarted for it: the next change of its pod template carries the mount.
 
 use uyuni_core::catalogue::names;
-use uyuni_core::labels;
-use uyuni_core::object::Kind;
-use uyuni_core::params::{InstallParams, UpgradeParams};
+use uyuni_core::params::UpgradeParams;
 use uyuni_core::plan::Planner;
 use uyuni_core::plan::upgrade::live_image;
 use uyuni_core::scripts::image_check::SALT_CA_FILE;
 use uyuni_core::{Action, Object, Observed, Op, Step};
 
 use crate::common;
-use crate::upgrade::{FROM, TO, upgrade_to};
+use crate::upgrade::{FROM, TO, installed_with_tag, upgrade_to};
 
 /// What the check or inspection Job of `image` reports, its server images of kind
 /// `kind(image)` (`none`, `salt-file-root`, or `None`: a report that does not say).
@@ -52,33 +50,11 @@ pub(crate) fn run_with<P: Planner>(
     kind: &dyn Fn(&str) -> Option<&'static str>,
     pg_major: u32,
 ) -> (Vec<Step>, Observed) {
-    let ns = params.server().namespace.clone();
-    let mut observed = start.clone();
-    let mut executed = Vec::new();
-    for _ in 0..300 {
-        let plan = params.plan(&observed).expect("plans");
-        let Some(step) = plan.next_step().cloned() else {
-            return (executed, observed);
-        };
-        observed = uyuni_core::simulate::simulate(&observed, &ns, &step);
-        if (step.id.starts_with("inspect-") || step.id.starts_with("image-check-"))
-            && let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
-        {
-            let image = job
-                .spec
-                .as_ref()
-                .and_then(|s| s.template.spec.as_ref())
-                .and_then(|p| p.containers[0].image.clone())
-                .unwrap_or_default();
-            job.metadata.annotations.get_or_insert_default().insert(
-                labels::INSPECTION_ANNOTATION.to_owned(),
-                report(&step.id, &image, kind, pg_major),
-            );
-            observed.insert(Object::Job(job));
-        }
-        executed.push(step);
-    }
-    panic!("the plan did not converge in 300 steps");
+    let reports = |step: &str, image: &str| {
+        (step.starts_with("inspect-") || step.starts_with("image-check-"))
+            .then(|| report(step, image, kind, pg_major))
+    };
+    common::run_reporting(params, start, &reports).expect("plans")
 }
 
 /// The server Deployment's mount at the Salt file root's CA, if any: (volume, subPath,
@@ -109,12 +85,6 @@ fn mounted() -> Option<(String, Option<String>, Option<bool>)> {
         Some("ca.crt".to_owned()),
         Some(true),
     ))
-}
-
-pub(crate) fn installed_with_tag(tag: &str) -> InstallParams {
-    let mut args = crate::install::install_args();
-    args.spec.tag = Some(tag.to_owned());
-    InstallParams::from_args(&args).expect("valid install arguments")
 }
 
 /// Server images of `tag` do not copy the CA; every other does.

@@ -16,7 +16,7 @@ use crate::install::install_args;
 pub(crate) const FROM: &str = "2025.10";
 pub(crate) const TO: &str = "2026.04";
 
-fn installed_with_tag(tag: &str) -> InstallParams {
+pub(crate) fn installed_with_tag(tag: &str) -> InstallParams {
     let mut args = install_args();
     args.spec.tag = Some(tag.to_owned());
     InstallParams::from_args(&args).expect("valid install arguments")
@@ -50,6 +50,14 @@ fn report(image: &str, pg_major: &dyn Fn(&str) -> u32) -> String {
     }
 }
 
+/// What the inspection Jobs report, database images PostgreSQL `pg_major(image)`.
+fn inspections(pg_major: &dyn Fn(&str) -> u32) -> impl Fn(&str, &str) -> Option<String> {
+    move |step: &str, image: &str| {
+        step.starts_with("inspect-")
+            .then(|| report(image, pg_major))
+    }
+}
+
 /// `step` carried out on the simulated cluster; an inspection Job's pod reports what
 /// [`report`] says of its image, as the run copies it onto the Job.
 fn carried_out(
@@ -58,23 +66,7 @@ fn carried_out(
     step: &uyuni_core::Step,
     pg_major: &dyn Fn(&str) -> u32,
 ) -> Observed {
-    let mut observed = uyuni_core::simulate::simulate(observed, namespace, step);
-    if step.id.starts_with("inspect-")
-        && let Some(Object::Job(mut job)) = observed.get(Kind::Job, &step.target.name).cloned()
-    {
-        let image = job
-            .spec
-            .as_ref()
-            .and_then(|s| s.template.spec.as_ref())
-            .and_then(|p| p.containers[0].image.clone())
-            .unwrap_or_default();
-        job.metadata.annotations.get_or_insert_default().insert(
-            labels::INSPECTION_ANNOTATION.to_owned(),
-            report(&image, pg_major),
-        );
-        observed.insert(Object::Job(job));
-    }
-    observed
+    common::carried_out_reporting(observed, namespace, step, &inspections(pg_major))
 }
 
 /// Runs `params`' plan step by step on the simulated cluster, the inspection Jobs reporting
@@ -84,17 +76,7 @@ pub(crate) fn run(
     start: &Observed,
     pg_major: &dyn Fn(&str) -> u32,
 ) -> Result<(Vec<uyuni_core::Step>, Observed), PlanError> {
-    let mut observed = start.clone();
-    let mut executed = Vec::new();
-    for _ in 0..200 {
-        let plan = params.plan(&observed)?;
-        let Some(step) = plan.next_step().cloned() else {
-            return Ok((executed, observed));
-        };
-        observed = carried_out(&observed, &params.namespace, &step, pg_major);
-        executed.push(step);
-    }
-    panic!("the upgrade did not converge in 200 steps");
+    common::run_reporting(params, start, &inspections(pg_major))
 }
 
 fn ids(steps: &[uyuni_core::Step]) -> Vec<&str> {

@@ -9,9 +9,10 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use uyuni_core::builders::{data_sync, migration, pvc};
 use uyuni_core::catalogue::names;
 use uyuni_core::params::{FileInput, MigrateArgs};
+use uyuni_core::plan::{PlanError, Planner};
 use uyuni_core::scripts::data_keys;
 use uyuni_core::secret::SecretString;
-use uyuni_core::{MigrateParams, Object, Observed};
+use uyuni_core::{MigrateParams, Object, Observed, Step};
 
 pub const SOURCE: &str = "uyuni.example.com";
 pub const NAMESPACE: &str = "uyuni";
@@ -272,4 +273,56 @@ pub fn tls_chain() -> &'static uyuni_testdata::certs::Chain {
 /// A line of a PEM key's body: found in an output, the key leaked.
 pub fn key_body_line(pem: &str) -> &str {
     pem.lines().nth(1).unwrap_or(pem)
+}
+
+/// `step` carried out on the simulated cluster; the pod of a Job that `report(step id, image)`
+/// answers for reports that, as the run copies a check's or an inspection's report onto its
+/// Job (the simulated cluster's Jobs report nothing).
+pub fn carried_out_reporting(
+    observed: &Observed,
+    namespace: &str,
+    step: &Step,
+    report: &dyn Fn(&str, &str) -> Option<String>,
+) -> Observed {
+    let mut observed = uyuni_core::simulate::simulate(observed, namespace, step);
+    if let Some(Object::Job(mut job)) = observed
+        .get(uyuni_core::Kind::Job, &step.target.name)
+        .cloned()
+    {
+        let image = job
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.containers[0].image.clone())
+            .unwrap_or_default();
+        if let Some(text) = report(&step.id, &image) {
+            job.metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(uyuni_core::labels::INSPECTION_ANNOTATION.to_owned(), text);
+            observed.insert(Object::Job(job));
+        }
+    }
+    observed
+}
+
+/// Runs `params`' plan step by step on the simulated cluster, the Jobs reporting as
+/// [`carried_out_reporting`] says; returns the steps carried out and the end.
+pub fn run_reporting<P: Planner>(
+    params: &P,
+    start: &Observed,
+    report: &dyn Fn(&str, &str) -> Option<String>,
+) -> Result<(Vec<Step>, Observed), PlanError> {
+    let ns = params.server().namespace.clone();
+    let mut observed = start.clone();
+    let mut executed = Vec::new();
+    for _ in 0..300 {
+        let plan = params.plan(&observed)?;
+        let Some(step) = plan.next_step().cloned() else {
+            return Ok((executed, observed));
+        };
+        observed = carried_out_reporting(&observed, &ns, &step, report);
+        executed.push(step);
+    }
+    panic!("the plan did not converge in 300 steps");
 }
