@@ -85,33 +85,46 @@ impl Command {
     /// The table of what its planner can do.
     fn table(self) -> Table {
         match self {
+            // The server's objects, its credentials and its CA; its Jobs are run, not applied,
+            // and it writes no ServiceAccount, Role or RoleBinding of its own (a migration's
+            // Jobs have them).
             Command::Install => Table {
-                applies: INSTALL_WRITES,
+                applies: written_but(&[
+                    Kind::Job,
+                    Kind::ServiceAccount,
+                    Kind::Role,
+                    Kind::RoleBinding,
+                ]),
                 // `--network-policy=false` deletes the tool's NetworkPolicy.
-                deletes: &[Kind::NetworkPolicy],
+                deletes: vec![Kind::NetworkPolicy],
                 ..Table::WRITER
             },
+            // Besides, the data-sync and CA key Jobs' ServiceAccount, Roles and RoleBindings.
             Command::Migrate => Table {
-                applies: MIGRATE_WRITES,
+                applies: written_but(&[Kind::Job]),
                 // A finished migration deletes Secrets uyuni-migration-key and
                 // uyuni-ca-password (`plan::migration_secret_deletion`);
                 // `--network-policy=false` deletes the tool's NetworkPolicy.
-                deletes: &[Kind::Secret, Kind::NetworkPolicy],
+                deletes: vec![Kind::Secret, Kind::NetworkPolicy],
                 ..Table::WRITER
             },
+            // An upgrade of a migrated server applies migrate's end state.
             Command::Upgrade => Table {
-                applies: MIGRATE_WRITES,
-                deletes: &[Kind::NetworkPolicy],
+                applies: written_but(&[Kind::Job]),
+                deletes: vec![Kind::NetworkPolicy],
                 reports: true,
                 ..Table::WRITER
             },
+            // Everything of ours but the namespace (`--delete-namespace` needs `delete` on
+            // namespaces, which a Role cannot grant and the rules leave out); the claims and
+            // credential Secrets only with `--purge-volumes`.
             Command::Uninstall => Table {
-                deletes: UNINSTALL_DELETES,
+                deletes: written_but(&[]),
                 ..Table::READER
             }
             .writer(),
             Command::Stop | Command::Start | Command::Restart => Table {
-                applies: &[Kind::ConfigMap],
+                applies: vec![Kind::ConfigMap],
                 scales: true,
                 ..Table::READER
             }
@@ -128,10 +141,10 @@ impl Command {
 }
 
 /// What a command's planner can do, by kind of action.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Table {
     /// Kinds it applies (created when absent, patched else).
-    applies: &'static [Kind],
+    applies: Vec<Kind>,
     /// It runs Jobs and waits on them.
     runs_jobs: bool,
     /// It copies an inspection Job's report onto the Job.
@@ -143,7 +156,7 @@ struct Table {
     /// Kinds it waits until ready.
     waits_ready: &'static [Kind],
     /// Kinds it deletes (and watches until gone).
-    deletes: &'static [Kind],
+    deletes: Vec<Kind>,
     /// It writes, so it takes the namespace's Lease and asks the preflight's reviews first.
     writes: bool,
     /// It reads pods' logs.
@@ -152,20 +165,20 @@ struct Table {
 
 impl Table {
     const READER: Table = Table {
-        applies: &[],
+        applies: Vec::new(),
         runs_jobs: false,
         reports: false,
         scales: false,
         waits_deployments: false,
         waits_ready: &[],
-        deletes: &[],
+        deletes: Vec::new(),
         writes: false,
         logs: false,
     };
 
     /// Install, migrate and upgrade: the server's end state, its Jobs and waits.
     const WRITER: Table = Table {
-        applies: &[],
+        applies: Vec::new(),
         runs_jobs: true,
         reports: false,
         scales: true,
@@ -174,12 +187,12 @@ impl Table {
             Kind::Custom(CustomKind::Issuer),
             Kind::Custom(CustomKind::Certificate),
         ],
-        deletes: &[],
+        deletes: Vec::new(),
         writes: true,
         logs: true,
     };
 
-    const fn writer(self) -> Table {
+    fn writer(self) -> Table {
         Table {
             writes: true,
             // A failed wait reports the failing container's log.
@@ -190,66 +203,17 @@ impl Table {
     }
 }
 
-/// What an install writes: the server's objects, its credentials and its CA.
-const INSTALL_WRITES: &[Kind] = &[
-    Kind::Secret,
-    Kind::ConfigMap,
-    Kind::PersistentVolumeClaim,
-    Kind::Deployment,
-    Kind::Service,
-    Kind::NetworkPolicy,
-    Kind::Ingress,
-    Kind::Custom(CustomKind::Issuer),
-    Kind::Custom(CustomKind::Certificate),
-    Kind::Custom(CustomKind::Middleware),
-    Kind::Custom(CustomKind::IngressRouteTcp),
-    Kind::Custom(CustomKind::IngressRouteUdp),
-    Kind::Custom(CustomKind::HelmChartConfig),
-];
+/// The kinds no command writes: the namespace (created before the rules apply: a Role cannot
+/// grant it), and the quota and limits the claims' and pods' checks only read.
+const READ_ONLY: [Kind; 3] = [Kind::Namespace, Kind::ResourceQuota, Kind::LimitRange];
 
-/// What a migration writes besides: the data-sync and CA key Jobs' ServiceAccount, Roles and
-/// RoleBindings. An upgrade of a migrated server applies migrate's end state.
-const MIGRATE_WRITES: &[Kind] = &[
-    Kind::Secret,
-    Kind::ConfigMap,
-    Kind::PersistentVolumeClaim,
-    Kind::ServiceAccount,
-    Kind::Role,
-    Kind::RoleBinding,
-    Kind::Deployment,
-    Kind::Service,
-    Kind::NetworkPolicy,
-    Kind::Ingress,
-    Kind::Custom(CustomKind::Issuer),
-    Kind::Custom(CustomKind::Certificate),
-    Kind::Custom(CustomKind::Middleware),
-    Kind::Custom(CustomKind::IngressRouteTcp),
-    Kind::Custom(CustomKind::IngressRouteUdp),
-    Kind::Custom(CustomKind::HelmChartConfig),
-];
-
-/// What uninstall deletes: everything of ours but the namespace (`--delete-namespace` needs
-/// `delete` on namespaces, which a Role cannot grant and the rules leave out); the claims and
-/// credential Secrets only with `--purge-volumes`.
-const UNINSTALL_DELETES: &[Kind] = &[
-    Kind::Secret,
-    Kind::ConfigMap,
-    Kind::PersistentVolumeClaim,
-    Kind::ServiceAccount,
-    Kind::Role,
-    Kind::RoleBinding,
-    Kind::Job,
-    Kind::Deployment,
-    Kind::Service,
-    Kind::NetworkPolicy,
-    Kind::Ingress,
-    Kind::Custom(CustomKind::Issuer),
-    Kind::Custom(CustomKind::Certificate),
-    Kind::Custom(CustomKind::Middleware),
-    Kind::Custom(CustomKind::IngressRouteTcp),
-    Kind::Custom(CustomKind::IngressRouteUdp),
-    Kind::Custom(CustomKind::HelmChartConfig),
-];
+/// Every kind the tool knows ([`Kind::ALL`]) but [`READ_ONLY`] and `left_out`.
+fn written_but(left_out: &[Kind]) -> Vec<Kind> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| !READ_ONLY.contains(k) && !left_out.contains(k))
+        .collect()
+}
 
 /// Every permission `command` needs in `namespace`, from its table: sorted, no duplicates.
 /// The namespace itself must exist (a Role lives in it): creating it is not among them.
@@ -262,7 +226,7 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
         // shared reads would grant as a LIST of every Secret of the namespace.
         out.retain(|a| a.resource != "secrets");
     }
-    for &kind in table.applies {
+    for &kind in &table.applies {
         let ns = scope(kind, namespace);
         out.extend(access::apply_needs(kind, ns.as_deref(), true));
         // Watched as the loop watches what it writes.
@@ -284,7 +248,7 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
     for &kind in table.waits_ready {
         out.extend(access::wait_ready_needs(kind, namespace));
     }
-    for &kind in table.deletes {
+    for &kind in &table.deletes {
         out.extend(access::delete_needs(kind, namespace));
         // Found before it is deleted: the NetworkPolicy is read only by the commands that
         // may delete it, not by every reader (`observed::server_observation`).
