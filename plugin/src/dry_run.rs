@@ -231,6 +231,26 @@ pub(crate) async fn print<D: Serialize>(
     refuse_rejected(checks)
 }
 
+/// The human preview's last sections: the remembered flags in effect, the server-side dry run's
+/// verdicts when it ran, and the diffs of `steps` from `observed` (none with `--summary`).
+pub(crate) fn closing_lines(
+    flags: &PreviewFlags,
+    remembered: &[Setting],
+    checks: Option<&[ServerCheck]>,
+    steps: &[Step],
+    observed: &Observed,
+    options: RenderOptions,
+) -> Vec<Line> {
+    let mut lines = render::plain_lines(&uyuni_core::record::render(remembered));
+    if let Some(checks) = checks {
+        lines.extend(render::plain_lines(&server_text(checks)));
+    }
+    if !flags.summary {
+        lines.extend(render::diffs_lines(steps, observed, options));
+    }
+    lines
+}
+
 /// With `--dry-run=server`: every write of `steps` sent to the API server with `dryRun=All`,
 /// and how it judged each.
 pub(crate) async fn server_checks(
@@ -349,13 +369,14 @@ pub async fn run(
         lines.push(Line::plain(""));
         lines.extend(render::plain_lines(&plane.render()));
         lines.push(Line::plain(""));
-        lines.extend(render::plain_lines(&uyuni_core::record::render(remembered)));
-        if let Some(checks) = &checks {
-            lines.extend(render::plain_lines(&server_text(checks)));
-        }
-        if !cmd.preview.summary {
-            lines.extend(render::diffs_lines(&preview.steps, observed, options));
-        }
+        lines.extend(closing_lines(
+            &cmd.preview,
+            remembered,
+            checks.as_deref(),
+            &preview.steps,
+            observed,
+            options,
+        ));
         lines.push(Line::plain(""));
         lines.push(Line::plain(format!(
             "Values only a step can know are shown as \"{}\".",

@@ -210,15 +210,14 @@ async fn dry_run(cmd: &InstallCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
             )));
         }
         lines.push(Line::plain(""));
-        lines.extend(render::plain_lines(&uyuni_core::record::render(
+        lines.extend(crate::dry_run::closing_lines(
+            &cmd.preview,
             &remembered,
-        )));
-        if let Some(checks) = &checks {
-            lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
-        }
-        if !cmd.preview.summary {
-            lines.extend(render::diffs_lines(&preview.steps, observed, options));
-        }
+            checks.as_deref(),
+            &preview.steps,
+            observed,
+            options,
+        ));
         lines.push(Line::plain(""));
         lines.push(Line::plain(format!(
             "Values only a step can know are shown as \"{}\".",

@@ -156,15 +156,14 @@ async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
         lines.push(Line::plain(""));
         lines.extend(render::steps_lines(&preview.steps));
         lines.push(Line::plain(""));
-        lines.extend(render::plain_lines(&uyuni_core::record::render(
+        lines.extend(crate::dry_run::closing_lines(
+            &cmd.preview,
             &remembered,
-        )));
-        if let Some(checks) = &checks {
-            lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
-        }
-        if !cmd.preview.summary {
-            lines.extend(render::diffs_lines(&preview.steps, observed, options));
-        }
+            checks.as_deref(),
+            &preview.steps,
+            observed,
+            options,
+        ));
         lines
     };
     let steps = &preview.steps;
