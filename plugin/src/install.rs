@@ -10,10 +10,10 @@ use uyuni_core::secret::SecretString;
 use uyuni_core::{Observed, PlanError};
 
 use crate::cli::{self, Cli, InstallCmd};
+use crate::clock;
 use crate::migrate::spec_args;
 use crate::output::Reporter;
 use crate::prompt::{password, prompt_secret};
-use crate::{clock, connect};
 
 /// The environment variables that may hold install's passwords (mgradm's names: viper binds
 /// `--admin-password` to `UYUNI_ADMIN_PASSWORD`, `shared/utils/config.go`).
@@ -142,17 +142,10 @@ async fn start(
     InstallParams,
     Vec<uyuni_core::record::Setting>,
 )> {
-    let conn = connect(&cli.kube).await?;
-    reporter.set_kubectl(cli.kube.kubectl_hint());
-    let args = args(cmd, cli, conn.namespace.clone(), conn.namespace_explicit)?;
-    let recorded = uyuni_effects::record::server_spec(
-        &conn.client,
-        &conn.namespace,
-        &uyuni_effects::NoProgress,
-    )
-    .await?;
-    let (params, settings) = uyuni_core::record::params(args, &recorded)?;
-    Ok((conn, params, settings))
+    crate::migrate::start_recorded(cli, reporter, |namespace, explicit| {
+        args(cmd, cli, namespace, explicit)
+    })
+    .await
 }
 
 /// `--dry-run`: observe, preview, print. Returns whether anything would change.
@@ -425,16 +418,9 @@ impl crate::drive::Command for InstallCommand<'_> {
 
     fn writer(&self) -> crate::lock::Writer<'_> {
         let params = &self.params;
-        crate::lock::Writer {
-            namespace: &params.namespace,
-            kubectl: &params.kubectl,
-            repeat: params
-                .kubectl
-                .install(Some(&params.namespace), &params.fqdn),
-            run_id: &params.run_id,
-            as_user: self.cli.kube.as_user.as_deref(),
-            lease_duration_seconds: self.cmd.run.lease_duration_seconds,
-            force_unlock: self.cmd.run.force_unlock,
-        }
+        let repeat = params
+            .kubectl
+            .install(Some(&params.namespace), &params.fqdn);
+        crate::lock::Writer::of(params, repeat, self.cli, &self.cmd.run)
     }
 }

@@ -124,6 +124,27 @@ pub struct Writer<'a> {
     pub force_unlock: bool,
 }
 
+impl<'a> Writer<'a> {
+    /// The writer of a run with `params`, its connection flags `cli` and its `run` flags;
+    /// `repeat`: the command line that repeats it.
+    pub fn of(
+        params: &'a uyuni_core::params::ServerParams,
+        repeat: String,
+        cli: &'a cli::Cli,
+        run: &cli::RunFlags,
+    ) -> Writer<'a> {
+        Writer {
+            namespace: &params.namespace,
+            kubectl: &params.kubectl,
+            repeat,
+            run_id: &params.run_id,
+            as_user: cli.kube.as_user.as_deref(),
+            lease_duration_seconds: run.lease_duration_seconds,
+            force_unlock: run.force_unlock,
+        }
+    }
+}
+
 fn taker(writer: &Writer<'_>) -> Taker {
     let taker = Taker::new(
         &command_line(),

@@ -191,10 +191,28 @@ async fn start(
     MigrateParams,
     Vec<uyuni_core::record::Setting>,
 )> {
+    start_recorded(cli, reporter, |namespace, explicit| {
+        args(cmd, cli, namespace, explicit)
+    })
+    .await
+}
+
+/// Connects, then validates the arguments `args` makes for the connection's namespace (and
+/// whether it was given) with the flags earlier runs recorded there: migrate's and install's
+/// start. Also returns where each remembered value comes from, for the dry run.
+pub(crate) async fn start_recorded<A: uyuni_core::record::WithSpec>(
+    cli: &Cli,
+    reporter: &Reporter,
+    args: impl FnOnce(String, bool) -> Result<A>,
+) -> Result<(
+    uyuni_effects::Connection,
+    A::Params,
+    Vec<uyuni_core::record::Setting>,
+)> {
     let conn = connect(&cli.kube).await?;
     // The hints from now on name the context the connection resolved.
     reporter.set_kubectl(cli.kube.kubectl_hint());
-    let args = args(cmd, cli, conn.namespace.clone(), conn.namespace_explicit)?;
+    let args = args(conn.namespace.clone(), conn.namespace_explicit)?;
     let recorded = uyuni_effects::record::server_spec(
         &conn.client,
         &conn.namespace,
@@ -451,19 +469,11 @@ impl crate::drive::Command for MigrateCommand<'_> {
 
     fn writer(&self) -> crate::lock::Writer<'_> {
         let params = &self.params;
-        crate::lock::Writer {
-            namespace: &params.namespace,
-            kubectl: &params.kubectl,
-            repeat: params.kubectl.migrate(
-                Some(&params.namespace),
-                &params.source_fqdn,
-                params.prepare,
-            ),
-            run_id: &params.run_id,
-            as_user: self.cli.kube.as_user.as_deref(),
-            lease_duration_seconds: self.cmd.run.lease_duration_seconds,
-            force_unlock: self.cmd.run.force_unlock,
-        }
+        let repeat =
+            params
+                .kubectl
+                .migrate(Some(&params.namespace), &params.source_fqdn, params.prepare);
+        crate::lock::Writer::of(params, repeat, self.cli, &self.cmd.run)
     }
 
     async fn before_step(

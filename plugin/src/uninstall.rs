@@ -312,15 +312,8 @@ impl crate::drive::Command for UninstallCommand<'_> {
 
     fn writer(&self) -> crate::lock::Writer<'_> {
         let params = &self.params;
-        crate::lock::Writer {
-            namespace: &params.namespace,
-            kubectl: &params.kubectl,
-            repeat: repeat(params),
-            run_id: &params.run_id,
-            as_user: self.cli.kube.as_user.as_deref(),
-            lease_duration_seconds: self.cmd.run.lease_duration_seconds,
-            force_unlock: self.cmd.run.force_unlock,
-        }
+        let repeat = repeat(params);
+        crate::lock::Writer::of(params, repeat, self.cli, &self.cmd.run)
     }
 
     async fn before_step(

@@ -357,15 +357,8 @@ impl crate::drive::Command for UpgradeCommand<'_> {
 
     fn writer(&self) -> crate::lock::Writer<'_> {
         let params = &self.params;
-        crate::lock::Writer {
-            namespace: &params.namespace,
-            kubectl: &params.kubectl,
-            repeat: params.kubectl.upgrade(Some(&params.namespace)),
-            run_id: &params.run_id,
-            as_user: self.cli.kube.as_user.as_deref(),
-            lease_duration_seconds: self.cmd.run.lease_duration_seconds,
-            force_unlock: self.cmd.run.force_unlock,
-        }
+        let repeat = params.kubectl.upgrade(Some(&params.namespace));
+        crate::lock::Writer::of(params, repeat, self.cli, &self.cmd.run)
     }
 
     async fn before_step(
