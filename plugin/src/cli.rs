@@ -96,7 +96,7 @@ pub struct KubeFlags {
     pub user: Option<String>,
 
     /// Timeout of a single API request, e.g. 30s, 1m or 1h30m; a number alone is seconds (0:
-    /// none).
+    /// none). Connecting to the API server waits at most this, else 10s.
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_request_timeout, help_heading = KUBECTL)]
     pub request_timeout: Option<std::time::Duration>,
 
