@@ -497,3 +497,43 @@ fn install_and_stop_number_their_steps_as_their_dry_runs_do() {
         );
     }
 }
+
+/// Sizes have bounds per volume, named in the refusal, and a refused value is a usage error
+/// (exit 2) with nothing written: the database at least 1Gi, every other volume at least 1Mi,
+/// none above what Kubernetes can request (issue 38).
+#[test]
+fn volume_sizes_out_of_bounds_are_usage_errors_naming_the_volume() {
+    let env = env();
+    for (flags, expected) in [
+        (
+            &["--volumes-database-size", "5"][..],
+            "the database volume's size \"5\" is too small for PostgreSQL with the Uyuni schemas: give at least 1Gi",
+        ),
+        (
+            &["--volumes-packages-size", "5"][..],
+            "--volumes-packages-size: \"5\" (5 bytes) is too small for volume var-spacewalk (/var/spacewalk): give at least 1Mi",
+        ),
+        (
+            &["--volume-size", "srv-www=999999999Ei"][..],
+            "--volume-size: \"999999999Ei\" is larger than any volume Kubernetes can request",
+        ),
+    ] {
+        env.sim.clear_request_log();
+        let mut all = vec!["--dry-run"];
+        all.extend_from_slice(flags);
+        let out = migrate(&env, &all);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("error: {expected}")),
+            "{flags:?}: {}",
+            stderr(&out)
+        );
+        let writes: Vec<_> = env
+            .sim
+            .request_log()
+            .into_iter()
+            .filter(|r| r.is_successful_write())
+            .collect();
+        assert!(writes.is_empty(), "{flags:?} wrote: {writes:?}");
+    }
+}
