@@ -597,8 +597,9 @@ pub struct LogsCmd {
     pub tail: Option<u32>,
 
     /// Only lines newer than this: 30s, 10m, 2h, 1h30m.
-    #[arg(long, value_name = "DURATION", help_heading = OUTPUT)]
-    pub since: Option<String>,
+    // Parsed by clap, so that a bad duration is a usage error (exit 2) like any other value.
+    #[arg(long, value_name = "DURATION", value_parser = crate::logs::parse_since, help_heading = OUTPUT)]
+    pub since: Option<i64>,
 
     /// Prefix each line with its time (RFC 3339).
     #[arg(long, help_heading = OUTPUT)]

@@ -184,13 +184,16 @@ fn logs_flags_are_checked_before_the_cluster_is_asked() {
         .args(["logs", "data-sync", "--attempt", "0"])
         .assert()
         .code(2);
-    // A duration kubectl would refuse, before any connection (none is configured here).
+    // A duration kubectl would refuse, before any connection (none is configured here): a
+    // usage error like any other value (issue 38).
     plugin()
         .env("KUBECONFIG", "/nonexistent")
         .args(["logs", "data-sync", "--since", "5y"])
         .assert()
-        .failure()
-        .stderr(predicate::str::contains("--since \"5y\" is not a duration"));
+        .code(2)
+        .stderr(predicate::str::contains(
+            "invalid value '5y' for '--since <DURATION>': \"5y\" is not a duration such as 30s",
+        ));
 }
 
 /// Every flag of every command, in `--help`, under a heading that says what it is about
