@@ -804,10 +804,12 @@ pub fn error_chain(err: &anyhow::Error) -> String {
 
 /// [`error_chain`], with the `kubectl` commands the errors advise carrying the run's flags.
 pub fn error_chain_with(err: &anyhow::Error, kubectl: &uyuni_core::kubectl::Kubectl) -> String {
-    // An API server that cannot be reached is the whole story, whatever was being read.
+    // An API server that cannot be reached, or that refuses the credentials, is the whole
+    // story, whatever was being read.
     if let Some(e) = err.chain().find_map(|c| {
-        c.downcast_ref::<uyuni_effects::EffectsError>()
-            .filter(|e| matches!(e, uyuni_effects::EffectsError::Unreachable { .. }))
+        c.downcast_ref::<uyuni_effects::EffectsError>().filter(|e| {
+            matches!(e, uyuni_effects::EffectsError::Unreachable { .. }) || e.unauthorized()
+        })
     }) {
         return e.render(kubectl);
     }

@@ -519,10 +519,14 @@ fn a_token_reaches_the_server_but_no_output_and_no_object() {
     let out = env.kubectl_uyuni(&all, None);
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The whole story, not the first request refused (a discovery of cert-manager's API).
     assert!(
-        stderr.contains("Unauthorized (401); the token given with --token was refused"),
+        stderr.starts_with(
+            "error: the API server of context bare refused this run's credentials: Unauthorized (401); the token given with --token was refused"
+        ),
         "{stderr}"
     );
+    assert!(!stderr.contains("cert-manager"), "{stderr}");
     assert_no_debug("rejected token", &stderr);
     assert!(
         !stdout.contains(wrong) && !stderr.contains(wrong),
