@@ -543,15 +543,16 @@ pub enum ParamsError {
     /// A volume other than the database's asked smaller than [`MIN_VOLUME_BYTES`]: a size
     /// without a unit is bytes, so `5` where `5Gi` was meant.
     #[error(
-        "{flag}: {value:?} ({bytes} bytes) is too small for volume {volume} ({mount_path}): give at least 1Mi (its default is {default}); a size without a unit is in bytes, as Kubernetes reads it. Nothing was written"
+        "{flag}: {value:?} ({} bytes) is too small for volume {} ({}): give at least 1Mi (its default is {}); a size without a unit is in bytes, as Kubernetes reads it. Nothing was written",
+        storage_bytes(value).unwrap_or_default(),
+        volume.name,
+        volume.mount_path,
+        volume.default_size
     )]
     VolumeTooSmall {
         flag: String,
         value: String,
-        bytes: u128,
-        volume: &'static str,
-        mount_path: &'static str,
-        default: &'static str,
+        volume: &'static volumes::VolumeDef,
     },
     #[error("{flag}: {value:?} is not a valid StorageClass name")]
     StorageClass { flag: String, value: String },
@@ -984,13 +985,10 @@ fn resolve_volumes(args: &ServerSpecArgs) -> Result<Vec<VolumeClaim>, ParamsErro
             .filter(|n| *n != volumes::DATABASE_VOLUME)
             .and_then(volumes::find)
         {
-            Some(def) => Err(ParamsError::VolumeTooSmall {
+            Some(volume) => Err(ParamsError::VolumeTooSmall {
                 flag: flag.to_owned(),
                 value: size.to_owned(),
-                bytes,
-                volume: def.name,
-                mount_path: def.mount_path,
-                default: def.default_size,
+                volume,
             }),
             None => Ok(()),
         },

@@ -389,10 +389,7 @@ fn volume_sizes_are_bounded() {
     assert!(
         matches!(
             packages,
-            ParamsError::VolumeTooSmall {
-                volume: "var-spacewalk",
-                ..
-            }
+            ParamsError::VolumeTooSmall { volume, .. } if volume.name == "var-spacewalk"
         ),
         "{packages:?}"
     );
