@@ -177,6 +177,12 @@ pub fn parse_server(value: &str) -> Result<String, String> {
     Ok(url)
 }
 
+/// A component's replica count, bounded as the parameters check it (`params::replicas`), so
+/// that `-1` or `99` is refused naming the range instead of u32's.
+fn replicas() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(0..=10)
+}
+
 /// kubectl's `--request-timeout`: a Go duration (`30s`, `1m`, `1h30m`, `500ms`) or a whole
 /// number of seconds; zero means no timeout (`None` later). A value that is neither is a usage
 /// error, refused before anything is sent.
@@ -1407,7 +1413,7 @@ pub struct ServerSpecFlags {
 
     /// Replicas of the hub XML-RPC API [default: migrate: 1 if the source ran it, else 0;
     /// install: 0]. [remembered]
-    #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = IMAGE)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = replicas(), help_heading = IMAGE)]
     pub hubxmlrpc_replicas: Option<u32>,
 
     /// Confidential computing attestation image [default: uyuni/server-attestation]. [remembered]
@@ -1415,7 +1421,7 @@ pub struct ServerSpecFlags {
     pub coco_image: Option<String>,
 
     /// Replicas of the confidential computing attestation [default: 0]. [remembered]
-    #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = IMAGE)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = replicas(), help_heading = IMAGE)]
     pub coco_replicas: Option<u32>,
 
     /// Deploy the TFTP server (Deployment and LoadBalancer Service tftp): --tftp or

@@ -150,8 +150,14 @@ fn a_negative_replica_count_is_an_invalid_value_not_an_unknown_flag() {
         .code(2)
         .stderr(
             predicate::str::contains("invalid value '-1'")
-                .and(predicate::str::contains("--hubxmlrpc-replicas")),
+                .and(predicate::str::contains("--hubxmlrpc-replicas"))
+                .and(predicate::str::contains("-1 is not in 0..=10")),
         );
+    plugin()
+        .args(["install", "uyuni.example.com", "--coco-replicas", "11"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("11 is not in 0..=10"));
 }
 
 #[test]
