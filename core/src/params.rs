@@ -520,7 +520,7 @@ pub enum ParamsError {
     },
     #[error("--ssh-config needs --ssh-knownhosts: ConfigMap uyuni-migration-ssh holds both")]
     SshConfigWithoutKnownHosts,
-    #[error("SSH file {path} {problem}")]
+    #[error("SSH file {path} {}", problem.for_file(path))]
     SshFile { path: String, problem: SshProblem },
     #[error("{flag} {value:?} is not NAME=VALUE")]
     Pair { flag: &'static str, value: String },
