@@ -594,9 +594,7 @@ pub enum ExtractError {
     NotBool { key: &'static str, value: String },
     /// A finished migration emptied `key`, whose value lives in Secret `home` since; that
     /// Secret is gone or no longer holds it.
-    #[error(
-        "Secret uyuni-migration-data no longer holds {key:?}: the finished migration kept it only in Secret {home}, which is missing or lacks it. Restore Secret {home} (from a backup of the namespace), or sync again: delete the final data-sync Job (kubectl get jobs -l kubectl-uyuni.io/step=data-sync) and run the migration again"
-    )]
+    #[error("{}", self.render(None, &crate::kubectl::Kubectl::BARE))]
     HomeLacks {
         key: &'static str,
         home: &'static str,
@@ -605,6 +603,23 @@ pub enum ExtractError {
         "Secret uyuni-migration-data says key {0:?} was emptied, which no kubectl-uyuni empties: a newer kubectl-uyuni wrote it; use that version"
     )]
     UnknownRedacted(String),
+}
+
+impl ExtractError {
+    /// The message, with the `kubectl` command it advises carrying the run's flags and the
+    /// namespace (`None`: the command names none). `Display` renders it without them.
+    pub fn render(&self, namespace: Option<&str>, kubectl: &crate::kubectl::Kubectl) -> String {
+        match self {
+            ExtractError::HomeLacks { key, home } => format!(
+                "Secret uyuni-migration-data no longer holds {key:?}: the finished migration kept it only in Secret {home}, which is missing or lacks it. Restore Secret {home} (from a backup of the namespace), or sync again: delete the final data-sync Job (`{}`) and run the migration again",
+                kubectl.cmd(
+                    namespace,
+                    &format!("get jobs -l {}=data-sync", crate::labels::STEP_LABEL)
+                )
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Text shown instead of values that only the data-sync can know.

@@ -42,6 +42,15 @@ pub struct OutageReport {
     pub stop_recorded: bool,
 }
 
+/// Whether the source's services are down for the migration: a final sync succeeded and the
+/// server does not run ready on its data yet (Deployments `db` and `uyuni`). An interrupted
+/// run says so, with the ways on.
+pub fn source_down(observed: &Observed) -> bool {
+    let ready = |name: &str| observed.deployment(name).is_some_and(deployment_ready);
+    latest_succeeded(observed, data_sync::sync_mode(false)).is_some()
+        && !(ready(names::DB_DEPLOYMENT) && ready(SERVER_DEPLOYMENT))
+}
+
 /// The report, once the final sync succeeded and both Deployments are ready; `None` before
 /// (or when the cluster did not record the times).
 pub fn report(observed: &Observed) -> Option<OutageReport> {

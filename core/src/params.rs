@@ -520,7 +520,7 @@ pub enum ParamsError {
     },
     #[error("--ssh-config needs --ssh-knownhosts: ConfigMap uyuni-migration-ssh holds both")]
     SshConfigWithoutKnownHosts,
-    #[error("SSH file {path} {problem}")]
+    #[error("SSH file {path} {}", problem.for_file(path))]
     SshFile { path: String, problem: SshProblem },
     #[error("{flag} {value:?} is not NAME=VALUE")]
     Pair { flag: &'static str, value: String },
@@ -540,6 +540,20 @@ pub enum ParamsError {
         "the database volume's size {0:?} is too small for PostgreSQL with the Uyuni schemas: give at least 1Gi with --volumes-database-size (the default is 50Gi). Nothing was written"
     )]
     DatabaseVolumeTooSmall(String),
+    /// A volume other than the database's asked smaller than [`MIN_VOLUME_BYTES`]: a size
+    /// without a unit is bytes, so `5` where `5Gi` was meant.
+    #[error(
+        "{flag}: {value:?} ({} bytes) is too small for volume {} ({}): give at least 1Mi (its default is {}); a size without a unit is in bytes, as Kubernetes reads it. Nothing was written",
+        storage_bytes(value).unwrap_or_default(),
+        volume.name,
+        volume.mount_path,
+        volume.default_size
+    )]
+    VolumeTooSmall {
+        flag: String,
+        value: String,
+        volume: &'static volumes::VolumeDef,
+    },
     #[error("{flag}: {value:?} is not a valid StorageClass name")]
     StorageClass { flag: String, value: String },
     #[error("--ssl-cname {0:?} is not a DNS name")]
@@ -910,6 +924,9 @@ const MAX_VOLUME_BYTES: u128 = i64::MAX as u128;
 /// The smallest database volume: PostgreSQL's cluster with the Uyuni schemas and their WAL
 /// take hundreds of MiB before any data.
 const MIN_DATABASE_BYTES: u128 = 1 << 30;
+/// The smallest other volume: 1Mi, the smallest default ([`volumes::CATALOGUE`]). Less is a
+/// unit left out (`5` is 5 bytes), not a volume any part of the server could use.
+const MIN_VOLUME_BYTES: u128 = 1 << 20;
 
 fn split_pair<'a>(flag: &'static str, value: &'a str) -> Result<(&'a str, &'a str), ParamsError> {
     value
@@ -962,7 +979,19 @@ fn resolve_volumes(args: &ServerSpecArgs) -> Result<Vec<VolumeClaim>, ParamsErro
             })
         }
     };
-    let check_size = |flag: &str, size: &str| match storage_bytes(size) {
+    // The database's own lower bound is checked below, whichever flag sized it.
+    let check_size = |flag: &str, size: &str, name: Option<&str>| match storage_bytes(size) {
+        Some(bytes) if bytes < MIN_VOLUME_BYTES => match name
+            .filter(|n| *n != volumes::DATABASE_VOLUME)
+            .and_then(volumes::find)
+        {
+            Some(volume) => Err(ParamsError::VolumeTooSmall {
+                flag: flag.to_owned(),
+                value: size.to_owned(),
+                volume,
+            }),
+            None => Ok(()),
+        },
         Some(bytes) if bytes <= MAX_VOLUME_BYTES => Ok(()),
         Some(_) => Err(ParamsError::SizeTooLarge {
             flag: flag.to_owned(),
@@ -993,15 +1022,19 @@ fn resolve_volumes(args: &ServerSpecArgs) -> Result<Vec<VolumeClaim>, ParamsErro
     for (flag, size) in &args.named_sizes {
         let size = size.trim();
         let flag_name = format!("--{flag}");
-        check_size(&flag_name, size)?;
-        if let Some((_, name)) = volumes::SIZE_FLAGS.iter().find(|(f, _)| f == flag) {
+        let name = volumes::SIZE_FLAGS
+            .iter()
+            .find(|(f, _)| f == flag)
+            .map(|(_, name)| *name);
+        check_size(&flag_name, size, name)?;
+        if let Some(name) = name {
             set(name, &mut |c| c.size = size.to_owned());
         }
     }
     for pair in &args.volume_sizes {
         let (name, size) = split_pair("--volume-size", pair)?;
         known_volume("--volume-size", name)?;
-        check_size("--volume-size", size)?;
+        check_size("--volume-size", size, Some(name))?;
         set(name, &mut |c| c.size = size.to_owned());
     }
     if let Some(db) = claims.iter().find(|c| c.name == volumes::DATABASE_VOLUME)

@@ -22,7 +22,7 @@ pub enum SshProblem {
     #[error("is not an OpenSSH public key line (`TYPE BASE64 [COMMENT]`)")]
     NotAPublicKey,
     #[error(
-        "has no entry for {0}; add one with `ssh-keyscan {0} >> KNOWN_HOSTS` after checking the fingerprint"
+        "has no entry for {0}; add one with `ssh-keyscan {0} >> KNOWN_HOSTS` after checking the fingerprint (`ssh-keygen -lf KNOWN_HOSTS`, and on the source `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`), then run again"
     )]
     HostMissing(String),
     #[error(
@@ -33,6 +33,18 @@ pub enum SshProblem {
         "does not belong to the private key (the private key's public key is {private}, the one given is {public}); give the matching public key: `ssh-keygen -y -f PRIVATE_KEY` prints it"
     )]
     NotThePair { private: String, public: String },
+}
+
+/// How the messages name the known_hosts file; [`SshProblem::for_file`] puts its path there.
+const KNOWN_HOSTS: &str = "KNOWN_HOSTS";
+
+impl SshProblem {
+    /// The message about the file at `path`: the commands it advises name that file, so that
+    /// they can be pasted.
+    pub fn for_file(&self, path: &str) -> String {
+        self.to_string()
+            .replace(KNOWN_HOSTS, &crate::kubectl::shell_quote(path))
+    }
 }
 
 const OPENSSH_BEGIN: &str = "-----BEGIN OPENSSH PRIVATE KEY-----";

@@ -279,3 +279,24 @@ fn the_final_runs_dry_run_expects_the_outage_the_prepare_measured() {
     let json = serde_json::to_value(&safety).expect("json");
     assert!(json.get("expectedWindow").is_none(), "{json}");
 }
+
+/// The source is down from its final copy until both Deployments are ready: what an
+/// interrupted run says (issue 38).
+#[test]
+fn the_source_is_down_after_the_final_copy_until_the_server_is_ready() {
+    let ready = migrated((T0, T0 + 30), T0 + 40, T0 + 45, None);
+    assert!(!outage::source_down(&ready), "the server serves");
+    let mut starting = ready.clone();
+    let Some(Object::Deployment(mut server)) =
+        starting.get(Kind::Deployment, SERVER_DEPLOYMENT).cloned()
+    else {
+        panic!("Deployment {SERVER_DEPLOYMENT}");
+    };
+    server.status = None;
+    starting.insert(Object::Deployment(server));
+    assert!(
+        outage::source_down(&starting),
+        "the server is not ready yet"
+    );
+    assert!(!outage::source_down(&Observed::default()), "no final copy");
+}

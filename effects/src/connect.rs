@@ -147,6 +147,7 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
         ),
     };
     tune(&mut config, opts);
+    let connect_timeout = config.connect_timeout;
     let namespace = opts
         .namespace
         .clone()
@@ -163,9 +164,17 @@ pub async fn connect(opts: &ClientOptions) -> Result<Connection, EffectsError> {
             context: context.clone().unwrap_or_else(|| "in-cluster".to_owned()),
             source: Box::new(source),
         })?
-        .with_layer(&crate::retry::first_contact_layer(server, context.clone()))
+        .with_layer(&crate::retry::first_contact_layer(
+            server,
+            context.clone(),
+            connect_timeout,
+        ))
         .build();
-    tracing::debug!(?context, %namespace, "connected");
+    tracing::debug!(
+        context = context.as_deref().unwrap_or("in-cluster"),
+        %namespace,
+        "connected"
+    );
     Ok(Connection {
         client,
         namespace,
@@ -319,6 +328,10 @@ fn validate(opts: &ClientOptions) -> Result<(), EffectsError> {
     Ok(())
 }
 
+/// How long connecting to the API server (TCP and TLS) may take unless `--request-timeout`
+/// says otherwise: a reachable API server answers in well under a second, even far away.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Applies the flags kube's `Config` has no kubeconfig entry for.
 #[doc(hidden)]
 // pub for the unit tests in tests/unit/
@@ -329,6 +342,12 @@ pub fn tune(config: &mut Config, opts: &ClientOptions) {
     if opts.insecure_skip_tls_verify {
         config.accept_invalid_certs = true;
     }
+    // kube's default is 30 s, as client-go's dialer (k8s.io/client-go/transport/cache.go,
+    // `Timeout: 30 * time.Second`): an address that drops packets kept the user waiting that
+    // long in silence before the first message. kube's connect timeout wraps the whole
+    // connector (hyper-timeout's `TimeoutConnector` around the TLS one, kube-client
+    // `client/builder.rs`), so it bounds the TCP connection and the TLS handshake together.
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
     if let Some(timeout) = opts.request_timeout.filter(|t| !t.is_zero()) {
         // kube's read timeout is per read, not per request: a watch or a followed log that stays
         // quiet longer ends and is re-established by the wait loop, as a dropped one would be.

@@ -305,6 +305,13 @@ pub enum EffectsError {
 }
 
 impl EffectsError {
+    /// The API server refused the credentials (401 Unauthorized): the whole story of a run's
+    /// failure, whatever was being read.
+    pub fn unauthorized(&self) -> bool {
+        matches!(self, EffectsError::Api { source, .. }
+            if matches!(source.as_ref(), kube::Error::Api(status) if status.code == 401))
+    }
+
     /// The API server refused a request with 403 Forbidden: `Some((verb, target))` of it.
     pub fn forbidden(&self) -> Option<(Verb, &Target)> {
         use kube::runtime::watcher::Error as W;
@@ -397,6 +404,19 @@ impl EffectsError {
             EffectsError::BuildClient { context, source } => format!(
                 "cannot build a client for context {context:?}: {source}; check the cluster's server URL and certificates (`{}`)",
                 in_context(context).cmd(None, "config view --minify")
+            ),
+            // Refused credentials refuse every request alike: which one came first (often a
+            // discovery of cert-manager's API) would point the reader elsewhere.
+            EffectsError::Api {
+                verb,
+                target,
+                source,
+                ..
+            } if self.unauthorized() => format!(
+                "the API server{} refused this run's credentials: {}; {}",
+                of_context(k.context.as_deref()),
+                api_reason(source),
+                api_hint(k, *verb, target, source)
             ),
             EffectsError::Api {
                 verb,

@@ -41,6 +41,9 @@ pub struct NeverAnswered {
     pub server: String,
     /// `None`: no kubeconfig context (the flags, or the pod's service account).
     pub context: Option<String>,
+    /// How long connecting may take ([`crate::connect::CONNECT_TIMEOUT`] or
+    /// `--request-timeout`): a connection that timed out says after how long.
+    pub connect_timeout: Option<Duration>,
     pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
@@ -63,6 +66,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub(crate) fn first_contact_layer<R>(
     server: String,
     context: Option<String>,
+    connect_timeout: Option<Duration>,
 ) -> tower::util::MapResultLayer<impl Fn(Result<R, BoxError>) -> Result<R, BoxError> + Clone> {
     let answered = Arc::new(AtomicBool::new(false));
     tower::util::MapResultLayer::new(move |result: Result<R, BoxError>| match result {
@@ -76,6 +80,7 @@ pub(crate) fn first_contact_layer<R>(
             let never: BoxError = Box::new(NeverAnswered {
                 server: server.clone(),
                 context: context.clone(),
+                connect_timeout,
                 source,
             });
             Err(never)
@@ -109,11 +114,25 @@ pub(crate) fn unreachable(err: &kube::Error, attempt: u32) -> Option<EffectsErro
         attempts: attempt,
         reason: if tls {
             crate::error::root_cause_text(err)
+        } else if let (true, Some(limit)) = (timed_out, first.connect_timeout) {
+            format!(
+                "no connection within {}, the limit --request-timeout sets",
+                seconds(limit)
+            )
         } else {
             connect_reason(err)
         },
         tls,
     })
+}
+
+/// `10s`, `1.5s`: as `--request-timeout` takes it.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}s", d.as_secs_f64())
+    }
 }
 
 /// The request never reached a server: the connection was refused, the name did not resolve,

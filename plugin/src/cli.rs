@@ -96,7 +96,7 @@ pub struct KubeFlags {
     pub user: Option<String>,
 
     /// Timeout of a single API request, e.g. 30s, 1m or 1h30m; a number alone is seconds (0:
-    /// none).
+    /// none). Connecting to the API server waits at most this, else 10s.
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_request_timeout, help_heading = KUBECTL)]
     pub request_timeout: Option<std::time::Duration>,
 
@@ -175,6 +175,12 @@ pub fn parse_server(value: &str) -> Result<String, String> {
         ));
     }
     Ok(url)
+}
+
+/// A component's replica count, bounded as the parameters check it (`params::replicas`), so
+/// that `-1` or `99` is refused naming the range instead of u32's.
+fn replicas() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(0..=10)
 }
 
 /// kubectl's `--request-timeout`: a Go duration (`30s`, `1m`, `1h30m`, `500ms`) or a whole
@@ -597,8 +603,9 @@ pub struct LogsCmd {
     pub tail: Option<u32>,
 
     /// Only lines newer than this: 30s, 10m, 2h, 1h30m.
-    #[arg(long, value_name = "DURATION", help_heading = OUTPUT)]
-    pub since: Option<String>,
+    // Parsed by clap, so that a bad duration is a usage error (exit 2) like any other value.
+    #[arg(long, value_name = "DURATION", value_parser = crate::logs::parse_since, help_heading = OUTPUT)]
+    pub since: Option<i64>,
 
     /// Prefix each line with its time (RFC 3339).
     #[arg(long, help_heading = OUTPUT)]
@@ -1406,7 +1413,7 @@ pub struct ServerSpecFlags {
 
     /// Replicas of the hub XML-RPC API [default: migrate: 1 if the source ran it, else 0;
     /// install: 0]. [remembered]
-    #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = IMAGE)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = replicas(), help_heading = IMAGE)]
     pub hubxmlrpc_replicas: Option<u32>,
 
     /// Confidential computing attestation image [default: uyuni/server-attestation]. [remembered]
@@ -1414,7 +1421,7 @@ pub struct ServerSpecFlags {
     pub coco_image: Option<String>,
 
     /// Replicas of the confidential computing attestation [default: 0]. [remembered]
-    #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = IMAGE)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = replicas(), help_heading = IMAGE)]
     pub coco_replicas: Option<u32>,
 
     /// Deploy the TFTP server (Deployment and LoadBalancer Service tftp): --tftp or

@@ -267,16 +267,22 @@ impl Interrupted {
         );
         // The same run again, with the namespace the run resolved.
         let resume = format!("run `{}` to resume where it stopped", resume(ns));
-        // A final copy stopped the source's services, and they stay stopped: say so, with both
-        // ways on.
-        let outage = match (&cli.command, job.as_deref()) {
-            (Command::Migrate(cmd), Some(job))
+        // A final copy stopped the source's services, and they stay stopped until the server
+        // is ready: say so, with both ways on, whether it was interrupted during the copy or
+        // after it (this run's copy, or an earlier run's).
+        let final_copy = |job: &str| {
+            job.starts_with(uyuni_core::catalogue::names::DATA_SYNC_JOB_PREFIX)
+                && !job.contains("-prepare-")
+        };
+        let outage = match &cli.command {
+            Command::Migrate(cmd)
                 if !cmd.migrate.prepare
-                    && job.starts_with(uyuni_core::catalogue::names::DATA_SYNC_JOB_PREFIX)
-                    && !job.contains("-prepare-") =>
+                    && (reporter.source_down()
+                        || job.as_deref().is_some_and(final_copy)
+                        || reporter.jobs().iter().any(|j| final_copy(j))) =>
             {
                 format!(
-                    ". The services of {source} are stopped: the final copy stopped them, and they stay stopped while it runs and after; resuming finishes the migration, or, to serve from {source} again instead, run `spacewalk-service start` on it (a later migration then copies again what changed)",
+                    ". The services of {source} are stopped: the final copy stopped them, and they stay stopped until the migrated server is ready; resuming finishes the migration, or, to serve from {source} again instead, run `spacewalk-service start` on it (a later migration then copies again what changed)",
                     source = cmd.migrate.source
                 )
             }

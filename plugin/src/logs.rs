@@ -18,7 +18,7 @@ use crate::output::print_data;
 /// `--since`: Go's duration syntax as kubectl takes it, in hours, minutes and seconds
 /// (`30s`, `10m`, `1h30m`); whole seconds.
 pub fn parse_since(text: &str) -> Result<i64> {
-    let bad = || anyhow!("--since {text:?} is not a duration such as 30s, 10m or 1h30m");
+    let bad = || anyhow!("{text:?} is not a duration such as 30s, 10m or 1h30m");
     let mut total: i64 = 0;
     let mut number = String::new();
     let mut any = false;
@@ -47,18 +47,18 @@ pub fn parse_since(text: &str) -> Result<i64> {
     Ok(total)
 }
 
-fn options(cmd: &LogsCmd) -> Result<LogOptions> {
-    Ok(LogOptions {
+fn options(cmd: &LogsCmd) -> LogOptions {
+    LogOptions {
         container: None,
         follow: cmd.follow,
         tail_lines: cmd.tail.map(i64::from),
-        since_seconds: cmd.since.as_deref().map(parse_since).transpose()?,
+        since_seconds: cmd.since,
         timestamps: cmd.timestamps,
-    })
+    }
 }
 
 pub async fn run(cmd: &LogsCmd, cli: &Cli) -> Result<()> {
-    let options = options(cmd)?;
+    let options = options(cmd);
     let conn = crate::connect(&cli.kube).await?;
     let client = &conn.client;
     let ns = conn.namespace.as_str();

@@ -349,6 +349,7 @@ pub async fn run(
         cli,
         params,
         confirmed: cmd.migrate.yes,
+        source_down: false,
     };
     let drive = crate::drive::Drive::new(&conn, reporter, run_lock, &cmd.run);
     let observed = crate::drive::run(&mut command, &drive).await?;
@@ -427,6 +428,8 @@ struct MigrateCommand<'a> {
     params: MigrateParams,
     /// Whether the outage may start without asking (`--yes`, or answered already).
     confirmed: bool,
+    /// An earlier run's final copy stopped the source, and the server is not ready yet.
+    source_down: bool,
 }
 
 impl crate::drive::Command for MigrateCommand<'_> {
@@ -439,6 +442,7 @@ impl crate::drive::Command for MigrateCommand<'_> {
     fn first_observation(&mut self, observed: &Observed) {
         // Chosen once, against the Jobs of earlier runs: this run's own Jobs carry it.
         self.params.run_id = clock::run_id_unused_in(observed);
+        self.source_down = !self.params.prepare && uyuni_core::outage::source_down(observed);
     }
 
     fn warnings(&self, observed: &Observed) -> Vec<String> {
@@ -482,6 +486,9 @@ impl crate::drive::Command for MigrateCommand<'_> {
         step: &uyuni_core::Step,
         drive: &crate::drive::Drive<'_>,
     ) -> Result<()> {
+        if self.source_down {
+            drive.reporter.set_source_down();
+        }
         // The outage is the user's decision: refused before any write where nobody can be
         // asked, asked for just before the step that stops the source otherwise.
         if self.confirmed {

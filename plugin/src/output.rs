@@ -77,6 +77,11 @@ pub struct Reporter {
     namespace: Mutex<String>,
     /// The Job of the current step, while it runs one or waits for one.
     current_job: Mutex<Option<String>>,
+    /// The Jobs of this run's steps so far, oldest first.
+    jobs: Mutex<Vec<String>>,
+    /// Set by a migration whose source's services are stopped (by its final copy, in this run
+    /// or before) while the server is not ready: an interrupted run says so.
+    source_down: std::sync::atomic::AtomicBool,
     kubectl: Mutex<uyuni_core::kubectl::Kubectl>,
     state: Arc<Mutex<LiveState>>,
     /// The live view, drawn from the first step on (commands without steps never show it)
@@ -146,6 +151,8 @@ impl Reporter {
             started: Instant::now(),
             namespace: Mutex::new(String::new()),
             current_job: Mutex::new(None),
+            jobs: Mutex::new(Vec::new()),
+            source_down: std::sync::atomic::AtomicBool::new(false),
             kubectl: Mutex::new(uyuni_core::kubectl::Kubectl::default()),
             state,
             bar: Mutex::new(None),
@@ -208,6 +215,11 @@ impl Reporter {
                 uyuni_core::Action::RunJob { .. } | uyuni_core::Action::AwaitJob { .. }
             )
             .then(|| step.target.name.clone());
+            if let (Some(name), Ok(mut jobs)) = (job.as_ref(), self.jobs.lock())
+                && !jobs.contains(name)
+            {
+                jobs.push(name.clone());
+            }
         }
         {
             let now = Instant::now();
@@ -284,6 +296,21 @@ impl Reporter {
             .filter(|ns| !ns.is_empty());
         let job = self.current_job.lock().ok().and_then(|j| j.clone());
         (namespace, job)
+    }
+
+    /// The Jobs this run's steps ran or waited for, oldest first.
+    pub fn jobs(&self) -> Vec<String> {
+        self.jobs.lock().map(|j| j.clone()).unwrap_or_default()
+    }
+
+    /// The source's services are stopped for the migration and the server is not ready yet.
+    pub fn set_source_down(&self) {
+        self.source_down
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn source_down(&self) -> bool {
+        self.source_down.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn set_job_context(&self, namespace: &str) {
@@ -777,10 +804,12 @@ pub fn error_chain(err: &anyhow::Error) -> String {
 
 /// [`error_chain`], with the `kubectl` commands the errors advise carrying the run's flags.
 pub fn error_chain_with(err: &anyhow::Error, kubectl: &uyuni_core::kubectl::Kubectl) -> String {
-    // An API server that cannot be reached is the whole story, whatever was being read.
+    // An API server that cannot be reached, or that refuses the credentials, is the whole
+    // story, whatever was being read.
     if let Some(e) = err.chain().find_map(|c| {
-        c.downcast_ref::<uyuni_effects::EffectsError>()
-            .filter(|e| matches!(e, uyuni_effects::EffectsError::Unreachable { .. }))
+        c.downcast_ref::<uyuni_effects::EffectsError>().filter(|e| {
+            matches!(e, uyuni_effects::EffectsError::Unreachable { .. }) || e.unauthorized()
+        })
     }) {
         return e.render(kubectl);
     }

@@ -150,8 +150,14 @@ fn a_negative_replica_count_is_an_invalid_value_not_an_unknown_flag() {
         .code(2)
         .stderr(
             predicate::str::contains("invalid value '-1'")
-                .and(predicate::str::contains("--hubxmlrpc-replicas")),
+                .and(predicate::str::contains("--hubxmlrpc-replicas"))
+                .and(predicate::str::contains("-1 is not in 0..=10")),
         );
+    plugin()
+        .args(["install", "uyuni.example.com", "--coco-replicas", "11"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("11 is not in 0..=10"));
 }
 
 #[test]
@@ -184,13 +190,16 @@ fn logs_flags_are_checked_before_the_cluster_is_asked() {
         .args(["logs", "data-sync", "--attempt", "0"])
         .assert()
         .code(2);
-    // A duration kubectl would refuse, before any connection (none is configured here).
+    // A duration kubectl would refuse, before any connection (none is configured here): a
+    // usage error like any other value (issue 38).
     plugin()
         .env("KUBECONFIG", "/nonexistent")
         .args(["logs", "data-sync", "--since", "5y"])
         .assert()
-        .failure()
-        .stderr(predicate::str::contains("--since \"5y\" is not a duration"));
+        .code(2)
+        .stderr(predicate::str::contains(
+            "invalid value '5y' for '--since <DURATION>': \"5y\" is not a duration such as 30s",
+        ));
 }
 
 /// Every flag of every command, in `--help`, under a heading that says what it is about
@@ -387,4 +396,87 @@ fn rbac_takes_the_contexts_namespace_or_asks_for_one() {
         .stderr(predicate::str::contains(
             "pass the namespace with -n NAMESPACE",
         ));
+}
+
+/// `--color` and then `NO_COLOR` govern every stream, the `-v` log included: a redirected log
+/// asked for `--color never` holds no escape, nor one on a terminal with `NO_COLOR`, and
+/// `--color always` colours it even redirected (issue 38). The run fails to connect (a port
+/// nothing listens on), after its first debug line.
+#[test]
+fn color_and_no_color_govern_the_verbose_log_on_every_stream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address")
+        .port();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n"),
+    )
+    .expect("kubeconfig");
+    let kubeconfig = kubeconfig.to_str().expect("utf-8").to_owned();
+    let redirected = |color: &str| {
+        let out = plugin()
+            .env_remove("NO_COLOR")
+            .env_remove("RUST_LOG")
+            .args([
+                "--kubeconfig",
+                &kubeconfig,
+                "-n",
+                "uyuni",
+                "-vv",
+                "--color",
+                color,
+                "status",
+            ])
+            .output()
+            .expect("runs");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let never = redirected("never");
+    assert!(never.contains("DEBUG"), "{never}");
+    assert!(!never.contains('\u{1b}'), "{never}");
+    let always = redirected("always");
+    let log_line = always
+        .lines()
+        .find(|l| l.contains("DEBUG"))
+        .unwrap_or_else(|| panic!("no debug line:\n{always}"));
+    assert!(log_line.contains("\u{1b}["), "{log_line}");
+    assert!(always.contains("\u{1b}[31merror:"), "{always}");
+    // On a terminal: coloured by default, plain with NO_COLOR or --color never.
+    let on_terminal = |no_color: bool, extra: &[&str]| {
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pty_answer.py");
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg(script)
+            .args(["(no question)", "--"])
+            .arg(env!("CARGO_BIN_EXE_kubectl-uyuni"))
+            .args(["--kubeconfig", &kubeconfig, "-n", "uyuni", "-vv"])
+            .args(extra)
+            .arg("status")
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null());
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        } else {
+            cmd.env_remove("NO_COLOR");
+        }
+        let out = cmd.output().expect("python3 runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = on_terminal(false, &[]);
+    assert!(
+        coloured.contains("DEBUG") && coloured.contains("\u{1b}["),
+        "{coloured}"
+    );
+    for (no_color, extra) in [(true, &[][..]), (false, &["--color", "never"][..])] {
+        let plain = on_terminal(no_color, extra);
+        assert!(plain.contains("DEBUG"), "{plain}");
+        assert!(
+            !plain.contains('\u{1b}'),
+            "NO_COLOR {no_color}, {extra:?}: {plain}"
+        );
+    }
 }

@@ -497,3 +497,98 @@ fn install_and_stop_number_their_steps_as_their_dry_runs_do() {
         );
     }
 }
+
+/// Sizes have bounds per volume, named in the refusal, and a refused value is a usage error
+/// (exit 2) with nothing written: the database at least 1Gi, every other volume at least 1Mi,
+/// none above what Kubernetes can request (issue 38).
+#[test]
+fn volume_sizes_out_of_bounds_are_usage_errors_naming_the_volume() {
+    let env = env();
+    for (flags, expected) in [
+        (
+            &["--volumes-database-size", "5"][..],
+            "the database volume's size \"5\" is too small for PostgreSQL with the Uyuni schemas: give at least 1Gi",
+        ),
+        (
+            &["--volumes-packages-size", "5"][..],
+            "--volumes-packages-size: \"5\" (5 bytes) is too small for volume var-spacewalk (/var/spacewalk): give at least 1Mi",
+        ),
+        (
+            &["--volume-size", "srv-www=999999999Ei"][..],
+            "--volume-size: \"999999999Ei\" is larger than any volume Kubernetes can request",
+        ),
+    ] {
+        env.sim.clear_request_log();
+        let mut all = vec!["--dry-run"];
+        all.extend_from_slice(flags);
+        let out = migrate(&env, &all);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("error: {expected}")),
+            "{flags:?}: {}",
+            stderr(&out)
+        );
+        let writes: Vec<_> = env
+            .sim
+            .request_log()
+            .into_iter()
+            .filter(|r| r.is_successful_write())
+            .collect();
+        assert!(writes.is_empty(), "{flags:?} wrote: {writes:?}");
+    }
+}
+
+/// A known_hosts file that is empty, or lacks the source, is refused before anything is
+/// written, as a usage error (exit 2), with the next step naming the file given: the scan to
+/// append to it and the fingerprint check (issue 38).
+#[test]
+fn a_known_hosts_file_without_the_source_says_how_to_add_it() {
+    let env = env();
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, content) in [
+        ("empty known_hosts", ""),
+        (
+            "other_hosts",
+            "other.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5\n",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).expect("write");
+        let quoted = if name.contains(' ') {
+            format!("'{}'", path.display())
+        } else {
+            path.display().to_string()
+        };
+        let mut flags = ssh_flags();
+        let at = flags
+            .iter()
+            .position(|f| f == "--ssh-knownhosts")
+            .expect("--ssh-knownhosts");
+        flags[at + 1] = path.display().to_string();
+        // --ssh-config goes with the known_hosts file it was written for.
+        let config = flags
+            .iter()
+            .position(|f| f == "--ssh-config")
+            .expect("--ssh-config");
+        flags.drain(config..config + 2);
+        env.sim.clear_request_log();
+        let mut all = vec!["migrate", SOURCE, "--dry-run"];
+        all.extend(flags.iter().map(String::as_str));
+        let out = env.uyuni(&all);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        let text = stderr(&out);
+        assert!(
+            text.starts_with(&format!("error: SSH file {} ", path.display()))
+                && text.contains(&format!("`ssh-keyscan {SOURCE} >> {quoted}`"))
+                && text.contains(&format!("`ssh-keygen -lf {quoted}`")),
+            "{name}: {text}"
+        );
+        let writes: Vec<_> = env
+            .sim
+            .request_log()
+            .into_iter()
+            .filter(|r| r.is_successful_write())
+            .collect();
+        assert!(writes.is_empty(), "{name}: wrote {writes:?}");
+    }
+}

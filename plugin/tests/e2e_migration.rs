@@ -364,7 +364,11 @@ fn rerun_with_changed_flags(env: &Env) {
     assert!(
         stderr.contains("refused: this run would change the images of the server")
             && stderr.contains("Deployment uyuni runs registry.opensuse.org/uyuni/server:latest, this run asks for registry.opensuse.org/uyuni/server:2025.10")
-            && stderr.contains("Run `kubectl uyuni upgrade` with the same image flags")
+            // The upgrade it advises carries the run's connection flags (issue 38).
+            && stderr.contains(&format!(
+                "Run `kubectl uyuni --kubeconfig {} --context uyuni-sim -n uyuni upgrade` with the same image flags",
+                env.kubeconfig().display()
+            ))
             && stderr.contains("migrate uyuni.example.com --compress`"),
         "{stderr}"
     );

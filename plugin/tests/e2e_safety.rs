@@ -889,3 +889,73 @@ fn an_interrupted_final_copy_says_the_source_is_stopped() {
         "{stderr}"
     );
 }
+
+/// Ctrl-C after the final copy, while the outage goes on (the database fix-up here): the
+/// message says that the source's services are stopped and the two ways on, and so does the
+/// next run's, interrupted again, whose copy was an earlier run's (issue 38).
+#[test]
+fn an_interruption_after_the_final_copy_says_the_source_is_still_stopped() {
+    let mut scenario = quick_migration();
+    if let Some(job) = scenario.jobs.get_mut("db-fixup") {
+        job.duration_ms = 12_000;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let created = env.sim.job_created_channel("db-fixup");
+    let run = || {
+        env.kubectl()
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(env.kubeconfig())
+            .args(["-n", NS, "migrate", SOURCE, "--yes"])
+            .args(ssh_flags())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    let following = |job: &str, after: u64| {
+        env.sim.request_log().iter().any(|r| {
+            r.seq > after
+                && r.resource.as_deref() == Some("pods/log")
+                && r.name.as_deref().is_some_and(|n| n.starts_with(job))
+        })
+    };
+    let interrupt = |child: std::process::Child, job: &str, after: u64| {
+        let start = std::time::Instant::now();
+        while !following(job, after) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the run never followed {job}'s log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let out = child.wait_with_output().expect("wait");
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(130), "{stderr}");
+        assert!(
+            stderr.contains(&format!("Job {job} was already started and keeps running"))
+                && stderr.contains(&format!(
+                    "The services of {SOURCE} are stopped: the final copy stopped them, and they stay stopped until the migrated server is ready"
+                ))
+                && stderr.contains("spacewalk-service start"),
+            "{stderr}"
+        );
+    };
+    let child = run();
+    let fixup = created
+        .recv_timeout(Duration::from_secs(90))
+        .expect("a db-fixup Job is created");
+    interrupt(child, &fixup.name, 0);
+    // Again, while the fix-up still runs: this run waits for it.
+    let last = env.sim.request_log().last().map_or(0, |r| r.seq);
+    interrupt(run(), &fixup.name, last);
+}

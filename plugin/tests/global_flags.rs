@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use uyuni_testdata::{SimCluster, SimConfig};
@@ -518,10 +519,14 @@ fn a_token_reaches_the_server_but_no_output_and_no_object() {
     let out = env.kubectl_uyuni(&all, None);
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The whole story, not the first request refused (a discovery of cert-manager's API).
     assert!(
-        stderr.contains("Unauthorized (401); the token given with --token was refused"),
+        stderr.starts_with(
+            "error: the API server of context bare refused this run's credentials: Unauthorized (401); the token given with --token was refused"
+        ),
         "{stderr}"
     );
+    assert!(!stderr.contains("cert-manager"), "{stderr}");
     assert_no_debug("rejected token", &stderr);
     assert!(
         !stdout.contains(wrong) && !stderr.contains(wrong),
@@ -645,6 +650,107 @@ fn an_unreachable_api_server_fails_fast_naming_its_address_and_context() {
         assert!(!stderr.contains("apiresources"), "{stderr}");
         assert_no_debug("unreachable", &stderr);
     }
+}
+
+/// A kubeconfig like context `a`'s whose server is `https://127.0.0.1:PORT`.
+fn pointing_at(env: &Env, port: u16, name: &str) -> String {
+    let mut kc = renamed(&env.a, "a");
+    kc["clusters"][0]["cluster"]["server"] = json!(format!("https://127.0.0.1:{port}"));
+    let path = env.file(name);
+    write_yaml(&path, &kc);
+    path.to_str().expect("utf-8").to_owned()
+}
+
+/// `status` against `port`, with `extra` flags: its exit code, stderr and how long it took.
+fn status_timed(env: &Env, kubeconfig: &str, extra: &[&str]) -> (Option<i32>, String, Duration) {
+    let mut all = vec!["--kubeconfig", kubeconfig, "-n", NS];
+    all.extend_from_slice(extra);
+    all.push("status");
+    let started = Instant::now();
+    let out = env.kubectl_uyuni(&all, None);
+    let took = started.elapsed();
+    (out.status.code(), texts(&out).1, took)
+}
+
+/// A server that accepts connections and never answers the TLS handshake (a hung API server,
+/// a proxy that holds the connection): the run gives up at the connect timeout, 10 s by
+/// default or `--request-timeout`, naming the address, the context and the limit, instead of
+/// kube's 30 s (issue 38).
+#[test]
+fn a_server_that_never_answers_the_handshake_fails_at_the_connect_timeout() {
+    let env = Env::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    // Accepts and holds every connection, sending nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            held.push(conn);
+        }
+    });
+    let path = pointing_at(&env, port, "silent.yaml");
+    let expected = |limit: &str| {
+        format!(
+            "error: cannot reach the API server https://127.0.0.1:{port} of context a: no connection within {limit}, the limit --request-timeout sets (1 attempt); check the address"
+        )
+    };
+    let (code, stderr, took) = status_timed(&env, &path, &["--request-timeout", "1s"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.starts_with(&expected("1s")), "{stderr}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_no_debug("handshake timeout", &stderr);
+    let (code, stderr, took) = status_timed(&env, &path, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.starts_with(&expected("10s")), "{stderr}");
+    assert!(
+        took >= Duration::from_secs(10) && took < Duration::from_secs(20),
+        "took {took:?}, not the 10 s connect timeout"
+    );
+}
+
+/// An address that drops connection attempts (a firewall's blackhole): simulated on loopback
+/// by a listener whose backlog is full, for which Linux drops further SYNs
+/// (`tcp_abort_on_overflow` 0, its default) so that the TCP connect itself hangs. The run gives
+/// up at `--request-timeout` naming the address (issue 38). A real blackholed address and a
+/// route that never answers are not testable here; they take the same timeout, which bounds
+/// kube's whole connector.
+#[test]
+fn an_address_that_drops_connections_fails_at_the_request_timeout() {
+    let env = Env::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("runtime");
+    let _entered = runtime.enter();
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
+    let listener = socket.listen(0).expect("listen");
+    let address = listener.local_addr().expect("address");
+    // Fill the backlog (nothing accepts) until a connection attempt hangs.
+    let mut filled = Vec::new();
+    let hangs = (0..16).any(|_| {
+        match std::net::TcpStream::connect_timeout(&address, Duration::from_millis(300)) {
+            Ok(stream) => {
+                filled.push(stream);
+                false
+            }
+            Err(e) => e.kind() == std::io::ErrorKind::TimedOut,
+        }
+    });
+    assert!(hangs, "the full backlog did not make connecting hang");
+    let path = pointing_at(&env, address.port(), "dropping.yaml");
+    let (code, stderr, took) = status_timed(&env, &path, &["--request-timeout", "2s"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: cannot reach the API server https://{address} of context a: no connection within 2s, the limit --request-timeout sets"
+        )),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    drop(listener);
 }
 
 #[test]

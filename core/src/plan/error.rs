@@ -61,10 +61,7 @@ pub enum PlanError {
     #[error("nothing to roll back in namespace {namespace}: {why}. Nothing was written")]
     NothingToRollBack { namespace: String, why: String },
     /// An earlier upgrade has not reached its images, and this run asks for others.
-    #[error(
-        "an upgrade to {to} in namespace {namespace} has not finished (ConfigMap {cm}): run `kubectl uyuni upgrade` with the same image flags to finish it first. Nothing was written",
-        cm = names::UPGRADE_CONFIG_MAP
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     UpgradeUnfinished { namespace: String, to: String },
     /// `upgrade` of a server that `stop` stopped. `start`: the command that starts it.
     #[error(
@@ -132,9 +129,7 @@ pub enum PlanError {
     /// A run that would change the images of a server that ran on its data: that is an
     /// upgrade. `changes`: each Deployment with its image now and the one asked for; `same`:
     /// the run without its image flags.
-    #[error(
-        "refused: this run would change the images of the server in namespace {namespace}, which runs on its data ({running}): {changes}. Changing them is an upgrade: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. Run `kubectl uyuni upgrade` with the same image flags to do it: it inspects the images, keeps a copy of the database and can roll back. To go on with the images it runs, run `{same}` (without the image flags). Nothing was written"
-    )]
+    #[error("{}", self.render(&Kubectl::BARE))]
     ImageChangeOnRunningServer {
         namespace: String,
         running: String,
@@ -309,8 +304,23 @@ impl PlanError {
                 namespace,
                 source,
             } => format!(
-                "Job {job} wrote unusable data into Secret {data}: {source}; read `{}`",
+                "Job {job} wrote unusable data into Secret {data}: {}; read `{}`",
+                source.render(Some(namespace), kubectl),
                 kubectl.cmd(Some(namespace), &format!("logs job/{job}"))
+            ),
+            PlanError::UpgradeUnfinished { namespace, to } => format!(
+                "an upgrade to {to} in namespace {namespace} has not finished (ConfigMap {}): run `{}` with the same image flags to finish it first. Nothing was written",
+                names::UPGRADE_CONFIG_MAP,
+                kubectl.uyuni(Some(namespace), "upgrade"),
+            ),
+            PlanError::ImageChangeOnRunningServer {
+                namespace,
+                running,
+                changes,
+                same,
+            } => format!(
+                "refused: this run would change the images of the server in namespace {namespace}, which runs on its data ({running}): {changes}. Changing them is an upgrade: a new image may need a PostgreSQL major upgrade of the data and updates the database schema at its start, with no way back from here. Run `{}` with the same image flags to do it: it inspects the images, keeps a copy of the database and can roll back. To go on with the images it runs, run `{same}` (without the image flags). Nothing was written",
+                kubectl.uyuni(Some(namespace), "upgrade"),
             ),
             PlanError::CertManagerMissing => format!(
                 "cert-manager is not installed in this cluster (its CRDs issuers.cert-manager.io and certificates.cert-manager.io are not served), and the migration reuses the source's CA through it. Install it first, for example `{}` (or with its Helm chart), wait until its pods are ready, then run again; or give third-party certificates with --ssl-server-cert, --ssl-server-key and --ssl-ca-root, which need no cert-manager. Nothing was written",

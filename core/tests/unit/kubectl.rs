@@ -141,3 +141,67 @@ fn hints_carry_the_connection_flags_and_never_the_token() {
         "kubectl --insecure-skip-tls-verify cluster-info"
     );
 }
+
+/// Every command a plan error advises carries all of the run's identity flags: the upgrade an
+/// unfinished upgrade or an image change asks for, and the look-up of the data-sync Jobs after
+/// the extracted data's home was lost (issue 38).
+#[test]
+fn plan_errors_advise_upgrade_and_job_commands_with_the_runs_identity() {
+    use uyuni_core::PlanError;
+    use uyuni_core::observed::ExtractError;
+    let k = Kubectl {
+        kubeconfig: Some("/k".into()),
+        context: Some("c".into()),
+        cluster: Some("prod".into()),
+        user: Some("ops".into()),
+        as_user: Some("alice".into()),
+        as_groups: vec!["ops".into()],
+        ..Default::default()
+    };
+    let identity = "--kubeconfig /k --context c --cluster prod --kube-user ops --as alice --as-group ops -n uyuni";
+    let unfinished = PlanError::UpgradeUnfinished {
+        namespace: "uyuni".into(),
+        to: "2026.10".into(),
+    };
+    assert!(
+        unfinished.render(&k).contains(&format!(
+            "run `kubectl uyuni {identity} upgrade` with the same image flags"
+        )),
+        "{}",
+        unfinished.render(&k)
+    );
+    assert!(
+        unfinished
+            .to_string()
+            .contains("run `kubectl uyuni -n uyuni upgrade` with the same image flags")
+    );
+    let image = PlanError::ImageChangeOnRunningServer {
+        namespace: "uyuni".into(),
+        running: "Deployment uyuni".into(),
+        changes: "Deployment uyuni runs a, this run asks for b".into(),
+        same: k.migrate(Some("uyuni"), "src", false),
+    };
+    assert!(
+        image.render(&k).contains(&format!(
+            "Run `kubectl uyuni {identity} upgrade` with the same image flags"
+        )),
+        "{}",
+        image.render(&k)
+    );
+    let lost = PlanError::ExtractedData {
+        job: "uyuni-data-sync-1".into(),
+        namespace: "uyuni".into(),
+        source: ExtractError::HomeLacks {
+            key: "ca_key",
+            home: "uyuni-ca",
+        },
+    };
+    let kubectl_identity = identity.replace("--kube-user", "--user");
+    assert!(
+        lost.render(&k).contains(&format!(
+            "(`kubectl {kubectl_identity} get jobs -l kubectl-uyuni.io/step=data-sync`)"
+        )),
+        "{}",
+        lost.render(&k)
+    );
+}

@@ -382,4 +382,29 @@ fn volume_sizes_are_bounded() {
         .expect_err("larger than int64 bytes");
     assert!(matches!(huge, ParamsError::SizeTooLarge { .. }), "{huge:?}");
     assert!(with(|a| a.spec.volume_sizes = vec!["var-pgsql=2Gi".into()]).is_ok());
+    // Every other volume: at least 1Mi, the message naming the flag, the volume and its path.
+    let packages =
+        with(|a| a.spec.named_sizes = vec![("volumes-packages-size".into(), "5".into())])
+            .expect_err("a 5-byte packages volume");
+    assert!(
+        matches!(
+            packages,
+            ParamsError::VolumeTooSmall { volume, .. } if volume.name == "var-spacewalk"
+        ),
+        "{packages:?}"
+    );
+    assert!(
+        packages.to_string().starts_with(
+            "--volumes-packages-size: \"5\" (5 bytes) is too small for volume var-spacewalk (/var/spacewalk): give at least 1Mi (its default is 100Gi)"
+        ),
+        "{packages}"
+    );
+    let root = with(|a| a.spec.volume_sizes = vec!["root=1k".into()]).expect_err("1000 bytes");
+    assert!(
+        root.to_string()
+            .starts_with("--volume-size: \"1k\" (1000 bytes) is too small for volume root (/root)"),
+        "{root}"
+    );
+    assert!(with(|a| a.spec.volume_sizes = vec!["root=1Mi".into()]).is_ok());
+    assert!(with(|a| a.spec.volume_sizes = vec!["srv-www=500Mi".into()]).is_ok());
 }

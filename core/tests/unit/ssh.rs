@@ -203,4 +203,12 @@ fn known_hosts_must_name_the_source() {
             && text.contains("ssh-keygen -lf"),
         "{text}"
     );
+    // About a file given: its path, quoted for the shell, so that the commands paste.
+    let text = SshProblem::KnownHostsEmpty("uyuni.example.com".into()).for_file("/my dir/kh");
+    assert!(
+        text.contains("`ssh-keyscan uyuni.example.com >> '/my dir/kh'`")
+            && text.contains("`ssh-keygen -lf '/my dir/kh'`")
+            && !text.contains("KNOWN_HOSTS"),
+        "{text}"
+    );
 }

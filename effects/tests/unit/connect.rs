@@ -114,6 +114,7 @@ async fn flags_reach_the_config() {
         ..Default::default()
     };
     tune(&mut config, &opts);
+    assert_eq!(config.connect_timeout, Some(Duration::from_secs(7)));
     assert!(config.accept_invalid_certs);
     assert!(!config.default_retry);
     assert_eq!(config.read_timeout, Some(Duration::from_secs(7)));
@@ -122,6 +123,24 @@ async fn flags_reach_the_config() {
         config.auth_info.impersonate_groups,
         Some(vec!["devs".to_owned()])
     );
+}
+
+/// Without --request-timeout (or with 0, no limit per request) connecting still gives up after
+/// 10 s, not kube's 30 s: an unreachable server is named quickly (issue 38).
+#[test]
+fn connecting_is_bounded_without_a_request_timeout() {
+    for request_timeout in [None, Some(Duration::ZERO)] {
+        let mut config = Config::new("https://127.0.0.1:1".parse().unwrap());
+        tune(
+            &mut config,
+            &ClientOptions {
+                request_timeout,
+                ..Default::default()
+            },
+        );
+        assert_eq!(config.connect_timeout, Some(Duration::from_secs(10)));
+        assert_eq!(config.read_timeout, None, "no limit on a watch's reads");
+    }
 }
 
 #[tokio::test]
