@@ -183,6 +183,38 @@ fn replicas() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(0..=10)
 }
 
+/// `--since`: Go's duration syntax as kubectl takes it, in hours, minutes and seconds
+/// (`30s`, `10m`, `1h30m`); whole seconds.
+pub fn parse_since(text: &str) -> anyhow::Result<i64> {
+    let bad = || anyhow::anyhow!("{text:?} is not a duration such as 30s, 10m or 1h30m");
+    let mut total: i64 = 0;
+    let mut number = String::new();
+    let mut any = false;
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: i64 = number.parse().map_err(|_| bad())?;
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(bad()),
+        };
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+        number.clear();
+        any = true;
+    }
+    if !number.is_empty() || !any || total == 0 {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
 /// kubectl's `--request-timeout`: a Go duration (`30s`, `1m`, `1h30m`, `500ms`) or a whole
 /// number of seconds; zero means no timeout (`None` later). A value that is neither is a usage
 /// error, refused before anything is sent.
@@ -604,7 +636,7 @@ pub struct LogsCmd {
 
     /// Only lines newer than this: 30s, 10m, 2h, 1h30m.
     // Parsed by clap, so that a bad duration is a usage error (exit 2) like any other value.
-    #[arg(long, value_name = "DURATION", value_parser = crate::logs::parse_since, help_heading = OUTPUT)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_since, help_heading = OUTPUT)]
     pub since: Option<i64>,
 
     /// Prefix each line with its time (RFC 3339).

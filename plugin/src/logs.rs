@@ -15,38 +15,6 @@ use uyuni_effects::logs::LogOptions;
 use crate::cli::{Cli, LogsCmd};
 use crate::output::print_data;
 
-/// `--since`: Go's duration syntax as kubectl takes it, in hours, minutes and seconds
-/// (`30s`, `10m`, `1h30m`); whole seconds.
-pub fn parse_since(text: &str) -> Result<i64> {
-    let bad = || anyhow!("{text:?} is not a duration such as 30s, 10m or 1h30m");
-    let mut total: i64 = 0;
-    let mut number = String::new();
-    let mut any = false;
-    for c in text.trim().chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let n: i64 = number.parse().map_err(|_| bad())?;
-        let unit = match c {
-            'h' => 3600,
-            'm' => 60,
-            's' => 1,
-            _ => return Err(bad()),
-        };
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(bad)?;
-        number.clear();
-        any = true;
-    }
-    if !number.is_empty() || !any || total == 0 {
-        return Err(bad());
-    }
-    Ok(total)
-}
-
 fn options(cmd: &LogsCmd) -> LogOptions {
     LogOptions {
         container: None,

@@ -218,8 +218,10 @@ fn a_failed_run_is_recorded_with_its_step_and_exit_reason_and_status_shows_it() 
 #[test]
 fn a_run_stopped_by_sigint_is_recorded_as_interrupted() {
     let mut scenario = quick_migration();
+    // Long enough to be seen running and interrupted (the loop below looks every 50 ms), short
+    // enough that the run again, which waits on the same Job, is not the module's long pole.
     if let Some(job) = scenario.jobs.get_mut("data-sync") {
-        job.duration_ms = 20_000;
+        job.duration_ms = 5_000;
     }
     let env = Env::new(SimConfig {
         scenario,

@@ -1,4 +1,4 @@
-use kubectl_uyuni::logs::parse_since;
+use kubectl_uyuni::cli::parse_since;
 
 #[test]
 fn since_takes_kubectls_durations() {
