@@ -68,8 +68,8 @@ LONG = [
     "plugin/e2e_migration",  # 3 shards of ~90 s
     "plugin/e2e_safety",  # 79 s
     # 6 shards (migrate, install, upgrade; SIGKILL, SIGINT): every write boundary and every
-    # Job, killed and run again; 356 cases, ~2 s of CPU each, migrate's 90 per signal the
-    # longest (~150 s in its lane).
+    # Job, killed and run again; 356 cases, ~1.4 s of CPU each, two at once in each shard (a
+    # case's runs wait half of their time), migrate's 90 per signal the longest.
     "plugin/e2e_interrupt",
     "plugin/e2e_faults",  # 3 shards (migrate, install: 21 runs each; upgrade: 11), ~100 s
     "testdata/node_agent",  # 59 s; node_agent_exec's commands run in it, on one cluster

@@ -14,10 +14,11 @@
 //! it over with `--force-unlock`, as the refusal says.
 //!
 //! `UYUNI_INTERRUPT_STRIDE=N` interrupts after every N-th write and in every N-th Job only
-//! (default 1: all).
+//! (default 1: all); `UYUNI_INTERRUPT_WORKERS=N` runs N cases at once (default 2).
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use uyuni_testdata::Faults;
@@ -33,6 +34,16 @@ fn stride() -> usize {
         .and_then(|s| s.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(1)
+}
+
+/// How many cases run at once: `UYUNI_INTERRUPT_WORKERS`, else 2 (each case's runs use about
+/// half a core: two keep a lane of the 2-core machines busy).
+fn workers() -> usize {
+    std::env::var("UYUNI_INTERRUPT_WORKERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(2)
 }
 
 fn claims(env: &Env) -> BTreeMap<String, String> {
@@ -227,15 +238,29 @@ fn every_interruption(case: &Case, signal: Signal) {
         .map(At::Write)
         .chain(steps.iter().step_by(stride()).cloned().map(At::Job))
         .collect();
-    let mut cases = 0;
-    for at in &at {
-        match (interrupted_then_resumed(case, at, signal, &expected), at) {
-            (Some(()), _) => cases += 1,
-            // The uninterrupted run created that Job: so must this one.
-            (None, At::Job(step)) => panic!("{name}: the run ended before Job {step} ran"),
-            (None, At::Write(_)) => {}
+    // The cases are independent (a cluster each) and mostly wait on their runs: a few at
+    // once keep the machine's cores busy instead of one case's waits stretching the module.
+    let next = AtomicUsize::new(0);
+    let cases = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..workers() {
+            scope.spawn(|| {
+                while let Some(at) = at.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    match (interrupted_then_resumed(case, at, signal, &expected), at) {
+                        (Some(()), _) => {
+                            cases.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // The uninterrupted run created that Job: so must this one.
+                        (None, At::Job(step)) => {
+                            panic!("{name}: the run ended before Job {step} ran")
+                        }
+                        (None, At::Write(_)) => {}
+                    }
+                }
+            });
         }
-    }
+    });
+    let cases = cases.into_inner();
     assert!(
         cases > steps.len(),
         "{name}: too few interruptions happened ({cases})"
