@@ -142,8 +142,8 @@ impl Recorded {
 pub struct Upgrade {
     pub release_from: String,
     pub release_to: String,
-    /// `complete` (every Deployment runs the images it went to), `unfinished`, or
-    /// `rolled-back`.
+    /// `complete` (every Deployment runs the images it went to), `unfinished`,
+    /// `rolling-back` (a rollback began and has not ended), or `rolled-back`.
     pub state: &'static str,
     /// The copy of the database taken before it, if any.
     pub backup_claim: Option<String>,
@@ -157,6 +157,9 @@ fn upgrade(observed: &Observed) -> Option<Upgrade> {
     Some(Upgrade {
         state: if !record.rolled_back.is_empty() {
             "rolled-back"
+        } else if !record.rolling_back.is_empty() {
+            // The rollback's first write marks the record; its last, `rolled-back`.
+            "rolling-back"
         } else if reached {
             "complete"
         } else {
@@ -204,6 +207,8 @@ pub enum Reason {
     MigrationUnfinished,
     /// An upgrade was started and its images are not all running.
     UpgradeUnfinished,
+    /// A rollback of an upgrade was started and has not ended.
+    RollbackUnfinished,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -819,6 +824,18 @@ pub fn report(
                 u.release_from,
                 u.release_to,
                 kubectl.uyuni(Some(namespace), "upgrade"),
+                kubectl.uyuni(Some(namespace), "upgrade --rollback")
+            ),
+        });
+    }
+    if let Some(u) = upgrade.as_ref().filter(|u| u.state == "rolling-back") {
+        problems.push(Problem {
+            reason: Reason::RollbackUnfinished,
+            object: format!("ConfigMap {}", names::UPGRADE_CONFIG_MAP),
+            message: format!(
+                "the rollback of the upgrade from {} to {} has not finished: run `{}` again to go on",
+                u.release_from,
+                u.release_to,
                 kubectl.uyuni(Some(namespace), "upgrade --rollback")
             ),
         });

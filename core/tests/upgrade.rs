@@ -373,6 +373,50 @@ fn a_rollback_restores_the_backup_and_the_recorded_images_only() {
     assert!(ids(&steps).contains(&"db-backup"), "{:?}", ids(&steps));
 }
 
+/// `status` during a rollback says it is under way and how to go on; after it, rolled back
+/// with no problem left of the upgrade.
+#[test]
+fn status_shows_a_rollback_under_way_until_it_has_ended() {
+    use uyuni_core::status::{Reason, report};
+    let kubectl = uyuni_core::kubectl::Kubectl::default();
+    let params = upgrade_to(TO);
+    let ns = params.namespace.clone();
+    let upgrade_state = |observed: &Observed| {
+        let status = report(&ns, observed, &[], &kubectl);
+        let state = status.upgrade.as_ref().map(|u| u.state);
+        let unfinished: Vec<String> = status
+            .problems
+            .iter()
+            .filter(|p| p.reason == Reason::RollbackUnfinished)
+            .map(|p| p.message.clone())
+            .collect();
+        (state, unfinished)
+    };
+    let (_, upgraded) = run(&params, &installed(), &same_major).expect("upgrades");
+    assert_eq!(upgrade_state(&upgraded), (Some("complete"), vec![]));
+    let back = rollback_of(&params);
+    // The rollback's steps one by one, as a run killed after each would leave the cluster.
+    let mut observed = upgraded;
+    let mut seen_under_way = false;
+    while let Some(step) = back.plan(&observed).expect("plans").next_step().cloned() {
+        observed = carried_out(&observed, &ns, &step, &same_major);
+        let (state, unfinished) = upgrade_state(&observed);
+        if back.plan(&observed).expect("plans").is_done() {
+            break;
+        }
+        assert_eq!(state, Some("rolling-back"), "after {}", step.id);
+        assert_eq!(unfinished.len(), 1, "after {}", step.id);
+        assert!(
+            unfinished[0].contains("kubectl uyuni -n uyuni upgrade --rollback"),
+            "{}",
+            unfinished[0]
+        );
+        seen_under_way = true;
+    }
+    assert!(seen_under_way, "the rollback took a single step");
+    assert_eq!(upgrade_state(&observed), (Some("rolled-back"), vec![]));
+}
+
 #[test]
 fn a_rollback_after_a_major_upgrade_returns_to_the_old_volume_and_without_a_backup_is_refused() {
     let start = installed();

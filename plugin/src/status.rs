@@ -146,6 +146,7 @@ fn reason_word(reason: Reason) -> &'static str {
         Reason::StepFailed => "failed",
         Reason::MigrationUnfinished => "migration unfinished",
         Reason::UpgradeUnfinished => "upgrade unfinished",
+        Reason::RollbackUnfinished => "rollback unfinished",
     }
 }
 
@@ -338,9 +339,10 @@ pub fn human_with(s: &Status, kubectl: &Kubectl) -> String {
         out.push_str(&recorded_line(r, &s.namespace, kubectl));
     }
     if let Some(op) = &s.last_operation {
+        // Not "Last operation": that heading is the record's line above (command, outcome).
         match &op.run {
-            Some(run) => out.push_str(&format!("\nLast operation (run {run}):\n")),
-            None => out.push_str("\nLast operation:\n"),
+            Some(run) => out.push_str(&format!("\nJobs of the last run ({run}):\n")),
+            None => out.push_str("\nJobs of the last run:\n"),
         }
         let mut rows = vec![row(&["STEP", "JOB", "ATTEMPT", "STATE", "DESCRIPTION"])];
         for step in &op.steps {
