@@ -258,6 +258,7 @@ pub(crate) struct InstallPreview<'a> {
     plan: render::PlanDocument,
     remembered: &'a [uyuni_core::record::Setting],
     execution: Vec<render::ExecutedStep>,
+    /// With `--dry-run=server`: the API server's verdict on each write.
     #[serde(skip_serializing_if = "Option::is_none")]
     server_dry_run: Option<Vec<crate::dry_run::ServerCheckJson<'a>>>,
 }

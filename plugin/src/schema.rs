@@ -57,7 +57,7 @@ pub fn documents() -> Vec<Document> {
             "uninstall.json",
             "kubectl uyuni uninstall … -o json",
         ),
-        schema::<crate::uninstall::UninstallPreview>(
+        schema::<crate::uninstall::UninstallPreview<'static>>(
             "uninstall-dry-run.json",
             "kubectl uyuni uninstall … --dry-run -o json",
         ),

@@ -78,9 +78,26 @@ async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<b
     let steps = uyuni_core::preview::steps_with_deletions(&preview);
     let access_line =
         crate::dry_run::access_input(&conn, &params, &observed, &preview.executed, reporter).await;
+    // `--dry-run=server` sends the writes (the scale to 0 before the deletions); a deletion has
+    // no server-side dry run here: the permission review above says whether it may be made.
+    let checks = crate::dry_run::server_checks(
+        &cmd.preview,
+        &conn,
+        &params.namespace,
+        &observed,
+        &steps,
+        reporter,
+    )
+    .await?;
     let document = async || UninstallPreview {
         plan: render::plan_document(&params.namespace, &steps, &observed),
         execution: render::execution(&preview.executed),
+        server_dry_run: checks.as_ref().map(|checks| {
+            checks
+                .iter()
+                .map(crate::dry_run::ServerCheckJson::from)
+                .collect()
+        }),
     };
     let human = async |options| {
         let mut lines = vec![
@@ -88,6 +105,8 @@ async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<b
                 "Dry run: nothing is deleted. Uninstall from namespace {}:",
                 params.namespace
             )),
+            Line::plain(""),
+            Line::plain(render::summary(&steps)),
             Line::plain(""),
         ];
         lines.extend(render::steps_lines(&steps));
@@ -113,20 +132,39 @@ async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<b
             )));
             lines.push(Line::plain(""));
         }
-        lines.extend(render::diffs_lines(&steps, &observed, options));
+        if let Some(checks) = &checks {
+            lines.extend(render::plain_lines(&crate::dry_run::server_text(checks)));
+            lines.push(Line::plain(
+                "  (deletions are not sent: the permission review above covers them)",
+            ));
+        }
+        if !cmd.preview.summary {
+            lines.extend(render::diffs_lines(&steps, &observed, options));
+        }
         lines
     };
-    crate::dry_run::print(cli, &cmd.preview, &steps, None, document, human).await?;
+    crate::dry_run::print(
+        cli,
+        &cmd.preview,
+        &steps,
+        checks.as_deref(),
+        document,
+        human,
+    )
+    .await?;
     Ok(!preview.executed.is_empty())
 }
 
 /// What `uninstall --dry-run -o json` prints.
 #[derive(serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct UninstallPreview {
+pub(crate) struct UninstallPreview<'a> {
     #[serde(flatten)]
     plan: render::PlanDocument,
     execution: Vec<render::ExecutedStep>,
+    /// With `--dry-run=server`: the API server's verdict on each write (deletions are not sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_dry_run: Option<Vec<crate::dry_run::ServerCheckJson<'a>>>,
 }
 
 pub async fn run(

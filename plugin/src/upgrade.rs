@@ -126,6 +126,7 @@ async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
     {
         reporter.warn(&e.to_string());
     }
+    crate::dry_run::warn_secrets_shown(&cmd.preview, reporter);
     let checks = crate::dry_run::server_checks(
         &cmd.preview,
         &conn,
@@ -139,6 +140,12 @@ async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
         plan: render::plan_document(&params.namespace, &preview.steps, observed),
         remembered: &remembered,
         execution: render::execution(&preview.executed),
+        server_dry_run: checks.as_ref().map(|checks| {
+            checks
+                .iter()
+                .map(crate::dry_run::ServerCheckJson::from)
+                .collect()
+        }),
     };
     let human = async |options| {
         let mut lines = vec![
@@ -202,6 +209,9 @@ pub(crate) struct UpgradePreview<'a> {
     plan: render::PlanDocument,
     remembered: &'a [uyuni_core::record::Setting],
     execution: Vec<render::ExecutedStep>,
+    /// With `--dry-run=server`: the API server's verdict on each write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_dry_run: Option<Vec<crate::dry_run::ServerCheckJson<'a>>>,
 }
 
 pub async fn run(

@@ -592,3 +592,89 @@ fn a_known_hosts_file_without_the_source_says_how_to_add_it() {
         assert!(writes.is_empty(), "{name}: wrote {writes:?}");
     }
 }
+
+/// upgrade's and uninstall's previews keep the conventions of install's: `--show-secrets`
+/// warns, `--dry-run=server` sends the writes and `-o json` carries the verdicts as
+/// `serverDryRun`, and `--summary` leaves the diffs out (uninstall's summary line first).
+#[test]
+fn upgrade_and_uninstall_previews_warn_check_on_the_server_and_summarize_as_install_does() {
+    let mut scenario = uyuni_testdata::scenarios::migration();
+    for job in scenario.jobs.values_mut() {
+        job.duration_ms = 0;
+    }
+    let env = Env::new(SimConfig {
+        scenario,
+        ..SimConfig::default()
+    });
+    let uyuni = |args: &[&str]| {
+        env.kubectl()
+            .env("UYUNI_ADMIN_PASSWORD", "install-admin-Pa55")
+            .arg("uyuni")
+            .arg("--kubeconfig")
+            .arg(env.kubeconfig())
+            .args(["-n", NS])
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    };
+    let install = uyuni(&["install", "server.example.com", "--tag", "2025.10"]);
+    assert!(install.status.success(), "{}", stderr(&install));
+
+    let shown = uyuni(&["upgrade", "--tag", "2026.04", "--dry-run", "--show-secrets"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stderr(&shown).contains("--show-secrets: Secret values are printed below"),
+        "{}",
+        stderr(&shown)
+    );
+    for command in [
+        &["upgrade", "--tag", "2026.04"][..],
+        &["uninstall", "--yes"][..],
+    ] {
+        let dry = uyuni(&[command, &["--dry-run=server", "-o", "json"]].concat());
+        assert!(dry.status.success(), "{command:?}: {}", stderr(&dry));
+        let document: serde_json::Value =
+            serde_json::from_str(&stdout(&dry)).expect("a JSON document");
+        let checks = document["serverDryRun"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("{command:?}: no serverDryRun: {document:#}"));
+        // A plain uninstall only deletes: no write to send.
+        assert_eq!(
+            checks.is_empty(),
+            command[0] == "uninstall",
+            "{command:?}: {checks:#?}"
+        );
+        assert!(
+            checks.iter().all(|c| c["result"] == "accepted"),
+            "{command:?}: {checks:#?}"
+        );
+    }
+    let human = uyuni(&["uninstall", "--dry-run=server"]);
+    assert!(
+        stdout(&human).contains("Server-side dry run (dryRun=All):")
+            && stdout(&human).contains("deletions are not sent"),
+        "{}",
+        stdout(&human)
+    );
+    let full = uyuni(&["uninstall", "--dry-run"]);
+    let summary = uyuni(&["uninstall", "--dry-run", "--summary"]);
+    assert!(summary.status.success(), "{}", stderr(&summary));
+    assert!(stdout(&full).contains("--- live/"), "{}", stdout(&full));
+    assert!(
+        !stdout(&summary).contains("--- live/"),
+        "{}",
+        stdout(&summary)
+    );
+    let first_lines: Vec<String> = stdout(&summary)
+        .lines()
+        .take(4)
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        first_lines
+            .iter()
+            .any(|l| l.starts_with("Plan: ") && l.contains(" to delete")),
+        "{first_lines:#?}"
+    );
+}
