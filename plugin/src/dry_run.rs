@@ -135,6 +135,11 @@ impl<'a> From<&'a ServerCheck> for ServerCheckJson<'a> {
     }
 }
 
+/// The `serverDryRun` field of a preview's JSON: the verdicts, when `--dry-run=server` ran.
+pub(crate) fn checks_json(checks: Option<&[ServerCheck]>) -> Option<Vec<ServerCheckJson<'_>>> {
+    checks.map(|checks| checks.iter().map(ServerCheckJson::from).collect())
+}
+
 /// The start of a writing command's dry run: what `params` reads of the cluster (a refused read
 /// explained as the real run explains it), the run's id as the real run chooses it (unused by
 /// earlier runs' Jobs: the names its Jobs get), and the preview of the whole operation. Where a
@@ -342,9 +347,7 @@ pub async fn run(
         safety: &safety,
         remembered,
         execution: render::execution(&preview.executed),
-        server_dry_run: checks
-            .as_ref()
-            .map(|checks| checks.iter().map(ServerCheckJson::from).collect()),
+        server_dry_run: checks_json(checks.as_deref()),
     };
     let human = async |options| {
         let plane = plane().await;

@@ -92,12 +92,7 @@ async fn dry_run(cmd: &UninstallCmd, cli: &Cli, reporter: &Reporter) -> Result<b
     let document = async || UninstallPreview {
         plan: render::plan_document(&params.namespace, &steps, &observed),
         execution: render::execution(&preview.executed),
-        server_dry_run: checks.as_ref().map(|checks| {
-            checks
-                .iter()
-                .map(crate::dry_run::ServerCheckJson::from)
-                .collect()
-        }),
+        server_dry_run: crate::dry_run::checks_json(checks.as_deref()),
     };
     let human = async |options| {
         let mut lines = vec![

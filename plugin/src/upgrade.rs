@@ -140,12 +140,7 @@ async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
         plan: render::plan_document(&params.namespace, &preview.steps, observed),
         remembered: &remembered,
         execution: render::execution(&preview.executed),
-        server_dry_run: checks.as_ref().map(|checks| {
-            checks
-                .iter()
-                .map(crate::dry_run::ServerCheckJson::from)
-                .collect()
-        }),
+        server_dry_run: crate::dry_run::checks_json(checks.as_deref()),
     };
     let human = async |options| {
         let mut lines = vec![
