@@ -213,6 +213,17 @@ pub fn holder(lease: &Lease) -> Option<Holder> {
     })
 }
 
+/// Whether the run `run_id` still holds `lease` at `now` (server clock): the lease is held and
+/// its holder's identity (`user@host/pid/run id`, [`Taker::new`]) ends with that run id. A
+/// record whose run no longer holds it was left by a run that is gone (killed, or cut off
+/// longer than the lease lasts).
+pub fn held_by_run(lease: Option<&Lease>, run_id: &str, now: Timestamp) -> bool {
+    lease.is_some_and(|lease| {
+        held_at(lease, now)
+            && holder_identity(lease).is_some_and(|id| id.ends_with(&format!("/{run_id}")))
+    })
+}
+
 /// Whether `lease` still counts as held at `now` (server clock) by someone.
 pub fn held_at(lease: &Lease, now: Timestamp) -> bool {
     holder_identity(lease).is_some() && expires(lease).is_some_and(|end| now < end)

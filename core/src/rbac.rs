@@ -226,6 +226,15 @@ pub fn needs(command: Command, namespace: &str) -> Vec<Access> {
         // shared reads would grant as a LIST of every Secret of the namespace.
         out.retain(|a| a.resource != "secrets");
     }
+    if command == Command::Status {
+        // Whether a record's run that has not ended still runs: it holds the Lease.
+        out.push(Access::new(
+            "get",
+            "coordination.k8s.io",
+            "leases",
+            Some(namespace),
+        ));
+    }
     for &kind in &table.applies {
         let ns = scope(kind, namespace);
         out.extend(access::apply_needs(kind, ns.as_deref(), true));

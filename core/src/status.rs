@@ -117,6 +117,11 @@ pub struct Recorded {
     pub failed_step: Option<String>,
     pub exit_reason: Option<String>,
     pub error: Option<String>,
+    /// The run's id (its Jobs' `kubectl-uyuni.io/run`).
+    pub run: String,
+    /// For a record not ended: whether its run still holds the namespace's Lease, that is
+    /// still runs (`false`: it is gone, killed or cut off); `None` when not read.
+    pub holds_lease: Option<bool>,
 }
 
 impl Recorded {
@@ -132,6 +137,8 @@ impl Recorded {
             failed_step: failed.map(|s| s.id.clone()),
             exit_reason: failed.and_then(|s| s.exit_reason.clone()),
             error: op.error.clone(),
+            run: op.run.clone(),
+            holds_lease: None,
         }
     }
 }

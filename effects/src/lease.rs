@@ -199,6 +199,22 @@ pub async fn acquire(
     }
 }
 
+/// The namespace's lease as it is (`None`: there is none) and the API server's time, for
+/// `status`: whether a run that has not ended still holds it.
+pub async fn current(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<(Option<Lease>, Timestamp), LeaseError> {
+    let (found, clock) = crate::retry::quietly(|| read(client, namespace))
+        .await
+        .map_err(|source| LeaseError {
+            verb: "get",
+            namespace: namespace.to_owned(),
+            source,
+        })?;
+    Ok((found, clock.now()))
+}
+
 /// Why a held lease was lost; set by the renewal task.
 #[derive(Debug, Default)]
 struct State {

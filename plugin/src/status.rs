@@ -76,7 +76,16 @@ async fn recorded(
 ) -> Option<uyuni_core::status::Recorded> {
     let listed = uyuni_effects::operation::list(&conn.client, ns).await;
     let records = uyuni_core::operation::newest_first(&listed.ok()?);
-    records.first().map(uyuni_core::status::Recorded::of)
+    let mut recorded = records.first().map(uyuni_core::status::Recorded::of)?;
+    if recorded.outcome == uyuni_core::operation::Outcome::Running {
+        // A run that has not ended holds the namespace's Lease while it runs; one killed (or
+        // cut off longer than the lease lasts) does not. Unreadable: left unsaid.
+        recorded.holds_lease = uyuni_effects::lease::current(&conn.client, ns)
+            .await
+            .ok()
+            .map(|(lease, now)| uyuni_core::lock::held_by_run(lease.as_ref(), &recorded.run, now));
+    }
+    Some(recorded)
 }
 
 /// Between two reports of `-w`: a YAML document separator, nothing between JSON documents
@@ -372,7 +381,13 @@ fn recorded_line(r: &uyuni_core::status::Recorded, ns: &str, kubectl: &Kubectl) 
     let outcome = match r.outcome {
         Outcome::Succeeded => "succeeded",
         Outcome::Failed => "failed",
-        Outcome::Running => "not ended (still running, or killed)",
+        Outcome::Running => match r.holds_lease {
+            Some(true) => "running (it holds the namespace's lease)",
+            Some(false) => {
+                "not ended, and its run is gone (killed, or cut off): run the same command again to go on"
+            }
+            None => "not ended (still running, or killed)",
+        },
         Outcome::Interrupted => "interrupted",
     };
     let mut out = format!(

@@ -228,6 +228,19 @@ fn e2e_lease_a_holder_killed_with_sigkill_is_taken_over_once_its_lease_ran_out()
     let _ = killed.wait();
     let left = lease(&env).expect("a killed run leaves its lease behind");
     assert_eq!(left["spec"]["leaseDurationSeconds"], 2);
+    // `status` reads the lease for the record the killed run left: still held by that run
+    // (it cannot tell a run killed just now from one that runs), then, once it has run out,
+    // gone.
+    let last_operation = || {
+        let out = env.uyuni(&["status"]);
+        text(&out)
+            .0
+            .lines()
+            .find(|l| l.starts_with("Last operation: migrate"))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no record line:\n{}", text(&out).0))
+    };
+    let while_held = last_operation();
 
     // Until it has run out by the server's clock (renewTime + duration, plus a second for the
     // precision of the clock as read, plus one for this test's reading), then a plain run.
@@ -240,6 +253,19 @@ fn e2e_lease_a_holder_killed_with_sigkill_is_taken_over_once_its_lease_ran_out()
     wait_for("the lease to run out", || {
         k8s_openapi::jiff::Timestamp::now() > end
     });
+    // Read before the lease had run out, or a second later than the renewal read above.
+    assert!(
+        while_held.contains("running (it holds the namespace's lease)")
+            || while_held.contains("its run is gone"),
+        "{while_held}"
+    );
+    let gone = last_operation();
+    assert!(
+        gone.contains(
+            "not ended, and its run is gone (killed, or cut off): run the same command again"
+        ),
+        "{gone}"
+    );
     let out = env.migrate(&ssh_flags());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");

@@ -188,3 +188,18 @@ fn holding_the_lease_needs_its_four_verbs() {
         && a.resource == "leases"
         && a.namespace.as_deref() == Some("uyuni")));
 }
+
+/// `status` tells a record's run that still runs from one that is gone by the lease: held, and
+/// by that run (its identity ends with the run id), until it runs out.
+#[test]
+fn a_run_holds_the_lease_while_it_is_live_and_only_its_own() {
+    let me = taker(7);
+    let lease = stored(&me, at(0));
+    assert!(lock::held_by_run(Some(&lease), "20270115080000", at(10)));
+    // Another run's id, a run id that only ends the same, or no lease: not held by it.
+    assert!(!lock::held_by_run(Some(&lease), "20270115090000", at(10)));
+    assert!(!lock::held_by_run(Some(&lease), "15080000", at(10)));
+    assert!(!lock::held_by_run(None, "20270115080000", at(10)));
+    // Run out (60 s, not renewed): the run is gone.
+    assert!(!lock::held_by_run(Some(&lease), "20270115080000", at(61)));
+}
