@@ -159,9 +159,7 @@ pub async fn acquire(
         // Each request rides out transient failures (429, 5xx, a dropped connection) as every
         // other request does. A create or replace whose answer was lost but which took effect
         // comes back as a 409 on its retry: read again, and the lease is found to be ours.
-        let (found, clock) = crate::retry::quietly(|| read(client, namespace))
-            .await
-            .map_err(|e| error("get", e))?;
+        let (found, clock) = read_riding_out(client, namespace).await?;
         let now = clock.now();
         let (result, verb, from) =
             match uyuni_core::lock::decide(found.as_ref(), namespace, taker, now, force) {
@@ -205,14 +203,23 @@ pub async fn current(
     client: &kube::Client,
     namespace: &str,
 ) -> Result<(Option<Lease>, Timestamp), LeaseError> {
-    let (found, clock) = crate::retry::quietly(|| read(client, namespace))
+    let (found, clock) = read_riding_out(client, namespace).await?;
+    Ok((found, clock.now()))
+}
+
+/// [`read`], riding out transient failures (429, 5xx, a dropped connection) as every other
+/// request does.
+async fn read_riding_out(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<(Option<Lease>, ServerClock), LeaseError> {
+    crate::retry::quietly(|| read(client, namespace))
         .await
         .map_err(|source| LeaseError {
             verb: "get",
             namespace: namespace.to_owned(),
             source,
-        })?;
-    Ok((found, clock.now()))
+        })
 }
 
 /// Why a held lease was lost; set by the renewal task.
