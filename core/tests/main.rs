@@ -30,6 +30,7 @@ mod policy_scan;
 mod preflight;
 mod properties;
 mod rbac;
+mod real_postgres;
 mod registry;
 mod release;
 mod rerun_safety;
