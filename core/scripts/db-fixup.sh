@@ -12,6 +12,8 @@
 #   RHN_CONF_SETTINGS          the same for rhn.conf (RHN_CONF_SETTINGS in database.rs)
 #   LOCAL_ROOT                 prefix of every path: empty in a Job, a directory in tests
 #   UYUNI_DATA_SYNC_JOB        the data-sync Job the data comes from, for advice (optional)
+#   POSTGRES_UID               UID (and GID) of postgres in the images: 999 unless set (tests
+#                              run PostgreSQL as a user of their machine)
 # shellcheck source-path=SCRIPTDIR
 
 # In a Job, lib.sh comes first in the same text; run as a file, the script loads it.
@@ -28,6 +30,7 @@ ROOT=${ROOT%/}
 : "${POSTGRESQL_CONF_SETTINGS:?POSTGRESQL_CONF_SETTINGS is not set}"
 : "${RHN_CONF_SETTINGS:?RHN_CONF_SETTINGS is not set}"
 EXPECTED_MAJOR=${EXPECTED_MAJOR-}
+PG_UID=${POSTGRES_UID:-999}
 
 PGDATA=$ROOT/var/lib/pgsql/data
 RHN_CONF=$ROOT/etc/rhn/rhn.conf
@@ -58,7 +61,7 @@ fi
 echo "The synced database is PostgreSQL $major"
 
 # PostgreSQL runs as postgres (UID 999) in the images and wants its directory private.
-chown -R 999:999 -- "$PGDATA"
+chown -R "$PG_UID:$PG_UID" -- "$PGDATA"
 chmod 0700 -- "$PGDATA"
 [ -f "$PGDATA/postgresql.conf" ] || fail "the synced database has no postgresql.conf"
 conf_set_all "$POSTGRESQL_CONF_SETTINGS" "$PGDATA/postgresql.conf"

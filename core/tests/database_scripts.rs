@@ -332,14 +332,32 @@ fn upgrade_sandbox(from: u32) -> Sandbox {
     write_exe(&old.join("postgres"), "exit 0\n");
     write_exe(
         &old.join("pg_controldata"),
-        "echo 'Data page checksum version:           0'\n",
+        "echo 'Database cluster state:               shut down'\necho 'Data page checksum version:           0'\n",
+    );
+    // The image's locales (the machine's may lack them).
+    write_exe(
+        &s.bin().join("locale"),
+        "printf '%s\\n' C C.utf8 POSIX de_DE.utf8 en_US.utf8\n",
     );
     write_exe(&new.join("postgres"), "exit 0\n");
+    // The target's checksum state follows pg_checksums.
+    write_exe(
+        &new.join("pg_controldata"),
+        "for d; do :; done\nif [ -f \"$d/checksums-enabled\" ]; then echo 'Data page checksum version:           1'; else echo 'Data page checksum version:           0'; fi\n",
+    );
+    write_exe(&new.join("pg_ctl"), "exit 0\n");
+    write_exe(
+        &new.join("vacuumdb"),
+        "[ \"$1\" != --help ] || echo '      --missing-stats-only        only analyze relations with missing statistics'\n",
+    );
     write_exe(
         &new.join("initdb"),
-        "for a; do case $a in -D) next=1 ;; *) [ -n \"${next:-}\" ] && d=$a; next= ;; esac; done\n[ -z \"$(ls -A \"$d\")\" ] || { echo 'initdb: directory not empty' >&2; exit 1; }\necho 18 >\"$d/PG_VERSION\"\necho 'listen_addresses = localhost' >\"$d/postgresql.conf\"\n",
+        "for a; do case $a in -D) next=1 ;; *) [ -n \"${next:-}\" ] && d=$a; next= ;; esac; done\n[ -z \"$(ls -A \"$d\")\" ] || { echo 'initdb: directory not empty' >&2; exit 1; }\necho 18 >\"$d/PG_VERSION\"\necho 'listen_addresses = localhost' >\"$d/postgresql.conf\"\n: >\"$d/checksums-enabled\"\n",
     );
-    write_exe(&new.join("pg_checksums"), "exit 0\n");
+    write_exe(
+        &new.join("pg_checksums"),
+        "for a; do case $a in -D) next=1 ;; *) [ -n \"${next:-}\" ] && d=$a; next= ;; esac; done\ncase $1 in --enable) : >\"$d/checksums-enabled\" ;; --disable) rm -f \"$d/checksums-enabled\" ;; esac\n",
+    );
     write_exe(
         &new.join("pg_upgrade"),
         "for a; do case $a in --new-datadir=*) d=${a#*=} ;; esac; done\necho upgraded >\"$d/upgraded\"\n",
@@ -394,22 +412,34 @@ fn upgrade_empties_the_target_copies_and_never_writes_the_source() {
     let calls: Vec<&str> = log
         .lines()
         .map(|l| l.split(' ').next().unwrap_or_default())
-        .filter(|c| !["chown", "setpriv"].contains(c))
+        .filter(|c| !["chown", "setpriv", "locale"].contains(c))
         .collect();
     assert_eq!(
         calls,
         [
+            "pg_controldata",
             "initdb",
             "pg_controldata",
             "pg_checksums",
             "pg_upgrade",
-            "pg_checksums"
+            "pg_controldata",
+            "pg_checksums",
+            "pg_controldata",
+            "vacuumdb",
+            "pg_ctl",
+            "vacuumdb",
+            "pg_ctl",
         ],
         "{log}"
     );
     assert!(log.contains("--locale=de_DE.UTF-8"), "{log}");
     assert!(log.contains("pg_checksums --disable"), "{log}");
     assert!(log.contains("pg_checksums --enable"), "{log}");
+    assert!(
+        log.contains("vacuumdb -h ")
+            && log.contains(" --all --analyze-in-stages --missing-stats-only"),
+        "{log}"
+    );
     let upgrade = log
         .lines()
         .find(|l| l.starts_with("pg_upgrade"))
@@ -430,6 +460,26 @@ fn upgrade_empties_the_target_copies_and_never_writes_the_source() {
     let again = s.run(&render_upgrade(16, &s.root().display().to_string()));
     assert!(again.status.success(), "{}", text(&again));
     assert_eq!(tree(&s.path("/migration/source")), source_before);
+}
+
+/// D1: a source with data checksums keeps them, and pg_checksums is not asked to enable them
+/// again (it fails on a cluster that has them).
+#[test]
+fn upgrade_keeps_the_checksums_of_a_source_that_has_them() {
+    let s = upgrade_sandbox(16);
+    write_exe(
+        &s.path("/usr/lib/postgresql16/bin/pg_controldata"),
+        "echo 'Database cluster state:               shut down'\necho 'Data page checksum version:           1'\n",
+    );
+    let out = s.run(&render_upgrade(16, &s.root().display().to_string()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Data checksums: enabled, as in the source"),
+        "{}",
+        text(&out)
+    );
+    assert!(!s.log().contains("pg_checksums"), "{}", s.log());
+    assert!(s.path("/migration/target/checksums-enabled").exists());
 }
 
 #[test]

@@ -150,7 +150,11 @@ pub fn render_upgrade_between(from: u32, to: u32, local_root: &str) -> JobScript
 
 /// The PostgreSQL major upgrade from `from` to [`pg::TARGET_MAJOR`], run as root in the
 /// `server-database-migration` image: the target volume is emptied first (a re-run starts
-/// over), `pg_upgrade` copies (no `--link`), and the source is only read: it stays as the backup.
+/// over), `pg_upgrade` copies (no `--link`), and the source stays as the backup: a cleanly shut
+/// down cluster of the old major with the same data, though `pg_upgrade`'s start of the old
+/// server writes a few of its files (`core/scripts/db-upgrade.sh` says which). Then data
+/// checksums as the target has them (enabled when it has none) and the statistics `pg_upgrade`
+/// does not carry over.
 pub fn render_upgrade(from: u32, local_root: &str) -> JobScript {
     JobScript::new(
         UPGRADE_SCRIPT,
@@ -206,7 +210,12 @@ pub fn render_passwords(local_root: &str) -> JobScript {
 
 /// Repoints the auto-installable distributions to where the data-sync copied them, and queues
 /// a system overview refresh until taskomatic has run one (reference §4.3 step 3; today's image
-/// no longer does this, images-today §E.1 #6). Both statements are idempotent.
+/// no longer does this, images-today §E.1 #6). The whole is idempotent, so that a second run
+/// (the Job retries a connection that broke, which may follow a COMMIT that went through) leaves
+/// the rows of one: the distributions' new paths map onto themselves, and a server that already
+/// has an `update_system_overview` task queued gets no second one (as Uyuni's own schema
+/// upgrades queue tasks, `schema/spacewalk/upgrade/`: `AND NOT EXISTS (SELECT 1 FROM
+/// rhnTaskQueue ...)`). `core/tests/real_postgres.rs` runs it twice on a real server.
 pub const MIGRATION_SQL: &str = r"\set ON_ERROR_STOP on
 BEGIN;
 SELECT MIN(CONCAT(org_id, '-', label)) AS target, base_path INTO TEMP TABLE dist_map
@@ -220,7 +229,9 @@ INSERT INTO rhnTaskQueue (id, org_id, task_name, task_data)
   WHERE NOT EXISTS (SELECT 1 FROM rhnTaskoRun r
     JOIN rhnTaskoTemplate t ON r.template_id = t.id
     JOIN rhnTaskoBunch b ON t.bunch_id = b.id
-    WHERE b.name = 'update-system-overview-bunch' LIMIT 1);
+    WHERE b.name = 'update-system-overview-bunch' LIMIT 1)
+  AND NOT EXISTS (SELECT 1 FROM rhnTaskQueue q
+    WHERE q.org_id = 1 AND q.task_name = 'update_system_overview' AND q.task_data = s.id);
 COMMIT;
 ";
 
