@@ -104,6 +104,7 @@ fn scripts_are_shellcheck_clean() {
         "db-upgrade.sh",
         "db-passwords.sh",
         "db-migration-sql.sh",
+        "db-verify.sh",
     ] {
         common::shellcheck_file(file);
     }

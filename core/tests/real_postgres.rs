@@ -260,6 +260,14 @@ pg_ctl start -D {data} -w -l {socket}.log -o "{listen} -c unix_socket_directorie
             &self.port(),
         )
     }
+    fn verify(&self) -> String {
+        source::verify(
+            self.installs.bin(self.major),
+            &self.work,
+            &self.socket,
+            &self.port(),
+        )
+    }
     fn stop(self) {
         drop(self);
     }
@@ -564,6 +572,13 @@ fn migrate(checksums: bool, legacy_layout: bool) {
     for (k, v) in &expected {
         assert_eq!(result.get(k), Some(v), "{k}");
     }
+    // The verification Job's report is the same on PostgreSQL 18 as on the source's 16.
+    let verified = server.verify();
+    assert_eq!(verified, template.verify);
+    assert!(
+        verified.contains("susemanager\tpublic.susetypes\t2001\t"),
+        "{verified}"
+    );
 
     // The migration SQL (server image, spacewalk-sql as rhn.conf says), twice: a retry after a
     // COMMIT whose reply was lost must leave the rows of one run.
@@ -622,6 +637,26 @@ fn migrate(checksums: bool, legacy_layout: bool) {
             "INSERT INTO suseTypes (label) VALUES ('after the upgrade') RETURNING modified AT TIME ZONE 'UTC'"
         ),
         "2000-01-01 00:00:00"
+    );
+    // One changed value in one row changes its table's line of the verification, and only it.
+    let before = server.verify();
+    server.sql(
+        "susemanager",
+        DB_USER,
+        "UPDATE suseTypes SET amount = amount + 0.000001 WHERE id = 1000",
+    );
+    let after = server.verify();
+    let differ: Vec<(&str, &str)> = before
+        .lines()
+        .zip(after.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(differ.len(), 1, "{differ:?}");
+    assert!(
+        differ[0]
+            .0
+            .starts_with("susemanager\tpublic.susetypes\t2002\t"),
+        "{differ:?}"
     );
     server.stop();
 

@@ -272,3 +272,60 @@ pub fn render_migration_sql(local_root: &str) -> JobScript {
         local_root,
     )
 }
+
+/// The verification of a database's data (`core/scripts/db-verify.sh`): per table, the row
+/// count and a hash of its rows in primary-key order (`pgcopydb compare`'s method), so that
+/// the same data gives the same lines on the source's major and on the target's. Not wired into
+/// a plan yet.
+pub const VERIFY_SCRIPT: &str = include_str!("../../scripts/db-verify.sh");
+
+/// The statements of the verification, for one database: fixed output settings (the rows' text
+/// form depends on them, not on the major), one repeatable-read, read-only transaction, then
+/// for every table outside the system schemas `SCHEMA.TABLE<TAB>ROWS<TAB>MD5`, where MD5 is
+/// the md5 of the concatenated md5s of the rows' text, in primary-key order (all columns in
+/// text order, `C` collation, for a table without one). Large objects count as one table,
+/// `pg_largeobject`, hashed by object id and content. `\gexec` runs the statement each table's
+/// row of the first query spells.
+pub const VERIFY_SQL: &str = r#"\set ON_ERROR_STOP on
+SET client_encoding = 'UTF8';
+SET DateStyle = 'ISO, YMD';
+SET IntervalStyle = 'postgres';
+SET TimeZone = 'UTC';
+SET extra_float_digits = 1;
+SET bytea_output = 'hex';
+BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+SELECT format(
+    'SELECT %L, count(*), md5(coalesce(string_agg(md5(t::text), '''' ORDER BY %s), '''')) FROM %I.%I t',
+    n.nspname || '.' || c.relname,
+    coalesce(
+      (SELECT string_agg(format('t.%I', a.attname), ', ' ORDER BY array_position(i.indkey::int2[], a.attnum))
+         FROM pg_index i
+         JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])
+         WHERE i.indrelid = c.oid AND i.indisprimary),
+      't::text COLLATE "C"'),
+    n.nspname, c.relname)
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p', 'm')
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+    AND n.nspname NOT LIKE 'pg\_%'
+  ORDER BY n.nspname, c.relname
+\gexec
+SELECT 'pg_largeobject', count(*),
+       md5(coalesce(string_agg(md5(m.oid::text || ':' || md5(lo_get(m.oid))), '' ORDER BY m.oid), ''))
+  FROM pg_largeobject_metadata m;
+COMMIT;
+"#;
+
+/// The verification script with its parameters: the databases to verify. The connection is
+/// libpq's environment (`PGHOST`, `PGPORT`, `PGUSER`, and `PGPASSWORD` from a Secret), which
+/// the Job sets.
+pub fn render_verify(databases: &[&str], local_root: &str) -> JobScript {
+    JobScript::new(
+        VERIFY_SCRIPT,
+        vec![
+            ("VERIFY_DATABASES", databases.join("\n")),
+            ("VERIFY_SQL", VERIFY_SQL.to_owned()),
+        ],
+        local_root,
+    )
+}

@@ -237,10 +237,27 @@ pub fn digest(bin: &Path, dir: &Path, socket: &Path, port: &str) -> Digest {
     digest
 }
 
-/// A template data directory and the digest of its data.
+/// The verification Job's script (`db-verify.sh`) on `susemanager` and `reportdb` of the server
+/// on socket directory `socket` and `port`, with psql of `bin`: its output.
+pub fn verify(bin: &Path, dir: &Path, socket: &Path, port: &str) -> String {
+    let script = uyuni_core::scripts::database::render_verify(&["susemanager", "reportdb"], "");
+    let socket = socket.display().to_string();
+    let mut env: Vec<(&str, &str)> = script.env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend([
+        ("PGHOST", socket.as_str()),
+        ("PGPORT", port),
+        ("PGUSER", "postgres"),
+    ]);
+    let out = sh_as_pg(bin, dir, &script.text, &env);
+    assert!(out.status.success(), "db-verify.sh: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// A template data directory, the digest of its data and the verification's output.
 pub struct Template {
     pub data: PathBuf,
     pub digest: Digest,
+    pub verify: String,
 }
 
 /// The template of a classic source with data checksums `checksums`, made on first use.
@@ -310,6 +327,7 @@ psql -X -q -v ON_ERROR_STOP=1 -h {dir}/sock -U {REPORT_DB_USER} -d reportdb <<'S
     let out = sh_as_pg(bin, &work, &script, &[]);
     assert!(out.status.success(), "the classic source: {}", text(&out));
     let digest = digest(bin, &work, &dir.join("sock"), "5432");
+    let verify = verify(bin, &work, &dir.join("sock"), "5432");
     // No statistics yet: those the upgrade has after it are its own.
     let stats = sh_as_pg(
         bin,
@@ -339,5 +357,9 @@ psql -X -q -v ON_ERROR_STOP=1 -h {dir}/sock -U {REPORT_DB_USER} -d reportdb <<'S
             .is_some_and(|v| v.starts_with("2001\t")),
         "{digest:?}"
     );
-    Template { data, digest }
+    Template {
+        data,
+        digest,
+        verify,
+    }
 }
