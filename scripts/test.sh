@@ -196,8 +196,11 @@ for i in "${!venv_jobs[@]}"; do
   }
 done
 # The PostgreSQL wheels are installed now (above).
-UYUNI_PG16_BIN=$(postgresql_bin "$postgresql_venv" 16)
-UYUNI_PG18_BIN=$(postgresql_bin "$postgresql_venv" 18)
+if ! UYUNI_PG16_BIN=$(postgresql_bin "$postgresql_venv" 16) ||
+  ! UYUNI_PG18_BIN=$(postgresql_bin "$postgresql_venv" 18); then
+  echo "the PostgreSQL wheels in $postgresql_venv have no pginstall/bin with pg_upgrade and postgres: remove that link and its venv under $venv_cache_root-postgresql, then run again" >&2
+  exit 1
+fi
 export UYUNI_PG16_BIN UYUNI_PG18_BIN
 wait "$shellcheck_job" || {
   cat "$shellcheck_log" >&2
