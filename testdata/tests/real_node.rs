@@ -10,6 +10,16 @@ use std::process::Output;
 use uyuni_testdata::Flavour;
 use uyuni_testdata::real::{self, REAL_NODE, RealCluster, RealConfig};
 
+/// One real node at a time in this process: the kernel settings the kubelet changes are the
+/// machine's, and the first test checks that `down` puts back what it found.
+static ONE_NODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_node() -> std::sync::MutexGuard<'static, ()> {
+    ONE_NODE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The cluster, or `None` (said so) where the real node was not built; in CI its absence
 /// fails the test.
 fn cluster() -> Option<RealCluster> {
@@ -216,6 +226,7 @@ fn sysctls() -> Vec<String> {
 
 #[test]
 fn a_pod_and_a_job_run_in_containerd_on_the_real_node_and_down_leaves_nothing_behind() {
+    let _one = one_node();
     let sysctls_before = sysctls();
     let Some(cluster) = cluster() else { return };
 
@@ -358,4 +369,141 @@ fn a_pod_and_a_job_run_in_containerd_on_the_real_node_and_down_leaves_nothing_be
         sysctls_before,
         "the kernel settings {KUBELET_SYSCTLS:?} were not put back"
     );
+}
+
+// The database stand-in (testdata/images/postgres-entrypoint.sh) on a claim of the default
+// StorageClass: the add-ons' provisioner makes a hostPath volume under DIR/volumes for the node
+// the scheduler picked, the real kubelet mounts it. As on the official chart's pod, PostgreSQL
+// runs as 999; a hostPath volume takes no fsGroup, so a root init container hands it over.
+const DATABASE_CLAIM: &str = r#"apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: pgdata
+  namespace: default
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+"#;
+
+const DATABASE_POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: db
+  namespace: default
+spec:
+  nodeSelector: {kubernetes.io/hostname: realnode}
+  terminationGracePeriodSeconds: 10
+  initContainers:
+  - name: own
+    image: docker.io/local/busybox:1
+    imagePullPolicy: Never
+    command: [chown, '999:999', /var/lib/pgsql/data]
+    volumeMounts: [{name: data, mountPath: /var/lib/pgsql/data}]
+  containers:
+  - name: postgres
+    image: docker.io/local/postgres:18
+    imagePullPolicy: Never
+    securityContext: {runAsUser: 999, runAsGroup: 999, runAsNonRoot: true}
+    volumeMounts: [{name: data, mountPath: /var/lib/pgsql/data}]
+    readinessProbe:
+      exec: {command: [pg_isready, -h, /tmp, -U, postgres]}
+      periodSeconds: 1
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: pgdata}
+"#;
+
+fn wait_ready(cluster: &RealCluster, pod: &str) {
+    ok(
+        cluster,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            &format!("pod/{pod}"),
+            "-n",
+            "default",
+            "--timeout=300s",
+        ],
+        "",
+    );
+}
+
+fn psql(cluster: &RealCluster, sql: &str) -> String {
+    ok(
+        cluster,
+        &[
+            "exec", "db", "-n", "default", "-c", "postgres", "--", "psql", "-h", "/tmp", "-U",
+            "postgres", "-tAc", sql,
+        ],
+        "",
+    )
+    .trim()
+    .to_owned()
+}
+
+#[test]
+fn postgres_18_runs_as_999_on_a_claim_of_the_default_class_and_keeps_its_data() {
+    use std::os::unix::fs::MetadataExt;
+    let _one = one_node();
+    if let Err(why) = real::node_available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the real node is needed in CI: {why}"
+        );
+        println!("real node NOT tested: {why}");
+        return;
+    }
+    let cluster = RealCluster::start_real_node(&RealConfig {
+        flavour: Flavour::Plain,
+        cert_manager: false,
+        ..RealConfig::default()
+    })
+    .expect("the control plane with a real node and the add-ons starts");
+
+    ok(&cluster, &["apply", "-f", "-"], DATABASE_CLAIM);
+    ok(&cluster, &["apply", "-f", "-"], DATABASE_POD);
+    wait_ready(&cluster, "db");
+
+    let claim = json(&cluster, &["get", "pvc", "pgdata", "-n", "default"]);
+    assert_eq!(claim["status"]["phase"], "Bound", "{}", claim["status"]);
+    assert_eq!(claim["spec"]["storageClassName"], "local-path");
+    let volume = claim["spec"]["volumeName"]
+        .as_str()
+        .expect("a bound claim names its volume");
+    let pv = json(&cluster, &["get", "pv", volume]);
+    let path = PathBuf::from(pv["spec"]["hostPath"]["path"].as_str().unwrap_or_default());
+    assert!(
+        path.starts_with(cluster.dir().join("volumes")),
+        "the volume {} is not under DIR/volumes",
+        path.display()
+    );
+
+    let version = psql(&cluster, "show server_version");
+    assert!(version.starts_with("18."), "server_version {version:?}");
+    assert_eq!(psql(&cluster, "select current_user"), "postgres");
+    // initdb wrote the cluster into the claim's directory on this machine, as uid 999.
+    let pg_version = path.join("PG_VERSION");
+    let meta = std::fs::metadata(&pg_version)
+        .unwrap_or_else(|e| panic!("{} is not there: {e}", pg_version.display()));
+    assert_eq!((meta.uid(), meta.gid()), (999, 999));
+    assert_eq!(
+        std::fs::read_to_string(&pg_version)
+            .expect("PG_VERSION")
+            .trim(),
+        "18"
+    );
+
+    // The data outlive the pod: a new one on the same claim finds them.
+    psql(
+        &cluster,
+        "create table kept (x int); insert into kept values (42)",
+    );
+    ok(
+        &cluster,
+        &["delete", "pod", "db", "-n", "default", "--wait=true"],
+        "",
+    );
+    ok(&cluster, &["apply", "-f", "-"], DATABASE_POD);
+    wait_ready(&cluster, "db");
+    assert_eq!(psql(&cluster, "select x from kept"), "42");
 }
