@@ -326,6 +326,22 @@ fn a_pod_and_a_job_run_in_containerd_on_the_real_node_and_down_leaves_nothing_be
         "{job_logs}"
     );
 
+    // Nothing of the pods can leave the machine: their namespace has no route beyond its own
+    // networks (the kubelet's veth, the pods' bridge).
+    let netns = format!("--net={}", cluster.dir().join("netns").display());
+    let routes = std::process::Command::new("nsenter")
+        .args([netns.as_str(), "ip", "-4", "route", "show"])
+        .output()
+        .expect("nsenter runs ip");
+    assert!(routes.status.success(), "{}", text(&routes));
+    let routes = String::from_utf8_lossy(&routes.stdout).into_owned();
+    let mut networks: Vec<&str> = routes
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    networks.sort_unstable();
+    assert_eq!(networks, ["10.200.0.0/24", "10.244.0.0/24"], "{routes}");
+
     // Then `down`: nothing of the node is left.
     let before = footprint(&cluster);
     assert!(
