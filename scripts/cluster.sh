@@ -668,7 +668,7 @@ up)
       fi
       exit 0
     fi
-    grep -qs 'address already in use' "$up_dir"/logs/*.log || exit 1
+    grep -qsi 'address already in use' "$up_dir"/logs/*.log || exit 1
     [ "$attempt" -eq 3 ] || log "a port was taken by another process during start-up; starting again with new ports"
   done
   exit 1

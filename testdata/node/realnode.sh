@@ -53,6 +53,12 @@ realnode_up() {
   local dir=$1 server=$2 pki=$3
   local node="$dir/node" sock="$dir/node/containerd/containerd.sock" cg
   cg=$(realnode_cgroup "$dir")
+  # A start tried again (a port taken, see cluster.sh) finds the earlier attempt's node, its
+  # mounts already removed by `down`: it starts from nothing, but never deletes through a mount.
+  if awk -v d="$node/" 'index($5, d) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+    die "$node still has mounts (/proc/self/mountinfo): run \`scripts/cluster.sh down $dir\` first"
+  fi
+  rm -rf "$node"
   mkdir -p "$node"/{containerd,cni/net.d,cni/ipam,kubelet,pods-logs,runc}
 
   # The sysctls the kubelet will set, as they are before it does.
