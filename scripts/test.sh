@@ -15,6 +15,12 @@ command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
 # sshd: the data-sync script's shared SSH connection is tested against the real server.
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+# The real node (testdata/node/realnode.sh, testdata/images): Debian's runc under containerd,
+# the static busybox its images are made of, and a static libc for the pause image.
+[ -x /usr/sbin/runc ] || missing+=(runc)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing+=(busybox-static)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+[ -f "$(gcc -print-file-name=libc.a 2>/dev/null)" ] || missing+=(libc6-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   log "installing ${missing[*]} (apt)"
   sudo=()
@@ -137,11 +143,19 @@ export UYUNI_KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"
 # --client`, 30 runs, three rounds). It changes nothing they do; they use more memory.
 export GOGC=400
 
-# The real control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler) from
-# upstream Go modules; cached outside the work tree, so only the first build takes minutes.
+# The real control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler) and the
+# real node (kubelet, containerd, CNI) from upstream Go modules; cached outside the work tree,
+# so only the first build takes minutes.
 log "building the real control plane (scripts/cluster.sh build)"
 bash scripts/cluster.sh build
 export UYUNI_REAL_CONTROL_PLANE=1
+# The real node (kubelet, containerd, CNI, the images) was built with it; it runs as root only
+# (containerd, runc, network namespaces, cgroups), as CI does.
+if [ "$(id -u)" = 0 ]; then
+  export UYUNI_REAL_NODE=1
+else
+  log "not root: the real node's tests are skipped (testdata/tests/real_node.rs; CI runs them)"
+fi
 
 log "cargo fmt --check"
 cargo fmt --all -- --check

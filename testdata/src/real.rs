@@ -9,6 +9,8 @@
 //! (the demo's migration unless [`RealCluster::start_with`] names another), so pods run, Jobs
 //! complete or fail, Deployments become Available and `kubectl logs` works, with the states,
 //! exit codes, logs and readiness the scenario says (no container process runs, no probe).
+//! [`RealCluster::start_real_node`] adds a second Node, [`REAL_NODE`]: upstream's kubelet,
+//! containerd and runc, whose pods are real containers of images built here.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -19,6 +21,27 @@ use crate::sim::Flavour;
 /// Set by `scripts/test.sh` once it has built the control plane: the tests that need it then
 /// run; in CI (`CI=true`) they fail without it rather than skip.
 pub const ENV: &str = "UYUNI_REAL_CONTROL_PLANE";
+
+/// Set by `scripts/test.sh` once it has built the real node (kubelet, containerd, CNI, the
+/// images) and installed runc: the tests that need a real node then run; in CI they fail
+/// without it rather than skip.
+pub const NODE_ENV: &str = "UYUNI_REAL_NODE";
+
+/// The Node the kubelet registers in a cluster started by [`RealCluster::start_real_node`].
+pub const REAL_NODE: &str = "realnode";
+
+/// Whether the tests that need a real node run here; `Err` says why not, as [`available`].
+pub fn node_available() -> Result<(), String> {
+    available()?;
+    match std::env::var(NODE_ENV).as_deref() {
+        Ok("1") => Ok(()),
+        _ => Err(format!(
+            "{NODE_ENV} is not 1: the real node was not built for this run \
+             (`scripts/cluster.sh build` as root with Debian's runc installed, then {NODE_ENV}=1; \
+             scripts/test.sh does both)"
+        )),
+    }
+}
 
 /// The repository's `scripts/cluster.sh`.
 pub fn cluster_script() -> PathBuf {
@@ -93,7 +116,16 @@ impl RealCluster {
     /// Starts a control plane as `config` says; returns once Node node0 is Ready and the
     /// add-ons (when they run) have created their objects.
     pub fn start_config(config: &RealConfig) -> Result<RealCluster, String> {
-        RealCluster::launch(config, None)
+        RealCluster::launch(config, None, false)
+    }
+
+    /// Starts a control plane as `config` says with, beside node0, a real node: Node
+    /// [`REAL_NODE`], upstream's kubelet on containerd and runc, running the images
+    /// `testdata/images` builds (`scripts/cluster.sh up --real-node`). The whole cluster runs in
+    /// a private network namespace (`DIR/netns`); its API server is reached here at
+    /// [`RealCluster::server`] all the same. Returns once both Nodes are Ready.
+    pub fn start_real_node(config: &RealConfig) -> Result<RealCluster, String> {
+        RealCluster::launch(config, None, true)
     }
 
     /// The control plane of this test process for `config`: the first call starts it (as
@@ -115,12 +147,17 @@ impl RealCluster {
         let cluster: &'static RealCluster = Box::leak(Box::new(RealCluster::launch(
             config,
             Some(std::process::id()),
+            false,
         )?));
         started.push((config.clone(), cluster));
         Ok(cluster)
     }
 
-    fn launch(config: &RealConfig, owner: Option<u32>) -> Result<RealCluster, String> {
+    fn launch(
+        config: &RealConfig,
+        owner: Option<u32>,
+        real_node: bool,
+    ) -> Result<RealCluster, String> {
         let scenario = config.scenario.as_ref();
         let dir = tempfile::Builder::new()
             .prefix("uyuni-real-cluster-")
@@ -147,6 +184,9 @@ impl RealCluster {
         }
         if !config.addons {
             command.arg("--no-addons");
+        }
+        if real_node {
+            command.arg("--real-node");
         }
         if let Some(pid) = owner {
             command.args(["--owner", &pid.to_string()]);

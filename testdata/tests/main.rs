@@ -16,6 +16,7 @@ mod kubectl;
 mod node_agent;
 mod node_agent_exec;
 mod real_control_plane;
+mod real_node;
 #[path = "sim/main.rs"]
 mod sim;
 mod unit;
