@@ -24,8 +24,14 @@ case "${1:-}" in
   ;;
 esac
 
-log "building kubectl-uyuni, uyuni-sim, the node agent and the add-ons"
-cargo build --quiet -p kubectl-uyuni -p kubectl-uyuni-testdata
+# The first build on a machine compiles some 300 crates (minutes on 2 cores; cargo shows its
+# progress below); later ones take seconds.
+if [ -x target/debug/kubectl-uyuni ] && [ -x target/debug/uyuni-sim ]; then
+  log "building kubectl-uyuni, uyuni-sim, the node agent and the add-ons (what changed only)"
+else
+  log "building kubectl-uyuni, uyuni-sim, the node agent and the add-ons: the first build takes several minutes (about 300 crates)"
+fi
+cargo build -p kubectl-uyuni -p kubectl-uyuni-testdata
 
 work=$(mktemp -d)
 sim_pid=""

@@ -24,6 +24,18 @@ pub enum ImageError {
     #[error("image {0:?} has no tag and no fallback tag was given: pass --tag")]
     NoTag(String),
     #[error(
+        "the tag given for image {0} is empty: give a tag (for example --tag 2026.04), or leave the flag out for the default `latest`"
+    )]
+    EmptyTag(String),
+    #[error(
+        "{tag:?} is not a valid tag for image {image}: {problem} (OCI tags, case-sensitive: [A-Za-z0-9_][A-Za-z0-9._-]{{0,127}}); fix the tag flag (--tag, or the image's own)"
+    )]
+    InvalidTag {
+        image: String,
+        tag: String,
+        problem: String,
+    },
+    #[error(
         "pull policy {0:?} is not one of Always, IfNotPresent, Never (case-insensitive): fix --pull-policy"
     )]
     PullPolicy(String),
@@ -74,8 +86,38 @@ fn valid_chars(reference: &str) -> bool {
         && !reference.contains("//")
 }
 
+/// Whether `tag` is an OCI tag: `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}` (the distribution spec's
+/// "tag" rule, opencontainers/distribution-spec `spec.md`, "Pulling manifests"). Tags are
+/// case-sensitive: `FOO` and `foo` are two tags.
+fn valid_tag(tag: &str) -> bool {
+    let mut chars = tag.chars();
+    tag.len() <= MAX_TAG_LEN
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// The longest tag the OCI distribution spec allows.
+const MAX_TAG_LEN: usize = 128;
+
+/// Why `tag` is not a tag, for the error message.
+fn tag_problem(tag: &str) -> String {
+    if tag.len() > MAX_TAG_LEN {
+        format!(
+            "it is {} characters long, and a tag has at most {MAX_TAG_LEN}",
+            tag.len()
+        )
+    } else {
+        "a tag starts with a letter, digit or `_` and holds only letters, digits, `_`, `.` and `-`"
+            .to_owned()
+    }
+}
+
 /// Computes the full reference of an image: registry prepended when the name has no host, the
-/// fallback tag appended when it has neither tag nor digest, all lower-cased.
+/// fallback tag appended when it has neither tag nor digest. The registry and repository are
+/// lower-cased (OCI repository names are lower case, and registry hosts case-insensitive); the
+/// tag is kept as given, since OCI tags are case-sensitive, and checked against the OCI rule.
 pub fn reference(registry: &str, name: &str, tag: Option<&str>) -> Result<String, ImageError> {
     let name = name.trim();
     let registry = registry.trim().trim_end_matches('/');
@@ -87,21 +129,51 @@ pub fn reference(registry: &str, name: &str, tag: Option<&str>) -> Result<String
     if !valid_chars(&full) {
         return Err(ImageError::Invalid(full));
     }
-    let last_segment = full.rsplit('/').next().unwrap_or_default();
-    let has_digest = full.contains('@');
-    let has_tag = last_segment.contains(':');
-    let full = if has_digest || has_tag {
-        full
-    } else {
-        match tag.map(str::trim).filter(|t| !t.is_empty()) {
-            Some(tag) if valid_chars(tag) && !tag.contains(['/', ':', '@']) => {
-                format!("{full}:{tag}")
-            }
-            Some(tag) => return Err(ImageError::Invalid(format!("{full}:{tag}"))),
-            None => return Err(ImageError::NoTag(full)),
+    let (named, digest) = match full.split_once('@') {
+        Some((named, digest)) => (named, Some(digest)),
+        None => (full.as_str(), None),
+    };
+    // A tag is after a `:` in the last path segment (an earlier `:` is a registry's port).
+    let segment_start = named.rfind('/').map_or(0, |i| i + 1);
+    let (repository, own_tag) = match named[segment_start..].find(':') {
+        Some(at) => (
+            &named[..segment_start + at],
+            Some(&named[segment_start + at + 1..]),
+        ),
+        None => (named, None),
+    };
+    let repository = repository.to_ascii_lowercase();
+    let digest = digest.map(str::to_ascii_lowercase);
+    let checked = |t: &str| {
+        if valid_tag(t) {
+            Ok(t.to_owned())
+        } else {
+            Err(ImageError::InvalidTag {
+                image: repository.clone(),
+                tag: t.to_owned(),
+                problem: tag_problem(t),
+            })
         }
     };
-    Ok(full.to_ascii_lowercase())
+    let tag = match (own_tag, &digest) {
+        (Some(own), _) => Some(checked(own)?),
+        (None, Some(_)) => None,
+        (None, None) => match tag.map(str::trim) {
+            Some("") => return Err(ImageError::EmptyTag(repository)),
+            Some(t) => Some(checked(t)?),
+            None => return Err(ImageError::NoTag(repository)),
+        },
+    };
+    let mut out = repository;
+    if let Some(tag) = tag {
+        out.push(':');
+        out.push_str(&tag);
+    }
+    if let Some(digest) = digest {
+        out.push('@');
+        out.push_str(&digest);
+    }
+    Ok(out)
 }
 
 /// The tag of an image reference (`registry/name:tag[@digest]`), if it has one; a port in

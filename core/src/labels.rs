@@ -49,6 +49,12 @@ pub const DATA_SYNC_ANNOTATION: &str = "kubectl-uyuni.io/data-sync";
 pub const ORIGIN_ANNOTATION: &str = "kubectl-uyuni.io/origin";
 pub const ORIGIN_INSTALL: &str = "install";
 
+/// Annotation on the claims an install creates: the FQDN the server on their data is set up
+/// as. The image sets the server up under its name at the first start and keeps that name
+/// (it does not rename itself), so a later `install --reuse-volumes` on these claims, after
+/// an uninstall took the Deployment that also said so, must use the same name.
+pub const SERVER_NAME_ANNOTATION: &str = "kubectl-uyuni.io/server-name";
+
 /// The pod template annotation `kubectl rollout restart` sets: a new value rolls every pod out
 /// again (kubernetes `staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go`).
 pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";

@@ -10,7 +10,7 @@
 //!   paths and data keys; [`labels`]; [`object`]; [`secret`] values and masking; [`shell`]
 //!   quoting; [`image`]s; PostgreSQL versions [`pg`]; release versions and the order of upgrades [`release`]; what an image inspection reported [`inspect`]; the `kubectl` command lines printed for the
 //!   user [`kubectl`]; [`permission`]s; the one-writer Lease [`lock`]; the [`volumes`] and
-//!   [`ports`] catalogues; SSH key checks [`ssh`]; certificate checks [`certs`];
+//!   [`ports`] catalogues; SSH key checks [`ssh`]; certificate checks [`certs`]; the tz database's names [`timezone`];
 //! - what the user asked for, validated once: [`params`]; the flags earlier runs recorded
 //!   [`record`]; the dry run's ssh to the source [`probe`];
 //! - what was seen in the cluster: [`observed`]; what a wait makes of the pods, Jobs and
@@ -63,6 +63,7 @@ pub mod ssh;
 pub mod status;
 pub mod storage;
 pub mod sync_progress;
+pub mod timezone;
 pub mod verdict;
 pub mod volumes;
 

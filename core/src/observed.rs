@@ -220,6 +220,39 @@ pub fn every_object(namespace: &str) -> Observation {
     objects_observation(namespace, None, &claims, install_only)
 }
 
+/// What `report` reads: every object of the kinds the tool writes in the namespace (each
+/// kind listed whole), with the named objects of [`every_object`]; the report keeps those the
+/// tool's label selector ([`labels::MANAGED_SELECTOR`]) or a name of the tool selects.
+/// `secrets`: whether Secrets and the RBAC objects are read (a user who may not read them
+/// gets the rest).
+pub fn report_observation(namespace: &str, secrets: bool) -> Observation {
+    let mut observation = every_object(namespace);
+    observation.every = vec![
+        Kind::ConfigMap,
+        Kind::PersistentVolumeClaim,
+        Kind::Deployment,
+        Kind::Service,
+        Kind::Ingress,
+        Kind::NetworkPolicy,
+    ];
+    if secrets {
+        observation.every.extend([
+            Kind::Secret,
+            Kind::ServiceAccount,
+            Kind::Role,
+            Kind::RoleBinding,
+        ]);
+    } else {
+        observation.named.retain(|t| {
+            !matches!(
+                t.kind,
+                Kind::Secret | Kind::ServiceAccount | Kind::Role | Kind::RoleBinding
+            )
+        });
+    }
+    observation
+}
+
 fn objects_observation(
     namespace: &str,
     pull_secret: Option<&str>,

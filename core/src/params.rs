@@ -472,13 +472,23 @@ pub enum ParamsError {
     )]
     DefaultNamespace,
     #[error(
-        "source {0:?} is not a fully qualified domain name: give the source server's FQDN, for example uyuni.example.com"
+        "source {0:?} is not a fully qualified domain name ({problem}): give the source server's FQDN, for example uyuni.example.com",
+        problem = fqdn_problem(.0)
     )]
     Fqdn(String),
     #[error(
-        "{0:?} is not a fully qualified domain name: give the name the server will answer to, in lower case, for example uyuni.example.com"
+        "{0:?} is not a fully qualified domain name ({problem}): give the name the server will answer to, in lower case, for example uyuni.example.com. Nothing was written",
+        problem = fqdn_problem(.0)
     )]
     ServerFqdn(String),
+    #[error(
+        "--tz {value:?} is not a time zone the server image knows: it must be a name of the tz database (a file under the image's /usr/share/zoneinfo), such as Etc/UTC or Europe/Berlin{}. Nothing was written",
+        suggestion.as_ref().map(|s| format!("; did you mean {s}?")).unwrap_or_default()
+    )]
+    Timezone {
+        value: String,
+        suggestion: Option<String>,
+    },
     #[error("{flag} {value:?} is not valid: it must be {rule}. Nothing was written")]
     InstallValue {
         flag: &'static str,
@@ -852,6 +862,37 @@ fn is_dns_subdomain(s: &str) -> bool {
 }
 
 /// A fully qualified domain name: at least two labels, the last one starting with a letter.
+/// Why `s` (already refused by [`is_fqdn`]) is not an FQDN, in words for the error message.
+pub fn fqdn_problem(s: &str) -> String {
+    let name = s.trim().trim_end_matches('.').to_ascii_lowercase();
+    let labels: Vec<&str> = name.split('.').collect();
+    if let Some(long) = labels.iter().find(|l| l.len() > 63) {
+        format!(
+            "its label {}… is {} characters long, and a DNS label has at most 63",
+            long.chars().take(12).collect::<String>(),
+            long.len()
+        )
+    } else if name.len() > 253 {
+        format!(
+            "it is {} characters long, and a DNS name has at most 253",
+            name.len()
+        )
+    } else if labels.len() < 2 {
+        "it has no domain: it needs at least two labels, such as uyuni.example.com".to_owned()
+    } else if labels.iter().any(|l| l.is_empty()) {
+        "it has an empty label (two dots in a row, or a leading dot)".to_owned()
+    } else if labels
+        .last()
+        .and_then(|l| l.chars().next())
+        .is_some_and(|c| !c.is_ascii_alphabetic())
+    {
+        "its last label does not start with a letter".to_owned()
+    } else {
+        "each label holds only letters, digits and `-`, and neither starts nor ends with `-`"
+            .to_owned()
+    }
+}
+
 pub fn is_fqdn(s: &str) -> bool {
     let lower = s.to_ascii_lowercase();
     let labels: Vec<&str> = lower.split('.').collect();

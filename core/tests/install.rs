@@ -364,6 +364,39 @@ fn install_a_rerun_with_another_fqdn_is_refused_once_the_server_exists() {
     assert!(install::plan(&params, &common::empty_cluster()).is_ok());
 }
 
+/// After an uninstall kept the claims, their data keeps the name it was set up under: a
+/// reinstall under another name is refused, with or without `--reuse-volumes`, naming the
+/// command with the claims' name; under the same name it plans.
+#[test]
+fn install_on_kept_claims_keeps_the_name_they_were_set_up_under() {
+    let kept = preview(
+        &crate::uninstall::uninstall_params(false, false),
+        &end_state(),
+    )
+    .expect("uninstalls")
+    .end;
+    assert!(kept.deployment(names::SERVER_DEPLOYMENT).is_none());
+    for reuse in [false, true] {
+        let mut args = install_args();
+        args.fqdn = "other.example.com".into();
+        args.reuse_volumes = reuse;
+        let params = InstallParams::from_args(&args).expect("valid");
+        let refused = install::plan(&params, &kept).expect_err("refused");
+        let PlanError::ClaimsSetUpAsOther {
+            installed, advice, ..
+        } = &refused
+        else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(installed, FQDN);
+        assert!(advice.contains(&format!("install {FQDN}")), "{advice}");
+        let mut args = install_args();
+        args.reuse_volumes = reuse;
+        let params = InstallParams::from_args(&args).expect("valid");
+        assert!(install::plan(&params, &kept).is_ok(), "reuse {reuse}");
+    }
+}
+
 /// The recorded specification after a first install, as `effects::record` reads it back.
 fn recorded_after(args: InstallArgs) -> std::collections::BTreeMap<String, String> {
     let (params, _) = uyuni_core::record::params(args, &Default::default()).expect("valid");

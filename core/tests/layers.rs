@@ -31,6 +31,7 @@ const LAYERS: &[&str] = &[
     "ports",
     "ssh",
     "certs",
+    "timezone",
     // What the user asked for, validated once.
     "params",
     "record",

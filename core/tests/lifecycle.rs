@@ -164,6 +164,27 @@ fn lifecycle_restart_rolls_the_server_out_again_and_leaves_the_database() {
     assert!(lifecycle::plan(&restart, &after).expect("plans").is_done());
 }
 
+/// A restart replaces running pods: on a server `stop` stopped it is refused, naming `start`,
+/// before any write (as `upgrade` is).
+#[test]
+fn lifecycle_restart_of_a_stopped_server_is_refused_naming_start() {
+    let stopped = preview(&params(Lifecycle::Stop), &installed())
+        .expect("stops")
+        .end;
+    let refused = lifecycle::plan(&params(Lifecycle::Restart), &stopped).expect_err("refused");
+    assert!(
+        matches!(&refused, PlanError::RestartStopped { deployment, .. } if deployment == names::SERVER_DEPLOYMENT),
+        "{refused:?}"
+    );
+    let text = refused.to_string();
+    assert!(
+        text.contains("is stopped")
+            && text.contains(" start`")
+            && text.contains("Nothing was written"),
+        "{text}"
+    );
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
     /// Whatever the components' counts, and wherever a stop is interrupted, stop then start

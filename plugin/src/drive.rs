@@ -72,6 +72,12 @@ pub trait Command {
     /// What the operation's record says of the command (`crate::operation`).
     fn identity(&self) -> crate::operation::Identity;
 
+    /// Whether a successful run deletes the operation records, its own included, instead of
+    /// writing its end into its record: a purge, which leaves nothing of the tool's.
+    fn purges_records(&self) -> bool {
+        false
+    }
+
     /// Before the lease check of `step`, the next step of `plan`: the user's consent. A hook
     /// that asks takes the lease first ([`Drive::take_lease`]), so that a yes is never asked
     /// for a run that another run's lease then refuses.
@@ -173,7 +179,7 @@ pub async fn observe(
 }
 
 /// `error`, or, for a refused read, the list of every permission missing (see [`observe`]).
-async fn explain_refusal(
+pub(crate) async fn explain_refusal(
     error: uyuni_effects::EffectsError,
     conn: &uyuni_effects::Connection,
     needed: impl FnOnce(&Observed) -> Vec<Access>,
@@ -199,7 +205,11 @@ pub async fn run<C: Command>(command: &mut C, drive: &Drive<'_>) -> Result<Obser
     let mut recorder = crate::operation::Recorder::new(command.namespace());
     let result = run_recorded(command, drive, &mut recorder).await;
     recorder.finish(result.as_ref().err());
-    recorder.flush(drive.conn, drive.reporter).await;
+    if result.is_ok() && command.purges_records() {
+        recorder.purge(drive.conn, drive.reporter).await;
+    } else {
+        recorder.flush(drive.conn, drive.reporter).await;
+    }
     drive.run_lock.note_record(None);
     result
 }

@@ -32,6 +32,7 @@ use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, KubeFlags};
+use uyuni_core::kubectl::Kubectl;
 
 pub async fn connect(kube: &KubeFlags) -> Result<uyuni_effects::Connection> {
     let opts = uyuni_effects::ClientOptions {
@@ -118,8 +119,9 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
             // The same run again (same source, --prepare or not, same flags; never --yes: the
             // outage stays the user's decision).
             let kubectl = migrate::repeat_kubectl(cmd, cli);
-            let resume =
-                |ns: Option<&str>| kubectl.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare);
+            let resume = |kubectl: &Kubectl, ns: Option<&str>| {
+                kubectl.migrate(ns, &cmd.migrate.source, cmd.migrate.prepare)
+            };
             let work = migrate::run(cmd, cli, reporter, &run_lock);
             interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
@@ -132,21 +134,22 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
             };
             let run_lock = lock::RunLock::default();
             let kubectl = cli.kube.kubectl_hint();
-            let resume = |ns: Option<&str>| lifecycle::again(action, cli, ns);
+            let resume = |_: &Kubectl, ns: Option<&str>| lifecycle::again(action, cli, ns);
             let work = lifecycle::run(action, cmd, cli, reporter, &run_lock);
             interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
         Command::Install(cmd) => {
             let run_lock = lock::RunLock::default();
             let kubectl = install::repeat_kubectl(cmd, cli);
-            let resume = |ns: Option<&str>| kubectl.install(ns, &cmd.install.fqdn);
+            let resume =
+                |kubectl: &Kubectl, ns: Option<&str>| kubectl.install(ns, &cmd.install.fqdn);
             let work = install::run(cmd, cli, reporter, &run_lock);
             interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
         Command::Upgrade(cmd) => {
             let run_lock = lock::RunLock::default();
             let kubectl = upgrade::repeat_kubectl(cmd, cli);
-            let resume = |ns: Option<&str>| kubectl.upgrade(ns);
+            let resume = |kubectl: &Kubectl, ns: Option<&str>| kubectl.upgrade(ns);
             let work = upgrade::run(cmd, cli, reporter, &run_lock);
             interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
@@ -160,7 +163,7 @@ async fn run_command(cli: &Cli, reporter: &output::Reporter) -> Result<()> {
             if cmd.uninstall.delete_namespace {
                 args.push_str(" --delete-namespace");
             }
-            let resume = |ns: Option<&str>| kubectl.uyuni(ns, &args);
+            let resume = |kubectl: &Kubectl, ns: Option<&str>| kubectl.uyuni(ns, &args);
             let work = uninstall::run(cmd, cli, reporter, &run_lock);
             interruptible(work, &run_lock, reporter, &kubectl, resume, cli).await
         }
@@ -175,8 +178,8 @@ async fn interruptible(
     work: impl std::future::Future<Output = Result<()>>,
     run_lock: &lock::RunLock,
     reporter: &output::Reporter,
-    kubectl: &uyuni_core::kubectl::Kubectl,
-    resume: impl Fn(Option<&str>) -> String,
+    kubectl: &Kubectl,
+    resume: impl Fn(&Kubectl, Option<&str>) -> String,
     cli: &Cli,
 ) -> Result<()> {
     let outcome = tokio::select! {
@@ -253,11 +256,19 @@ struct Interrupted {
 impl Interrupted {
     fn new(
         signal: Signal,
-        kubectl: &uyuni_core::kubectl::Kubectl,
-        resume: &dyn Fn(Option<&str>) -> String,
+        kubectl: &Kubectl,
+        resume: &dyn Fn(&Kubectl, Option<&str>) -> String,
         cli: &Cli,
         reporter: &output::Reporter,
     ) -> Interrupted {
+        // The connection flags were taken before the connection was made: with the context it
+        // resolved (the kubeconfig's current one) when none was given, so that the commands
+        // below reach the same cluster, as every other hint does (`Cli::kubectl_hint`).
+        let mut kubectl = kubectl.clone();
+        if kubectl.context.is_none() {
+            kubectl.context = cli::RESOLVED_CONTEXT.get().cloned();
+        }
+        let kubectl = &kubectl;
         let (namespace, job) = reporter.interrupted_context();
         let namespace = namespace.or_else(|| cli.kube.namespace.clone());
         let ns = namespace.as_deref();
@@ -266,7 +277,7 @@ impl Interrupted {
             &format!("get jobs -l {}", uyuni_core::labels::MANAGED_SELECTOR),
         );
         // The same run again, with the namespace the run resolved.
-        let resume = format!("run `{}` to resume where it stopped", resume(ns));
+        let resume = format!("run `{}` to resume where it stopped", resume(kubectl, ns));
         // A final copy stopped the source's services, and they stay stopped until the server
         // is ready: say so, with both ways on, whether it was interrupted during the copy or
         // after it (this run's copy, or an earlier run's).
@@ -328,6 +339,23 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
+/// The name `rbac --for` takes for the command, if it prints its rules.
+fn rbac_name(command: &Command) -> Option<&'static str> {
+    Some(match command {
+        Command::Migrate(_) => "migrate",
+        Command::Install(_) => "install",
+        Command::Upgrade(_) => "upgrade",
+        Command::Uninstall(_) => "uninstall",
+        Command::Stop(_) => "stop",
+        Command::Start(_) => "start",
+        Command::Restart(_) => "restart",
+        Command::Status(_) => "status",
+        Command::Logs(_) => "logs",
+        Command::Report(_) => "report",
+        Command::Version(_) | Command::Rbac(_) | Command::Completion(_) => return None,
+    })
+}
+
 /// The plugin's `main`.
 pub fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -368,6 +396,7 @@ pub fn main() -> ExitCode {
     };
     let cli_color = cli.color;
     let kube = cli.kube.clone();
+    let rbac_for = rbac_name(&cli.command);
     let result = runtime.block_on(run(cli));
     // After the run: the context the connection resolved is known now.
     let kubectl = kube.kubectl_hint();
@@ -392,6 +421,20 @@ pub fn main() -> ExitCode {
             eprintln!("{} {message}", output::paint("error:", "31", color));
             if message.contains(uyuni_core::kubectl::TOKEN_PLACEHOLDER) {
                 eprintln!("note: {}", uyuni_core::kubectl::TOKEN_NOTE);
+            }
+            // Permissions missing: the Role that grants exactly what the command needs.
+            if let Some(command) = rbac_for
+                && e.chain().any(|c| {
+                    matches!(
+                        c.downcast_ref::<uyuni_core::PlanError>(),
+                        Some(uyuni_core::PlanError::AccessDenied { .. })
+                    )
+                })
+            {
+                eprintln!(
+                    "note: `{}` prints a Role that grants exactly what `{command}` needs, for a cluster administrator to apply (`| kubectl apply -f -`) and bind to your user (--bind-user) or ServiceAccount (docs/rbac.md)",
+                    kubectl.uyuni(kube.namespace.as_deref(), &format!("rbac --for {command}"))
+                );
             }
             if let Some(exit) = e.downcast_ref::<Exit>() {
                 return ExitCode::from(exit.code);

@@ -74,6 +74,8 @@ async fn dry_run(
                 },
                 params.namespace
             )?;
+            // The plan's line first, as every other command's dry run opens.
+            writeln!(out, "{}\n", render::summary(&preview.steps))?;
             out.write_all(render::steps_text(&preview.steps).as_bytes())?;
         }
         _ => {

@@ -200,7 +200,7 @@ async fn start(
 /// Connects, then validates the arguments `args` makes for the connection's namespace (and
 /// whether it was given) with the flags earlier runs recorded there: migrate's and install's
 /// start. Also returns where each remembered value comes from, for the dry run.
-pub(crate) async fn start_recorded<A: uyuni_core::record::WithSpec>(
+pub(crate) async fn start_recorded<A>(
     cli: &Cli,
     reporter: &Reporter,
     args: impl FnOnce(String, bool) -> Result<A>,
@@ -208,17 +208,31 @@ pub(crate) async fn start_recorded<A: uyuni_core::record::WithSpec>(
     uyuni_effects::Connection,
     A::Params,
     Vec<uyuni_core::record::Setting>,
-)> {
+)>
+where
+    A: uyuni_core::record::WithSpec,
+    A::Params: uyuni_core::plan::Planner,
+{
     let conn = connect(&cli.kube).await?;
     // The hints from now on name the context the connection resolved.
     reporter.set_kubectl(cli.kube.kubectl_hint());
     let args = args(conn.namespace.clone(), conn.namespace_explicit)?;
-    let recorded = uyuni_effects::record::server_spec(
+    let recorded = match uyuni_effects::record::server_spec(
         &conn.client,
         &conn.namespace,
         &uyuni_effects::NoProgress,
     )
-    .await?;
+    .await
+    {
+        Ok(recorded) => recorded,
+        // The run's first read: refused, it is explained as the loop's first observation is,
+        // by every permission the run needs that is missing (the flags as given, no record).
+        Err(error) => {
+            let params = args.validate()?;
+            let needed = |empty: &uyuni_core::Observed| uyuni_core::access::needed(&params, empty);
+            return Err(crate::drive::explain_refusal(error, &conn, needed, reporter).await);
+        }
+    };
     let (params, settings) = uyuni_core::record::params(args, &recorded)?;
     Ok((conn, params, settings))
 }

@@ -215,6 +215,38 @@ impl Recorder {
         }
     }
 
+    /// A purge succeeded: instead of its last write, every record of the namespace is deleted,
+    /// this run's included (its result is the command's output). After `--delete-namespace`
+    /// the namespace took them with it, and there is nothing left to write to: no warning.
+    /// Returns whether no record is left.
+    pub async fn purge(&mut self, conn: &uyuni_effects::Connection, reporter: &Reporter) -> bool {
+        self.disabled = true;
+        let client = &conn.client;
+        let names: Vec<String> = match uyuni_effects::operation::list(client, &self.namespace).await
+        {
+            Ok(list) => list.into_iter().filter_map(|c| c.metadata.name).collect(),
+            Err(e) => {
+                reporter.warn(&self.records_left(&e));
+                return false;
+            }
+        };
+        for name in names {
+            if let Err(e) = uyuni_effects::operation::delete(client, &self.namespace, &name).await {
+                reporter.warn(&self.records_left(&e));
+                return false;
+            }
+        }
+        true
+    }
+
+    fn records_left(&self, error: &uyuni_effects::EffectsError) -> String {
+        format!(
+            "the purge is done, but the operation records could not be deleted ({error}): delete them with `kubectl delete configmap -n {} -l {}`",
+            self.namespace,
+            operation::SELECTOR
+        )
+    }
+
     /// The record as last written, for the run's end by a signal ([`Unfinished`]).
     pub fn unfinished(&self, conn: &uyuni_effects::Connection) -> Option<Unfinished> {
         if self.disabled {

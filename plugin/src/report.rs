@@ -14,7 +14,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
-use uyuni_core::labels::MANAGED_SELECTOR;
+use uyuni_core::labels::{self, MANAGED_SELECTOR};
 use uyuni_core::{Object, operation};
 
 use crate::cli::{Cli, ReportCmd};
@@ -127,22 +127,38 @@ pub async fn run(cmd: &ReportCmd, cli: &Cli) -> Result<()> {
     let mut notes = Vec::new();
     let mut files: Vec<(String, String)> = Vec::new();
 
-    // The tool's objects: every object its commands write, Secrets included (masked below);
-    // a user who may not read Secrets gets the rest.
-    let observed =
-        match uyuni_effects::observe(client, &uyuni_core::observed::every_object(&ns)).await {
-            Ok(observed) => observed,
+    // The tool's objects: every object of the namespace its label selector selects (and
+    // those of its names), Secrets included (masked below); a user who may not read Secrets
+    // gets the rest.
+    let (observation, observed) =
+        match uyuni_effects::observe(client, &uyuni_core::observed::report_observation(&ns, true))
+            .await
+        {
+            Ok(observed) => (
+                uyuni_core::observed::report_observation(&ns, true),
+                observed,
+            ),
             Err(e) => {
                 notes.push(format!(
                     "Secrets, ServiceAccounts and RBAC objects are not in the report: {e}"
                 ));
-                uyuni_effects::observe(client, &uyuni_core::status::observation(&ns))
+                let observation = uyuni_core::observed::report_observation(&ns, false);
+                let observed = uyuni_effects::observe(client, &observation)
                     .await
-                    .with_context(|| format!("cannot read namespace {ns}"))?
+                    .with_context(|| format!("cannot read namespace {ns}"))?;
+                (observation, observed)
             }
         };
-    let objects: Vec<&Object> = observed.objects.values().collect();
-    let secrets = secret_values(&objects);
+    // Every value of the namespace's Secrets is searched for, ours or not.
+    let every: Vec<&Object> = observed.objects.values().collect();
+    let secrets = secret_values(&every);
+    let objects: Vec<&Object> = every
+        .into_iter()
+        .filter(|o| {
+            labels::selects(MANAGED_SELECTOR, o.metadata().labels.as_ref())
+                || observation.named.contains(&o.object_ref())
+        })
+        .collect();
     for object in &objects {
         let target = object.object_ref();
         files.push((

@@ -37,9 +37,20 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
     }
     let mut observer = Observer::new(conn.client.clone(), observation);
     let mut last: Option<String> = None;
-    let mut status;
-    // One handler for the whole watch, so that a Ctrl-C between two reports is not lost.
-    let interrupted = tokio::signal::ctrl_c();
+    // One handler for the whole watch, so that a Ctrl-C between two reports is not lost,
+    // registered now (`ctrl_c()` registers at its first poll: a Ctrl-C right after the first
+    // report would have ended the process by the signal's default action).
+    #[cfg(unix)]
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot handle Ctrl-C")?;
+    #[cfg(unix)]
+    let interrupted = async move {
+        sigint.recv().await;
+    };
+    #[cfg(not(unix))]
+    let interrupted = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
     tokio::pin!(interrupted);
     loop {
         let observed = observer
@@ -50,7 +61,7 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
             .pods(MANAGED_SELECTOR)
             .await
             .with_context(|| format!("cannot read the pods of namespace {ns}"))?;
-        status = report(&ns, &observed, &pods, &kubectl);
+        let mut status = report(&ns, &observed, &pods, &kubectl);
         status.recorded = recorded(&conn, &ns).await;
         let text = render_data(cli.output, &status, |s| human_with(s, &kubectl))?;
         if last.as_deref() != Some(text.as_str()) {
@@ -62,10 +73,18 @@ pub async fn run(cmd: &StatusCmd, cli: &Cli) -> Result<()> {
         }
         tokio::select! {
             () = observer.changed() => {}
-            _ = &mut interrupted => break,
+            () = &mut interrupted => break,
         }
     }
-    verdict(cmd, &status, &kubectl)
+    // Ctrl-C is how a watch ends: exit 130 as every command stopped by SIGINT does
+    // (docs/output.md, "Exit codes"); `--exit-code`'s verdict is for a report that ends by
+    // itself.
+    Err(crate::Exit {
+        code: 130,
+        message: "interrupted by SIGINT: the watch ended (status only reads; nothing was written)"
+            .to_owned(),
+    }
+    .into())
 }
 
 /// The newest operation record in `ns`; none when there is none, or it cannot be read (a

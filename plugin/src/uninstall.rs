@@ -223,14 +223,19 @@ pub async fn run(
         left_not_ours: left,
         reinstall: (!kept.is_empty()).then_some(reinstall),
         remove: (!kept.is_empty()).then_some(remove),
+        records_deleted: params.purge_volumes,
     };
     crate::output::print_data(cli.output, &result, |r| {
         let mut text = format!("Uyuni server uninstalled from namespace {}.\n", r.namespace);
         if r.namespace_deleted {
             text.push_str(&format!("Namespace {} was deleted.\n", r.namespace));
         }
-        if r.kept.is_empty() {
-            text.push_str("Nothing of kubectl-uyuni's is left.\n");
+        if r.kept.is_empty() && r.records_deleted {
+            text.push_str(
+                "Nothing of kubectl-uyuni's is left: its operation records were deleted too, this run's included (this output is its result).\n",
+            );
+        } else if r.kept.is_empty() {
+            text.push_str("Nothing of kubectl-uyuni's is left but its operation records.\n");
         } else {
             text.push_str("Kept (the server's data and the credentials it was set up with):\n");
             for k in &r.kept {
@@ -244,6 +249,12 @@ pub async fn run(
                     "Or remove them (their data cannot be recovered): `{remove}`\n"
                 ));
             }
+        }
+        if !r.records_deleted {
+            text.push_str(&format!(
+                "Kept too: the operation records (ConfigMaps labelled {}), this run's included, which `kubectl uyuni report` bundles; a purge (--purge-volumes) deletes them.\n",
+                OPERATION_LABEL
+            ));
         }
         if !r.left_not_ours.is_empty() {
             text.push_str(&format!(
@@ -273,7 +284,13 @@ pub(crate) struct UninstallResult {
     /// The command that deletes what was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     remove: Option<String>,
+    /// Whether the operation records were deleted (a purge deletes them, this run's included;
+    /// a plain uninstall keeps them).
+    records_deleted: bool,
 }
+
+/// The label of the operation records, as `kubectl get -l` takes it.
+const OPERATION_LABEL: &str = "app.kubernetes.io/component=operation";
 
 /// `uninstall` in the drive loop.
 struct UninstallCommand<'a> {
@@ -334,6 +351,10 @@ impl crate::drive::Command for UninstallCommand<'_> {
             return Err(refused.clone());
         }
         self.params.plan(observed)
+    }
+
+    fn purges_records(&self) -> bool {
+        self.params.purge_volumes
     }
 
     fn identity(&self) -> crate::operation::Identity {

@@ -143,18 +143,34 @@ async fn dry_run(cmd: &UpgradeCmd, cli: &Cli, reporter: &Reporter) -> Result<boo
         server_dry_run: crate::dry_run::checks_json(checks.as_deref()),
     };
     let human = async |options| {
-        let mut lines = vec![
-            Line::plain(format!(
+        let record = uyuni_core::plan::upgrade::UpgradeRecord::read(observed);
+        let heading = if params.rollback {
+            // A rollback returns to the images the upgrade's record names, on the data kept.
+            let back_to = record
+                .as_ref()
+                .and_then(|r| r.from.get(names::SERVER_DEPLOYMENT))
+                .map_or("the images before the upgrade", String::as_str);
+            format!(
+                "Dry run: nothing is written. Rollback of the server in namespace {} to {back_to}:",
+                params.namespace
+            )
+        } else {
+            format!(
                 "Dry run: nothing is written. Upgrade of the server in namespace {} to {}:",
                 params.namespace, params.spec.image.server
-            )),
-            Line::plain(""),
-        ];
+            )
+        };
+        let mut lines = vec![Line::plain(heading), Line::plain("")];
         lines.push(Line::plain(render::summary(&preview.steps)));
         lines.push(Line::plain(outage_line(&preview.executed)));
-        lines.push(Line::plain(
-            "The releases and PostgreSQL versions are known once the inspection Jobs have run; this preview assumes an upgrade without a PostgreSQL major change.",
-        ));
+        lines.push(Line::plain(if params.rollback {
+            format!(
+                "A rollback runs no inspection: it returns to the images ConfigMap {} recorded, on the data kept when the upgrade began.",
+                names::UPGRADE_CONFIG_MAP
+            )
+        } else {
+            "The releases and PostgreSQL versions are known once the inspection Jobs have run; this preview assumes an upgrade without a PostgreSQL major change.".to_owned()
+        }));
         lines.push(Line::plain(""));
         lines.extend(render::steps_lines(&preview.steps));
         lines.push(Line::plain(""));
@@ -257,9 +273,19 @@ pub async fn run(
     };
     let params = command.params;
     let record = uyuni_core::plan::upgrade::UpgradeRecord::read(&observed);
+    // A rollback went from the upgrade's release back to the one before, and leaves no way
+    // back of its own: the copy and the old volume were the upgrade's.
+    let rolled_back = params.rollback;
+    let (release_from, release_to) = match &record {
+        Some(r) if rolled_back => (Some(r.release_to.clone()), Some(r.release_from.clone())),
+        Some(r) => (Some(r.release_from.clone()), Some(r.release_to.clone())),
+        None => (None, None),
+    };
+    let record = record.filter(|_| !rolled_back);
     let result = UpgradeResult {
         api_version: uyuni_core::render::API_VERSION,
         kind: "UpgradeResult",
+        rolled_back,
         namespace: params.namespace.clone(),
         images: uyuni_core::plan::upgrade::DEPLOYMENTS
             .iter()
@@ -270,8 +296,8 @@ pub async fn run(
                 ))
             })
             .collect(),
-        release_from: record.as_ref().map(|r| r.release_from.clone()),
-        release_to: record.as_ref().map(|r| r.release_to.clone()),
+        release_from,
+        release_to,
         database_volume: uyuni_core::resolve::live_db_claim(&observed).unwrap_or_default(),
         backup_volume: record
             .as_ref()
@@ -284,14 +310,24 @@ pub async fn run(
     };
     crate::output::print_data(cli.output, &result, |r| {
         let mut text = format!(
-            "Uyuni server in namespace {} runs {}.\n",
+            "Uyuni server in namespace {} {} {}.\n",
             r.namespace,
+            if r.rolled_back {
+                "was rolled back and runs"
+            } else {
+                "runs"
+            },
             r.images
                 .get(names::SERVER_DEPLOYMENT)
                 .map_or("", String::as_str)
         );
         if let (Some(from), Some(to)) = (&r.release_from, &r.release_to) {
-            text.push_str(&format!("  Release:          {from} → {to}\n"));
+            let label = if r.rolled_back {
+                "Rolled back:"
+            } else {
+                "Release:"
+            };
+            text.push_str(&format!("  {label:<17} {from} → {to}\n"));
         }
         text.push_str(&format!("  Database volume:  {}\n", r.database_volume));
         if let Some(backup) = &r.backup_volume {
@@ -316,8 +352,12 @@ pub(crate) struct UpgradeResult {
     api_version: &'static str,
     kind: &'static str,
     namespace: String,
+    /// `upgrade --rollback`: the run returned to the images before the upgrade (the releases
+    /// then read from the upgraded one back to the one before, and no way back is offered).
+    rolled_back: bool,
     /// Image by Deployment, as they run now.
     images: std::collections::BTreeMap<String, String>,
+    /// The release this run went from, and to.
     release_from: Option<String>,
     release_to: Option<String>,
     database_volume: String,

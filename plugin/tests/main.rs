@@ -14,6 +14,7 @@ mod e2e;
 mod e2e_faults;
 mod e2e_interrupt;
 mod e2e_lease;
+mod e2e_lifecycle;
 mod e2e_migration;
 mod e2e_real_migration;
 mod e2e_record;

@@ -449,6 +449,7 @@ async fn run_job(shared: Arc<Shared>, job: Value) {
             .unwrap_or_default();
         terminated["terminated"]["message"] = json!(
             message
+                .replace("$IMAGE_RELEASE", crate::scenario::image_release(image))
                 .replace("$IMAGE_TAG", crate::scenario::image_tag(image))
                 .replace("$IMAGE", image)
         );

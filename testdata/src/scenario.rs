@@ -182,7 +182,8 @@ pub struct JobScript {
     pub side_effects: Vec<SideEffect>,
     /// The container's termination message when it succeeds (what a script writes to
     /// `/dev/termination-log`): `$IMAGE` is replaced by the container's image, `$IMAGE_TAG` by
-    /// its tag (`latest` without one). Node agent only.
+    /// its tag (`latest` without one), `$IMAGE_RELEASE` by the release its release file names
+    /// ([`image_release`]).
     pub termination_message: Option<String>,
     /// Scripts for the second, third… Job created for the same step; the last one repeats.
     pub later_attempts: Vec<JobScript>,
@@ -232,6 +233,23 @@ impl JobScript {
 
 /// The tag of an image reference: what follows the last `:` after the last `/`; `latest`
 /// without one (a digest reference has none either).
+/// The release the simulated `latest` images are: the newest the scenarios and tests use.
+pub const LATEST_RELEASE: &str = "2026.04";
+
+/// The release an image's release file names, as an inspection reads it: its tag when the tag
+/// is a release, [`LATEST_RELEASE`] for `latest`. The real server image's `/etc/uyuni-release`
+/// is written when its package is built, "Uyuni release " and the package's
+/// `web.version.uyuni` (uyuni-project/uyuni `web/spacewalk-web.spec`, `%install`), and the
+/// image tagged `latest` is one of those builds (`containers/server-image/Dockerfile.uyuni`:
+/// `#!BuildTag: uyuni/server:latest`): an installed `latest` reports its release, never the
+/// word `latest`.
+pub fn image_release(image: &str) -> &str {
+    match image_tag(image) {
+        "latest" => LATEST_RELEASE,
+        tag => tag,
+    }
+}
+
 pub fn image_tag(image: &str) -> &str {
     let name = image.rsplit('/').next().unwrap_or(image);
     let name = name.split('@').next().unwrap_or(name);

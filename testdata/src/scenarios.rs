@@ -145,17 +145,18 @@ pub fn migration() -> Scenario {
         }
         scenario.jobs.insert(step.to_string(), script);
     }
-    // An upgrade's inspections: a server image is Uyuni of the release its tag names, of the
+    // An upgrade's inspections: a server image is Uyuni of the release its tag names (`latest`
+    // the newest, as its release file says: `scenario::image_release`), of the
     // kind the server check reports, a database image PostgreSQL 18 (a namespace's scenario
     // sets another major).
     for (step, report) in [
         (
             "inspect-running-server",
-            "product=uyuni\nrelease=$IMAGE_TAG\nca_copy=salt-file-root\n",
+            "product=uyuni\nrelease=$IMAGE_RELEASE\nca_copy=salt-file-root\n",
         ),
         (
             "inspect-server",
-            "product=uyuni\nrelease=$IMAGE_TAG\nca_copy=salt-file-root\n",
+            "product=uyuni\nrelease=$IMAGE_RELEASE\nca_copy=salt-file-root\n",
         ),
         ("inspect-running-db", "pg_major=18\n"),
         ("inspect-db", "pg_major=18\n"),

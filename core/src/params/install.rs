@@ -385,19 +385,15 @@ impl InstallParams {
                 is_email,
             )?
         };
-        let timezone = bounded(
-            "--tz",
-            or(&args.timezone, defaults::TIMEZONE),
-            1,
-            64,
-            "a time zone name such as Etc/UTC or Europe/Berlin",
-            |v| {
-                v.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '+'))
-                    && !v.starts_with('/')
-                    && !v.contains("..")
-            },
-        )?;
+        // The image refuses a zone without a file under /usr/share/zoneinfo at its start,
+        // after every object was written (`crate::timezone`): checked here, before any write.
+        let timezone = or(&args.timezone, defaults::TIMEZONE).trim().to_owned();
+        if !crate::timezone::is_known(&timezone) {
+            return Err(ParamsError::Timezone {
+                suggestion: crate::timezone::suggestion(&timezone).map(str::to_owned),
+                value: timezone,
+            });
+        }
         let scc = match (&args.scc_user, &args.scc_password) {
             (None, None) => None,
             (Some(user), Some(password)) => {

@@ -48,6 +48,15 @@ pub enum PlanError {
         image: String,
         missing: String,
     },
+    /// The inspection of an image the server runs now did not tell what an upgrade needs.
+    #[error(
+        "the inspection of image {image}, which the server in namespace {namespace} runs now, did not tell {missing}: so the release the upgrade starts from is unknown. The image flags name only the target, not the running image: read the inspection Job's log (`kubectl uyuni logs inspect-running-server`, or `inspect-running-db`), and check that the running image is an Uyuni or SUSE Multi-Linux Manager server or database image with its release file (/etc/uyuni-release or /etc/susemanager-release). Nothing of the server was changed"
+    )]
+    RunningInspectionIncomplete {
+        namespace: String,
+        image: String,
+        missing: String,
+    },
     /// `upgrade --rollback` of a server that `stop` stopped after its upgrade.
     #[error(
         "the server in namespace {namespace} is stopped (Deployment {deployment} has 0 replicas, as `kubectl uyuni stop` leaves it): a rollback would start it again on the images before the upgrade. Start it with `{start}`, then run `{rollback}`; the rollback stops it first, and what it writes meanwhile is lost with the rest of what was written since the upgrade began. Nothing was written"
@@ -68,6 +77,15 @@ pub enum PlanError {
         "the server in namespace {namespace} is stopped (Deployment {deployment} has 0 replicas, as `kubectl uyuni stop` leaves it): an upgrade proves itself by the new server becoming ready, and records the replica counts to come back to. Start it with `{start}`, then run the upgrade again. Nothing was written"
     )]
     ServerStopped {
+        namespace: String,
+        deployment: String,
+        start: String,
+    },
+    /// `restart` of a server that `stop` stopped. `start`: the command that starts it.
+    #[error(
+        "the server in namespace {namespace} is stopped (Deployment {deployment} has 0 replicas, as `kubectl uyuni stop` leaves it): a restart replaces running pods, and none runs. Start it with `{start}` (its pods start anew). Nothing was written"
+    )]
+    RestartStopped {
         namespace: String,
         deployment: String,
         start: String,
@@ -167,6 +185,18 @@ pub enum PlanError {
         installed: String,
         asked: String,
         same: String,
+    },
+    /// `install` on claims (kept by an uninstall) whose data was set up under another name.
+    /// `advice`: the name this run gives, and the commands that go on (the same name, or a
+    /// purge first).
+    #[error(
+        "refused: claim {claim} in namespace {namespace} holds the data of server {installed} (set up under that name at its first start), and {advice}. Nothing was written"
+    )]
+    ClaimsSetUpAsOther {
+        namespace: String,
+        claim: String,
+        installed: String,
+        advice: String,
     },
     /// `install --reuse-volumes` on a database whose credential Secrets are gone.
     #[error(

@@ -136,19 +136,57 @@ fn installed_fqdn(observed: &Observed) -> Option<String> {
         .clone()
 }
 
+/// The first claim of the namespace whose data an install set up under another name than
+/// `fqdn`: the claim and that name ([`labels::SERVER_NAME_ANNOTATION`]).
+fn claim_set_up_as_other(observed: &Observed, fqdn: &str) -> Option<(String, String)> {
+    observed.objects.values().find_map(|object| {
+        let Object::PersistentVolumeClaim(claim) = object else {
+            return None;
+        };
+        let name = claim
+            .metadata
+            .annotations
+            .as_ref()?
+            .get(labels::SERVER_NAME_ANNOTATION)?;
+        (name != fqdn).then(|| {
+            (
+                claim.metadata.name.clone().unwrap_or_default(),
+                name.clone(),
+            )
+        })
+    })
+}
+
 /// Before any write: once the server Deployment exists, its first start may have set the
 /// server up under its name; another name would restart it as a server it is not (the image
-/// does not rename itself).
+/// does not rename itself). The same holds for claims kept by an uninstall: their data was set
+/// up under the name they carry, and `--reuse-volumes` runs the server on that data.
 fn check_fqdn(params: &InstallParams, observed: &Observed) -> Result<(), PlanError> {
-    match installed_fqdn(observed) {
-        Some(installed) if installed != params.fqdn => Err(PlanError::FqdnChange {
+    if let Some(installed) = installed_fqdn(observed)
+        && installed != params.fqdn
+    {
+        return Err(PlanError::FqdnChange {
             namespace: params.namespace.clone(),
             installed: installed.clone(),
             asked: params.fqdn.clone(),
             same: params.kubectl.install(Some(&params.namespace), &installed),
-        }),
-        _ => Ok(()),
+        });
     }
+    if let Some((claim, installed)) = claim_set_up_as_other(observed, &params.fqdn) {
+        let ns = Some(params.namespace.as_str());
+        return Err(PlanError::ClaimsSetUpAsOther {
+            namespace: params.namespace.clone(),
+            claim,
+            advice: format!(
+                "this run names it {asked}. The image does not rename a server whose data it finds; to run the server on these claims, run `{}`; to install {asked} afresh, choose another namespace with -n, or delete the kept claims and Secrets first with `{}` (their data cannot be recovered)",
+                params.kubectl.install(ns, &installed),
+                params.kubectl.uyuni(ns, "uninstall --purge-volumes"),
+                asked = params.fqdn,
+            ),
+            installed,
+        });
+    }
+    Ok(())
 }
 
 /// Before any write: a database reused from a claim this tool's install did not create was
@@ -378,7 +416,7 @@ pub(super) fn body(
     } = prepared;
     let mut steps: Vec<Step> = super::setup::pvc_steps(params, observed)
         .into_iter()
-        .map(mark_installed)
+        .map(|step| mark_installed(step, &params.fqdn))
         .collect();
     let mut credentials = database_credentials(params, observed);
     credentials.extend(setup_credentials(params, observed)?);
@@ -418,19 +456,20 @@ pub(super) fn body(
 }
 
 /// A claim this install creates carries the install origin, so that a later run knows it
-/// from a claim that held data before.
-fn mark_installed(mut step: Step) -> Step {
+/// from a claim that held data before, and the server's name its data is set up under.
+fn mark_installed(mut step: Step, fqdn: &str) -> Step {
     if let super::Action::Apply(object) = &mut step.action
         && let Object::PersistentVolumeClaim(claim) = &mut **object
     {
-        claim
+        let annotations = claim
             .metadata
             .annotations
-            .get_or_insert_with(Default::default)
-            .insert(
-                labels::ORIGIN_ANNOTATION.to_owned(),
-                labels::ORIGIN_INSTALL.to_owned(),
-            );
+            .get_or_insert_with(Default::default);
+        annotations.insert(
+            labels::ORIGIN_ANNOTATION.to_owned(),
+            labels::ORIGIN_INSTALL.to_owned(),
+        );
+        annotations.insert(labels::SERVER_NAME_ANNOTATION.to_owned(), fqdn.to_owned());
     }
     step
 }

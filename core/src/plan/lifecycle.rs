@@ -274,6 +274,22 @@ pub fn plan(params: &LifecycleParams, observed: &Observed) -> Result<Plan, PlanE
             }
         }
         Lifecycle::Restart => {
+            // A restart replaces running pods; on a server `stop` stopped there are none, and
+            // starting it is `start`'s (which brings back the recorded counts, `db` first).
+            if let Some(stopped) = [names::SERVER_DEPLOYMENT, names::DB_DEPLOYMENT]
+                .into_iter()
+                .find(|n| {
+                    observed
+                        .deployment(n)
+                        .is_some_and(|d| desired_replicas(d) == 0)
+                })
+            {
+                return Err(PlanError::RestartStopped {
+                    namespace: ns.clone(),
+                    deployment: stopped.to_owned(),
+                    start: params.kubectl.uyuni(Some(ns), "start"),
+                });
+            }
             steps.extend(
                 ORDER
                     .into_iter()

@@ -330,12 +330,26 @@ fn decide(
             pg_to: major,
         });
     }
+    // What the image the server runs does not tell is that image's problem, not the flags':
+    // they name the target only.
+    let missing_in = |running: bool, image: &str, what: &str| {
+        if running {
+            PlanError::RunningInspectionIncomplete {
+                namespace: ns.clone(),
+                image: image.to_owned(),
+                missing: what.to_owned(),
+            }
+        } else {
+            missing(ns, image, what)
+        }
+    };
     let release = |report: &Inspection,
-                   image: &str|
+                   image: &str,
+                   running: bool|
      -> Result<(crate::inspect::Product, crate::release::Release), PlanError> {
         let product = report.product.ok_or_else(|| {
-            missing(
-                ns,
+            missing_in(
+                running,
                 image,
                 "the product and release (no Uyuni or SUSE Multi-Linux Manager release file)",
             )
@@ -343,13 +357,18 @@ fn decide(
         let text = report
             .release
             .clone()
-            .ok_or_else(|| missing(ns, image, "the release"))?;
-        let parsed = crate::release::Release::parse(&text)
-            .map_err(|e| missing(ns, image, &format!("a release this tool can order: {e}")))?;
+            .ok_or_else(|| missing_in(running, image, "the release"))?;
+        let parsed = crate::release::Release::parse(&text).map_err(|e| {
+            missing_in(
+                running,
+                image,
+                &format!("a release this tool can order: {e}"),
+            )
+        })?;
         Ok((product, parsed))
     };
-    let (product_from, release_from) = release(&reports.running_server, &server_from)?;
-    let (product_to, release_to) = release(&reports.server, &images.server)?;
+    let (product_from, release_from) = release(&reports.running_server, &server_from, true)?;
+    let (product_to, release_to) = release(&reports.server, &images.server, false)?;
     if product_from != product_to {
         return Err(PlanError::UpgradeRefused {
             namespace: ns.clone(),
@@ -375,7 +394,7 @@ fn decide(
     let pg_from = reports
         .running_db
         .pg_major
-        .ok_or_else(|| missing(ns, &db_from, "its PostgreSQL version"))?;
+        .ok_or_else(|| missing_in(true, &db_from, "its PostgreSQL version"))?;
     let pg_to = reports
         .db
         .pg_major

@@ -52,8 +52,64 @@ fn bad_references_are_refused() {
     ));
     assert!(matches!(
         reference(DEFAULT_REGISTRY, "uyuni/server", Some("a:b")),
-        Err(ImageError::Invalid(_))
+        Err(ImageError::InvalidTag { .. })
     ));
+}
+
+/// OCI tags are case-sensitive (`FOO` is not `foo`); only the registry and repository are
+/// lower-cased.
+#[test]
+fn the_tag_keeps_its_case_and_the_repository_is_lower_cased() {
+    assert_eq!(
+        reference("Registry.Example.COM", "Uyuni/Server", Some("FOO")),
+        Ok("registry.example.com/uyuni/server:FOO".to_owned())
+    );
+    assert_eq!(
+        reference(
+            DEFAULT_REGISTRY,
+            "uyuni/server:Build_7.Rc-1",
+            Some("latest")
+        ),
+        Ok("registry.opensuse.org/uyuni/server:Build_7.Rc-1".to_owned())
+    );
+    assert_eq!(
+        reference(DEFAULT_REGISTRY, "localhost:5000/uyuni/server", Some("V1")),
+        Ok("localhost:5000/uyuni/server:V1".to_owned())
+    );
+}
+
+/// The OCI tag rule `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`: 128 characters pass, 129 do not, and
+/// neither does a tag starting with `.` or `-`; an empty `--tag` says it is empty.
+#[test]
+fn tags_outside_the_oci_rule_are_refused_with_the_reason() {
+    let longest = "a".repeat(128);
+    assert_eq!(
+        reference(DEFAULT_REGISTRY, "uyuni/server", Some(&longest)),
+        Ok(format!("registry.opensuse.org/uyuni/server:{longest}"))
+    );
+    let e = reference(DEFAULT_REGISTRY, "uyuni/server", Some(&"a".repeat(200)))
+        .expect_err("200 characters");
+    assert!(
+        matches!(e, ImageError::InvalidTag { .. })
+            && e.to_string().contains("200 characters long")
+            && e.to_string().contains("at most 128"),
+        "{e}"
+    );
+    for bad in [".hidden", "-dash", "a+b"] {
+        assert!(
+            matches!(
+                reference(DEFAULT_REGISTRY, "uyuni/server", Some(bad)),
+                Err(ImageError::InvalidTag { .. })
+            ),
+            "{bad}"
+        );
+    }
+    let e = reference(DEFAULT_REGISTRY, "uyuni/server", Some("")).expect_err("empty");
+    assert!(
+        matches!(e, ImageError::EmptyTag(_)) && e.to_string().contains("is empty"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("pass --tag"), "{e}");
 }
 
 #[test]

@@ -32,5 +32,6 @@ mod simulate;
 mod ssh;
 mod status;
 mod sync_progress;
+mod timezone;
 mod verdict;
 mod volumes;

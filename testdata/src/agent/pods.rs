@@ -757,7 +757,8 @@ impl Player {
                         .as_ref()
                         .filter(|_| succeeded)
                         .map(|m| {
-                            m.replace("$IMAGE_TAG", crate::scenario::image_tag(&image))
+                            m.replace("$IMAGE_RELEASE", crate::scenario::image_release(&image))
+                                .replace("$IMAGE_TAG", crate::scenario::image_tag(&image))
                                 .replace("$IMAGE", &image)
                         });
                     let state = State::Terminated {
