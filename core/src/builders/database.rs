@@ -675,7 +675,9 @@ pub fn copy_job(
 }
 
 /// The PostgreSQL major upgrade of an upgrade: the stopped database's volume as the source
-/// (only read: it stays as the way back), a new volume named for the new major as the target,
+/// (its data files are not written, but pg_upgrade starts the old server on it, which rewrites
+/// its control file, WAL and statistics: it stays a cleanly shut down cluster of the old major
+/// and the way back, docs/upgrade.md), a new volume named for the new major as the target,
 /// in the `server-database-migration` image (images-today §D.3 step 4, on two claims as §E.1
 /// #4 has it).
 pub fn major_upgrade_job(
