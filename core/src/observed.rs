@@ -221,7 +221,8 @@ pub fn every_object(namespace: &str) -> Observation {
 }
 
 /// What `report` reads: every object of the kinds the tool writes in the namespace (each
-/// kind listed whole), with the named objects of [`every_object`]; the report keeps those the
+/// kind listed whole; those `rbac --for report` lets it list: not NetworkPolicies), with the
+/// named objects of [`every_object`]; the report keeps those the
 /// tool's label selector ([`labels::MANAGED_SELECTOR`]) or a name of the tool selects.
 /// `secrets`: whether Secrets and the RBAC objects are read (a user who may not read them
 /// gets the rest).
@@ -233,7 +234,6 @@ pub fn report_observation(namespace: &str, secrets: bool) -> Observation {
         Kind::Deployment,
         Kind::Service,
         Kind::Ingress,
-        Kind::NetworkPolicy,
     ];
     if secrets {
         observation.every.extend([

@@ -534,3 +534,23 @@ fn rbac_for_report_reads_the_records_secrets_and_events() {
     );
     assert!(!needs.iter().any(Access::is_write), "{needs:#?}");
 }
+
+/// Every kind the support bundle lists whole (`observed::report_observation`) is one that
+/// `rbac --for report` lets it list: a least-privilege user gets the whole bundle.
+#[test]
+fn rbac_for_report_lists_every_kind_the_bundle_lists() {
+    let ns = common::NAMESPACE;
+    let needs = rbac::needs(Command::Report, ns);
+    let observation = uyuni_core::observed::report_observation(ns, true);
+    assert!(!observation.every.is_empty());
+    for kind in &observation.every {
+        let (group, resource) = uyuni_core::access::group_resource(*kind);
+        assert!(
+            needs.iter().any(|a| a.verb == "list"
+                && a.group == group
+                && a.resource == resource
+                && a.namespace.as_deref() == Some(ns)),
+            "list {resource}: {needs:#?}"
+        );
+    }
+}

@@ -329,6 +329,13 @@ async fn run_recorded<C: Command>(
         // hours: `status` shows it running), with what ended since the last write; plain
         // writes are batched into it.
         let boundary = !step.action.predictable();
+        // The namespace goes, and the record with it (only a purge deletes it, and a purge
+        // deletes the records at its end): no write of the record from here on, so that a
+        // later turn of the loop (the namespace still terminating) does not warn that it
+        // could not be written.
+        if step.target.kind == uyuni_core::Kind::Namespace && step.op == uyuni_core::Op::Delete {
+            recorder.namespace_going();
+        }
         recorder.start(step, &observed);
         if boundary {
             recorder.flush(conn, reporter).await;

@@ -215,6 +215,11 @@ impl Recorder {
         }
     }
 
+    /// The run deletes its namespace: the record goes with it, and is written no more.
+    pub fn namespace_going(&mut self) {
+        self.disabled = true;
+    }
+
     /// A purge succeeded: instead of its last write, every record of the namespace is deleted,
     /// this run's included (its result is the command's output). After `--delete-namespace`
     /// the namespace took them with it, and there is nothing left to write to: no warning.

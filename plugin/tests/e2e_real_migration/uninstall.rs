@@ -66,8 +66,9 @@ fn deployments(env: &RealEnv) -> Vec<Value> {
 /// install → uninstall refused without --yes (the server serves, no terminal) and with
 /// --purge-volumes without --yes, nothing written; the dry run writes nothing; uninstall
 /// --yes leaves only the claims and credential Secrets, the Deployments gone, and says how to
-/// reinstall; a second uninstall has nothing to do; install --reuse-volumes runs on the kept
-/// data; uninstall --purge-volumes --yes leaves nothing of the tool's.
+/// reinstall; a second uninstall has nothing to do; install --reuse-volumes under another
+/// name is refused, nothing written; under the install's name it runs on the kept data;
+/// uninstall --purge-volumes --yes leaves nothing of the tool's.
 #[test]
 fn an_uninstall_keeps_the_data_for_a_reinstall_and_a_purge_removes_it() {
     if !real_plane_or_skip("uninstall on the real control plane") {
@@ -150,6 +151,28 @@ fn an_uninstall_keeps_the_data_for_a_reinstall_and_a_purge_removes_it() {
     assert!(again.status.success(), "{}", both(&again));
     assert!(text(&again).1.contains("Nothing to do"), "{}", both(&again));
     assert_eq!(ours(&env), left, "the second uninstall changed something");
+
+    // The kept claims' data was set up as FQDN: a reuse under another name is refused, and
+    // writes nothing.
+    let before_rename = written_versions(&env);
+    let renamed = env
+        .command(&["install", "other.example.com", "--reuse-volumes"])
+        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .output()
+        .expect("kubectl runs");
+    assert!(!renamed.status.success(), "{}", both(&renamed));
+    let (_, stderr) = text(&renamed);
+    assert!(
+        stderr.contains(&format!("holds the data of server {FQDN}"))
+            && stderr.contains(&format!("install {FQDN}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        written_versions(&env),
+        before_rename,
+        "the renaming reuse wrote"
+    );
+    assert_eq!(ours(&env), left, "the renaming reuse changed something");
 
     let out = install(&env, &["--reuse-volumes"]);
     assert!(out.status.success(), "{}", both(&out));
