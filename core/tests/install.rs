@@ -476,3 +476,51 @@ fn install_reusing_a_database_without_its_credentials_is_refused() {
     let params = InstallParams::from_args(&args).expect("valid");
     assert!(install::plan(&params, &observed).is_ok());
 }
+
+/// The rule of the reuse holds for a migrated server's claims too: the migration names them
+/// after the source, whose name the migrated server keeps, and an install on them (an
+/// uninstall kept them) under another name is refused before any write.
+#[test]
+fn install_on_a_migrated_servers_kept_claims_keeps_the_sources_name() {
+    let migration = common::params();
+    let planned = uyuni_core::plan::plan(&migration, &common::empty_cluster()).expect("plans");
+    let mut kept = common::empty_cluster();
+    for step in planned.steps {
+        if let Action::Apply(object) = step.action
+            && let Object::PersistentVolumeClaim(claim) = *object
+        {
+            let name = claim
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(uyuni_core::labels::SERVER_NAME_ANNOTATION));
+            assert_eq!(
+                name.map(String::as_str),
+                Some(common::SOURCE),
+                "{step:?}",
+                step = step.id
+            );
+            kept.insert(Object::PersistentVolumeClaim(claim));
+        }
+    }
+    assert!(
+        kept.objects
+            .keys()
+            .any(|r| r.kind == Kind::PersistentVolumeClaim),
+        "the migration creates claims"
+    );
+    let mut args = install_args();
+    args.fqdn = "other.example.com".into();
+    args.reuse_volumes = true;
+    let params = InstallParams::from_args(&args).expect("valid");
+    let refused = install::plan(&params, &kept).expect_err("refused");
+    let PlanError::ClaimsSetUpAsOther { installed, .. } = &refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(installed, common::SOURCE);
+    let mut args = install_args();
+    args.fqdn = common::SOURCE.into();
+    args.reuse_volumes = true;
+    let params = InstallParams::from_args(&args).expect("valid");
+    assert!(install::plan(&params, &kept).is_ok());
+}

@@ -456,20 +456,21 @@ pub(super) fn body(
 }
 
 /// A claim this install creates carries the install origin, so that a later run knows it
-/// from a claim that held data before, and the server's name its data is set up under.
-fn mark_installed(mut step: Step, fqdn: &str) -> Step {
+/// from a claim that held data before, and the server's name its data is set up under
+/// ([`super::setup::named_claim`]).
+fn mark_installed(step: Step, fqdn: &str) -> Step {
+    let mut step = super::setup::named_claim(step, fqdn);
     if let super::Action::Apply(object) = &mut step.action
         && let Object::PersistentVolumeClaim(claim) = &mut **object
     {
-        let annotations = claim
+        claim
             .metadata
             .annotations
-            .get_or_insert_with(Default::default);
-        annotations.insert(
-            labels::ORIGIN_ANNOTATION.to_owned(),
-            labels::ORIGIN_INSTALL.to_owned(),
-        );
-        annotations.insert(labels::SERVER_NAME_ANNOTATION.to_owned(), fqdn.to_owned());
+            .get_or_insert_with(Default::default)
+            .insert(
+                labels::ORIGIN_ANNOTATION.to_owned(),
+                labels::ORIGIN_INSTALL.to_owned(),
+            );
     }
     step
 }

@@ -10,7 +10,9 @@ use crate::observed::Observed;
 use crate::params::MigrateParams;
 use crate::plan::{
     Action, Plan, PlanError, Planner, Step, apply_step, database, end_state, install, keep_step,
-    opening, setup::pvc_steps, tls,
+    opening,
+    setup::{named_claim, pvc_steps},
+    tls,
 };
 
 pub mod phase;
@@ -136,7 +138,11 @@ pub(in crate::plan) fn body(
     let ns = &params.namespace;
     let mut steps = vec![ssh_key_step(params, observed)?];
     steps.push(ssh_config_step(params, observed)?);
-    steps.extend(pvc_steps(params, observed));
+    steps.extend(
+        pvc_steps(params, observed)
+            .into_iter()
+            .map(|step| named_claim(step, &params.source_fqdn)),
+    );
     steps.push(apply_step(
         "sync-service-account",
         "ServiceAccount the data-sync Job runs as".into(),

@@ -5,10 +5,29 @@ use super::{PlanError, Step, apply_step, keep_step};
 use crate::builders::{pvc, registry};
 
 use crate::catalogue::names;
+use crate::labels;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::observed::Observed;
 use crate::params::{PullSecret, ServerParams};
 use crate::volumes;
+
+/// A claim a command creates carries the name of the server its data is (or will be) set up
+/// under ([`labels::SERVER_NAME_ANNOTATION`]): an install's FQDN, a migration's source FQDN,
+/// which the migrated server keeps. An install on kept claims under another name is refused
+/// (`install::check_fqdn`): the images never rename a server. Only a step that creates the
+/// claim is marked; a kept claim is never written.
+pub(super) fn named_claim(mut step: Step, fqdn: &str) -> Step {
+    if let super::Action::Apply(object) = &mut step.action
+        && let Object::PersistentVolumeClaim(claim) = &mut **object
+    {
+        claim
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(labels::SERVER_NAME_ANNOTATION.to_owned(), fqdn.to_owned());
+    }
+    step
+}
 
 pub(super) fn pvc_steps(params: &ServerParams, observed: &Observed) -> Vec<Step> {
     params
