@@ -79,6 +79,7 @@ LONG = [
     # 3 shards of ~35 s (124 s as one item): every test runs the script under bash, no sleeps.
     "core/data_sync_script",
     "plugin/e2e_rerun",  # 46 s
+    "testdata/real_node",  # ~50 s: two real-node clusters, one after the other (a lock)
     "core/real_postgres",  # ~60 s: initdb, pg_upgrade 16 -> 18 and servers started, for real
     "testdata/real_control_plane",  # 44 s
     "plugin/dry_run",  # 42 s
