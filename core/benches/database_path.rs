@@ -12,7 +12,7 @@ mod servers;
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use servers::{pg_user, sh_as_pg, text};
@@ -37,18 +37,10 @@ fn report(what: &str, took: Duration, mib: f64) {
     println!("{what:<50} {s:>8.2} s  {:>8.1} MiB/s", mib / s.max(1e-9));
 }
 
+/// A Job's script as root, with this machine's postgres as the scripts' POSTGRES_UID.
 fn as_root(script: &uyuni_core::scripts::JobScript, root: &Path) -> Output {
-    Command::new("bash")
-        .arg("-c")
-        .arg(&script.text)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("TMPDIR", root.join("tmp"))
-        .env("POSTGRES_UID", pg_user().uid.to_string())
-        .envs(script.env.iter().map(|(k, v)| (*k, v)))
-        .stdin(Stdio::null())
-        .output()
-        .expect("bash")
+    let uid = pg_user().uid.to_string();
+    servers::run_as_root(root, script, &[("POSTGRES_UID", &uid)])
 }
 
 fn main() {

@@ -19,7 +19,7 @@ use uyuni_core::scripts::database::{
     render_upgrade,
 };
 
-use servers::{Installs, free_port, pg_tempdir, pg_user, sh_as_pg, text};
+use servers::{Installs, free_port, pg_tempdir, pg_user, run_as_root, sh_as_pg, text};
 use source::{DB_PASSWORD, DB_USER, Digest, REPORT_DB_PASSWORD, REPORT_DB_USER, SERVERS};
 
 /// Every tool the upgrade, the re-hash and the tests use is in both wheels and runs as the
@@ -133,24 +133,6 @@ impl Case {
             .expect("cp");
         assert!(out.status.success(), "{}", text(&out));
     }
-}
-
-/// Runs a Job's script as root (the fix-up, the upgrade, the copy's Jobs when root), its
-/// environment and `extra`, with the pod's `tmp` as TMPDIR.
-fn run_as_root(root: &Path, script: &JobScript, extra: &[(&str, &str)]) -> Output {
-    Command::new("bash")
-        .arg("-c")
-        .arg(&script.text)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("TMPDIR", root.join("tmp"))
-        .env("LC_ALL", "C")
-        .envs(script.env.iter().map(|(k, v)| (*k, v)))
-        .envs(extra.iter().copied())
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .output()
-        .expect("bash runs")
 }
 
 /// Runs a Job's script as the servers' user (the re-hash and the copy run as postgres).

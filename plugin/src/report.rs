@@ -130,25 +130,20 @@ pub async fn run(cmd: &ReportCmd, cli: &Cli) -> Result<()> {
     // The tool's objects: every object of the namespace its label selector selects (and
     // those of its names), Secrets included (masked below); a user who may not read Secrets
     // gets the rest.
-    let (observation, observed) =
-        match uyuni_effects::observe(client, &uyuni_core::observed::report_observation(&ns, true))
-            .await
-        {
-            Ok(observed) => (
-                uyuni_core::observed::report_observation(&ns, true),
-                observed,
-            ),
-            Err(e) => {
-                notes.push(format!(
-                    "Secrets, ServiceAccounts and RBAC objects are not in the report: {e}"
-                ));
-                let observation = uyuni_core::observed::report_observation(&ns, false);
-                let observed = uyuni_effects::observe(client, &observation)
-                    .await
-                    .with_context(|| format!("cannot read namespace {ns}"))?;
-                (observation, observed)
-            }
-        };
+    let full = uyuni_core::observed::report_observation(&ns, true);
+    let (observation, observed) = match uyuni_effects::observe(client, &full).await {
+        Ok(observed) => (full, observed),
+        Err(e) => {
+            notes.push(format!(
+                "Secrets, ServiceAccounts and RBAC objects are not in the report: {e}"
+            ));
+            let observation = uyuni_core::observed::report_observation(&ns, false);
+            let observed = uyuni_effects::observe(client, &observation)
+                .await
+                .with_context(|| format!("cannot read namespace {ns}"))?;
+            (observation, observed)
+        }
+    };
     // Every value of the namespace's Secrets is searched for, ours or not.
     let every: Vec<&Object> = observed.objects.values().collect();
     let secrets = secret_values(&every);

@@ -449,35 +449,15 @@ fn compress_reaches_the_data_sync_script_and_is_off_by_default() {
     );
 }
 
-/// A simulated cluster whose Jobs end at once.
-fn quick_jobs() -> Env {
-    let mut scenario = uyuni_testdata::scenarios::migration();
-    for job in scenario.jobs.values_mut() {
-        job.duration_ms = 0;
-    }
-    Env::new(SimConfig {
-        scenario,
-        ..SimConfig::default()
-    })
-}
-
 /// `kubectl uyuni -n uyuni ARGS` on `env`, with install's admin password in the environment.
 fn uyuni(env: &Env, args: &[&str]) -> std::process::Output {
-    env.kubectl()
-        .env("UYUNI_ADMIN_PASSWORD", "install-admin-Pa55")
-        .arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args(["-n", NS])
-        .args(args)
-        .output()
-        .expect("kubectl runs")
+    env.uyuni_as_admin("install-admin-Pa55", args)
 }
 
 /// The same for `install` and `stop`: each dry run's numbers are the ones its run shows, to N/N.
 #[test]
 fn install_and_stop_number_their_steps_as_their_dry_runs_do() {
-    let env = quick_jobs();
+    let env = Env::quick_jobs();
     let uyuni = |args: &[&str]| uyuni(&env, args);
     for command in [
         &["install", "server.example.com"][..],
@@ -606,7 +586,7 @@ fn a_known_hosts_file_without_the_source_says_how_to_add_it() {
 /// `serverDryRun`, and `--summary` leaves the diffs out (uninstall's summary line first).
 #[test]
 fn upgrade_and_uninstall_previews_warn_check_on_the_server_and_summarize_as_install_does() {
-    let env = quick_jobs();
+    let env = Env::quick_jobs();
     let uyuni = |args: &[&str]| uyuni(&env, args);
     let install = uyuni(&["install", "server.example.com", "--tag", "2025.10"]);
     assert!(install.status.success(), "{}", stderr(&install));

@@ -14,31 +14,15 @@ use crate::support::{Env, NS, text};
 
 const ADMIN_PASSWORD: &str = "lifecycle-admin-Pa55";
 
-/// The simulated cluster with Jobs that end at once.
-fn env() -> Env {
-    let mut scenario = uyuni_testdata::scenarios::migration();
-    for job in scenario.jobs.values_mut() {
-        job.duration_ms = 0;
-    }
-    Env::new(SimConfig {
-        scenario,
-        ..SimConfig::default()
-    })
-}
-
 /// `kubectl uyuni -n uyuni ARGS` with the administrator's password in the environment and the
 /// retry schedule shortened.
 fn uyuni(env: &Env, args: &[&str]) -> Output {
-    env.kubectl()
-        .env("UYUNI_ADMIN_PASSWORD", ADMIN_PASSWORD)
-        .arg("uyuni")
-        .arg("--kubeconfig")
-        .arg(env.kubeconfig())
-        .args(["-n", NS])
-        .args(args)
-        .args(["--retry-delay-divisor", "10"])
-        .output()
-        .expect("kubectl runs")
+    let args: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--retry-delay-divisor", "10"])
+        .collect();
+    env.uyuni_as_admin(ADMIN_PASSWORD, &args)
 }
 
 fn both(out: &Output) -> String {
@@ -77,7 +61,7 @@ fn ours(object: &Value) -> bool {
 ///    write, naming the command with A; `install A --reuse-volumes` runs on the kept claims.
 #[test]
 fn a_reuse_keeps_the_name_the_data_was_set_up_under() {
-    let env = env();
+    let env = Env::quick_jobs();
     ok(&uyuni(&env, &["install", "rss.example.com"]), "install");
     let claims = env.sim.objects("v1", "PersistentVolumeClaim", Some(NS));
     assert!(!claims.is_empty());
@@ -143,7 +127,7 @@ fn a_reuse_keeps_the_name_the_data_was_set_up_under() {
 ///    characters and an empty one are refused, each saying why, before any write.
 #[test]
 fn tags_keep_their_case_and_follow_the_oci_rule() {
-    let env = env();
+    let env = Env::quick_jobs();
     let dry = uyuni(
         &env,
         &[
@@ -199,7 +183,7 @@ fn tags_keep_their_case_and_follow_the_oci_rule() {
 ///    `upgrade` is; `stop --dry-run` opens with its plan line, as the other dry runs do.
 #[test]
 fn a_restart_of_a_stopped_server_names_start() {
-    let env = env();
+    let env = Env::quick_jobs();
     ok(&uyuni(&env, &["install", "srv.example.com"]), "install");
     let dry = uyuni(&env, &["stop", "--dry-run"]);
     ok(&dry, "stop --dry-run");
@@ -234,7 +218,7 @@ fn a_restart_of_a_stopped_server_names_start() {
 ///    of the database is written as `TZ`.
 #[test]
 fn a_time_zone_outside_the_tz_database_is_refused_before_any_write() {
-    let env = env();
+    let env = Env::quick_jobs();
     let stderr = refused(
         &env,
         &["install", "srv.example.com", "--tz", "Mars/Olympus"],
@@ -280,7 +264,7 @@ fn a_time_zone_outside_the_tz_database_is_refused_before_any_write() {
 ///    administrator's password, which an event here repeats, is scrubbed from every file.
 #[test]
 fn the_support_bundle_holds_what_the_label_selector_selects_and_scrubs_it() {
-    let env = env();
+    let env = Env::quick_jobs();
     ok(&uyuni(&env, &["install", "srv.example.com"]), "install");
     ok(&uyuni(&env, &["stop", "--yes"]), "stop");
     env.sim
@@ -338,7 +322,7 @@ fn the_support_bundle_holds_what_the_label_selector_selects_and_scrubs_it() {
 ///    releases from the upgraded one back, without a way back of its own.
 #[test]
 fn a_rollback_reads_as_a_rollback() {
-    let env = env();
+    let env = Env::quick_jobs();
     ok(
         &uyuni(&env, &["install", "srv.example.com", "--tag", "2025.10"]),
         "install",
@@ -378,7 +362,7 @@ fn a_rollback_reads_as_a_rollback() {
 ///    included, and says so; `--delete-namespace` ends without a warning.
 #[test]
 fn a_purge_removes_the_operation_records_and_a_plain_uninstall_keeps_them() {
-    let env = env();
+    let env = Env::quick_jobs();
     let records = |env: &Env| -> Vec<String> {
         env.sim
             .objects("v1", "ConfigMap", Some(NS))
@@ -456,7 +440,7 @@ fn a_purge_removes_the_operation_records_and_a_plain_uninstall_keeps_them() {
 ///     does (`uyuni_testdata::scenario::image_release`).
 #[test]
 fn a_server_installed_as_latest_upgrades() {
-    let env = env();
+    let env = Env::quick_jobs();
     ok(
         &uyuni(&env, &["install", "srv.example.com"]),
         "install latest",

@@ -219,6 +219,29 @@ fn as_user(user: &PgUser, program: &Path, args: &[&str]) -> Output {
         .expect("the program runs")
 }
 
+/// Runs a Job's script as root (the fix-up, the upgrade: the Jobs that run as root) with its
+/// environment and `extra`, in the pod's root `root`, with the pod's `tmp` as TMPDIR and the C
+/// locale.
+pub fn run_as_root(
+    root: &Path,
+    script: &uyuni_core::scripts::JobScript,
+    extra: &[(&str, &str)],
+) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(&script.text)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TMPDIR", root.join("tmp"))
+        .env("LC_ALL", "C")
+        .envs(script.env.iter().map(|(k, v)| (*k, v)))
+        .envs(extra.iter().copied())
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .output()
+        .expect("bash runs")
+}
+
 pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")

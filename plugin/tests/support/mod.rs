@@ -80,6 +80,18 @@ pub struct Env {
 }
 
 impl Env {
+    /// The migration scenario's cluster with Jobs that end at once.
+    pub fn quick_jobs() -> Env {
+        let mut scenario = scenarios::migration();
+        for job in scenario.jobs.values_mut() {
+            job.duration_ms = 0;
+        }
+        Env::new(SimConfig {
+            scenario,
+            ..SimConfig::default()
+        })
+    }
+
     pub fn new(config: SimConfig) -> Env {
         let sim = SimCluster::start_blocking(config).expect("simulated cluster");
         // A directory with only the plugin: kubectl finds it on PATH as `kubectl uyuni`.
@@ -130,14 +142,25 @@ impl Env {
 
     /// `kubectl uyuni --kubeconfig K -n uyuni ARGS…`
     pub fn uyuni(&self, args: &[&str]) -> Output {
-        self.kubectl()
-            .arg("uyuni")
+        self.uyuni_command(args).output().expect("kubectl runs")
+    }
+
+    /// [`Env::uyuni`] with an install's administrator password in the environment.
+    pub fn uyuni_as_admin(&self, password: &str, args: &[&str]) -> Output {
+        self.uyuni_command(args)
+            .env("UYUNI_ADMIN_PASSWORD", password)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    fn uyuni_command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.kubectl();
+        cmd.arg("uyuni")
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
             .args(["-n", NS])
-            .args(args)
-            .output()
-            .expect("kubectl runs")
+            .args(args);
+        cmd
     }
 
     /// `kubectl uyuni … migrate SOURCE [--yes] ARGS…`
