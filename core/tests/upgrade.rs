@@ -1100,3 +1100,14 @@ fn the_database_step_names_the_postgresql_major_the_image_reported() {
         "the PostgreSQL 19 database on volume var-pgsql19"
     );
 }
+
+#[test]
+fn a_rollbacks_releases_go_from_the_upgraded_one_back_to_the_one_before() {
+    let record = UpgradeRecord {
+        release_from: "2025.10".into(),
+        release_to: "2026.04".into(),
+        ..Default::default()
+    };
+    assert_eq!(record.releases(false), ("2025.10", "2026.04"));
+    assert_eq!(record.releases(true), ("2026.04", "2025.10"));
+}

@@ -276,11 +276,11 @@ pub async fn run(
     // A rollback went from the upgrade's release back to the one before, and leaves no way
     // back of its own: the copy and the old volume were the upgrade's.
     let rolled_back = params.rollback;
-    let (release_from, release_to) = match &record {
-        Some(r) if rolled_back => (Some(r.release_to.clone()), Some(r.release_from.clone())),
-        Some(r) => (Some(r.release_from.clone()), Some(r.release_to.clone())),
-        None => (None, None),
-    };
+    let releases = record.as_ref().map(|r| r.releases(rolled_back));
+    let (release_from, release_to) = (
+        releases.map(|(from, _)| from.to_owned()),
+        releases.map(|(_, to)| to.to_owned()),
+    );
     let record = record.filter(|_| !rolled_back);
     let result = UpgradeResult {
         api_version: uyuni_core::render::API_VERSION,

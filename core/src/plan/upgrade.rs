@@ -115,6 +115,16 @@ pub struct UpgradeRecord {
 }
 
 impl UpgradeRecord {
+    /// The releases a run went from and to: the upgrade's, or a rollback's, which goes from
+    /// the upgraded release back to the one before.
+    pub fn releases(&self, rollback: bool) -> (&str, &str) {
+        if rollback {
+            (&self.release_to, &self.release_from)
+        } else {
+            (&self.release_from, &self.release_to)
+        }
+    }
+
     /// The record in the cluster, if any; `None` also for one this version cannot read (it is
     /// then replaced only when its upgrade is complete, never silently).
     pub fn read(observed: &Observed) -> Option<UpgradeRecord> {
