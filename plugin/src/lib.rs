@@ -339,21 +339,26 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
-/// The name `rbac --for` takes for the command, if it prints its rules.
+/// The name `rbac --for` takes for the command, if it prints its rules
+/// ([`uyuni_core::rbac::Command::name`]).
 fn rbac_name(command: &Command) -> Option<&'static str> {
-    Some(match command {
-        Command::Migrate(_) => "migrate",
-        Command::Install(_) => "install",
-        Command::Upgrade(_) => "upgrade",
-        Command::Uninstall(_) => "uninstall",
-        Command::Stop(_) => "stop",
-        Command::Start(_) => "start",
-        Command::Restart(_) => "restart",
-        Command::Status(_) => "status",
-        Command::Logs(_) => "logs",
-        Command::Report(_) => "report",
-        Command::Version(_) | Command::Rbac(_) | Command::Completion(_) => return None,
-    })
+    use uyuni_core::rbac::Command as Rbac;
+    Some(
+        match command {
+            Command::Migrate(_) => Rbac::Migrate,
+            Command::Install(_) => Rbac::Install,
+            Command::Upgrade(_) => Rbac::Upgrade,
+            Command::Uninstall(_) => Rbac::Uninstall,
+            Command::Stop(_) => Rbac::Stop,
+            Command::Start(_) => Rbac::Start,
+            Command::Restart(_) => Rbac::Restart,
+            Command::Status(_) => Rbac::Status,
+            Command::Logs(_) => Rbac::Logs,
+            Command::Report(_) => Rbac::Report,
+            Command::Version(_) | Command::Rbac(_) | Command::Completion(_) => return None,
+        }
+        .name(),
+    )
 }
 
 /// The plugin's `main`.
